@@ -1,0 +1,54 @@
+// The description of an executed graph that a host (an executor) gives the dump session: its
+// kernels in execution order, with full names, source traces, inputs and outputs. The session
+// writes it as graphs/*.ir, graphs/*.pb and execution_order/*.csv, and selects kernels from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graphdump/dtype.h"
+
+namespace graphdump {
+
+struct SourceLocation {
+  std::string file;  // as recorded by the host, e.g. "/home/u/model.py"
+  int line = 0;
+  int column = 0;
+  std::string code;  // the source text of that range, may span lines
+};
+
+struct TensorMeta {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+struct KernelInfo {
+  uint32_t graph_id = 0;
+  uint32_t index = 0;        // position in GraphInfo::kernels; set by the session
+  std::string full_name;     // "Default/features-Sequential/0-Conv2d/conv2d-op3"
+  std::string op_type;       // "conv2d"; derived from full_name when empty (SPEC §5)
+  std::string module_path;   // "features.0": what set_dump marks (dump_mode 2)
+  std::vector<SourceLocation> source_trace;  // innermost (the kernel's own line) first
+  std::vector<std::string> input_names;      // producer value names for the .ir, may be empty
+  std::vector<TensorMeta> inputs;            // as seen when the graph was compiled, may be empty
+  std::vector<TensorMeta> outputs;
+  std::map<std::string, std::string> attributes;  // non-tensor arguments (stride, padding...)
+  uint32_t stream_id = 0;
+  bool marked_for_dump = false;  // set_dump marked this kernel's module (dump_mode 2)
+};
+
+struct GraphInfo {
+  uint32_t graph_id = 0;
+  std::string name;           // e.g. "forward"; informational
+  std::vector<KernelInfo> kernels;  // in execution order
+  // IR text for graphs/ms_output_trace_code_graph_{id}.ir. When empty, the session writes one
+  // generated from `kernels` (see graph_files.h for the format).
+  std::string ir_text;
+};
+
+// op_type from a full name: the last '/'-segment without its "-op{N}" suffix.
+std::string OpTypeFromFullName(const std::string& full_name);
+
+}  // namespace graphdump

@@ -1,0 +1,48 @@
+// Decides which kernels of a graph are dumped (SPEC §2-4). The session asks once per graph and
+// iteration; the answers are then O(1) lookups per kernel.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphdump/config.h"
+#include "graphdump/graph.h"
+
+namespace graphdump {
+
+class Selector {
+ public:
+  // REQUIRES: config was produced by ParseConfig (regexes already validated).
+  explicit Selector(const DumpConfig& config);
+  ~Selector();
+  Selector(const Selector&) = delete;
+  Selector& operator=(const Selector&) = delete;
+
+  // Does rank `rank` dump at all (support_device)? An empty support_device list means every rank.
+  bool RankDumps(uint32_t rank) const;
+
+  // Is `iteration` a dumped iteration? (op_debug_mode 4 forces "all".)
+  bool IterationDumps(uint64_t iteration) const;
+
+  // Does the kernel match the kernel selection (dump_mode, kernels, set_dump marks)? Records
+  // which `kernels` entries matched, for UnusedEntries().
+  bool KernelSelected(const KernelInfo& kernel);
+
+  // One flag per kernel of `graph`: KernelSelected for each.
+  std::vector<bool> SelectKernels(const GraphInfo& graph);
+
+  // The `kernels` entries that matched no kernel so far, as written in the configuration.
+  std::vector<std::string> UnusedEntries() const;
+
+  // Input/output selection after op_debug_mode forcing (overflow mode dumps both).
+  bool DumpInputs() const;
+  bool DumpOutputs() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace graphdump

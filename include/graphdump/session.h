@@ -1,0 +1,115 @@
+// DumpSession: the hook API any graph executor calls while it runs a graph (DESIGN.md).
+//
+//   auto session = DumpSession::FromEnvironment(rank);   // null when dumping is off
+//   session->OnGraphCompiled(graph);     // writes graphs/ and execution_order/
+//   session->BeginStep(graph_id);        // the step's iteration number is now fixed
+//   session->OnParameter(...)            // parameters at the start of the step (if WantsParameters)
+//   if (session->Wants(kernel)) session->OnKernelDone(kernel, inputs, outputs);
+//   session->OnKernelFailed(kernel, inputs, error);   // op_debug_mode 4
+//   session->EndStep(graph_id);          // statistic.csv, global execution order
+//   session->Close();                    // drains writers, reports unused kernel entries
+//
+// Threading: hooks are called from one thread (the executor's). In asynchronous mode the data
+// is copied before OnKernelDone returns and written by background threads; the caller may reuse
+// or modify its tensors immediately.
+//
+// Disk faults: the first write error stops all further dumping, is reported once (Close()
+// returns it, and `.dump_metadata/INCOMPLETE` names the file), and never interrupts the caller:
+// hooks keep returning normally.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphdump/config.h"
+#include "graphdump/file_system.h"
+#include "graphdump/graph.h"
+#include "graphdump/status.h"
+#include "graphdump/tensor_view.h"
+
+namespace graphdump {
+
+struct SessionOptions {
+  DumpConfig config;
+  uint32_t rank = 0;
+  std::shared_ptr<FileSystem> file_system;  // null: the POSIX file system
+  int writer_threads = 2;                    // asynchronous mode
+  size_t queue_bytes = size_t{256} << 20;    // asynchronous mode: bytes in flight before waiting
+  std::string device_target = "cpu";         // written to .dump_metadata/config.json
+  // Where warnings and the one-time disk error go (default: stderr, prefixed "graphdump: ").
+  std::function<void(const std::string&)> log;
+};
+
+// What the session wrote, for the host's summary.
+struct DumpSummary {
+  std::string root;           // {path}/rank_{rank}
+  uint64_t files = 0;         // tensor files
+  uint64_t bytes = 0;         // bytes of tensor files
+  uint64_t kernels_dumped = 0;
+  uint64_t statistic_rows = 0;
+  std::vector<std::string> unused_kernel_entries;
+};
+
+class DumpSession {
+ public:
+  // Opens a session from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG. Returns null (not an error)
+  // when dumping is off or this rank is not in support_device.
+  static StatusOr<std::unique_ptr<DumpSession>> FromEnvironment(uint32_t rank);
+  // Opens a session with an explicit configuration. Returns null when the rank does not dump.
+  static StatusOr<std::unique_ptr<DumpSession>> Open(SessionOptions options);
+
+  virtual ~DumpSession() = default;
+
+  // Registers a graph (ids must be unique), writes graphs/*.ir, graphs/*.pb and the execution
+  // order. Kernel indexes are assigned in order. Returns an error on a duplicate id.
+  virtual Status OnGraphCompiled(const GraphInfo& graph) = 0;
+
+  // Appends a kernel discovered while running (e.g. a backward kernel) to a registered graph,
+  // and returns it with `index` and `graph_id` set. The graph files are rewritten at EndStep.
+  virtual KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) = 0;
+
+  // Starts a step of `graph_id`; the iteration number (initial_iteration + steps run) is fixed
+  // until EndStep.
+  virtual void BeginStep(uint32_t graph_id) = 0;
+  virtual uint64_t CurrentIteration() const = 0;
+  // True when anything at all is dumped in the current step (iteration selected).
+  virtual bool StepDumps() const = 0;
+
+  // Does the session want this kernel's tensors in the current step? O(1).
+  virtual bool Wants(const KernelInfo& kernel) const = 0;
+
+  // Dumps a kernel's inputs and outputs (those selected by input_output). `kernel` must come
+  // from a registered graph. In overflow mode only kernels with a NaN/Inf output are written.
+  virtual void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
+                            const std::vector<TensorView>& outputs) = 0;
+
+  // op_debug_mode 4: dumps the inputs of a kernel that failed. Does nothing in other modes.
+  virtual void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
+                              const std::string& error) = 0;
+
+  // Parameters (weights, buffers) as they were at the start of the step, written as
+  // Parameter.{name}... in every dumped iteration directory of the graph.
+  virtual bool WantsParameters() const = 0;
+  virtual void OnParameter(uint32_t graph_id, const std::string& name, const TensorView& value) = 0;
+
+  // A tensor constant of the graph, written once to {graph_id}/constants/Parameter.data-{N}...
+  virtual void OnConstant(uint32_t graph_id, uint32_t index, const TensorView& value) = 0;
+
+  // Ends the step: statistic.csv rows, one line in ms_global_execution_order_graph_{id}.csv.
+  virtual void EndStep(uint32_t graph_id) = 0;
+
+  // Marks modules for dump_mode 2 (kernels whose module_path equals or lies under one of these).
+  virtual void SetDump(const std::string& module_path) = 0;
+
+  // Waits for every pending write, writes the remaining statistic rows, reports unused kernel
+  // entries. Returns the first write error, if any. Idempotent.
+  virtual Status Close() = 0;
+
+  virtual DumpSummary Summary() const = 0;
+  virtual const DumpConfig& config() const = 0;
+};
+
+}  // namespace graphdump

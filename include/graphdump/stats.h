@@ -1,0 +1,78 @@
+// Tensor statistics for statistic.csv (SPEC §6), computed in one pass over the data together
+// with the md5 of the bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphdump/config.h"
+#include "graphdump/dtype.h"
+
+namespace graphdump {
+
+struct TensorStats {
+  uint64_t count = 0;
+  double max = 0, min = 0, avg = 0, l2norm = 0;  // nan when any element is NaN
+  uint64_t negative_count = 0;      // x < 0, -inf included ("negative zero count")
+  uint64_t positive_count = 0;      // x > 0, +inf included ("positive zero count")
+  uint64_t nan_count = 0;
+  uint64_t negative_inf_count = 0;
+  uint64_t positive_inf_count = 0;
+  uint64_t zero_count = 0;
+  std::string md5;                  // lower-case hex; empty when not requested
+};
+
+// Accumulates statistics over a tensor's bytes fed in C order, in pieces that end on element
+// boundaries. Complex values contribute their real parts to max/min/avg and |z|^2 to l2norm.
+class StatsAccumulator {
+ public:
+  StatsAccumulator(DType dtype, bool with_md5);
+  ~StatsAccumulator();
+  StatsAccumulator(const StatsAccumulator&) = delete;
+  StatsAccumulator& operator=(const StatsAccumulator&) = delete;
+
+  // `bytes` holds whole elements in memory layout (packed int4: whole bytes, two values each;
+  // `elements` says how many values are meant, so an odd count ignores the last high nibble).
+  void Update(const uint8_t* bytes, size_t size, int64_t elements);
+  TensorStats Finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Statistics of a whole contiguous buffer (convenience for tests and the analysis tools).
+TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5);
+
+// Whether any element of a floating (or complex) buffer is NaN or +-Inf. Integers: false.
+bool HasNonFinite(DType dtype, const void* data, int64_t elements);
+
+// A statistic value as MindSpore prints it: default ostream formatting, 6 significant digits
+// ("9.53939", "1e+06", "inf", "-inf", "nan").
+std::string FormatStatValue(double value);
+
+// The fields of one statistic.csv row besides the statistics.
+struct StatRowInfo {
+  std::string op_type;
+  std::string op_name;
+  uint32_t task_id = 0;
+  uint32_t stream_id = 0;
+  uint64_t timestamp = 0;
+  bool is_input = false;
+  uint32_t slot = 0;
+  uint64_t data_size = 0;  // bytes
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+// "Op Type,Op Name,...,Shape,Max Value,...\n" for the given categories (no trailing comma).
+std::string StatisticCsvHeader(const std::vector<StatCategory>& categories);
+
+// One data row: every field followed by ',' and the line ending in "\n".
+std::string StatisticCsvRow(const StatRowInfo& info, const TensorStats& stats,
+                            const std::vector<StatCategory>& categories);
+
+}  // namespace graphdump

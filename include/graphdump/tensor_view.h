@@ -1,0 +1,55 @@
+// A non-owning view of a tensor that a host hands to the dump session.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphdump/dtype.h"
+
+namespace graphdump {
+
+struct TensorView {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;    // empty for a scalar
+  std::vector<int64_t> strides;  // in elements, one per dimension; empty means C-contiguous
+  const void* data = nullptr;    // host memory; may be null when NumElements() == 0
+  std::string device = "cpu";    // where the data lives; the core only reads "cpu" data
+  // Keeps the storage behind `data` alive until the session no longer needs it (the host puts
+  // its tensor handle here). May be null when the host guarantees the lifetime itself.
+  std::shared_ptr<const void> keep_alive;
+
+  int64_t NumElements() const;
+  // True when the elements lie in C order without gaps (always true for int4, which must be
+  // contiguous).
+  bool IsContiguous() const;
+  // Bytes the elements occupy when stored contiguously in memory layout (int4 packed).
+  size_t ContiguousBytes() const;
+};
+
+// Owns a C-contiguous copy of a tensor's bytes, as produced for asynchronous writing.
+struct OwnedTensor {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  // C order, memory layout of `dtype`
+
+  TensorView View() const;
+};
+
+// Copies `view` into C order. Non-contiguous views are gathered element by element.
+// REQUIRES: view.data is host memory; int4 views are contiguous.
+OwnedTensor CopyContiguous(const TensorView& view);
+
+// Calls `visit(const uint8_t* bytes, size_t n)` with the tensor's bytes in C order, in pieces of
+// at most `chunk_bytes` (a contiguous tensor is passed through without copying). Pieces always
+// end on element boundaries.
+// REQUIRES: view.data is host memory; int4 views are contiguous.
+template <typename Visit>
+void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& visit);
+
+std::string ShapeToString(const std::vector<int64_t>& shape);  // "(2,3)", "()" for a scalar
+
+}  // namespace graphdump
+
+#include "graphdump/internal/tensor_view_impl.h"

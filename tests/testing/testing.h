@@ -1,0 +1,44 @@
+// Helpers for graphdump's tests: temporary directories, files, and NumPy checks run with
+// Debian's /usr/bin/python3 (the interpreter users read dumps with).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graphdump::testing {
+
+// A fresh directory under $TMPDIR, removed (files made writable first) when destroyed.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& content);
+// Every regular file below `dir`, as paths relative to it, sorted.
+std::vector<std::string> ListFilesRecursive(const std::string& dir);
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+// Runs `command` through /bin/sh and captures its output.
+CommandResult RunCommand(const std::string& command);
+
+// Runs a Python snippet with $GRAPHDUMP_PYTHON (default /usr/bin/python3); `args` become
+// sys.argv[1:]. The script should print what the test then checks.
+CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
+
+// The project's source directory ($GRAPHDUMP_SOURCE_DIR).
+std::string SourceDir();
+
+}  // namespace graphdump::testing

@@ -1,0 +1,24 @@
+// The graphdump subcommands. Each parses its own flags (CLI11) and returns the process exit
+// code: 0 success, 1 a finding (a watchpoint hit, a failed comparison), 2 usage or configuration
+// error, 3 runtime failure.
+#pragma once
+
+namespace graphdump::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFinding = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitFailure = 3;
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(int argc, char** argv);  // argv[0] is "graphdump <name>"
+};
+
+int RunCheckConfig(int argc, char** argv);
+int RunDemoSynthetic(int argc, char** argv);
+int RunRun(int argc, char** argv);    // torch_commands.cc
+int RunTrain(int argc, char** argv);  // torch_commands.cc
+
+}  // namespace graphdump::tools

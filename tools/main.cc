@@ -1,0 +1,57 @@
+// graphdump: dump a model's kernels while its graph runs, then find where the numbers go wrong.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+namespace graphdump::tools {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"run", "run a TorchScript model's graph kernel by kernel, dumping what the config selects",
+     RunRun},
+    {"train", "train a TorchScript model, dumping forward, backward and optimizer kernels",
+     RunTrain},
+    {"check-config", "validate a data_dump.json and print the effective configuration",
+     RunCheckConfig},
+    {"demo-synthetic", "dump a small synthetic graph through the session API", RunDemoSynthetic},
+};
+
+void PrintUsage(FILE* out) {
+  std::fprintf(out,
+               "graphdump: graph-mode operator data dump (MindSpore's Dump format) and analysis\n\n"
+               "usage: graphdump <command> [options]   (graphdump <command> --help for more)\n\n"
+               "commands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-16s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\nDumping is enabled by GRAPHDUMP_CONFIG=/abs/path/data_dump.json (or "
+               "MINDSPORE_DUMP_CONFIG),\nor by --config on run/train. See docs/ for the "
+               "configuration keys and the files written.\n");
+}
+
+}  // namespace
+}  // namespace graphdump::tools
+
+int main(int argc, char** argv) {
+  using namespace graphdump::tools;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    PrintUsage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("graphdump %s\n", GRAPHDUMP_VERSION);
+    return kExitOk;
+  }
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) == 0) {
+      std::string name = std::string("graphdump ") + c.name;
+      argv[1] = name.data();
+      return c.run(argc - 1, argv + 1);
+    }
+  }
+  std::fprintf(stderr, "graphdump: unknown command '%s'\n\n", argv[1]);
+  PrintUsage(stderr);
+  return kExitUsage;
+}
