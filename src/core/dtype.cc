@@ -11,7 +11,7 @@ struct DTypeInfo {
   std::string_view name;           // graphdump / MindSpore lower-case name
   std::string_view mindspore_cpu;  // MindSpore's TypeIdToString spelling (CPU file names)
   size_t bits;
-  std::string_view npy_descr;      // descr of the stored dtype
+  std::string_view npy_descr;  // descr of the stored dtype
 };
 
 constexpr std::array<DTypeInfo, 16> kDTypeTable = {{

@@ -51,11 +51,11 @@ TEST(DTypeTest, Bits) {
 
 TEST(DTypeTest, NpyDescrs) {
   const std::pair<DType, std::string_view> expected[] = {
-      {DType::kBool, "|b1"},      {DType::kInt8, "|i1"},       {DType::kInt16, "<i2"},
-      {DType::kInt32, "<i4"},     {DType::kInt64, "<i8"},      {DType::kUInt8, "|u1"},
-      {DType::kUInt16, "<u2"},    {DType::kUInt32, "<u4"},     {DType::kUInt64, "<u8"},
-      {DType::kFloat16, "<f2"},   {DType::kBFloat16, "<f4"},   {DType::kFloat32, "<f4"},
-      {DType::kFloat64, "<f8"},   {DType::kComplex64, "<c8"},  {DType::kComplex128, "<c16"},
+      {DType::kBool, "|b1"},    {DType::kInt8, "|i1"},      {DType::kInt16, "<i2"},
+      {DType::kInt32, "<i4"},   {DType::kInt64, "<i8"},     {DType::kUInt8, "|u1"},
+      {DType::kUInt16, "<u2"},  {DType::kUInt32, "<u4"},    {DType::kUInt64, "<u8"},
+      {DType::kFloat16, "<f2"}, {DType::kBFloat16, "<f4"},  {DType::kFloat32, "<f4"},
+      {DType::kFloat64, "<f8"}, {DType::kComplex64, "<c8"}, {DType::kComplex128, "<c16"},
       {DType::kInt4, "|i1"}};
   for (const auto& [dtype, descr] : expected) {
     EXPECT_EQ(NpyDescr(dtype), descr) << DTypeName(dtype);

@@ -78,7 +78,8 @@ class PosixWritableFile : public WritableFile {
     fd_ = -1;
     // close() can report a delayed write error (NFS, quotas).
     if (::close(fd) != 0) return ErrnoError("write", path_, errno);
-    if (::rename(temp_path_.c_str(), path_.c_str()) != 0) return ErrnoError("rename to", path_, errno);
+    if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+      return ErrnoError("rename to", path_, errno);
     committed_ = true;
     if (fsync_) SyncDirectory();
     return Status::Ok();
@@ -126,7 +127,8 @@ class PosixFileSystem : public FileSystem {
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     const std::string temp_path = TempPathFor(path);
-    const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
+    const int fd =
+        ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
     if (fd < 0) return ErrnoError("create", path, errno);
     return std::unique_ptr<WritableFile>(
         std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
@@ -137,7 +139,8 @@ class PosixFileSystem : public FileSystem {
     if (::chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0 && errno != ENOENT) {
       return ErrnoError("set permissions of", path, errno);
     }
-    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, S_IRUSR | S_IWUSR);
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, S_IRUSR | S_IWUSR);
     if (fd < 0) return ErrnoError("open", path, errno);
     int error = WriteFully(fd, data.data(), data.size());
     if (error == 0 && fsync_ && ::fsync(fd) != 0) error = errno;

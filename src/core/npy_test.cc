@@ -77,10 +77,13 @@ TEST(NpyHeaderTest, SameBytesAsNumpySave) {
     DType dtype;
     std::vector<int64_t> shape;
   };
-  const Case cases[] = {{DType::kFloat32, {2, 3}},    {DType::kBool, {}},
-                        {DType::kInt64, {5}},         {DType::kComplex128, {0, 7, 1}},
+  const Case cases[] = {{DType::kFloat32, {2, 3}},
+                        {DType::kBool, {}},
+                        {DType::kInt64, {5}},
+                        {DType::kComplex128, {0, 7, 1}},
                         {DType::kUInt16, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
-                        {DType::kFloat16, {123456789, 0}}, {DType::kBFloat16, {3}}};
+                        {DType::kFloat16, {123456789, 0}},
+                        {DType::kBFloat16, {3}}};
   std::string expected_hex, args;
   for (const Case& c : cases) {
     for (unsigned char ch : NpyHeader(c.dtype, c.shape)) {

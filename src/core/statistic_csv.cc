@@ -14,18 +14,30 @@ constexpr char kFixedColumns[] =
 
 std::string CategoryValue(StatCategory category, const TensorStats& stats) {
   switch (category) {
-    case StatCategory::kMax: return FormatStatValue(stats.max);
-    case StatCategory::kMin: return FormatStatValue(stats.min);
-    case StatCategory::kAvg: return FormatStatValue(stats.avg);
-    case StatCategory::kCount: return std::to_string(stats.count);
-    case StatCategory::kNegativeZeroCount: return std::to_string(stats.negative_count);
-    case StatCategory::kPositiveZeroCount: return std::to_string(stats.positive_count);
-    case StatCategory::kNanCount: return std::to_string(stats.nan_count);
-    case StatCategory::kNegativeInfCount: return std::to_string(stats.negative_inf_count);
-    case StatCategory::kPositiveInfCount: return std::to_string(stats.positive_inf_count);
-    case StatCategory::kZeroCount: return std::to_string(stats.zero_count);
-    case StatCategory::kMd5: return stats.md5;
-    case StatCategory::kL2Norm: return FormatStatValue(stats.l2norm);
+    case StatCategory::kMax:
+      return FormatStatValue(stats.max);
+    case StatCategory::kMin:
+      return FormatStatValue(stats.min);
+    case StatCategory::kAvg:
+      return FormatStatValue(stats.avg);
+    case StatCategory::kCount:
+      return std::to_string(stats.count);
+    case StatCategory::kNegativeZeroCount:
+      return std::to_string(stats.negative_count);
+    case StatCategory::kPositiveZeroCount:
+      return std::to_string(stats.positive_count);
+    case StatCategory::kNanCount:
+      return std::to_string(stats.nan_count);
+    case StatCategory::kNegativeInfCount:
+      return std::to_string(stats.negative_inf_count);
+    case StatCategory::kPositiveInfCount:
+      return std::to_string(stats.positive_inf_count);
+    case StatCategory::kZeroCount:
+      return std::to_string(stats.zero_count);
+    case StatCategory::kMd5:
+      return stats.md5;
+    case StatCategory::kL2Norm:
+      return FormatStatValue(stats.l2norm);
   }
   return std::string();
 }

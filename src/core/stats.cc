@@ -165,22 +165,38 @@ void AccumulateInt4(const uint8_t* p, int64_t elements, Totals* totals) {
 void Accumulate(DType dtype, const uint8_t* p, int64_t elements, Totals* totals) {
   const size_t n = static_cast<size_t>(elements);
   switch (dtype) {
-    case DType::kBool: return AccumulateReal(p, n, ReadBool(), false, totals);
-    case DType::kInt8: return AccumulateReal(p, n, ReadAs<int8_t>(), false, totals);
-    case DType::kInt16: return AccumulateReal(p, n, ReadAs<int16_t>(), false, totals);
-    case DType::kInt32: return AccumulateReal(p, n, ReadAs<int32_t>(), false, totals);
-    case DType::kInt64: return AccumulateReal(p, n, ReadAs<int64_t>(), false, totals);
-    case DType::kUInt8: return AccumulateReal(p, n, ReadAs<uint8_t>(), false, totals);
-    case DType::kUInt16: return AccumulateReal(p, n, ReadAs<uint16_t>(), false, totals);
-    case DType::kUInt32: return AccumulateReal(p, n, ReadAs<uint32_t>(), false, totals);
-    case DType::kUInt64: return AccumulateReal(p, n, ReadAs<uint64_t>(), false, totals);
-    case DType::kFloat16: return AccumulateReal(p, n, ReadHalf(), true, totals);
-    case DType::kBFloat16: return AccumulateReal(p, n, ReadBFloat16(), true, totals);
-    case DType::kFloat32: return AccumulateReal(p, n, ReadAs<float>(), true, totals);
-    case DType::kFloat64: return AccumulateReal(p, n, ReadAs<double>(), true, totals);
-    case DType::kComplex64: return AccumulateComplex<float>(p, n, totals);
-    case DType::kComplex128: return AccumulateComplex<double>(p, n, totals);
-    case DType::kInt4: return AccumulateInt4(p, elements, totals);
+    case DType::kBool:
+      return AccumulateReal(p, n, ReadBool(), false, totals);
+    case DType::kInt8:
+      return AccumulateReal(p, n, ReadAs<int8_t>(), false, totals);
+    case DType::kInt16:
+      return AccumulateReal(p, n, ReadAs<int16_t>(), false, totals);
+    case DType::kInt32:
+      return AccumulateReal(p, n, ReadAs<int32_t>(), false, totals);
+    case DType::kInt64:
+      return AccumulateReal(p, n, ReadAs<int64_t>(), false, totals);
+    case DType::kUInt8:
+      return AccumulateReal(p, n, ReadAs<uint8_t>(), false, totals);
+    case DType::kUInt16:
+      return AccumulateReal(p, n, ReadAs<uint16_t>(), false, totals);
+    case DType::kUInt32:
+      return AccumulateReal(p, n, ReadAs<uint32_t>(), false, totals);
+    case DType::kUInt64:
+      return AccumulateReal(p, n, ReadAs<uint64_t>(), false, totals);
+    case DType::kFloat16:
+      return AccumulateReal(p, n, ReadHalf(), true, totals);
+    case DType::kBFloat16:
+      return AccumulateReal(p, n, ReadBFloat16(), true, totals);
+    case DType::kFloat32:
+      return AccumulateReal(p, n, ReadAs<float>(), true, totals);
+    case DType::kFloat64:
+      return AccumulateReal(p, n, ReadAs<double>(), true, totals);
+    case DType::kComplex64:
+      return AccumulateComplex<float>(p, n, totals);
+    case DType::kComplex128:
+      return AccumulateComplex<double>(p, n, totals);
+    case DType::kInt4:
+      return AccumulateInt4(p, elements, totals);
   }
 }
 
@@ -274,13 +290,20 @@ bool HasNonFinite(DType dtype, const void* data, int64_t elements) {
   const auto* p = static_cast<const uint8_t*>(data);
   const size_t n = static_cast<size_t>(elements);
   switch (dtype) {
-    case DType::kFloat16: return AnyExponentAllOnes<uint16_t>(p, n, 0x7c00);
-    case DType::kBFloat16: return AnyExponentAllOnes<uint16_t>(p, n, 0x7f80);
-    case DType::kFloat32: return AnyExponentAllOnes<uint32_t>(p, n, 0x7f800000u);
-    case DType::kFloat64: return AnyExponentAllOnes<uint64_t>(p, n, 0x7ff0000000000000ull);
-    case DType::kComplex64: return AnyExponentAllOnes<uint32_t>(p, 2 * n, 0x7f800000u);
-    case DType::kComplex128: return AnyExponentAllOnes<uint64_t>(p, 2 * n, 0x7ff0000000000000ull);
-    default: return false;
+    case DType::kFloat16:
+      return AnyExponentAllOnes<uint16_t>(p, n, 0x7c00);
+    case DType::kBFloat16:
+      return AnyExponentAllOnes<uint16_t>(p, n, 0x7f80);
+    case DType::kFloat32:
+      return AnyExponentAllOnes<uint32_t>(p, n, 0x7f800000u);
+    case DType::kFloat64:
+      return AnyExponentAllOnes<uint64_t>(p, n, 0x7ff0000000000000ull);
+    case DType::kComplex64:
+      return AnyExponentAllOnes<uint32_t>(p, 2 * n, 0x7f800000u);
+    case DType::kComplex128:
+      return AnyExponentAllOnes<uint64_t>(p, 2 * n, 0x7ff0000000000000ull);
+    default:
+      return false;
   }
 }
 

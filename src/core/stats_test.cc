@@ -54,15 +54,24 @@ RandomTensor MakeRandom(DType dtype, int64_t count, Specials specials, uint32_t 
         if ((h & 0x7f80) == 0x7f80) Put<uint16_t>(&t.bytes, i, h & 0xff7f);
         break;
       }
-      case DType::kFloat32: Put(&t.bytes, i, static_cast<float>(normal(rng))); break;
-      case DType::kFloat64: Put(&t.bytes, i, normal(rng) * 1e10); break;
-      case DType::kInt64: Put(&t.bytes, i, wide); break;
-      case DType::kBool: t.bytes[i] &= 1; break;
+      case DType::kFloat32:
+        Put(&t.bytes, i, static_cast<float>(normal(rng)));
+        break;
+      case DType::kFloat64:
+        Put(&t.bytes, i, normal(rng) * 1e10);
+        break;
+      case DType::kInt64:
+        Put(&t.bytes, i, wide);
+        break;
+      case DType::kBool:
+        t.bytes[i] &= 1;
+        break;
       case DType::kComplex64:
         Put(&t.bytes, 2 * i, static_cast<float>(normal(rng)));
         Put(&t.bytes, 2 * i + 1, static_cast<float>(normal(rng)));
         break;
-      default: break;  // other integers: random bits are valid values
+      default:
+        break;  // other integers: random bits are valid values
     }
   }
   // Zeros, infinities and NaNs, as each dtype encodes them.
@@ -70,7 +79,8 @@ RandomTensor MakeRandom(DType dtype, int64_t count, Specials specials, uint32_t 
   for (int64_t k = 0; k < count / 10; ++k) {
     const int64_t i = static_cast<int64_t>(rng() % static_cast<uint64_t>(count));
     const int kind = static_cast<int>(rng() % 6);
-    if (!floating || kind < 2 || specials == Specials::kNone || (kind == 5 && specials != Specials::kInfAndNaN)) {
+    if (!floating || kind < 2 || specials == Specials::kNone ||
+        (kind == 5 && specials != Specials::kInfAndNaN)) {
       if (dtype == DType::kInt4) {
         t.bytes[i / 2] &= (i % 2 == 0) ? 0xf0 : 0x0f;
       } else if (dtype != DType::kBool || kind == 0) {
@@ -90,8 +100,12 @@ RandomTensor MakeRandom(DType dtype, int64_t count, Specials specials, uint32_t 
         Put(&t.bytes, i, bits);
         break;
       }
-      case DType::kFloat32: Put(&t.bytes, i, static_cast<float>(value)); break;
-      default: Put(&t.bytes, i, value); break;
+      case DType::kFloat32:
+        Put(&t.bytes, i, static_cast<float>(value));
+        break;
+      default:
+        Put(&t.bytes, i, value);
+        break;
     }
   }
   return t;
@@ -170,9 +184,9 @@ TEST(StatsTest, MatchesNumpyForRandomTensors) {
       tensors.push_back(MakeRandom(dtype, 10007, specials, seed++));
     }
   }
-  for (DType dtype : {DType::kBool, DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64,
-                      DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64, DType::kInt4,
-                      DType::kComplex64}) {
+  for (DType dtype :
+       {DType::kBool, DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+        DType::kUInt16, DType::kUInt32, DType::kUInt64, DType::kInt4, DType::kComplex64}) {
     tensors.push_back(MakeRandom(dtype, 10007, Specials::kNone, seed++));
   }
   testing::TempDir dir;
@@ -198,7 +212,8 @@ TEST(StatsTest, MatchesNumpyForRandomTensors) {
     for (int64_t start = 0; start < t.count; start += piece) {
       const int64_t n = std::min(piece, t.count - start);
       const size_t offset = DTypeStorageBytes(t.dtype, start);
-      accumulator.Update(t.bytes.data() + offset, DTypeStorageBytes(t.dtype, start + n) - offset, n);
+      accumulator.Update(t.bytes.data() + offset, DTypeStorageBytes(t.dtype, start + n) - offset,
+                         n);
     }
     ExpectMatches(accumulator.Finish(), pieces, t.name, t.name + " (pieces)");
   }
@@ -288,10 +303,9 @@ TEST(StatisticCsvTest, HeaderHasNoTrailingComma) {
   EXPECT_EQ(StatisticCsvHeader({}),
             "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape\n");
   EXPECT_EQ(StatisticCsvHeader({StatCategory::kMd5, StatCategory::kAvg, StatCategory::kCount,
-                                StatCategory::kNegativeZeroCount,
-                                StatCategory::kPositiveZeroCount, StatCategory::kNanCount,
-                                StatCategory::kNegativeInfCount, StatCategory::kPositiveInfCount,
-                                StatCategory::kZeroCount}),
+                                StatCategory::kNegativeZeroCount, StatCategory::kPositiveZeroCount,
+                                StatCategory::kNanCount, StatCategory::kNegativeInfCount,
+                                StatCategory::kPositiveInfCount, StatCategory::kZeroCount}),
             "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"
             "MD5,Avg Value,Count,Negative Zero Count,Positive Zero Count,NaN Count,"
             "Negative Inf Count,Positive Inf Count,Zero Count\n");
@@ -322,11 +336,18 @@ TEST(StatisticCsvTest, RowFormat) {
   s.positive_inf_count = 0;
   s.zero_count = 1;
   s.md5 = "0123456789abcdef0123456789abcdef";
-  const std::vector<StatCategory> all = {
-      StatCategory::kMax, StatCategory::kMin, StatCategory::kAvg, StatCategory::kCount,
-      StatCategory::kNegativeZeroCount, StatCategory::kPositiveZeroCount, StatCategory::kNanCount,
-      StatCategory::kNegativeInfCount, StatCategory::kPositiveInfCount, StatCategory::kZeroCount,
-      StatCategory::kMd5, StatCategory::kL2Norm};
+  const std::vector<StatCategory> all = {StatCategory::kMax,
+                                         StatCategory::kMin,
+                                         StatCategory::kAvg,
+                                         StatCategory::kCount,
+                                         StatCategory::kNegativeZeroCount,
+                                         StatCategory::kPositiveZeroCount,
+                                         StatCategory::kNanCount,
+                                         StatCategory::kNegativeInfCount,
+                                         StatCategory::kPositiveInfCount,
+                                         StatCategory::kZeroCount,
+                                         StatCategory::kMd5,
+                                         StatCategory::kL2Norm};
   EXPECT_EQ(StatisticCsvRow(info, s, all),
             "Conv2d,Default_features-Sequential_0-Conv2d_conv2d-op3,0,0,1700000000123456,output,1,"
             "24,bfloat16,\"(2,3)\",1e+06,-inf,9.53939,6,2,3,0,1,0,1,"

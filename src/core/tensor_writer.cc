@@ -17,8 +17,9 @@ Status ValidateView(const std::string& path, const TensorView& view) {
                                "'; only host (cpu) memory can be written");
   }
   for (int64_t dim : view.shape) {
-    if (dim < 0) return Status::InvalidArgument(what + "negative dimension in shape " +
-                                                ShapeToString(view.shape));
+    if (dim < 0)
+      return Status::InvalidArgument(what + "negative dimension in shape " +
+                                     ShapeToString(view.shape));
   }
   if (!view.strides.empty() && view.strides.size() != view.shape.size()) {
     return Status::InvalidArgument(what + std::to_string(view.strides.size()) +
@@ -93,8 +94,7 @@ class NpySink {
 }  // namespace
 
 StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
-                                        const TensorView& view,
-                                        const TensorWriteOptions& options) {
+                                        const TensorView& view, const TensorWriteOptions& options) {
   GRAPHDUMP_RETURN_IF_ERROR(ValidateView(path, view));
   const int64_t count = view.NumElements();
   const bool sampled = options.max_elements > 0 && count > options.max_elements;
@@ -122,8 +122,9 @@ StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
   const int64_t visited_count = visited.NumElements();
   int64_t seen = 0;  // elements visited so far
   ForEachContiguousChunk(visited, chunk_bytes, [&](const uint8_t* bytes, size_t size) {
-    const int64_t elements = packed ? std::min<int64_t>(2 * static_cast<int64_t>(size), visited_count - seen)
-                                    : static_cast<int64_t>(size / item);
+    const int64_t elements =
+        packed ? std::min<int64_t>(2 * static_cast<int64_t>(size), visited_count - seen)
+               : static_cast<int64_t>(size / item);
     if (stats) stats->Update(bytes, size, elements);
     // Pieces start on byte boundaries, so an int4 piece always starts at an even element.
     if (sink && seen < file_count) sink->AddElements(bytes, std::min(elements, file_count - seen));

@@ -27,15 +27,24 @@ void StoreElement(DType dtype, int64_t i, uint8_t* dst) {
   const double f = static_cast<double>(v) * 0.5;
   auto put = [&](auto value) { std::memcpy(dst, &value, sizeof(value)); };
   switch (dtype) {
-    case DType::kBool: return put(static_cast<uint8_t>(i % 3 == 0));
-    case DType::kInt8: return put(static_cast<int8_t>(v));
-    case DType::kInt16: return put(static_cast<int16_t>(v * 1000));
-    case DType::kInt32: return put(static_cast<int32_t>(v * 100000));
-    case DType::kInt64: return put(static_cast<int64_t>(v * 10000000000LL));
-    case DType::kUInt8: return put(static_cast<uint8_t>(v + 11));
-    case DType::kUInt16: return put(static_cast<uint16_t>((v + 11) * 1000));
-    case DType::kUInt32: return put(static_cast<uint32_t>((v + 11) * 100000));
-    case DType::kUInt64: return put(static_cast<uint64_t>((v + 11) * 10000000000LL));
+    case DType::kBool:
+      return put(static_cast<uint8_t>(i % 3 == 0));
+    case DType::kInt8:
+      return put(static_cast<int8_t>(v));
+    case DType::kInt16:
+      return put(static_cast<int16_t>(v * 1000));
+    case DType::kInt32:
+      return put(static_cast<int32_t>(v * 100000));
+    case DType::kInt64:
+      return put(static_cast<int64_t>(v * 10000000000LL));
+    case DType::kUInt8:
+      return put(static_cast<uint8_t>(v + 11));
+    case DType::kUInt16:
+      return put(static_cast<uint16_t>((v + 11) * 1000));
+    case DType::kUInt32:
+      return put(static_cast<uint32_t>((v + 11) * 100000));
+    case DType::kUInt64:
+      return put(static_cast<uint64_t>((v + 11) * 10000000000LL));
     case DType::kFloat16: {
       // Halves of small integers: build the float16 bits from the float32 bits (exact here).
       const float x = static_cast<float>(f);
@@ -54,8 +63,10 @@ void StoreElement(DType dtype, int64_t i, uint8_t* dst) {
       std::memcpy(&b, &x, 4);
       return put(static_cast<uint16_t>(b >> 16));
     }
-    case DType::kFloat32: return put(static_cast<float>(f));
-    case DType::kFloat64: return put(f);
+    case DType::kFloat32:
+      return put(static_cast<float>(f));
+    case DType::kFloat64:
+      return put(f);
     case DType::kComplex64: {
       const float parts[2] = {static_cast<float>(f), static_cast<float>(i) * 0.25f};
       std::memcpy(dst, parts, sizeof(parts));
@@ -66,7 +77,8 @@ void StoreElement(DType dtype, int64_t i, uint8_t* dst) {
       std::memcpy(dst, parts, sizeof(parts));
       return;
     }
-    case DType::kInt4: break;  // packed: see MakeInt4
+    case DType::kInt4:
+      break;  // packed: see MakeInt4
   }
 }
 
@@ -188,8 +200,8 @@ print('checked', ok)
 )PY";
   std::string list;
   for (const Expectation& e : files) {
-    list += e.path + "\t" + std::string(DTypeName(e.dtype)) + "\t" + std::string(NpyDescr(e.dtype)) +
-            "\t" + ShapeTuple(e.shape) + "\n";
+    list += e.path + "\t" + std::string(DTypeName(e.dtype)) + "\t" +
+            std::string(NpyDescr(e.dtype)) + "\t" + ShapeTuple(e.shape) + "\n";
   }
   TempDir dir;
   testing::WriteFile(dir.Sub("files.txt"), list);
@@ -258,7 +270,8 @@ import sys, numpy as np
 b = np.load(sys.argv[1]); i = np.load(sys.argv[2])
 print(b.dtype, b.tolist(), b[3] == np.float32(2.0**-133))
 print(i.dtype, i.tolist())
-)PY", {dir.Sub("b.npy"), dir.Sub("i.npy")});
+)PY",
+                                {dir.Sub("b.npy"), dir.Sub("i.npy")});
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_EQ(result.output,
             "float32 [1.5, -123.5, inf, 9.183549615799121e-41] True\n"

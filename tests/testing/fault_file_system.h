@@ -25,7 +25,7 @@ class FaultFileSystem : public FileSystem {
   // NewWritableFile and AppendToFile fail for every path containing `substring`.
   void FailPathsContaining(std::string substring);
 
-  int files_created() const;     // NewWritableFile calls so far, failed ones included
+  int files_created() const;  // NewWritableFile calls so far, failed ones included
   uint64_t bytes_written() const;
 
   Status CreateDirectories(const std::string& dir) override;

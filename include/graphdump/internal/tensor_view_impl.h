@@ -23,11 +23,16 @@ inline void GatherStrided(const uint8_t* src, int64_t stride, int64_t n, size_t 
     for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * kSize, src + i * step, kSize);
   };
   switch (item) {
-    case 1: return copy(std::integral_constant<size_t, 1>());
-    case 2: return copy(std::integral_constant<size_t, 2>());
-    case 4: return copy(std::integral_constant<size_t, 4>());
-    case 8: return copy(std::integral_constant<size_t, 8>());
-    case 16: return copy(std::integral_constant<size_t, 16>());
+    case 1:
+      return copy(std::integral_constant<size_t, 1>());
+    case 2:
+      return copy(std::integral_constant<size_t, 2>());
+    case 4:
+      return copy(std::integral_constant<size_t, 4>());
+    case 8:
+      return copy(std::integral_constant<size_t, 8>());
+    case 16:
+      return copy(std::integral_constant<size_t, 16>());
     default:
       for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * item, src + i * step, item);
   }
@@ -52,8 +57,7 @@ void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& 
   const size_t rank = view.shape.size();
   const int64_t inner = view.shape[rank - 1];
   const int64_t inner_stride = view.strides[rank - 1];
-  const int64_t capacity =
-      std::min<int64_t>(std::max<size_t>(1, chunk_bytes / item), count);
+  const int64_t capacity = std::min<int64_t>(std::max<size_t>(1, chunk_bytes / item), count);
   std::vector<uint8_t> buffer(static_cast<size_t>(capacity) * item);
   std::vector<int64_t> index(rank - 1, 0);
   int64_t offset = 0;  // element offset of the current row's first element
