@@ -54,7 +54,7 @@ class NpySink {
     if (!status_.ok() || count <= 0) return;
     if (NpyPayloadIsIdentity(dtype_)) {
       const size_t size = DTypeStorageBytes(dtype_, count);
-      if (pending_.size() + size > chunk_bytes_) {
+      if (pending_.size() + size >= chunk_bytes_) {
         // Large pieces go straight from the tensor to the file, without a copy.
         Flush();
         Write(bytes, size);
