@@ -146,7 +146,8 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
   } else if (acc.na == 0 || acc.nb == 0) {
     m.cosine = 0.0;
   } else {
-    m.cosine = acc.dot / (std::sqrt(acc.na) * std::sqrt(acc.nb));
+    // Rounding can put the quotient just outside [-1, 1].
+    m.cosine = std::clamp(acc.dot / (std::sqrt(acc.na) * std::sqrt(acc.nb)), -1.0, 1.0);
   }
   m.max_abs_err = acc.max_abs;
   m.max_rel_err = acc.max_rel;

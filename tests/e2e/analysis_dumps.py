@@ -120,3 +120,10 @@ def simple_net(seed=0, n=6, size=(4, 8), op_ids=None, scope='Default/net-Net', d
                         'source': ('/home/user/project/model.py', 10 + i, 'x = self.layer%d(x)' % i)})
         x = y
     return kernels
+
+
+def graphdump(*args):
+    """Runs the CLI ($GRAPHDUMP_BIN); returns the CompletedProcess (text stdout/stderr)."""
+    import subprocess
+    binary = os.environ.get('GRAPHDUMP_BIN', 'graphdump')
+    return subprocess.run([binary] + [str(a) for a in args], capture_output=True, text=True)
