@@ -39,7 +39,13 @@ constexpr int kWidth = 900, kHeight = 260, kLeft = 70, kRight = 20, kTop = 20, k
 std::string SvgChart(const std::string& title, const std::vector<Line>& lines, bool log_y,
                      double marker_x = NAN, const std::string& marker_label = "") {
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  auto ty = [&](double v) { return log_y ? std::log10(std::max(v, 1e-30)) : v; };
+  // Log plots draw zeros at a tenth of the smallest positive value.
+  double floor = INFINITY;
+  for (const Line& l : lines)
+    for (double v : l.y)
+      if (v > 0 && std::isfinite(v)) floor = std::min(floor, v);
+  floor = std::isfinite(floor) ? floor / 10 : 1e-12;
+  auto ty = [&](double v) { return log_y ? std::log10(std::max(v, floor)) : v; };
   for (const Line& l : lines) {
     for (size_t i = 0; i < l.x.size(); ++i) {
       if (!std::isfinite(l.y[i])) continue;
@@ -67,7 +73,7 @@ std::string SvgChart(const std::string& title, const std::vector<Line>& lines, b
         "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
         "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n",
         kLeft, y, kLeft + pw, y, kLeft - 4, y + 3,
-        log_y ? fmt::format("1e{:.1f}", v) : fmt::format("{:.4g}", v));
+        log_y ? fmt::format("{:.2g}", std::pow(10.0, v)) : fmt::format("{:.8g}", v));
   }
   svg += fmt::format(
       "<text x=\"{}\" y=\"{}\" font-size=\"10\">{:g}</text><text x=\"{}\" y=\"{}\" "
@@ -138,7 +144,9 @@ std::string CompareSection(const CompareResult& r) {
     html += "<p>No kernel failed.</p>\n";
   }
   html += "<p>x axis: kernels in execution order (all compared iterations in sequence).</p>\n";
+  html += "<h3>Cosine similarity (lowest over the kernel's tensors)</h3>\n";
   html += SvgChart("cosine similarity along execution order", {cosine}, false, marker, label);
+  html += "<h3>Max abs and max rel error (highest over the kernel's tensors, log scale)</h3>\n";
   html += SvgChart("max abs / max rel error along execution order (log10)", {max_abs, max_rel},
                    true, marker, label);
   html += "<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>verdict</th><th>reason"

@@ -147,7 +147,11 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
     m.cosine = 0.0;
   } else {
     // Rounding can put the quotient just outside [-1, 1].
-    m.cosine = std::clamp(acc.dot / (std::sqrt(acc.na) * std::sqrt(acc.nb)), -1.0, 1.0);
+    // sqrt(na * nb) is exact for identical sides (cosine exactly 1); fall back on overflow.
+    const double product = acc.na * acc.nb;
+    const double norm = std::isfinite(product) && product > 0 ? std::sqrt(product)
+                                                               : std::sqrt(acc.na) * std::sqrt(acc.nb);
+    m.cosine = std::clamp(acc.dot / norm, -1.0, 1.0);
   }
   m.max_abs_err = acc.max_abs;
   m.max_rel_err = acc.max_rel;
