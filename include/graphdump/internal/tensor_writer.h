@@ -1,0 +1,45 @@
+// The per-tensor work of the dump writer: one visit over a tensor's bytes that feeds the md5,
+// the statistics, the .npy encoding and the file, so a tensor is read from memory once.
+// Internal to the core library (used by the dump session and its writer threads).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "graphdump/file_system.h"
+#include "graphdump/stats.h"
+#include "graphdump/status.h"
+#include "graphdump/tensor_view.h"
+
+namespace graphdump {
+
+struct TensorWriteOptions {
+  // Write the .npy file at `path`. False for saved_data "statistic": statistics only, no file.
+  bool write_npy = true;
+  // Compute the statistics of TensorStats (all of them; the caller picks its columns).
+  bool compute_stats = false;
+  // Compute the md5 of the tensor's bytes as stored in memory, in C order.
+  bool with_md5 = false;
+  // 0 writes every element. N > 0 is sample mode: a tensor with more than N elements is written
+  // as its first N elements in C order with shape (N,). Statistics still cover the whole tensor.
+  int64_t max_elements = 0;
+  // Bytes read (and written) per piece; bounds the extra memory of strided and encoded tensors.
+  size_t chunk_bytes = size_t{1} << 20;
+};
+
+struct TensorWriteResult {
+  TensorStats stats;        // default values unless compute_stats or with_md5
+  uint64_t file_bytes = 0;  // size of the .npy file written (0 when write_npy is false)
+};
+
+// Visits `view` once in C order (non-contiguous views are gathered), computing what `options`
+// asks for and writing the .npy file at `path` through `fs`: under a temporary name, renamed into
+// place only when complete. Empty tensors give a valid .npy whose shape contains the 0.
+// Errors: InvalidArgument for a malformed view (strides not matching the shape, null data,
+// strided int4), Unsupported for data not in host memory, IOError naming `path` when writing
+// fails; then nothing exists under `path` (unless it existed before).
+StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
+                                        const TensorView& view, const TensorWriteOptions& options);
+
+}  // namespace graphdump
