@@ -1,6 +1,8 @@
 // Indexing a dump directory from its file names and text files (SPEC §5).
 #include "graphdump/analysis/dump_index.h"
 
+#include "graphdump/layout.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -240,13 +242,7 @@ bool RankId(const std::string& name, uint32_t* rank) {
 
 }  // namespace
 
-std::string FileKernelName(const std::string& full_name) {
-  std::string out = full_name;
-  for (char& c : out) {
-    if (c == '/' || c == '\\' || c == '.' || c == ' ') c = '_';
-  }
-  return out;
-}
+std::string FileKernelName(const std::string& full_name) { return SanitizeName(full_name); }
 
 bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
                        TensorEntry* tensor) {
