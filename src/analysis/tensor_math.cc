@@ -77,54 +77,84 @@ struct Accum {
   int64_t below1 = 0, below5 = 0;
 };
 
-// True when every value of both chunks is finite (x - x is NaN exactly for NaN and Inf).
-bool AllFinite(const double* x, const double* y, int64_t n) {
-  double probe = 0;
-  for (int64_t i = 0; i < n; ++i) probe += (x[i] - x[i]) + (y[i] - y[i]);
-  return probe == 0;
+using V2d = double __attribute__((vector_size(16)));
+using V2i = int64_t __attribute__((vector_size(16)));
+
+V2d Load2(const double* p) {
+  V2d v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
 }
 
-// The metrics of a chunk without NaN/Inf: four independent lanes so that the compiler can keep
-// the sums in vector registers (the order of additions is fixed, results are deterministic).
-// Returns the number of elements failing the atol/rtol check.
-int64_t FiniteChunk(const double* x, const double* y, int64_t n, double atol, double rtol,
-                    Accum* acc) {
-  constexpr int kLanes = 4;
-  double dot[kLanes] = {}, na[kLanes] = {}, nb[kLanes] = {}, sq[kLanes] = {};
-  double max_abs[kLanes] = {}, max_rel[kLanes] = {};
-  double below1[kLanes] = {}, below5[kLanes] = {}, fails[kLanes] = {};
-  const int64_t whole = n / kLanes * kLanes;
-  auto step = [&](int lane, double a, double b) {
-    const double d = std::fabs(a - b);
-    const double ab = std::fabs(b);
-    const double rel = d / (ab + kRelEps);
-    dot[lane] += a * b;
-    na[lane] += a * a;
-    nb[lane] += b * b;
-    sq[lane] += d * d;
-    max_abs[lane] = max_abs[lane] > d ? max_abs[lane] : d;
-    max_rel[lane] = max_rel[lane] > rel ? max_rel[lane] : rel;
-    below1[lane] += rel < 0.001 ? 1.0 : 0.0;
-    below5[lane] += rel < 0.005 ? 1.0 : 0.0;
-    fails[lane] += d > atol + rtol * ab ? 1.0 : 0.0;
-  };
-  for (int64_t i = 0; i < whole; i += kLanes) {
-    for (int lane = 0; lane < kLanes; ++lane) step(lane, x[i + lane], y[i + lane]);
+V2d Load2(const float* p) {
+  float f[2];
+  std::memcpy(f, p, sizeof(f));
+  return V2d{f[0], f[1]};
+}
+
+V2d Abs2(V2d v) {
+  const V2i mask = {INT64_MAX, INT64_MAX};
+  return reinterpret_cast<V2d>(reinterpret_cast<V2i>(v) & mask);
+}
+
+double Sum2(V2d v) { return v[0] + v[1]; }
+
+// The metrics of a chunk, two elements per step in SSE2 registers (the accumulators stay in
+// registers; the order of additions is fixed, so results are deterministic). Adds them to `acc`
+// and returns true only when every value of both chunks is finite; otherwise leaves `acc`
+// untouched for the element-by-element path. `failed` receives the atol/rtol failures.
+template <typename TA, typename TB>
+bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, Accum* acc,
+                 int64_t* failed) {
+  V2d dot = {}, na = {}, nb = {}, sq = {}, max_abs = {}, max_rel = {}, probe = {};
+  V2i below1 = {}, below5 = {}, fails = {};
+  const V2d eps = {kRelEps, kRelEps}, atol2 = {atol, atol}, rtol2 = {rtol, rtol};
+  const V2d t1 = {0.001, 0.001}, t5 = {0.005, 0.005};
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const V2d a = Load2(x + i), b = Load2(y + i);
+    probe += (a - a) + (b - b);  // NaN exactly when a value is NaN or Inf
+    const V2d d = Abs2(a - b);
+    const V2d ab = Abs2(b);
+    const V2d rel = d / (ab + eps);
+    dot += a * b;
+    na += a * a;
+    nb += b * b;
+    sq += d * d;
+    max_abs = max_abs > d ? max_abs : d;
+    max_rel = max_rel > rel ? max_rel : rel;
+    below1 -= rel < t1;  // a true comparison is -1
+    below5 -= rel < t5;
+    fails -= d > atol2 + rtol2 * ab;
   }
-  for (int64_t i = whole; i < n; ++i) step(0, x[i], y[i]);
-  double failed = 0;
-  for (int lane = 0; lane < kLanes; ++lane) {
-    acc->dot += dot[lane];
-    acc->na += na[lane];
-    acc->nb += nb[lane];
-    acc->sq += sq[lane];
-    acc->max_abs = std::max(acc->max_abs, max_abs[lane]);
-    acc->max_rel = std::max(acc->max_rel, max_rel[lane]);
-    acc->below1 += static_cast<int64_t>(below1[lane]);
-    acc->below5 += static_cast<int64_t>(below5[lane]);
-    failed += fails[lane];
+  double tail_probe = 0;
+  Accum tail;
+  int64_t tail_fails = 0;
+  for (; i < n; ++i) {
+    const double a = static_cast<double>(x[i]), b = static_cast<double>(y[i]);
+    tail_probe += (a - a) + (b - b);
+    const double d = std::fabs(a - b), ab = std::fabs(b), rel = d / (ab + kRelEps);
+    tail.dot += a * b;
+    tail.na += a * a;
+    tail.nb += b * b;
+    tail.sq += d * d;
+    tail.max_abs = std::max(tail.max_abs, d);
+    tail.max_rel = std::max(tail.max_rel, rel);
+    tail.below1 += rel < 0.001;
+    tail.below5 += rel < 0.005;
+    tail_fails += d > atol + rtol * ab;
   }
-  return static_cast<int64_t>(failed);
+  if (Sum2(probe) + tail_probe != 0) return false;
+  acc->dot += Sum2(dot) + tail.dot;
+  acc->na += Sum2(na) + tail.na;
+  acc->nb += Sum2(nb) + tail.nb;
+  acc->sq += Sum2(sq) + tail.sq;
+  acc->max_abs = std::max({acc->max_abs, max_abs[0], max_abs[1], tail.max_abs});
+  acc->max_rel = std::max({acc->max_rel, max_rel[0], max_rel[1], tail.max_rel});
+  acc->below1 += below1[0] + below1[1] + tail.below1;
+  acc->below5 += below5[0] + below5[1] + tail.below5;
+  *failed = fails[0] + fails[1] + tail_fails;
+  return true;
 }
 
 }  // namespace
@@ -137,8 +167,28 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
   const bool same_components = Components(ta) == Components(tb);
   std::vector<double> xa(kChunk), xb(kChunk);
   Accum acc;
+  // float32 against float32 (the common case) reads the mapped data directly.
+  const bool both_f32 = ta == DType::kFloat32 && tb == DType::kFloat32;
   for (int64_t first = 0; first < scalars; first += kChunk) {
     const int64_t n = std::min(kChunk, scalars - first);
+    int64_t failed = 0;
+    if (both_f32) {
+      const float* fa = reinterpret_cast<const float*>(a.data()) + first;
+      const float* fb = reinterpret_cast<const float*>(b.data()) + first;
+      if (FiniteChunk(fa, fb, n, atol, rtol, &acc, &failed)) [[likely]] {
+        if (failed > 0 && m.first_failure < 0) {
+          for (int64_t i = 0; i < n; ++i) {
+            if (std::fabs(double(fa[i]) - fb[i]) > atol + rtol * std::fabs(double(fb[i]))) {
+              m.first_failure = first + i;
+              break;
+            }
+          }
+        }
+        m.allclose_failures += failed;
+        m.finite_pairs += n;
+        continue;
+      }
+    }
     if (same_components) {
       Convert(ta, a.data(), first, n, xa.data());
       Convert(tb, b.data(), first, n, xb.data());
@@ -156,8 +206,7 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
         xb[i] = vb;
       }
     }
-    if (AllFinite(xa.data(), xb.data(), n)) [[likely]] {
-      const int64_t failed = FiniteChunk(xa.data(), xb.data(), n, atol, rtol, &acc);
+    if (!both_f32 && FiniteChunk(xa.data(), xb.data(), n, atol, rtol, &acc, &failed)) [[likely]] {
       if (failed > 0 && m.first_failure < 0) {
         for (int64_t i = 0; i < n; ++i) {
           if (std::fabs(xa[i] - xb[i]) > atol + rtol * std::fabs(xb[i])) {
