@@ -13,7 +13,7 @@ traced (torch.jit.trace) to exercise stack-text parsing.
   resnet18       torchvision resnet18, 10 classes
   mobilenet_v2   torchvision mobilenet_v2, 10 classes
   ifloop         data-dependent if and a loop (scripted control flow)
-  failing        fails at a known kernel (the line marked FAILS_HERE) for exception dump
+  failing        fails at a known kernel (its matmul line) for exception dump
   small_cnn      conv/relu/pool/linear, no dropout: training parity with torch.optim
   mlp            two linear layers, no dropout
   traced_mlp     mlp traced instead of scripted

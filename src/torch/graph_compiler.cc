@@ -251,7 +251,7 @@ class Compiler {
     k.module_path = module_path;
     k.source_trace = torch_compat::SourceTrace(node);
     for (const Value* in : node->inputs()) {
-      if (IsTensorLike(in->type())) k.input_names.push_back("%" + in->debugName());
+      if (IsTensorLike(in->type())) k.input_names.push_back(in->debugName());
     }
     k.attributes = KernelAttributes(node);
     for (size_t i = 0; i < node->inputs().size(); ++i) {
@@ -269,6 +269,7 @@ class Compiler {
 
 std::string FormatLocation(const SourceLocation& loc) {
   std::string code = loc.code.substr(0, loc.code.find('\n'));
+  code.erase(0, code.find_first_not_of(" \t"));
   return loc.file + ":" + std::to_string(loc.line) + (code.empty() ? "" : " `" + code + "`");
 }
 

@@ -1,5 +1,6 @@
 """Every configuration feature of SPEC §2 end to end on graphdump's executor, checked by
 inspecting the files `graphdump run` / `graphdump train` write."""
+import csv
 import glob
 import json
 import os
@@ -102,7 +103,8 @@ def test_saved_data_and_statistics():
             # The relu output row's max equals the file's max.
             f = [p for p in glob.glob(os.path.join(d, "relu.*.output.0.*.npy"))][0]
             row = [r for r in rows if r.startswith("relu,") and ",output,0," in r][0]
-            gdtest.expect(abs(float(row.split(",")[10]) - float(np.load(f).max())) < 1e-4,
+            fields = next(csv.reader([row]))
+            gdtest.expect(abs(float(fields[10]) - float(np.load(f).max())) < 1e-4,
                           f"statistic max matches the file: {row}")
         gdtest.cleanup(tmp)
 
@@ -130,7 +132,7 @@ def test_overflow_mode():
 def test_exception_mode():
     tmp, root, out = dump_run("failing", {"op_debug_mode": 4}, args=["--input-shape", "2x8"],
                               check=3)
-    line = gdmodels.source_line("FAILS_HERE")
+    line = gdmodels.source_line("torch.matmul(h, self.weight)  # FAILS_HERE")
     gdtest.expect(f"make_models.py:{line}" in out and "matmul" in out,
                   f"the error names the kernel and its line {line}:\n{out}")
     got = tensors(step(root, 0))
