@@ -1,9 +1,9 @@
 // graphdump run / graphdump train: execute a TorchScript model with graphdump's graph executor,
 // dumping the kernels the configuration selects. Logic lives in src/torch; this file parses
 // flags, prepares inputs and prints progress and the summary.
-#include <CLI/CLI.hpp>
 #include <torch/script.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,18 +43,30 @@ int Fail(const std::string& command, const Status& status) {
 
 std::optional<at::ScalarType> ToScalarType(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return at::kBool;
-    case DType::kInt8: return at::kChar;
-    case DType::kInt16: return at::kShort;
-    case DType::kInt32: return at::kInt;
-    case DType::kInt64: return at::kLong;
-    case DType::kUInt8: return at::kByte;
-    case DType::kFloat16: return at::kHalf;
-    case DType::kFloat32: return at::kFloat;
-    case DType::kFloat64: return at::kDouble;
-    case DType::kComplex64: return at::kComplexFloat;
-    case DType::kComplex128: return at::kComplexDouble;
-    default: return std::nullopt;
+    case DType::kBool:
+      return at::kBool;
+    case DType::kInt8:
+      return at::kChar;
+    case DType::kInt16:
+      return at::kShort;
+    case DType::kInt32:
+      return at::kInt;
+    case DType::kInt64:
+      return at::kLong;
+    case DType::kUInt8:
+      return at::kByte;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+    case DType::kComplex64:
+      return at::kComplexFloat;
+    case DType::kComplex128:
+      return at::kComplexDouble;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -94,8 +106,9 @@ Status WriteNpyFile(const std::string& path, const at::Tensor& tensor) {
   for (DType d : kAllDTypes) {
     if (ToScalarType(d) == t.scalar_type()) dtype = d;
   }
-  if (!dtype) return Status::Unsupported("cannot write a tensor of dtype " +
-                                         std::string(c10::toString(t.scalar_type())));
+  if (!dtype)
+    return Status::Unsupported("cannot write a tensor of dtype " +
+                               std::string(c10::toString(t.scalar_type())));
   std::ofstream out(path, std::ios::binary);
   const std::string header = NpyHeader(*dtype, t.sizes().vec());
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
@@ -198,8 +211,8 @@ void ListKernels(const TorchModel& model) {
     std::string where = "(no source)";
     if (!k.source_trace.empty()) {
       const SourceLocation& loc = k.source_trace[0];
-      where = loc.file + ":" + std::to_string(loc.line) + " " +
-              loc.code.substr(0, loc.code.find('\n'));
+      where =
+          loc.file + ":" + std::to_string(loc.line) + " " + loc.code.substr(0, loc.code.find('\n'));
     }
     std::printf("%s\t%s\t%s\n", k.full_name.c_str(),
                 k.module_path.empty() ? "-" : k.module_path.c_str(), where.c_str());
@@ -266,9 +279,10 @@ examples:
 
 int RunRun(int argc, char** argv) {
   const std::string command = argv[0];
-  CLI::App app("Run a TorchScript model's forward graph kernel by kernel, dumping the kernels "
-               "the configuration selects.",
-               command);
+  CLI::App app(
+      "Run a TorchScript model's forward graph kernel by kernel, dumping the kernels "
+      "the configuration selects.",
+      command);
   CommonFlags flags;
   AddCommonFlags(app, &flags);
   std::vector<std::string> input_files;
@@ -331,9 +345,10 @@ int RunRun(int argc, char** argv) {
 
 int RunTrain(int argc, char** argv) {
   const std::string command = argv[0];
-  CLI::App app("Train a TorchScript model with graphdump's executor, dumping forward, backward "
-               "and optimizer kernels.",
-               command);
+  CLI::App app(
+      "Train a TorchScript model with graphdump's executor, dumping forward, backward "
+      "and optimizer kernels.",
+      command);
   CommonFlags flags;
   AddCommonFlags(app, &flags);
   std::string data_file, labels_file, optimizer = "sgd", save_model;
@@ -403,17 +418,16 @@ int RunTrain(int argc, char** argv) {
       break;
     }
     const DumpSession* s = loaded->session.get();
-    std::printf("step %d/%d: loss %.6f (%.3f s)%s\n", step + 1, flags.steps, *loss,
-                Seconds(start), s ? (" iteration " + std::to_string(s->CurrentIteration())).c_str()
-                                  : "");
+    std::printf("step %d/%d: loss %.6f (%.3f s)%s\n", step + 1, flags.steps, *loss, Seconds(start),
+                s ? (" iteration " + std::to_string(s->CurrentIteration())).c_str() : "");
     std::fflush(stdout);
   }
   if (code == kExitOk && !save_model.empty()) {
     try {
       model.module().save(save_model);
     } catch (const std::exception& e) {
-      code = Fail(command, Status::IOError("cannot save the model to " + save_model + ": " +
-                                           e.what()));
+      code = Fail(command,
+                  Status::IOError("cannot save the model to " + save_model + ": " + e.what()));
     }
   }
   return FinishSession(command, loaded->session.get(), code);

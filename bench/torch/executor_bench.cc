@@ -79,9 +79,10 @@ int main() {
     ours.push_back(t_ours);
     stock.push_back(t_stock);
   }
-  std::printf("executor_bench: resnet18 batch 8 %dx%d, %d rounds: forward %.4f s, executor "
-              "%.4f s (median), outputs %s\n",
-              image, image, rounds, Median(stock), Median(ours), same ? "identical" : "DIFFER");
+  std::printf(
+      "executor_bench: resnet18 batch 8 %dx%d, %d rounds: forward %.4f s, executor "
+      "%.4f s (median), outputs %s\n",
+      image, image, rounds, Median(stock), Median(ours), same ? "identical" : "DIFFER");
   std::printf("bench: executor_vs_forward ratio=%.3f\n", Median(ours) / Median(stock));
   return same ? 0 : 1;
 }

@@ -51,10 +51,10 @@ struct StepPlan {
   const torch::jit::Node* node = nullptr;
   StepKind kind = StepKind::kOperation;
   mutable std::optional<torch::jit::Operation> op;  // kOperation (calling it is non-const)
-  c10::IValue constant;                // kConstant
-  std::string attr_name;               // kGetAttr, kSetAttr
-  c10::TypePtr type;                   // construct kinds: the output type
-  int64_t slice_begin = 0;             // kTupleSlice
+  c10::IValue constant;                             // kConstant
+  std::string attr_name;                            // kGetAttr, kSetAttr
+  c10::TypePtr type;                                // construct kinds: the output type
+  int64_t slice_begin = 0;                          // kTupleSlice
   int64_t slice_end = 0;
   int kernel = -1;                     // index in GraphInfo::kernels; -1: not a kernel
   std::vector<size_t> written_inputs;  // kernels: inputs the operator writes in place
@@ -65,7 +65,7 @@ struct StepPlan {
 };
 
 struct BlockPlan {
-  std::vector<uint32_t> params;        // slots of the block's inputs
+  std::vector<uint32_t> params;  // slots of the block's inputs
   std::vector<StepPlan> steps;
   std::vector<uint32_t> returns;       // slots of the block's outputs
   std::vector<uint32_t> return_frees;  // slots released once the outputs are read
@@ -75,8 +75,8 @@ struct CompiledGraph {
   std::shared_ptr<torch::jit::Graph> graph;  // owns every Node the plan points to
   BlockPlan body;
   uint32_t num_slots = 0;
-  GraphInfo info;                             // kernels in graph order, metas empty
-  std::vector<c10::IValue> constants;         // tensor and number constants, for OnConstant
+  GraphInfo info;                      // kernels in graph order, metas empty
+  std::vector<c10::IValue> constants;  // tensor and number constants, for OnConstant
   // Module path ("features.0") -> scope ("features-Sequential/0-Conv2d"); "" -> "".
   std::map<std::string, std::string> module_scopes;
 };
@@ -84,8 +84,7 @@ struct CompiledGraph {
 // Compiles `method` of `module` as graph `graph_id`. Errors (kUnsupported) name a node kind the
 // executor cannot run and where it comes from.
 StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(torch::jit::Module& module,
-                                                      const std::string& method,
-                                                      uint32_t graph_id);
+                                                      const std::string& method, uint32_t graph_id);
 
 // "file:line `code`" of a node's innermost source location, for error messages.
 std::string DescribeSource(const KernelInfo& kernel);

@@ -24,9 +24,9 @@ GraphExecutor::GraphExecutor(const CompiledGraph* graph, DumpSession* session)
 StatusOr<c10::IValue> GraphExecutor::Run(std::vector<c10::IValue> inputs) {
   const BlockPlan& body = graph_->body;
   if (inputs.size() != body.params.size()) {
-    return Status::InvalidArgument(
-        "the model's " + graph_->info.name + " takes " + std::to_string(body.params.size() - 1) +
-        " input(s), got " + std::to_string(inputs.size() - 1));
+    return Status::InvalidArgument("the model's " + graph_->info.name + " takes " +
+                                   std::to_string(body.params.size() - 1) + " input(s), got " +
+                                   std::to_string(inputs.size() - 1));
   }
   Frame frame(graph_->num_slots);
   for (size_t i = 0; i < inputs.size(); ++i) frame[body.params[i]] = std::move(inputs[i]);
@@ -50,9 +50,8 @@ Status GraphExecutor::RunStep(const StepPlan& step, Frame& frame) {
   try {
     return RunSpecial(step, frame);
   } catch (const std::exception& e) {
-    return Status::Internal("graph node " + std::string(step.node->kind().toQualString()) +
-                            " at " + DescribeNodeSource(step.node) +
-                            " failed: " + FirstLine(ErrorText(e)));
+    return Status::Internal("graph node " + std::string(step.node->kind().toQualString()) + " at " +
+                            DescribeNodeSource(step.node) + " failed: " + FirstLine(ErrorText(e)));
   }
 }
 
@@ -88,8 +87,7 @@ Status GraphExecutor::RunSpecial(const StepPlan& step, Frame& frame) {
     case StepKind::kListUnpack: {
       auto list = in(0).toListRef();
       if (list.size() != step.outputs.size()) {
-        return Status::InvalidArgument("expected a list of " +
-                                       std::to_string(step.outputs.size()) +
+        return Status::InvalidArgument("expected a list of " + std::to_string(step.outputs.size()) +
                                        " elements, got " + std::to_string(list.size()));
       }
       for (size_t i = 0; i < list.size(); ++i) out(i) = list[i];
@@ -131,7 +129,8 @@ Status GraphExecutor::RunSpecial(const StepPlan& step, Frame& frame) {
     case StepKind::kDictConstruct: {
       const auto& dict_type = step.type->expectRef<c10::DictType>();
       c10::impl::GenericDict dict(dict_type.getKeyType(), dict_type.getValueType());
-      for (size_t i = 0; i + 1 < step.inputs.size(); i += 2) dict.insert_or_assign(in(i), in(i + 1));
+      for (size_t i = 0; i + 1 < step.inputs.size(); i += 2)
+        dict.insert_or_assign(in(i), in(i + 1));
       out(0) = c10::IValue(std::move(dict));
       return Status::Ok();
     }

@@ -150,19 +150,32 @@ inline std::string ArgumentName(const torch::jit::Node* node, size_t i) {
 
 inline std::optional<DType> ToDType(at::ScalarType type) {
   switch (type) {
-    case at::kBool: return DType::kBool;
-    case at::kChar: return DType::kInt8;
-    case at::kShort: return DType::kInt16;
-    case at::kInt: return DType::kInt32;
-    case at::kLong: return DType::kInt64;
-    case at::kByte: return DType::kUInt8;
-    case at::kHalf: return DType::kFloat16;
-    case at::kBFloat16: return DType::kBFloat16;
-    case at::kFloat: return DType::kFloat32;
-    case at::kDouble: return DType::kFloat64;
-    case at::kComplexFloat: return DType::kComplex64;
-    case at::kComplexDouble: return DType::kComplex128;
-    default: return std::nullopt;
+    case at::kBool:
+      return DType::kBool;
+    case at::kChar:
+      return DType::kInt8;
+    case at::kShort:
+      return DType::kInt16;
+    case at::kInt:
+      return DType::kInt32;
+    case at::kLong:
+      return DType::kInt64;
+    case at::kByte:
+      return DType::kUInt8;
+    case at::kHalf:
+      return DType::kFloat16;
+    case at::kBFloat16:
+      return DType::kBFloat16;
+    case at::kFloat:
+      return DType::kFloat32;
+    case at::kDouble:
+      return DType::kFloat64;
+    case at::kComplexFloat:
+      return DType::kComplex64;
+    case at::kComplexDouble:
+      return DType::kComplex128;
+    default:
+      return std::nullopt;
   }
 }
 

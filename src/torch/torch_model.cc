@@ -20,8 +20,8 @@ TorchModel::TorchModel(torch::jit::Module module, DumpSession* session,
 TorchModel::~TorchModel() = default;
 
 StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& path,
-                                                      DumpSession* session,
-                                                      TorchModelOptions options) {
+                                                       DumpSession* session,
+                                                       TorchModelOptions options) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
     return Status::NotFound("model file " + path + " does not exist or is not a file");
@@ -31,9 +31,9 @@ StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& path,
     module = torch::jit::load(path);
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    return Status::InvalidArgument("model file " + path +
-                                   " is not a TorchScript archive (torch.jit.save): " +
-                                   what.substr(0, what.find('\n')));
+    return Status::InvalidArgument(
+        "model file " + path +
+        " is not a TorchScript archive (torch.jit.save): " + what.substr(0, what.find('\n')));
   } catch (const std::exception& e) {
     return Status::InvalidArgument("model file " + path +
                                    " is not a TorchScript archive (torch.jit.save): " + e.what());
@@ -42,8 +42,8 @@ StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& path,
 }
 
 StatusOr<std::unique_ptr<TorchModel>> TorchModel::FromModule(torch::jit::Module module,
-                                                            DumpSession* session,
-                                                            TorchModelOptions options) {
+                                                             DumpSession* session,
+                                                             TorchModelOptions options) {
   GRAPHDUMP_ASSIGN_OR_RETURN(
       auto compiled, torch_internal::CompileGraph(module, options.method, options.graph_id));
   return std::unique_ptr<TorchModel>(

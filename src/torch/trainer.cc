@@ -30,18 +30,24 @@ std::string ErrorText(const std::exception& e) {
 
 const char* OptimizerName(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::kSgd: return "SGD";
-    case OptimizerKind::kMomentum: return "Momentum";
-    case OptimizerKind::kAdam: return "Adam";
+    case OptimizerKind::kSgd:
+      return "SGD";
+    case OptimizerKind::kMomentum:
+      return "Momentum";
+    case OptimizerKind::kAdam:
+      return "Adam";
   }
   return "SGD";
 }
 
 const char* UpdateOpType(OptimizerKind kind) {
   switch (kind) {
-    case OptimizerKind::kSgd: return "ApplyGradientDescent";
-    case OptimizerKind::kMomentum: return "ApplyMomentum";
-    case OptimizerKind::kAdam: return "Adam";
+    case OptimizerKind::kSgd:
+      return "ApplyGradientDescent";
+    case OptimizerKind::kMomentum:
+      return "ApplyMomentum";
+    case OptimizerKind::kAdam:
+      return "Adam";
   }
   return "ApplyGradientDescent";
 }
@@ -72,7 +78,7 @@ struct Trainer::Impl {
   // Optimizer state per parameter: momentum buffer, or Adam's exp_avg and exp_avg_sq.
   std::vector<at::Tensor> state1, state2;
   int64_t adam_step = 0;
-  std::vector<KernelInfo> update_kernels;                 // per parameter, once registered
+  std::vector<KernelInfo> update_kernels;                // per parameter, once registered
   std::unordered_map<std::string, KernelInfo> backward;  // key -> kernel
 
   // Per step: which forward kernel produced each autograd node.
@@ -226,8 +232,10 @@ struct Trainer::Impl {
     node_module.clear();
     GRAPHDUMP_ASSIGN_OR_RETURN(c10::IValue out, model->RunMethod({data}));
     if (!out.isTensor()) {
-      return Status::InvalidArgument("training needs a model whose forward returns one tensor "
-                                     "of logits; it returned " + out.tagKind());
+      return Status::InvalidArgument(
+          "training needs a model whose forward returns one tensor "
+          "of logits; it returned " +
+          out.tagKind());
     }
     const at::Tensor logits = out.toTensor();
     at::Tensor loss;

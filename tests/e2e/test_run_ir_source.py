@@ -41,6 +41,14 @@ try:
                   "\n".join(entry))
     gdtest.expect("(<Tensor[float32], (2, 8)>, <Tensor[float32], (16, 8)>" in ir,
                   "inputs carry dtype and shape")
+    # The configuration from the environment (SPEC §1) instead of --config.
+    env_dump = os.path.join(tmp, "envdump")
+    env_cfg = gdtest.write_config(os.path.join(tmp, "env.json"), env_dump)
+    _, out, _ = gdtest.run("run", gdmodels.model_path("mlp"), "--input-shape", "2x12",
+                           env={"MINDSPORE_DUMP_CONFIG": env_cfg}, check=0)
+    gdtest.expect(f"dump: {env_dump}/rank_0" in out and
+                  os.path.isdir(os.path.join(env_dump, "rank_0", "Net", "0", "0")),
+                  f"MINDSPORE_DUMP_CONFIG enables the dump:\n{out}")
     # traced model: the user frame.
     _, out, _ = gdtest.run("run", gdmodels.model_path("traced_mlp"), "--list-kernels", check=0)
     gdtest.expect(re.search(r"Default/fc1-Linear/linear-op0\tfc1\t.*make_models\.py:\d+", out),

@@ -44,8 +44,7 @@ class TorchModel {
   // null (nothing is dumped); it is not owned and must outlive the model. Returns NotFound for a
   // missing file, InvalidArgument for a file that is not a TorchScript archive, Unsupported
   // naming a graph node the executor cannot run.
-  static StatusOr<std::unique_ptr<TorchModel>> Load(const std::string& path,
-                                                    DumpSession* session,
+  static StatusOr<std::unique_ptr<TorchModel>> Load(const std::string& path, DumpSession* session,
                                                     TorchModelOptions options = {});
   // The same for a module already in memory.
   static StatusOr<std::unique_ptr<TorchModel>> FromModule(torch::jit::Module module,
