@@ -36,6 +36,10 @@ class Selector {
   // The `kernels` entries that matched no kernel so far, as written in the configuration.
   std::vector<std::string> UnusedEntries() const;
 
+  // Marks a module path for dump_mode 2: kernels whose module_path equals it or lies under it
+  // ("features" marks "features.0"). The empty path marks the root, that is every kernel.
+  void SetDump(const std::string& module_path);
+
   // Input/output selection after op_debug_mode forcing (overflow mode dumps both).
   bool DumpInputs() const;
   bool DumpOutputs() const;

@@ -1,0 +1,41 @@
+// The graph description files of a dump (SPEC §5): graphs/*.ir, graphs/*.pb and
+// execution_order/*.csv.
+//
+// The .ir text follows MindSpore's ms_output_trace_code_graph layout, one entry per kernel:
+//
+//   # IR entry: @graph_0
+//   # Total kernels: 2
+//   # Producer: graphdump 0.1.0
+//
+//   subgraph @graph_0() {
+//     %0(conv2d) = conv2d(%x, %features.0.weight) {stride: [4, 4], padding: [2, 2]}
+//         : (<Tensor[float32], (1, 3, 64, 64)>, <Tensor[float32], (64, 3, 11, 11)>)
+//         -> (<Tensor[float32], (1, 64, 15, 15)>)
+//         # Fullname with scope: (Default/features-Sequential/0-Conv2d/conv2d-op0)
+//         # In file /home/u/model.py(30)/        x = self.conv(x)/
+//     ...
+//   }
+//
+// Readers find a kernel by its "# Fullname with scope: (...)" line and its source lines by the
+// "# In file {path}({line})/{code}/" lines that follow it (innermost first).
+#pragma once
+
+#include <string>
+
+#include "graphdump/graph.h"
+
+namespace graphdump {
+
+// Header "NodeExecutionOrder-FullNameWithScope", then one full name per line.
+std::string ExecutionOrderCsv(const GraphInfo& graph);
+
+// The .ir text described above. Used when the host gives no ir_text of its own.
+std::string GenerateIrText(const GraphInfo& graph);
+
+// The graph as a serialized graphdump.proto.GraphProto (proto/graph.proto).
+std::string SerializeGraphProto(const GraphInfo& graph);
+
+// "<Tensor[float32], (1, 3)>"
+std::string TensorMetaToIr(const TensorMeta& meta);
+
+}  // namespace graphdump

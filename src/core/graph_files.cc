@@ -1,0 +1,114 @@
+#include "graphdump/graph_files.h"
+
+#include <fmt/format.h>
+
+#include "graph.pb.h"
+
+namespace graphdump {
+namespace {
+
+std::string JoinShape(const std::vector<int64_t>& shape) {
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+std::string MetaList(const std::vector<TensorMeta>& metas) {
+  std::string out = "(";
+  for (size_t i = 0; i < metas.size(); ++i) {
+    if (i) out += ", ";
+    out += TensorMetaToIr(metas[i]);
+  }
+  return out + ")";
+}
+
+// Code text on one line: the .ir keeps one source location per line.
+std::string OneLine(const std::string& code) {
+  std::string out = code;
+  for (char& c : out) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+void KernelToIr(const KernelInfo& k, std::string* out) {
+  std::string op_type = k.op_type.empty() ? OpTypeFromFullName(k.full_name) : k.op_type;
+  std::string args;
+  for (size_t i = 0; i < k.input_names.size(); ++i) {
+    if (i) args += ", ";
+    args += "%" + k.input_names[i];
+  }
+  std::string attrs;
+  for (const auto& [name, value] : k.attributes) {
+    attrs += attrs.empty() ? " {" : ", ";
+    attrs += name + ": " + value;
+  }
+  if (!attrs.empty()) attrs += "}";
+  fmt::format_to(std::back_inserter(*out), "  %{}({}) = {}({}){}\n", k.index, op_type, op_type,
+                 args, attrs);
+  fmt::format_to(std::back_inserter(*out), "      : {} -> {}\n", MetaList(k.inputs),
+                 MetaList(k.outputs));
+  fmt::format_to(std::back_inserter(*out), "      # Fullname with scope: ({})\n", k.full_name);
+  for (const SourceLocation& loc : k.source_trace) {
+    fmt::format_to(std::back_inserter(*out), "      # In file {}({})/{}/\n", loc.file, loc.line,
+                   OneLine(loc.code));
+  }
+}
+
+}  // namespace
+
+std::string TensorMetaToIr(const TensorMeta& meta) {
+  return fmt::format("<Tensor[{}], {}>", DTypeName(meta.dtype), JoinShape(meta.shape));
+}
+
+std::string ExecutionOrderCsv(const GraphInfo& graph) {
+  std::string out = "NodeExecutionOrder-FullNameWithScope\n";
+  for (const KernelInfo& k : graph.kernels) out += k.full_name + "\n";
+  return out;
+}
+
+std::string GenerateIrText(const GraphInfo& graph) {
+  std::string out;
+  fmt::format_to(std::back_inserter(out), "# IR entry: @graph_{}\n# Total kernels: {}\n",
+                 graph.graph_id, graph.kernels.size());
+  fmt::format_to(std::back_inserter(out), "# Producer: graphdump {}\n\n", GRAPHDUMP_VERSION);
+  fmt::format_to(std::back_inserter(out), "subgraph @graph_{}() {{\n", graph.graph_id);
+  for (const KernelInfo& k : graph.kernels) KernelToIr(k, &out);
+  out += "}\n";
+  return out;
+}
+
+std::string SerializeGraphProto(const GraphInfo& graph) {
+  proto::GraphProto g;
+  g.set_graph_id(graph.graph_id);
+  g.set_name(graph.name);
+  g.set_producer(std::string("graphdump ") + GRAPHDUMP_VERSION);
+  auto add_meta = [](const TensorMeta& m, proto::TensorMetaProto* p) {
+    p->set_dtype(std::string(DTypeName(m.dtype)));
+    for (int64_t d : m.shape) p->add_shape(d);
+  };
+  for (const KernelInfo& k : graph.kernels) {
+    proto::KernelProto* kp = g.add_kernels();
+    kp->set_index(k.index);
+    kp->set_full_name(k.full_name);
+    kp->set_op_type(k.op_type.empty() ? OpTypeFromFullName(k.full_name) : k.op_type);
+    kp->set_module_path(k.module_path);
+    kp->set_stream_id(k.stream_id);
+    for (const SourceLocation& loc : k.source_trace) {
+      proto::SourceLocationProto* sp = kp->add_source_trace();
+      sp->set_file(loc.file);
+      sp->set_line(loc.line);
+      sp->set_column(loc.column);
+      sp->set_code(loc.code);
+    }
+    for (const TensorMeta& m : k.inputs) add_meta(m, kp->add_inputs());
+    for (const TensorMeta& m : k.outputs) add_meta(m, kp->add_outputs());
+    for (const std::string& n : k.input_names) kp->add_input_names(n);
+    for (const auto& [name, value] : k.attributes) {
+      proto::AttributeProto* ap = kp->add_attributes();
+      ap->set_name(name);
+      ap->set_value(value);
+    }
+  }
+  return g.SerializeAsString();
+}
+
+}  // namespace graphdump

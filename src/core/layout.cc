@@ -1,0 +1,58 @@
+#include "graphdump/layout.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace graphdump {
+
+std::string SanitizeName(std::string_view full_name) {
+  std::string out(full_name);
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '/' || c == '\\' || c == '.' || c == ' ' || u < 0x20 || u == 0x7f) c = '_';
+  }
+  return out;
+}
+
+std::string RankDir(const std::string& path, uint32_t rank) {
+  std::string base = path;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return fmt::format("{}/rank_{}", base, rank);
+}
+
+std::string IterationDir(const std::string& rank_dir, const std::string& net_name,
+                         uint32_t graph_id, uint64_t iteration) {
+  return fmt::format("{}/{}/{}/{}", rank_dir, net_name, graph_id, iteration);
+}
+
+std::string ConstantsDir(const std::string& rank_dir, const std::string& net_name,
+                         uint32_t graph_id) {
+  return fmt::format("{}/{}/{}/constants", rank_dir, net_name, graph_id);
+}
+
+std::string GraphFilePath(const std::string& rank_dir, uint32_t graph_id, const char* ext) {
+  return fmt::format("{}/graphs/ms_output_trace_code_graph_{}.{}", rank_dir, graph_id, ext);
+}
+
+std::string ExecutionOrderPath(const std::string& rank_dir, uint32_t graph_id) {
+  return fmt::format("{}/execution_order/ms_execution_order_graph_{}.csv", rank_dir, graph_id);
+}
+
+std::string GlobalExecutionOrderPath(const std::string& rank_dir, uint32_t graph_id) {
+  return fmt::format("{}/execution_order/ms_global_execution_order_graph_{}.csv", rank_dir,
+                     graph_id);
+}
+
+std::string TensorFileName::Basename() const {
+  return fmt::format("{}.{}.{}.{}.{}.{}.{}.{}.{}.npy", op_type, op_name, task_id, stream_id,
+                     timestamp, is_input ? "input" : "output", slot, format, dtype);
+}
+
+uint64_t NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace graphdump

@@ -1,0 +1,520 @@
+// DumpSession: selection, naming and writing of a dump (SPEC §5-8). See session.h for the hooks.
+#include "graphdump/session.h"
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "graphdump/graph_files.h"
+#include "graphdump/internal/async_writer.h"
+#include "graphdump/internal/tensor_writer.h"
+#include "graphdump/layout.h"
+#include "graphdump/selector.h"
+#include "graphdump/stats.h"
+
+namespace graphdump {
+namespace {
+
+// The statistic rows of one iteration directory, kept in submission order so that synchronous
+// and asynchronous dumps write identical statistic.csv files.
+struct StepDir {
+  std::string dir;
+  std::map<uint64_t, std::string> rows;  // sequence number -> row
+  uint32_t pending = 0;                  // asynchronous writes not yet finished
+  bool ended = false;                    // EndStep (or Close) was called
+};
+
+struct GraphState {
+  GraphInfo info;
+  std::vector<uint8_t> selected;  // per kernel index
+  bool files_dirty = false;       // kernels were added since the graph files were written
+  bool constants_written = false;
+};
+
+// For trans_flag false: the view in the order its elements are stored (dimensions sorted by
+// decreasing stride), and the name of that layout.
+TensorView StorageOrderView(const TensorView& view, std::string* format) {
+  *format = kDefaultFormat;
+  if (view.strides.empty() || view.IsContiguous()) return view;
+  std::vector<size_t> perm(view.shape.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](size_t a, size_t b) { return view.strides[a] > view.strides[b]; });
+  TensorView out = view;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out.shape[i] = view.shape[perm[i]];
+    out.strides[i] = view.strides[perm[i]];
+  }
+  const std::vector<size_t> nhwc = {0, 2, 3, 1}, ndhwc = {0, 2, 3, 4, 1};
+  if (perm == nhwc) {
+    *format = "NHWC";
+  } else if (perm == ndhwc) {
+    *format = "NDHWC";
+  } else {
+    *format = "Permuted";
+    for (size_t p : perm) *format += fmt::format("_{}", p);
+  }
+  return out;
+}
+
+bool HasNonFiniteView(const TensorView& view) {
+  if (!IsFloatingPoint(view.dtype) && !IsComplex(view.dtype)) return false;
+  bool found = false;
+  const size_t item = DTypeBits(view.dtype) / 8;
+  ForEachContiguousChunk(view, size_t{1} << 20, [&](const uint8_t* p, size_t n) {
+    if (!found) found = HasNonFinite(view.dtype, p, static_cast<int64_t>(n / item));
+  });
+  return found;
+}
+
+class SessionImpl final : public DumpSession {
+ public:
+  SessionImpl(SessionOptions options, std::unique_ptr<Selector> selector)
+      : options_(std::move(options)),
+        config_(options_.config),
+        selector_(std::move(selector)),
+        fs_(options_.file_system ? options_.file_system : NewPosixFileSystem()),
+        root_(RankDir(config_.path, options_.rank)) {
+    if (!config_.enable) {
+      async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
+                                             std::max<size_t>(1, options_.queue_bytes));
+    }
+  }
+
+  ~SessionImpl() override { (void)Close(); }
+
+  Status Start() {
+    GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(root_ + "/.dump_metadata"));
+    const std::string copy = root_ + "/.dump_metadata/data_dump.json";
+    if (!fs_->Exists(copy)) {
+      GRAPHDUMP_RETURN_IF_ERROR(fs_->WriteWholeFile(
+          copy, config_.source_bytes.empty() ? ConfigToJson(config_) : config_.source_bytes));
+    }
+    const std::string meta = root_ + "/.dump_metadata/config.json";
+    if (!fs_->Exists(meta)) {
+      nlohmann::ordered_json j;
+      j["device_target"] = options_.device_target;
+      j["graphdump_version"] = GRAPHDUMP_VERSION;
+      GRAPHDUMP_RETURN_IF_ERROR(fs_->WriteWholeFile(meta, j.dump(4) + "\n"));
+    }
+    return Status::Ok();
+  }
+
+  Status OnGraphCompiled(const GraphInfo& graph) override {
+    if (graphs_.count(graph.graph_id)) {
+      return Status::InvalidArgument(
+          fmt::format("graph id {} was already registered with this session", graph.graph_id));
+    }
+    GraphState& state = graphs_[graph.graph_id];
+    state.info = graph;
+    for (uint32_t i = 0; i < state.info.kernels.size(); ++i) {
+      state.info.kernels[i].index = i;
+      state.info.kernels[i].graph_id = graph.graph_id;
+    }
+    state.selected.resize(state.info.kernels.size());
+    for (const KernelInfo& k : state.info.kernels) {
+      state.selected[k.index] = selector_->KernelSelected(k);
+    }
+    WriteGraphFiles(state);
+    return Status::Ok();
+  }
+
+  KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) override {
+    GraphState& state = graphs_.at(graph_id);
+    kernel.graph_id = graph_id;
+    kernel.index = static_cast<uint32_t>(state.info.kernels.size());
+    state.selected.push_back(selector_->KernelSelected(kernel));
+    state.info.kernels.push_back(kernel);
+    state.files_dirty = true;
+    return kernel;
+  }
+
+  void BeginStep(uint32_t graph_id) override {
+    iteration_ = config_.initial_iteration + steps_completed_;
+    step_graph_ = graph_id;
+    step_dumps_ = !failed_ && selector_->IterationDumps(iteration_);
+  }
+
+  uint64_t CurrentIteration() const override { return iteration_; }
+  bool StepDumps() const override { return step_dumps_ && !failed_; }
+
+  bool Wants(const KernelInfo& kernel) const override {
+    if (!StepDumps() || config_.op_debug_mode == 4) return false;
+    auto it = graphs_.find(kernel.graph_id);
+    return it != graphs_.end() && kernel.index < it->second.selected.size() &&
+           it->second.selected[kernel.index];
+  }
+
+  void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
+                    const std::vector<TensorView>& outputs) override {
+    if (!Wants(kernel)) return;
+    if (config_.op_debug_mode == 3) {
+      if (config_.overflow_number != 0 && overflow_kernels_ >= config_.overflow_number) return;
+      bool overflow = false;
+      for (const TensorView& t : outputs) overflow = overflow || HasNonFiniteView(t);
+      if (!overflow) return;
+      ++overflow_kernels_;
+    }
+    DumpKernel(kernel, selector_->DumpInputs() ? &inputs : nullptr,
+               selector_->DumpOutputs() ? &outputs : nullptr);
+  }
+
+  void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
+                      const std::string& error) override {
+    if (config_.op_debug_mode != 4 || failed_) return;
+    Log(fmt::format("kernel {} failed; dumping its inputs: {}", kernel.full_name, error));
+    DumpKernel(kernel, &inputs, nullptr);
+  }
+
+  bool WantsParameters() const override { return StepDumps() && config_.op_debug_mode == 0; }
+
+  void OnParameter(uint32_t graph_id, const std::string& name, const TensorView& value) override {
+    if (!WantsParameters()) return;
+    TensorFileName file;
+    file.op_type = "Parameter";
+    file.op_name = SanitizeName(name);
+    file.timestamp = NowMicros();
+    file.dtype = std::string(DTypeName(value.dtype));
+    const std::string dir = IterationDir(root_, config_.net_name, graph_id, iteration_);
+    EmitTensor(dir, file, value, /*statistics=*/true);
+  }
+
+  void OnConstant(uint32_t graph_id, uint32_t index, const TensorView& value) override {
+    if (failed_ || config_.saved_data == SavedData::kStatistic) return;
+    TensorFileName file;
+    file.op_type = "Parameter";
+    file.op_name = fmt::format("data-{}", index);
+    file.timestamp = NowMicros();
+    file.dtype = std::string(DTypeName(value.dtype));
+    EmitTensor(ConstantsDir(root_, config_.net_name, graph_id), file, value, /*statistics=*/false);
+  }
+
+  void EndStep(uint32_t graph_id) override {
+    auto it = graphs_.find(graph_id);
+    if (it != graphs_.end() && it->second.files_dirty) WriteGraphFiles(it->second);
+    if (!failed_) {
+      const std::string order = GlobalExecutionOrderPath(root_, graph_id);
+      Status st = fs_->AppendToFile(order, fmt::format("{}\n", iteration_));
+      if (!st.ok()) Fail(st);
+    }
+    EndStepDirs();
+    ++steps_completed_;
+    step_dumps_ = false;
+  }
+
+  void SetDump(const std::string& module_path) override {
+    selector_->SetDump(module_path);
+    for (auto& [id, state] : graphs_) {
+      for (const KernelInfo& k : state.info.kernels) {
+        state.selected[k.index] = selector_->KernelSelected(k);
+      }
+    }
+  }
+
+  Status Close() override {
+    if (closed_) return FirstError();
+    closed_ = true;
+    EndStepDirs();
+    if (async_) async_->Drain();
+    for (const std::string& entry : selector_->UnusedEntries()) {
+      Log("unused kernel in config: " + entry);
+    }
+    return FirstError();
+  }
+
+  DumpSummary Summary() const override {
+    DumpSummary s;
+    s.root = root_;
+    s.files = files_;
+    s.bytes = bytes_;
+    s.kernels_dumped = kernels_dumped_;
+    s.statistic_rows = statistic_rows_;
+    s.unused_kernel_entries = selector_->UnusedEntries();
+    return s;
+  }
+
+  const DumpConfig& config() const override { return config_; }
+
+ private:
+  void Log(const std::string& message) const {
+    if (options_.log) {
+      options_.log(message);
+    } else {
+      std::fprintf(stderr, "graphdump: %s\n", message.c_str());
+    }
+  }
+
+  Status FirstError() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_error_;
+  }
+
+  // The first write error stops all dumping; it is reported once and marked on disk.
+  void Fail(const Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (failed_) return;
+      failed_ = true;
+      first_error_ = status;
+    }
+    Log(fmt::format("dumping stopped: {}. Files written before this error are complete; "
+                    "nothing more is dumped in this run (see {}/.dump_metadata/INCOMPLETE).",
+                    status.message(), root_));
+    const std::string text = fmt::format(
+        "graphdump stopped dumping at iteration {}.\nerror: {}\nEvery file under its final name "
+        "is complete; tensors after this error were not written.\n",
+        iteration_, status.message());
+    Status marker = fs_->WriteWholeFile(root_ + "/.dump_metadata/INCOMPLETE", text);
+    if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
+  }
+
+  void WriteGraphFiles(GraphState& state) {
+    state.files_dirty = false;
+    if (failed_) return;
+    const GraphInfo& g = state.info;
+    Status st = fs_->CreateDirectories(root_ + "/graphs");
+    if (st.ok()) st = fs_->CreateDirectories(root_ + "/execution_order");
+    if (st.ok()) {
+      st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "ir"),
+                               g.ir_text.empty() ? GenerateIrText(g) : g.ir_text);
+    }
+    if (st.ok()) st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "pb"), SerializeGraphProto(g));
+    if (st.ok()) st = fs_->WriteWholeFile(ExecutionOrderPath(root_, g.graph_id), ExecutionOrderCsv(g));
+    if (!st.ok()) Fail(st);
+  }
+
+  bool EnsureDir(const std::string& dir) {
+    if (created_dirs_.count(dir)) return true;
+    Status st = fs_->CreateDirectories(dir);
+    if (!st.ok()) {
+      Fail(st);
+      return false;
+    }
+    created_dirs_.insert(dir);
+    return true;
+  }
+
+  // A basename longer than 255 bytes becomes "{n}{ext}" and is listed in mapping.csv.
+  std::string FileNameIn(const std::string& dir, const std::string& basename, const char* ext) {
+    if (basename.size() <= kMaxBasenameBytes) return basename;
+    uint64_t& counter = mapping_counters_[dir];
+    std::string mapped;
+    do {
+      mapped = fmt::format("{}{}", counter++, ext);
+    } while (fs_->Exists(dir + "/" + mapped));
+    Status st = fs_->AppendToFile(dir + "/mapping.csv", mapped + "," + basename + "\n");
+    if (!st.ok()) Fail(st);
+    return mapped;
+  }
+
+  void DumpKernel(const KernelInfo& kernel, const std::vector<TensorView>* inputs,
+                  const std::vector<TensorView>* outputs) {
+    const std::string dir = IterationDir(root_, config_.net_name, kernel.graph_id, iteration_);
+    TensorFileName file;
+    file.op_type = SanitizeName(kernel.op_type.empty() ? OpTypeFromFullName(kernel.full_name)
+                                                       : kernel.op_type);
+    file.op_name = SanitizeName(kernel.full_name);
+    file.stream_id = kernel.stream_id;
+    file.timestamp = NowMicros();
+    ++kernels_dumped_;
+    for (int io = 0; io < 2; ++io) {
+      const std::vector<TensorView>* list = io == 0 ? inputs : outputs;
+      if (list == nullptr) continue;
+      file.is_input = io == 0;
+      for (uint32_t slot = 0; slot < list->size(); ++slot) {
+        file.slot = slot;
+        EmitTensor(dir, file, (*list)[slot], /*statistics=*/true);
+      }
+    }
+    if (config_.save_kernel_args && !failed_ && EnsureDir(dir)) {
+      nlohmann::ordered_json args = nlohmann::ordered_json::object();
+      for (const auto& [name, value] : kernel.attributes) args[name] = value;
+      const std::string name =
+          FileNameIn(dir, fmt::format("{}.{}.json", file.op_type, file.op_name), ".json");
+      Status st = fs_->WriteWholeFile(dir + "/" + name, args.dump(4) + "\n");
+      if (!st.ok()) Fail(st);
+    }
+  }
+
+  StepDir* StepDirFor(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_ptr<StepDir>& sd = step_dirs_[dir];
+    if (!sd) {
+      sd = std::make_unique<StepDir>();
+      sd->dir = dir;
+    }
+    return sd.get();
+  }
+
+  // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row.
+  void EmitTensor(const std::string& dir, TensorFileName file, const TensorView& original,
+                  bool statistics) {
+    if (failed_ || !EnsureDir(dir)) return;
+    if (original.device != "cpu") {
+      Log(fmt::format("skipping {}: tensor is on device '{}'; hand graphdump host tensors",
+                      file.Basename(), original.device));
+      return;
+    }
+    TensorView view = original;
+    if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
+    const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;
+    TensorWriteOptions options;
+    options.write_npy = config_.saved_data != SavedData::kStatistic || !statistics;
+    options.compute_stats = want_stats;
+    for (StatCategory c : config_.statistic_category) {
+      options.with_md5 = options.with_md5 || (want_stats && c == StatCategory::kMd5);
+    }
+    options.max_elements = config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
+    if (!options.write_npy && !want_stats) return;
+
+    StatRowInfo row;
+    row.op_type = file.op_type;
+    row.op_name = file.op_name;
+    row.task_id = file.task_id;
+    row.stream_id = file.stream_id;
+    row.timestamp = file.timestamp;
+    row.is_input = file.is_input;
+    row.slot = file.slot;
+    row.data_size = view.ContiguousBytes();
+    row.dtype = view.dtype;
+    row.shape = view.shape;
+
+    const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
+    StepDir* sd = want_stats ? StepDirFor(dir) : nullptr;
+    const uint64_t seq = next_seq_++;
+    if (!async_) {
+      WriteOne(path, view, options, row, sd, seq);
+      return;
+    }
+    // Asynchronous: copy now, so later in-place kernels cannot change what is written.
+    auto owned = std::make_shared<OwnedTensor>(CopyContiguous(view));
+    if (sd) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++sd->pending;
+    }
+    async_->Submit(owned->bytes.size() + 1, [=, this] {
+      WriteOne(path, owned->View(), options, row, sd, seq);
+      if (sd) FinishPending(sd);
+    });
+  }
+
+  void WriteOne(const std::string& path, const TensorView& view, const TensorWriteOptions& options,
+                const StatRowInfo& row, StepDir* sd, uint64_t seq) {
+    if (failed_) return;
+    StatusOr<TensorWriteResult> result = WriteTensor(*fs_, path, view, options);
+    if (!result.ok()) {
+      Fail(result.status());
+      return;
+    }
+    if (result->file_bytes > 0) {
+      ++files_;
+      bytes_ += result->file_bytes;
+    }
+    if (sd) {
+      std::string line = StatisticCsvRow(row, result->stats, config_.statistic_category);
+      std::lock_guard<std::mutex> lock(mu_);
+      sd->rows.emplace(seq, std::move(line));
+    }
+  }
+
+  void FinishPending(StepDir* sd) {
+    std::unique_ptr<StepDir> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--sd->pending == 0 && sd->ended) done = TakeStepDir(sd->dir);
+    }
+    if (done) FlushStatistics(*done);
+  }
+
+  // REQUIRES: mu_ held.
+  std::unique_ptr<StepDir> TakeStepDir(const std::string& dir) {
+    auto it = step_dirs_.find(dir);
+    std::unique_ptr<StepDir> sd = std::move(it->second);
+    step_dirs_.erase(it);
+    return sd;
+  }
+
+  // Marks every open iteration directory ended; those with no pending writes are flushed now,
+  // the others by the writer thread that finishes their last tensor.
+  void EndStepDirs() {
+    std::vector<std::unique_ptr<StepDir>> ready;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<std::string> dirs;
+      for (auto& [dir, sd] : step_dirs_) {
+        sd->ended = true;
+        if (sd->pending == 0) dirs.push_back(dir);
+      }
+      for (const std::string& dir : dirs) ready.push_back(TakeStepDir(dir));
+    }
+    for (const auto& sd : ready) FlushStatistics(*sd);
+  }
+
+  void FlushStatistics(const StepDir& sd) {
+    if (sd.rows.empty() || failed_) return;
+    const std::string csv = sd.dir + "/statistic.csv";
+    std::string text = fs_->Exists(csv) ? "" : StatisticCsvHeader(config_.statistic_category);
+    for (const auto& [seq, line] : sd.rows) text += line;
+    Status st = fs_->AppendToFile(csv, text);
+    if (!st.ok()) {
+      Fail(st);
+      return;
+    }
+    statistic_rows_ += sd.rows.size();
+  }
+
+  const SessionOptions options_;
+  const DumpConfig& config_;
+  std::unique_ptr<Selector> selector_;
+  std::shared_ptr<FileSystem> fs_;
+  const std::string root_;
+  std::unique_ptr<AsyncWriter> async_;
+
+  // Executor-thread state.
+  std::map<uint32_t, GraphState> graphs_;
+  std::unordered_set<std::string> created_dirs_;
+  std::map<std::string, uint64_t> mapping_counters_;
+  uint64_t steps_completed_ = 0;
+  uint64_t iteration_ = 0;
+  uint32_t step_graph_ = 0;
+  bool step_dumps_ = false;
+  uint32_t overflow_kernels_ = 0;
+  uint64_t next_seq_ = 0;
+  bool closed_ = false;
+
+  // Shared with writer threads.
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<StepDir>> step_dirs_;
+  std::atomic<bool> failed_{false};
+  Status first_error_;
+  std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options) {
+  auto selector = std::make_unique<Selector>(options.config);
+  if (!selector->RankDumps(options.rank)) return std::unique_ptr<DumpSession>();
+  auto session = std::make_unique<SessionImpl>(std::move(options), std::move(selector));
+  GRAPHDUMP_RETURN_IF_ERROR(session->Start());
+  return std::unique_ptr<DumpSession>(std::move(session));
+}
+
+StatusOr<std::unique_ptr<DumpSession>> DumpSession::FromEnvironment(uint32_t rank) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> parsed, LoadConfigFromEnvironment());
+  if (!parsed) return std::unique_ptr<DumpSession>();
+  for (const std::string& w : parsed->warnings) std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
+  SessionOptions options;
+  options.config = std::move(parsed->config);
+  options.rank = rank;
+  return Open(std::move(options));
+}
+
+}  // namespace graphdump

@@ -1,0 +1,354 @@
+#include "graphdump/session.h"
+
+#include <sys/stat.h>
+
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "graph.pb.h"
+#include "graphdump/internal/async_writer.h"
+#include "graphdump/synthetic.h"
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+using testing::ListFilesRecursive;
+using testing::ReadFile;
+using testing::TempDir;
+
+std::string ConfigJson(const std::string& path, const std::string& common_extra = "",
+                       const std::string& e2e = R"({"enable": true, "trans_flag": true})") {
+  return R"({"common_dump_settings": {"dump_mode": 0, "path": ")" + path +
+         R"(", "net_name": "Net", "iteration": "all", "input_output": 0, "kernels": [],
+         "support_device": [0,1,2,3,4,5,6,7])" +
+         common_extra + R"(}, "e2e_dump_settings": )" + e2e + "}";
+}
+
+DumpConfig Parse(const std::string& json) {
+  StatusOr<ParsedConfig> parsed = ParseConfig(json, "test.json", "");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  DumpConfig config = parsed->config;
+  config.source_bytes = json;
+  return config;
+}
+
+std::unique_ptr<DumpSession> OpenSession(const DumpConfig& config,
+                                         std::vector<std::string>* log = nullptr) {
+  SessionOptions options;
+  options.config = config;
+  options.writer_threads = 3;
+  options.queue_bytes = 4096;  // small: forces the executor to wait on the writers
+  options.log = [log](const std::string& m) {
+    if (log) log->push_back(m);
+  };
+  StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
+  EXPECT_TRUE(session.ok()) << session.status().message();
+  return std::move(session).value();
+}
+
+void RunSynthetic(const DumpConfig& config, SyntheticOptions options = {},
+                  std::vector<std::string>* log = nullptr) {
+  auto session = OpenSession(config, log);
+  ASSERT_TRUE(session);
+  ASSERT_TRUE(RunSyntheticGraph(*session, options).ok());
+  ASSERT_TRUE(session->Close().ok());
+}
+
+// File names with the 16-digit microsecond timestamps replaced by "T".
+std::vector<std::string> WithoutTimestamps(const std::vector<std::string>& files) {
+  std::vector<std::string> out;
+  for (const std::string& f : files) out.push_back(std::regex_replace(f, std::regex(R"(\.\d{16}\.)"), ".T."));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string StatisticWithoutTimestamps(const std::string& csv) {
+  return std::regex_replace(csv, std::regex(R"(,\d{16},)"), ",T,");
+}
+
+std::vector<std::string> Matching(const std::vector<std::string>& files, const std::string& re) {
+  std::vector<std::string> out;
+  for (const std::string& f : files)
+    if (std::regex_search(f, std::regex(re))) out.push_back(f);
+  return out;
+}
+
+TEST(SessionTest, SyncAndAsyncWriteTheSameFilesAndBytes) {
+  TempDir sync_dir, async_dir;
+  const std::string full = R"(, "saved_data": "full", "statistic_category": ["max", "min", "avg",
+      "count", "negative zero count", "positive zero count", "nan count", "negative inf count",
+      "positive inf count", "zero count", "md5", "l2norm"])";
+  RunSynthetic(Parse(ConfigJson(sync_dir.path(), full)));
+  RunSynthetic(Parse(ConfigJson(async_dir.path(), full, R"({"enable": false})")));
+
+  auto sync_files = ListFilesRecursive(sync_dir.path());
+  auto async_files = ListFilesRecursive(async_dir.path());
+  ASSERT_EQ(WithoutTimestamps(sync_files), WithoutTimestamps(async_files));
+  ASSERT_GT(sync_files.size(), 100u);
+  std::sort(sync_files.begin(), sync_files.end(), [](auto& a, auto& b) {
+    return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0];
+  });
+  std::sort(async_files.begin(), async_files.end(), [](auto& a, auto& b) {
+    return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0];
+  });
+  for (size_t i = 0; i < sync_files.size(); ++i) {
+    std::string a = ReadFile(sync_dir.Sub(sync_files[i]));
+    std::string b = ReadFile(async_dir.Sub(async_files[i]));
+    if (sync_files[i].find("statistic.csv") != std::string::npos) {
+      EXPECT_EQ(StatisticWithoutTimestamps(a), StatisticWithoutTimestamps(b)) << sync_files[i];
+    } else if (sync_files[i].find(".dump_metadata") == std::string::npos) {
+      EXPECT_EQ(a, b) << sync_files[i];
+    }
+  }
+}
+
+TEST(SessionTest, WritesMindSporeLayout) {
+  TempDir dir;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "0|2")")));
+  const std::string rank = dir.Sub("rank_0");
+  auto files = ListFilesRecursive(rank);
+
+  EXPECT_EQ(ReadFile(rank + "/.dump_metadata/data_dump.json"), ConfigJson(dir.path(), R"(, "iteration": "0|2")"));
+  EXPECT_NE(ReadFile(rank + "/.dump_metadata/config.json").find("\"device_target\": \"cpu\""), std::string::npos);
+  // Iterations 0 and 2 only; 9 kernels with their inputs and outputs, 4 parameters.
+  EXPECT_EQ(Matching(files, R"(^Net/0/1/)").size(), 0u);
+  auto it0 = Matching(files, R"(^Net/0/0/.*\.npy$)");
+  EXPECT_EQ(it0.size(), 16u + 9 + 4);  // inputs, outputs, parameters
+  EXPECT_EQ(Matching(files, R"(^Net/0/0/MatMul\.Default_fc1-Dense_MatMul-op0\.0\.0\.\d{16}\.input\.1\.DefaultFormat\.float32\.npy$)").size(), 1u);
+  EXPECT_EQ(Matching(files, R"(^Net/0/0/Cast\.Default_Cast-op5\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float16\.npy$)").size(), 1u);
+  EXPECT_EQ(Matching(files, R"(^Net/0/2/Parameter\.fc1_weight\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy$)").size(), 1u);
+  EXPECT_EQ(Matching(files, R"(^Net/0/constants/Parameter\.data-0\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy$)").size(), 1u);
+  // saved_data "tensor": no statistic.csv.
+  EXPECT_EQ(Matching(files, "statistic.csv").size(), 0u);
+
+  EXPECT_EQ(ReadFile(rank + "/execution_order/ms_global_execution_order_graph_0.csv"), "0\n1\n2\n");
+  const std::string order = ReadFile(rank + "/execution_order/ms_execution_order_graph_0.csv");
+  EXPECT_EQ(order.rfind("NodeExecutionOrder-FullNameWithScope\nDefault/fc1-Dense/MatMul-op0\n", 0), 0u);
+  const std::string ir = ReadFile(rank + "/graphs/ms_output_trace_code_graph_0.ir");
+  EXPECT_NE(ir.find("# Fullname with scope: (Default/fc2-Dense/MatMul-op3)\n"
+                    "      # In file synthetic_mlp.py(14)/x = self.fc2(x)/"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("<Tensor[float32], (4, 8)>"), std::string::npos);
+  proto::GraphProto graph;
+  ASSERT_TRUE(graph.ParseFromString(ReadFile(rank + "/graphs/ms_output_trace_code_graph_0.pb")));
+  ASSERT_EQ(graph.kernels_size(), 9);
+  EXPECT_EQ(graph.kernels(5).full_name(), "Default/Cast-op5");
+  EXPECT_EQ(graph.kernels(5).outputs(0).dtype(), "float16");
+  EXPECT_EQ(graph.kernels(3).source_trace(0).line(), 14);
+
+  struct stat st;
+  ASSERT_EQ(::stat(dir.Sub("rank_0/Net/0/0").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((dir.Sub("rank_0/") + it0[0]).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0400u);
+}
+
+TEST(SessionTest, DumpedValuesAreTheKernelsValues) {
+  TempDir dir;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "1")")));
+  // fc1's MatMul output equals input0 @ input1 computed by NumPy from the dumped inputs.
+  auto r = testing::RunPython(R"(
+import glob, sys, numpy as np
+d = sys.argv[1]
+f = lambda p: np.load(glob.glob(d + '/MatMul.Default_fc1-Dense_MatMul-op0.*.' + p + '.*.npy')[0])
+x, w, y = f('input.0'), f('input.1'), f('output.0')
+print(x.shape, w.shape, y.shape, y.dtype, np.allclose(x @ w, y, rtol=1e-5, atol=1e-5))
+h = np.load(glob.glob(d + '/Cast.Default_Cast-op5.*.output.0.*.npy')[0])
+o = np.load(glob.glob(d + '/Cast.Default_Cast-op5.*.input.0.*.npy')[0])
+print(h.dtype, np.array_equal(o.astype(np.float16), h))
+)", {dir.Sub("rank_0/Net/0/1")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "(4, 8) (8, 16) (4, 16) float32 True\nfloat16 True\n");
+}
+
+TEST(SessionTest, InitialIterationShiftsTheCounter) {
+  TempDir dir;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "11", "initial_iteration": 10)")));
+  auto files = ListFilesRecursive(dir.Sub("rank_0"));
+  EXPECT_GT(Matching(files, "^Net/0/11/").size(), 0u);
+  EXPECT_EQ(Matching(files, "^Net/0/1[02]/").size(), 0u);
+  EXPECT_EQ(ReadFile(dir.Sub("rank_0/execution_order/ms_global_execution_order_graph_0.csv")),
+            "10\n11\n12\n");
+}
+
+TEST(SessionTest, RankOutsideSupportDeviceDumpsNothing) {
+  TempDir dir;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "support_device": [1])"));
+  options.rank = 0;
+  auto session = DumpSession::Open(options);
+  ASSERT_TRUE(session.ok());
+  EXPECT_EQ(*session, nullptr);
+  options.rank = 1;
+  session = DumpSession::Open(options);
+  ASSERT_TRUE(session.ok() && *session);
+  EXPECT_EQ((*session)->Summary().root, dir.Sub("rank_1"));
+}
+
+TEST(SessionTest, KernelSelectionByTypeRegexAndSetDump) {
+  TempDir dir;
+  std::vector<std::string> log;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"json(, "dump_mode": 1, "iteration": "0", "input_output": 2,
+      "kernels": ["relu", "name-regex(Default/fc2-Dense/.+)", "Default/Cast-op5", "NoSuchOp"])json")),
+               {}, &log);
+  auto files = Matching(ListFilesRecursive(dir.Sub("rank_0/Net/0/0")), R"(\.npy$)");
+  files = Matching(files, "^(?!Parameter)");
+  EXPECT_EQ(WithoutTimestamps(files),
+            (std::vector<std::string>{
+                "BiasAdd.Default_fc2-Dense_BiasAdd-op4.0.0.T.output.0.DefaultFormat.float32.npy",
+                "Cast.Default_Cast-op5.0.0.T.output.0.DefaultFormat.float16.npy",
+                "MatMul.Default_fc2-Dense_MatMul-op3.0.0.T.output.0.DefaultFormat.float32.npy",
+                "ReLU.Default_relu-ReLU_ReLU-op2.0.0.T.output.0.DefaultFormat.float32.npy"}));
+  EXPECT_NE(std::find(log.begin(), log.end(), "unused kernel in config: NoSuchOp"), log.end());
+
+  TempDir marked;
+  auto session = OpenSession(Parse(ConfigJson(marked.path(), R"(, "dump_mode": 2, "iteration": "0", "input_output": 2)")));
+  session->SetDump("fc2");
+  ASSERT_TRUE(RunSyntheticGraph(*session, {}).ok());
+  ASSERT_TRUE(session->Close().ok());
+  files = Matching(ListFilesRecursive(marked.Sub("rank_0/Net/0/0")), R"(^(?!Parameter).*\.npy$)");
+  EXPECT_EQ(files.size(), 3u);  // fc2's MatMul, BiasAdd and the MatMulGrad under Gradients/
+  EXPECT_EQ(Matching(files, "fc2").size(), 3u);
+}
+
+TEST(SessionTest, StatisticOnlyWritesCsvRowsWithoutTensors) {
+  TempDir dir;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "0", "saved_data": "statistic",
+      "statistic_category": ["max", "count", "md5"])")));
+  const std::string it = dir.Sub("rank_0/Net/0/0");
+  auto files = ListFilesRecursive(it);
+  EXPECT_EQ(files, std::vector<std::string>{"statistic.csv"});
+  const std::string csv = ReadFile(it + "/statistic.csv");
+  EXPECT_EQ(csv.rfind("Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,"
+                      "Shape,Max Value,Count,MD5\n", 0), 0u);
+  // 4 parameters + 9 kernels' 16 inputs and 9 outputs.
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 + 16 + 9);
+  EXPECT_TRUE(std::regex_search(csv, std::regex(R"re(\nCast,Default_Cast-op5,0,0,\d{16},output,0,32,float16,"\(4,4\)",[^,]+,16,[0-9a-f]{32},\n)re"))) << csv;
+}
+
+TEST(SessionTest, OverflowModeDumpsOnlyOverflowingKernels) {
+  TempDir dir;
+  SyntheticOptions options;
+  options.input_scale = 1e5f;  // the float16 cast of fc2's output overflows
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "op_debug_mode": 3, "overflow_number": 2, "input_output": 2)")), options);
+  auto files = Matching(ListFilesRecursive(dir.Sub("rank_0/Net")), R"(\.npy$)");
+  files = Matching(files, "^(?!0/constants)");
+  // Two overflowing kernels (overflow_number) in iterations 0 and 1, inputs and outputs both.
+  EXPECT_EQ(WithoutTimestamps(files),
+            (std::vector<std::string>{
+                "0/0/Cast.Default_Cast-op5.0.0.T.input.0.DefaultFormat.float32.npy",
+                "0/0/Cast.Default_Cast-op5.0.0.T.output.0.DefaultFormat.float16.npy",
+                "0/1/Cast.Default_Cast-op5.0.0.T.input.0.DefaultFormat.float32.npy",
+                "0/1/Cast.Default_Cast-op5.0.0.T.output.0.DefaultFormat.float16.npy"}));
+}
+
+TEST(SessionTest, ExceptionModeDumpsTheFailedKernelsInputs) {
+  TempDir dir;
+  std::vector<std::string> log;
+  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"(, "op_debug_mode": 4, "iteration": "5")")), &log);
+  GraphInfo graph = SyntheticGraph({});
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  session->BeginStep(0);
+  KernelInfo k = graph.kernels[3];
+  k.index = 3;
+  EXPECT_FALSE(session->Wants(k));
+  std::vector<float> a(6, 1.5f), b(3, -2.0f);
+  TensorView va{DType::kFloat32, {2, 3}, {}, a.data()}, vb{DType::kFloat32, {3}, {}, b.data()};
+  session->OnKernelFailed(k, {va, vb}, "shape mismatch");
+  session->EndStep(0);
+  ASSERT_TRUE(session->Close().ok());
+  auto files = ListFilesRecursive(dir.Sub("rank_0/Net/0/0"));
+  EXPECT_EQ(WithoutTimestamps(files),
+            (std::vector<std::string>{
+                "MatMul.Default_fc2-Dense_MatMul-op3.0.0.T.input.0.DefaultFormat.float32.npy",
+                "MatMul.Default_fc2-Dense_MatMul-op3.0.0.T.input.1.DefaultFormat.float32.npy"}));
+  EXPECT_NE(log[0].find("Default/fc2-Dense/MatMul-op3 failed"), std::string::npos);
+}
+
+TEST(SessionTest, SampleModeKeepsTheFirstElements) {
+  TempDir dir;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "0")",
+                                R"({"enable": true, "sample_mode": 1, "sample_num": 5})")));
+  auto r = testing::RunPython(R"(
+import glob, sys, numpy as np
+d = sys.argv[1]
+x = np.load(glob.glob(d + '/MatMul.Default_fc1-Dense_MatMul-op0.*.input.0.*.npy')[0])
+w = np.load(glob.glob(d + '/MatMul.Default_fc1-Dense_MatMul-op0.*.input.1.*.npy')[0])
+b = np.load(glob.glob(d + '/Parameter.fc2_bias.*.npy')[0])
+print(x.shape, w.shape, b.shape)
+)", {dir.Sub("rank_0/Net/0/0")});
+  EXPECT_EQ(r.output, "(5,) (5,) (4,)\n");
+}
+
+TEST(SessionTest, SaveKernelArgsWritesJson) {
+  TempDir dir;
+  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "0")",
+                                R"({"enable": true, "save_kernel_args": true})")));
+  EXPECT_EQ(ReadFile(dir.Sub("rank_0/Net/0/0/MatMul.Default_fc1-Dense_MatMul-op0.json")),
+            "{\n    \"transpose_a\": \"False\",\n    \"transpose_b\": \"False\"\n}\n");
+}
+
+// A graph with one kernel of the given name, dumped once with a small tensor.
+std::vector<std::string> DumpKernelNamed(const std::string& root, const std::string& full_name) {
+  auto session = OpenSession(Parse(ConfigJson(root)));
+  GraphInfo graph;
+  KernelInfo k;
+  k.full_name = full_name;
+  graph.kernels.push_back(k);
+  EXPECT_TRUE(session->OnGraphCompiled(graph).ok());
+  session->BeginStep(0);
+  k.index = 0;
+  std::vector<int32_t> v = {1, 2, 3};
+  session->OnKernelDone(k, {}, {TensorView{DType::kInt32, {3}, {}, v.data()}});
+  session->EndStep(0);
+  EXPECT_TRUE(session->Close().ok());
+  return ListFilesRecursive(root);
+}
+
+TEST(SessionTest, LongNamesGoThroughMappingCsv) {
+  TempDir dir;
+  const std::string name = "Default/" + std::string(300, 'a') + "/MatMul-op7";
+  auto files = DumpKernelNamed(dir.path(), name);
+  EXPECT_EQ(Matching(files, R"(^rank_0/Net/0/0/0\.npy$)").size(), 1u);
+  const std::string mapping = ReadFile(dir.Sub("rank_0/Net/0/0/mapping.csv"));
+  EXPECT_TRUE(std::regex_match(mapping, std::regex(R"(0\.npy,MatMul\.Default_a{300}_MatMul-op7\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.int32\.npy\n)")))
+      << mapping;
+}
+
+TEST(SessionTest, HostileKernelNamesStayInsideTheDumpRoot) {
+  TempDir dir;
+  const std::string root = dir.Sub("root");
+  for (const std::string& name : {std::string("../../x"), std::string("a/../../../../etc/passwd-op1"),
+                                  std::string("..\\..\\evil"), std::string("/abs/..")}) {
+    TempDir fresh;
+    auto files = DumpKernelNamed(fresh.Sub("root"), name);
+    auto outside = ListFilesRecursive(fresh.path());
+    for (const std::string& f : outside) EXPECT_EQ(f.rfind("root/rank_0/", 0), 0u) << f;
+    EXPECT_EQ(Matching(files, R"(Net/0/0/.*\.output\.0\.DefaultFormat\.int32\.npy$)").size(), 1u) << name;
+  }
+}
+
+TEST(AsyncWriterTest, BoundsTheBytesInFlightAndRunsEveryJob) {
+  std::atomic<int> ran{0};
+  {
+    AsyncWriter writer(2, 1000);
+    for (int i = 0; i < 50; ++i) {
+      writer.Submit(300, [&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        ++ran;
+      });
+    }
+    writer.Drain();
+    EXPECT_EQ(ran.load(), 50);
+    EXPECT_LE(writer.PeakBytes(), 900u);
+    writer.Submit(5000, [&] { ++ran; });  // larger than the budget: admitted alone
+  }
+  EXPECT_EQ(ran.load(), 51);
+}
+
+}  // namespace
+}  // namespace graphdump
