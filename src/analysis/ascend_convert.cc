@@ -46,7 +46,7 @@ class MappedFile {
     auto file = std::unique_ptr<MappedFile>(new MappedFile);
     file->size_ = static_cast<size_t>(st.st_size);
     if (file->size_ > 0) {
-      void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
       if (p == MAP_FAILED) {
         const int err = errno;
         ::close(fd);
@@ -113,7 +113,9 @@ struct PreparedTensor {
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // memory layout of dtype, C order
   int64_t count = 0;
-  std::vector<uint8_t> storage;   // holds converted data when `data` does not point into the file
+  // Holds converted data when `data` does not point into the file. Not zero-filled: the
+  // conversion writes every byte.
+  std::unique_ptr<uint8_t[]> storage;
   bool converted = false;
   std::string note;  // why it stays in device layout, when a conversion was asked for
 };
@@ -169,10 +171,10 @@ PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) 
   }
   out.shape = *host;
   out.count = Count(out.shape);
-  out.storage.resize(static_cast<size_t>(out.count) * desc.item_bytes);
-  Status status = ConvertToHostLayout(desc, src, out.storage.data());
+  out.storage.reset(new uint8_t[static_cast<size_t>(out.count) * desc.item_bytes]);
+  Status status = ConvertToHostLayout(desc, src, out.storage.get());
   GRAPHDUMP_CHECK(status.ok());  // AscendHostShape accepted the same description
-  out.data = out.storage.data();
+  out.data = out.storage.get();
   out.converted = true;
   return out;
 }
@@ -341,11 +343,7 @@ StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_inp
   out.shape = p.shape;
   out.converted = p.converted;
   out.note = p.note;
-  if (p.converted) {
-    out.bytes = std::move(p.storage);
-  } else {
-    out.bytes.assign(p.data, p.data + DTypeStorageBytes(p.dtype, p.count));
-  }
+  out.bytes.assign(p.data, p.data + DTypeStorageBytes(p.dtype, p.count));
   return out;
 }
 
