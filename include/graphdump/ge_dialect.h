@@ -32,9 +32,9 @@ namespace graphdump {
 struct GeDumpOptions {
   bool enable_dump = false;
   std::string dump_path;
-  std::string dump_step;            // "" means every step
+  std::string dump_step;  // "" means every step
   std::string dump_mode = "output";
-  std::string dump_layer;           // space-separated; "" means every kernel
+  std::string dump_layer;  // space-separated; "" means every kernel
 };
 
 // True when `json_text` is a JSON object with a "dump" object and no "common_dump_settings"

@@ -71,7 +71,9 @@ class MappedFile {
   uint8_t empty_ = 0;
 };
 
-std::string ShapeName(const std::vector<int64_t>& shape) { return fmt::format("{}", fmt::join(shape, "x")); }
+std::string ShapeName(const std::vector<int64_t>& shape) {
+  return fmt::format("{}", fmt::join(shape, "x"));
+}
 
 // A short stand-in for a name that is too long for the file system: a decimal FNV-1a hash, so
 // that converting the same file twice gives the same name, whatever the thread order.
@@ -189,9 +191,8 @@ class Converter {
     GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(job.path));
     GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
                                ParseAscendDump(file->data(), file->size(), job.path));
-    const std::string dir = job.relative_dir.empty()
-                                ? options_.output_dir
-                                : options_.output_dir + "/" + job.relative_dir;
+    const std::string dir = job.relative_dir.empty() ? options_.output_dir
+                                                     : options_.output_dir + "/" + job.relative_dir;
     GRAPHDUMP_RETURN_IF_ERROR(fs_.CreateDirectories(dir));
     const std::string basename = fs::path(job.path).filename().string();
     for (const auto* list : {&dump.inputs, &dump.outputs}) {
@@ -213,9 +214,9 @@ class Converter {
     const bool convert = !options_.target_format.empty();
     PreparedTensor p = Prepare(t, src, convert);
     if (!p.note.empty()) Warn(fmt::format("{}: {}: {}", path, Describe(t), p.note));
-    std::string name = convert ? fmt::format("{}.{}.{}.{}.npy", basename, t.io(), t.index,
-                                             ShapeName(p.shape))
-                               : fmt::format("{}.{}.{}.npy", basename, t.io(), t.index);
+    std::string name =
+        convert ? fmt::format("{}.{}.{}.{}.npy", basename, t.io(), t.index, ShapeName(p.shape))
+                : fmt::format("{}.{}.{}.npy", basename, t.io(), t.index);
     if (name.size() > kMaxFileNameBytes) {
       const std::string short_name = ShortName(name);
       mapping_.Add(dir, short_name, name);
@@ -307,8 +308,8 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
       if (options.progress) options.progress(done, jobs.size());
     }
   };
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(jobs.size())));
   std::vector<std::thread> pool;
   for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
@@ -325,7 +326,8 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
 
 StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
-  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump, ParseAscendDump(file->data(), file->size(), path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
+                             ParseAscendDump(file->data(), file->size(), path));
   const std::vector<AscendTensor>& list = is_input ? dump.inputs : dump.outputs;
   if (index < 0 || static_cast<size_t>(index) >= list.size()) {
     return Status::NotFound(fmt::format("{}: has {} {}s, no {} {}", path, list.size(),

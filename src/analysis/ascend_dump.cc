@@ -24,14 +24,14 @@ struct DataTypeRow {
 
 // Indexed by OutputDataType value (SPEC §9).
 constexpr std::array<DataTypeRow, kAscendMaxDataType + 1> kDataTypes = {{
-    {"UNDEFINED", 0}, {"FLOAT", 32},       {"FLOAT16", 16},       {"INT8", 8},
-    {"UINT8", 8},     {"INT16", 16},       {"UINT16", 16},        {"INT32", 32},
-    {"INT64", 64},    {"UINT32", 32},      {"UINT64", 64},        {"BOOL", 8},
-    {"DOUBLE", 64},   {"STRING", 0},       {"DUAL_SUB_INT8", 8},  {"DUAL_SUB_UINT8", 8},
+    {"UNDEFINED", 0},  {"FLOAT", 32},       {"FLOAT16", 16},      {"INT8", 8},
+    {"UINT8", 8},      {"INT16", 16},       {"UINT16", 16},       {"INT32", 32},
+    {"INT64", 64},     {"UINT32", 32},      {"UINT64", 64},       {"BOOL", 8},
+    {"DOUBLE", 64},    {"STRING", 0},       {"DUAL_SUB_INT8", 8}, {"DUAL_SUB_UINT8", 8},
     {"COMPLEX64", 64}, {"COMPLEX128", 128}, {"QINT8", 8},         {"QINT16", 16},
-    {"QINT32", 32},   {"QUINT8", 8},       {"QUINT16", 16},       {"RESOURCE", 0},
-    {"STRING_REF", 0}, {"DUAL", 0},        {"VARIANT", 0},        {"BF16", 16},
-    {"INT4", 4},      {"UINT1", 1},        {"INT2", 2},           {"UINT2", 2},
+    {"QINT32", 32},    {"QUINT8", 8},       {"QUINT16", 16},      {"RESOURCE", 0},
+    {"STRING_REF", 0}, {"DUAL", 0},         {"VARIANT", 0},       {"BF16", 16},
+    {"INT4", 4},       {"UINT1", 1},        {"INT2", 2},          {"UINT2", 2},
 }};
 
 // Indexed by OutputFormat value (SPEC §9, with the later toolkit additions 41-49).
@@ -111,19 +111,22 @@ Status ReadTensor(const Msg& msg, bool is_input, int index, const std::string& p
   out->sub_format = msg.sub_format();
   out->size = msg.size();
   if (out->data_type < 0 || out->data_type > kAscendMaxDataType) {
-    return Status::Corrupt(fmt::format("{}: {}.data_type: unknown OutputDataType value {} "
-                                       "(known values are 0..{}, UNDEFINED..UINT2)",
-                                       path, field, out->data_type, kAscendMaxDataType));
+    return Status::Corrupt(
+        fmt::format("{}: {}.data_type: unknown OutputDataType value {} "
+                    "(known values are 0..{}, UNDEFINED..UINT2)",
+                    path, field, out->data_type, kAscendMaxDataType));
   }
   if (out->format < 0 || out->format > kAscendMaxFormat) {
-    return Status::Corrupt(fmt::format("{}: {}.format: unknown OutputFormat value {} (known "
-                                       "values are 0..{}, NCHW..C1HWC0)",
-                                       path, field, out->format, kAscendMaxFormat));
+    return Status::Corrupt(
+        fmt::format("{}: {}.format: unknown OutputFormat value {} (known "
+                    "values are 0..{}, NCHW..C1HWC0)",
+                    path, field, out->format, kAscendMaxFormat));
   }
   unsigned __int128 count = 1;
   for (uint64_t d : msg.shape().dim()) {
     if (d > (uint64_t{1} << 62)) {
-      return Status::Corrupt(fmt::format("{}: {}.shape: dimension {} is too large", path, field, d));
+      return Status::Corrupt(
+          fmt::format("{}: {}.shape: dimension {} is too large", path, field, d));
     }
     out->shape.push_back(static_cast<int64_t>(d));
     count *= d;
@@ -142,10 +145,10 @@ Status ReadTensor(const Msg& msg, bool is_input, int index, const std::string& p
   if (bits > 0) {
     const unsigned __int128 expected = (count * static_cast<unsigned>(bits) + 7) / 8;
     if (expected != out->size) {
-      return Status::Corrupt(fmt::format(
-          "{}: {}.size: {} bytes, but shape ({}) of {} needs {} bytes", path, field, out->size,
-          fmt::join(out->shape, ","), AscendDataTypeName(out->data_type),
-          static_cast<uint64_t>(expected)));
+      return Status::Corrupt(
+          fmt::format("{}: {}.size: {} bytes, but shape ({}) of {} needs {} bytes", path, field,
+                      out->size, fmt::join(out->shape, ","), AscendDataTypeName(out->data_type),
+                      static_cast<uint64_t>(expected)));
     }
   }
   return Status::Ok();
@@ -174,9 +177,9 @@ Status PlaceTensors(const toolkit::dumpdata::DumpData& proto, AscendDumpFile* fi
     offset += proto.buffer(i).size();
     file->buffer_bytes += proto.buffer(i).size();
     if (offset > file->file_size) {
-      return Status::Corrupt(fmt::format(
-          "{}: buffer[{}].size: {} bytes end beyond the end of the file ({} bytes)", file->path, i,
-          proto.buffer(i).size(), file->file_size));
+      return Status::Corrupt(
+          fmt::format("{}: buffer[{}].size: {} bytes end beyond the end of the file ({} bytes)",
+                      file->path, i, proto.buffer(i).size(), file->file_size));
     }
   }
   return Status::Ok();
@@ -269,44 +272,84 @@ int AscendDataTypeBits(int data_type) {
 
 std::optional<DType> AscendDataTypeToDType(int data_type) {
   switch (data_type) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kFloat16;
-    case 3: case 14: case 18: return DType::kInt8;
-    case 4: case 15: case 21: return DType::kUInt8;
-    case 5: case 19: return DType::kInt16;
-    case 6: case 22: return DType::kUInt16;
-    case 7: case 20: return DType::kInt32;
-    case 8: return DType::kInt64;
-    case 9: return DType::kUInt32;
-    case 10: return DType::kUInt64;
-    case 11: return DType::kBool;
-    case 12: return DType::kFloat64;
-    case 16: return DType::kComplex64;
-    case 17: return DType::kComplex128;
-    case 27: return DType::kBFloat16;
-    case 28: return DType::kInt4;
-    default: return std::nullopt;
+    case 1:
+      return DType::kFloat32;
+    case 2:
+      return DType::kFloat16;
+    case 3:
+    case 14:
+    case 18:
+      return DType::kInt8;
+    case 4:
+    case 15:
+    case 21:
+      return DType::kUInt8;
+    case 5:
+    case 19:
+      return DType::kInt16;
+    case 6:
+    case 22:
+      return DType::kUInt16;
+    case 7:
+    case 20:
+      return DType::kInt32;
+    case 8:
+      return DType::kInt64;
+    case 9:
+      return DType::kUInt32;
+    case 10:
+      return DType::kUInt64;
+    case 11:
+      return DType::kBool;
+    case 12:
+      return DType::kFloat64;
+    case 16:
+      return DType::kComplex64;
+    case 17:
+      return DType::kComplex128;
+    case 27:
+      return DType::kBFloat16;
+    case 28:
+      return DType::kInt4;
+    default:
+      return std::nullopt;
   }
 }
 
 int AscendDataTypeFromDType(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return 11;
-    case DType::kInt8: return 3;
-    case DType::kInt16: return 5;
-    case DType::kInt32: return 7;
-    case DType::kInt64: return 8;
-    case DType::kUInt8: return 4;
-    case DType::kUInt16: return 6;
-    case DType::kUInt32: return 9;
-    case DType::kUInt64: return 10;
-    case DType::kFloat16: return 2;
-    case DType::kBFloat16: return 27;
-    case DType::kFloat32: return 1;
-    case DType::kFloat64: return 12;
-    case DType::kComplex64: return 16;
-    case DType::kComplex128: return 17;
-    case DType::kInt4: return 28;
+    case DType::kBool:
+      return 11;
+    case DType::kInt8:
+      return 3;
+    case DType::kInt16:
+      return 5;
+    case DType::kInt32:
+      return 7;
+    case DType::kInt64:
+      return 8;
+    case DType::kUInt8:
+      return 4;
+    case DType::kUInt16:
+      return 6;
+    case DType::kUInt32:
+      return 9;
+    case DType::kUInt64:
+      return 10;
+    case DType::kFloat16:
+      return 2;
+    case DType::kBFloat16:
+      return 27;
+    case DType::kFloat32:
+      return 1;
+    case DType::kFloat64:
+      return 12;
+    case DType::kComplex64:
+      return 16;
+    case DType::kComplex128:
+      return 17;
+    case DType::kInt4:
+      return 28;
   }
   return 0;
 }
@@ -326,13 +369,14 @@ StatusOr<AscendDumpFile> ReadAscendDumpHeader(const std::string& path) {
   }
   struct stat st {};
   std::vector<uint8_t> buffer(8);
-  Status status = ::fstat(fd, &st) == 0
-                      ? Status::Ok()
-                      : Status::IOError(fmt::format("{}: stat failed: {}", path, std::strerror(errno)));
+  Status status =
+      ::fstat(fd, &st) == 0
+          ? Status::Ok()
+          : Status::IOError(fmt::format("{}: stat failed: {}", path, std::strerror(errno)));
   const size_t file_size = static_cast<size_t>(st.st_size);
   if (status.ok() && file_size >= 8) status = ReadExactly(fd, buffer.data(), 8, path);
-  StatusOr<uint64_t> length = status.ok() ? HeaderLength(buffer.data(), file_size, path)
-                                          : StatusOr<uint64_t>(status);
+  StatusOr<uint64_t> length =
+      status.ok() ? HeaderLength(buffer.data(), file_size, path) : StatusOr<uint64_t>(status);
   if (length.ok()) {
     buffer.resize(8 + *length);
     status = ReadExactly(fd, buffer.data() + 8, *length, path);

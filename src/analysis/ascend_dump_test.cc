@@ -68,11 +68,11 @@ TEST(AscendDump, RejectsCorruptFiles) {
   ExpectError(std::string("\xff\xff\xff\x00\x00\x00\x00\x00", 8) + good.substr(8), "header length");
   ExpectError(good.substr(0, good.size() - 1), "output[0].size");
   ExpectError(MakeFile([](auto* m) { m->mutable_input(0)->set_size(127); }), "input[0].size");
-  ExpectError(MakeFile([](auto* m) {
-                m->mutable_output(0)->set_data_type(
-                    static_cast<toolkit::dumpdata::OutputDataType>(64));
-              }),
-              "output[0].data_type: unknown OutputDataType value 64");
+  ExpectError(
+      MakeFile([](auto* m) {
+        m->mutable_output(0)->set_data_type(static_cast<toolkit::dumpdata::OutputDataType>(64));
+      }),
+      "output[0].data_type: unknown OutputDataType value 64");
   ExpectError(MakeFile([](auto* m) {
                 m->mutable_input(0)->set_format(static_cast<toolkit::dumpdata::OutputFormat>(50));
               }),

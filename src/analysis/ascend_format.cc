@@ -20,10 +20,10 @@ enum class Kind { kNC1HWC0, kNDC1HWC0, kC1HWNCoC0, kFractalZ, kFractalNZ };
 // dimensions are H·W flattened into `hw`; 4-D formats have d = 1.
 struct Plan {
   Kind kind = Kind::kNC1HWC0;
-  int64_t n = 1, c = 1, d = 1, hw = 1;  // host
-  int64_t c0 = 1, c1 = 1;               // channel cube
-  int64_t n0 = 1, n1 = 1;               // FRACTAL_Z output-channel cube
-  int64_t groups = 1, e_mult = 1;       // FRACTAL_Z groups
+  int64_t n = 1, c = 1, d = 1, hw = 1;                          // host
+  int64_t c0 = 1, c1 = 1;                                       // channel cube
+  int64_t n0 = 1, n1 = 1;                                       // FRACTAL_Z output-channel cube
+  int64_t groups = 1, e_mult = 1;                               // FRACTAL_Z groups
   int64_t t = 1, h = 1, w = 1, h0 = 1, h1 = 1, w0 = 1, w1 = 1;  // FRACTAL_NZ
 };
 
@@ -106,8 +106,7 @@ StatusOr<Plan> PlanC1HWNCoC0(const DeviceTensorDesc& desc) {
 StatusOr<Plan> PlanFractalZ(const DeviceTensorDesc& desc, bool three_d) {
   const std::vector<int64_t> host = three_d ? desc.original_shape : PadTo4D(desc.original_shape);
   const size_t rank = three_d ? 5 : 4;
-  if (host.size() != rank || desc.shape.size() != 4 || desc.shape[2] <= 0 ||
-      desc.shape[3] <= 0) {
+  if (host.size() != rank || desc.shape.size() != 4 || desc.shape[2] <= 0 || desc.shape[3] <= 0) {
     return Status::InvalidArgument(fmt::format(
         "{} needs a 4-D device shape and a {}-D original shape, got {} and {}",
         AscendFormatName(desc.format), rank, Dims(desc.shape), Dims(desc.original_shape)));
@@ -165,23 +164,34 @@ StatusOr<Plan> PlanFractalNZ(const DeviceTensorDesc& desc) {
 
 StatusOr<Plan> MakePlan(const DeviceTensorDesc& desc) {
   switch (desc.item_bytes) {
-    case 1: case 2: case 4: case 8: case 16: break;
+    case 1:
+    case 2:
+    case 4:
+    case 8:
+    case 16:
+      break;
     default:
-      return Status::InvalidArgument(fmt::format(
-          "elements of {} bits cannot be rearranged (1, 2, 4, 8 or 16 bytes are)",
-          desc.item_bytes * 8));
+      return Status::InvalidArgument(
+          fmt::format("elements of {} bits cannot be rearranged (1, 2, 4, 8 or 16 bytes are)",
+                      desc.item_bytes * 8));
   }
   switch (desc.format) {
     case kAscendNC1HWC0:
-    case kAscendNC1HWC0C04: return PlanNC1HWC0(desc);
-    case kAscendNDC1HWC0: return PlanNDC1HWC0(desc);
-    case kAscendC1HWNCoC0: return PlanC1HWNCoC0(desc);
-    case kAscendFractalZ: return PlanFractalZ(desc, false);
-    case kAscendFractalZ3D: return PlanFractalZ(desc, true);
-    case kAscendFractalNZ: return PlanFractalNZ(desc);
+    case kAscendNC1HWC0C04:
+      return PlanNC1HWC0(desc);
+    case kAscendNDC1HWC0:
+      return PlanNDC1HWC0(desc);
+    case kAscendC1HWNCoC0:
+      return PlanC1HWNCoC0(desc);
+    case kAscendFractalZ:
+      return PlanFractalZ(desc, false);
+    case kAscendFractalZ3D:
+      return PlanFractalZ(desc, true);
+    case kAscendFractalNZ:
+      return PlanFractalNZ(desc);
     default:
-      return Status::Unsupported(fmt::format("no conversion from {} to a host layout",
-                                             AscendFormatName(desc.format)));
+      return Status::Unsupported(
+          fmt::format("no conversion from {} to a host layout", AscendFormatName(desc.format)));
   }
 }
 
@@ -217,7 +227,8 @@ inline void Transpose(const T* src, int64_t src_rs, int64_t src_cs, T* dst, int6
 #if defined(__SSE2__)
 // 8x8 blocks of 16-bit elements (float16, bfloat16: the common case) are transposed in SSE2
 // registers; the ragged edges (rows or channels not a multiple of 8) go through the scalar loop.
-[[gnu::always_inline]] inline void Transpose8x8(const Element<2>* src, int64_t src_rs, Element<2>* dst, int64_t dst_rs) {
+[[gnu::always_inline]] inline void Transpose8x8(const Element<2>* src, int64_t src_rs,
+                                                Element<2>* dst, int64_t dst_rs) {
   __m128i a[8], t[8], u[8];
   for (int k = 0; k < 8; ++k) {
     a[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k * src_rs));
@@ -342,11 +353,16 @@ void Run(const Plan& p, const uint8_t* src_bytes, uint8_t* dst_bytes) {
   const T* src = reinterpret_cast<const T*>(src_bytes);
   T* dst = reinterpret_cast<T*>(dst_bytes);
   switch (p.kind) {
-    case Kind::kNC1HWC0: return RunNC1HWC0(p, src, dst);
-    case Kind::kNDC1HWC0: return RunNDC1HWC0(p, src, dst);
-    case Kind::kC1HWNCoC0: return RunC1HWNCoC0(p, src, dst);
-    case Kind::kFractalZ: return RunFractalZ(p, src, dst);
-    case Kind::kFractalNZ: return RunFractalNZ(p, src, dst);
+    case Kind::kNC1HWC0:
+      return RunNC1HWC0(p, src, dst);
+    case Kind::kNDC1HWC0:
+      return RunNDC1HWC0(p, src, dst);
+    case Kind::kC1HWNCoC0:
+      return RunC1HWNCoC0(p, src, dst);
+    case Kind::kFractalZ:
+      return RunFractalZ(p, src, dst);
+    case Kind::kFractalNZ:
+      return RunFractalNZ(p, src, dst);
   }
 }
 
@@ -360,8 +376,10 @@ bool IsConvertibleAscendFormat(int format) {
     case kAscendC1HWNCoC0:
     case kAscendFractalZ:
     case kAscendFractalZ3D:
-    case kAscendFractalNZ: return true;
-    default: return false;
+    case kAscendFractalNZ:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -380,15 +398,17 @@ bool IsHostAscendFormat(int format) {
     case 36:  // DHWNC
     case 47:  // NCL
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
 StatusOr<std::vector<int64_t>> AscendHostShape(const DeviceTensorDesc& desc) {
   if (Product(desc.original_shape) == 0 && !desc.original_shape.empty()) {
     if (Product(desc.shape) != 0) {
-      return Status::InvalidArgument(fmt::format("original shape {} is empty but device shape {} is not",
-                                                 Dims(desc.original_shape), Dims(desc.shape)));
+      return Status::InvalidArgument(
+          fmt::format("original shape {} is empty but device shape {} is not",
+                      Dims(desc.original_shape), Dims(desc.shape)));
     }
     return desc.original_shape;
   }
@@ -403,11 +423,21 @@ Status ConvertToHostLayout(const DeviceTensorDesc& desc, const uint8_t* src, uin
   }
   GRAPHDUMP_ASSIGN_OR_RETURN(Plan plan, MakePlan(desc));
   switch (desc.item_bytes) {
-    case 1: Run<Element<1>>(plan, src, dst); break;
-    case 2: Run<Element<2>>(plan, src, dst); break;
-    case 4: Run<Element<4>>(plan, src, dst); break;
-    case 8: Run<Element<8>>(plan, src, dst); break;
-    default: Run<Element<16>>(plan, src, dst); break;
+    case 1:
+      Run<Element<1>>(plan, src, dst);
+      break;
+    case 2:
+      Run<Element<2>>(plan, src, dst);
+      break;
+    case 4:
+      Run<Element<4>>(plan, src, dst);
+      break;
+    case 8:
+      Run<Element<8>>(plan, src, dst);
+      break;
+    default:
+      Run<Element<16>>(plan, src, dst);
+      break;
   }
   return Status::Ok();
 }

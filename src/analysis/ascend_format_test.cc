@@ -34,8 +34,8 @@ std::vector<uint16_t> Convert(const DeviceTensorDesc& desc, const std::vector<ui
 }
 
 TEST(AscendFormat, NC1HWC0MatchesFormula) {
-  for (auto [n, c, h, w] : std::vector<std::array<int64_t, 4>>{{2, 3, 4, 5}, {1, 17, 3, 3},
-                                                                 {3, 32, 1, 7}, {1, 100, 9, 9}}) {
+  for (auto [n, c, h, w] : std::vector<std::array<int64_t, 4>>{
+           {2, 3, 4, 5}, {1, 17, 3, 3}, {3, 32, 1, 7}, {1, 100, 9, 9}}) {
     const int64_t c0 = 16, c1 = CeilDiv(c, c0);
     auto src = Iota(n * c1 * h * w * c0);
     auto dst = Convert({kAscendNC1HWC0, 2, {n, c1, h, w, c0}, {n, c, h, w}, 0}, src);
@@ -49,8 +49,8 @@ TEST(AscendFormat, NC1HWC0MatchesFormula) {
 }
 
 TEST(AscendFormat, FractalZMatchesFormula) {
-  for (auto [n, c, h, w] : std::vector<std::array<int64_t, 4>>{{17, 3, 3, 3}, {64, 40, 1, 1},
-                                                                 {5, 33, 2, 3}}) {
+  for (auto [n, c, h, w] :
+       std::vector<std::array<int64_t, 4>>{{17, 3, 3, 3}, {64, 40, 1, 1}, {5, 33, 2, 3}}) {
     const int64_t c0 = 16, n0 = 16, c1 = CeilDiv(c, c0), n1 = CeilDiv(n, n0);
     auto src = Iota(c1 * h * w * n1 * n0 * c0);
     auto dst = Convert({kAscendFractalZ, 2, {c1 * h * w, n1, n0, c0}, {n, c, h, w}, 0}, src);

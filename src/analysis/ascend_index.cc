@@ -52,10 +52,9 @@ void ParseGeDirs(const fs::path& rel_dir, AscendIndexEntry* e) {
   if (parts.size() < 5) return;
   const size_t k = parts.size() - 5;
   const std::string& session = parts[k];
-  const bool stamp = session.size() == 14 &&
-                     std::all_of(session.begin(), session.end(), [](unsigned char c) {
-                       return std::isdigit(c) != 0;
-                     });
+  const bool stamp =
+      session.size() == 14 && std::all_of(session.begin(), session.end(),
+                                          [](unsigned char c) { return std::isdigit(c) != 0; });
   AscendIndexEntry g;
   if (stamp && ParseNumber(parts[k + 1], &g.device_id) && ParseNumber(parts[k + 3], &g.model_id) &&
       ParseNumber(parts[k + 4], &g.data_index)) {

@@ -12,22 +12,38 @@ namespace dd = toolkit::dumpdata;
 // OutputDataType values, kept in step with the reader's table (SPEC §9).
 dd::OutputDataType ToDataType(DType dtype) {
   switch (dtype) {
-    case DType::kBool: return dd::DT_BOOL;
-    case DType::kInt8: return dd::DT_INT8;
-    case DType::kInt16: return dd::DT_INT16;
-    case DType::kInt32: return dd::DT_INT32;
-    case DType::kInt64: return dd::DT_INT64;
-    case DType::kUInt8: return dd::DT_UINT8;
-    case DType::kUInt16: return dd::DT_UINT16;
-    case DType::kUInt32: return dd::DT_UINT32;
-    case DType::kUInt64: return dd::DT_UINT64;
-    case DType::kFloat16: return dd::DT_FLOAT16;
-    case DType::kBFloat16: return dd::DT_BF16;
-    case DType::kFloat32: return dd::DT_FLOAT;
-    case DType::kFloat64: return dd::DT_DOUBLE;
-    case DType::kComplex64: return dd::DT_COMPLEX64;
-    case DType::kComplex128: return dd::DT_COMPLEX128;
-    case DType::kInt4: return dd::DT_INT4;
+    case DType::kBool:
+      return dd::DT_BOOL;
+    case DType::kInt8:
+      return dd::DT_INT8;
+    case DType::kInt16:
+      return dd::DT_INT16;
+    case DType::kInt32:
+      return dd::DT_INT32;
+    case DType::kInt64:
+      return dd::DT_INT64;
+    case DType::kUInt8:
+      return dd::DT_UINT8;
+    case DType::kUInt16:
+      return dd::DT_UINT16;
+    case DType::kUInt32:
+      return dd::DT_UINT32;
+    case DType::kUInt64:
+      return dd::DT_UINT64;
+    case DType::kFloat16:
+      return dd::DT_FLOAT16;
+    case DType::kBFloat16:
+      return dd::DT_BF16;
+    case DType::kFloat32:
+      return dd::DT_FLOAT;
+    case DType::kFloat64:
+      return dd::DT_DOUBLE;
+    case DType::kComplex64:
+      return dd::DT_COMPLEX64;
+    case DType::kComplex128:
+      return dd::DT_COMPLEX128;
+    case DType::kInt4:
+      return dd::DT_INT4;
   }
   return dd::DT_UNDEFINED;
 }

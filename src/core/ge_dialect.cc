@@ -26,16 +26,14 @@ StatusOr<bool> ParseBool(const json& value, const std::string& key) {
     if (s == "false" || s == "False" || s == "0") return false;
   }
   if (value.is_number_unsigned() && value.get<uint64_t>() <= 1) return value.get<uint64_t>() == 1;
-  return Status::InvalidArgument(
-      fmt::format("{}: {} is not a boolean; allowed: true, false, \"true\", \"false\"", key,
-                  value.dump()));
+  return Status::InvalidArgument(fmt::format(
+      "{}: {} is not a boolean; allowed: true, false, \"true\", \"false\"", key, value.dump()));
 }
 
 StatusOr<std::string> ParseString(const json& value, const std::string& key) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
-  return Status::InvalidArgument(
-      fmt::format("{}: {} is not a string", key, value.dump()));
+  return Status::InvalidArgument(fmt::format("{}: {} is not a string", key, value.dump()));
 }
 
 std::vector<std::string> SplitSpaces(const std::string& text) {
@@ -89,7 +87,10 @@ StatusOr<GeDumpOptions> ParseGeDumpOptions(const std::string& json_text,
     Status status;
     if (key == "enable_dump") {
       StatusOr<bool> b = ParseBool(value, path);
-      if (b.ok()) options.enable_dump = *b; else status = b.status();
+      if (b.ok())
+        options.enable_dump = *b;
+      else
+        status = b.status();
     } else if (key == "dump_path" || key == "dump_step" || key == "dump_mode" ||
                key == "dump_layer") {
       StatusOr<std::string> s = ParseString(value, path);
@@ -105,9 +106,9 @@ StatusOr<GeDumpOptions> ParseGeDumpOptions(const std::string& json_text,
         options.dump_layer = *s;
       }
     } else if (warnings != nullptr) {
-      warnings->push_back(fmt::format(
-          "{}: {}: unknown key, ignored (the GE dialect knows {})", file_name, path,
-          fmt::join(std::begin(kKnownKeys), std::end(kKnownKeys), ", ")));
+      warnings->push_back(
+          fmt::format("{}: {}: unknown key, ignored (the GE dialect knows {})", file_name, path,
+                      fmt::join(std::begin(kKnownKeys), std::end(kKnownKeys), ", ")));
     }
     if (!status.ok()) errors.push_back(file_name + ": " + status.message());
   }
@@ -125,8 +126,8 @@ StatusOr<std::unique_ptr<ParsedConfig>> GeOptionsToConfig(const GeDumpOptions& o
   config.net_name = "";
   std::vector<std::string> errors;
   if (options.dump_path.empty()) {
-    errors.push_back(fmt::format("{}: dump.dump_path: missing; enable_dump needs a directory",
-                                 source));
+    errors.push_back(
+        fmt::format("{}: dump.dump_path: missing; enable_dump needs a directory", source));
   } else {
     std::error_code ec;
     std::filesystem::path p = std::filesystem::absolute(options.dump_path, ec);
@@ -148,9 +149,10 @@ StatusOr<std::unique_ptr<ParsedConfig>> GeOptionsToConfig(const GeDumpOptions& o
   } else if (options.dump_mode == "all") {
     config.input_output = InputOutput::kBoth;
   } else {
-    errors.push_back(fmt::format("{}: dump.dump_mode: \"{}\"; allowed: \"input\", \"output\", "
-                                 "\"all\"",
-                                 source, options.dump_mode));
+    errors.push_back(
+        fmt::format("{}: dump.dump_mode: \"{}\"; allowed: \"input\", \"output\", "
+                    "\"all\"",
+                    source, options.dump_mode));
   }
   for (const std::string& name : SplitSpaces(options.dump_layer)) {
     KernelEntry entry;
@@ -189,8 +191,8 @@ std::string GeTimestampDirName(std::chrono::system_clock::time_point time) {
 }
 
 std::string GeLayout::StepDir(uint32_t model_id, uint64_t data_index) const {
-  return fmt::format("{}/{}/{}/{}/{}/{}", dump_path, timestamp, device_id,
-                     SanitizeName(model_name), model_id, data_index);
+  return fmt::format("{}/{}/{}/{}/{}/{}", dump_path, timestamp, device_id, SanitizeName(model_name),
+                     model_id, data_index);
 }
 
 std::string GeFileBaseName(std::string_view op_type, std::string_view op_name, uint32_t task_id,
@@ -212,18 +214,17 @@ StatusOr<std::string> GeFileNameIn(FileSystem& fs, const std::string& dir,
 bool GeSkipsOpType(std::string_view op_type) {
   static const std::set<std::string, std::less<>> kSkipped = {
       // data, constants, variables
-      "data", "refdata", "const", "constant", "constantop", "variable", "variablev2",
-      "varhandleop", "parameter", "placeholder", "getattr",
+      "data", "refdata", "const", "constant", "constantop", "variable", "variablev2", "varhandleop",
+      "parameter", "placeholder", "getattr",
       // control flow
       "if", "_if", "statelessif", "while", "_while", "statelesswhile", "loop", "for", "case",
-      "statelesscase", "partitionedcall", "statefulpartitionedcall", "switch", "refswitch",
-      "merge", "refmerge", "enter", "refenter", "exit", "refexit", "nextiteration",
-      "refnextiteration", "loopcond", "streamswitch", "streamswitchn", "streamactive",
-      "streammerge", "labelset", "labelgoto", "labelgotoex", "labelswitch",
-      "labelswitchbyindex", "return",
+      "statelesscase", "partitionedcall", "statefulpartitionedcall", "switch", "refswitch", "merge",
+      "refmerge", "enter", "refenter", "exit", "refexit", "nextiteration", "refnextiteration",
+      "loopcond", "streamswitch", "streamswitchn", "streamactive", "streammerge", "labelset",
+      "labelgoto", "labelgotoex", "labelswitch", "labelswitchbyindex", "return",
       // graph plumbing
-      "netoutput", "tupleconstruct", "tupleunpack", "listconstruct", "listunpack",
-      "tupleindex", "listindex", "uninitialized"};
+      "netoutput", "tupleconstruct", "tupleunpack", "listconstruct", "listunpack", "tupleindex",
+      "listindex", "uninitialized"};
   if (op_type.substr(0, 6) == "prim::") return true;
   if (op_type.substr(0, 6) == "aten::") op_type.remove_prefix(6);
   return kSkipped.count(Lower(op_type)) > 0;

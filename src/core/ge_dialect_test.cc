@@ -57,9 +57,11 @@ TEST(GeDialect, ErrorsNameTheKey) {
     EXPECT_FALSE(parsed.ok());
     return parsed.ok() ? std::string() : parsed.status().message();
   };
-  std::string m = message(R"({"dump": {"enable_dump": true, "dump_path": "/x", "dump_mode": "both"}})");
+  std::string m =
+      message(R"({"dump": {"enable_dump": true, "dump_path": "/x", "dump_mode": "both"}})");
   EXPECT_NE(m.find("ge.json: dump.dump_mode: \"both\"; allowed: \"input\", \"output\", \"all\""),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   m = message(R"({"dump": {"enable_dump": true}})");
   EXPECT_NE(m.find("dump.dump_path: missing"), std::string::npos) << m;
   m = message(R"({"dump": {"enable_dump": "yes", "dump_path": "/x"}})");
@@ -116,8 +118,7 @@ TEST(GeLayout, SkipsDataControlFlowAndConstants) {
                            "prim::Constant", "prim::If", "aten::If", "Parameter", "StreamSwitch"}) {
     EXPECT_TRUE(GeSkipsOpType(type)) << type;
   }
-  for (const char* type : {"Conv2D", "conv2d", "add", "MatMul", "aten::linear", "relu_",
-                           "ReLU"}) {
+  for (const char* type : {"Conv2D", "conv2d", "add", "MatMul", "aten::linear", "relu_", "ReLU"}) {
     EXPECT_FALSE(GeSkipsOpType(type)) << type;
   }
 }

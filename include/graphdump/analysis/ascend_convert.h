@@ -41,7 +41,7 @@ struct AscendConvertOptions {
   // "" keeps the device layout; any other value (NCHW, ND, NCDHW) converts device formats to
   // their host layout: NCHW or NCDHW for 4-D and 5-D original shapes, ND otherwise.
   std::string target_format;
-  int threads = 0;  // 0: one per hardware thread
+  int threads = 0;                          // 0: one per hardware thread
   std::shared_ptr<FileSystem> file_system;  // null: the POSIX file system
   // Called after each file (from worker threads, serialised) with files done and total.
   std::function<void(size_t done, size_t total)> progress;
@@ -50,10 +50,10 @@ struct AscendConvertOptions {
 };
 
 struct AscendConvertSummary {
-  size_t files = 0;           // dump files converted without error
-  size_t tensors = 0;         // .npy files written
-  uint64_t bytes_read = 0;    // tensor bytes read
-  uint64_t bytes_written = 0; // .npy bytes written
+  size_t files = 0;            // dump files converted without error
+  size_t tensors = 0;          // .npy files written
+  uint64_t bytes_read = 0;     // tensor bytes read
+  uint64_t bytes_written = 0;  // .npy bytes written
   size_t warnings = 0;
   std::vector<Status> errors;  // one per file that could not be converted
 };
@@ -67,9 +67,9 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
 struct AscendHostTensor {
   DType dtype = DType::kFloat32;  // memory layout: bfloat16 as 2 bytes, int4 packed
   std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;     // C order
-  bool converted = false;         // false: device layout (no conversion exists or shapes disagree)
-  std::string note;               // why it was not converted
+  std::vector<uint8_t> bytes;  // C order
+  bool converted = false;      // false: device layout (no conversion exists or shapes disagree)
+  std::string note;            // why it was not converted
 };
 
 // Reads input or output `index` of the dump file at `path` in host layout (device formats

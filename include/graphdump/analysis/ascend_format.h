@@ -2,12 +2,12 @@
 //
 // Supported device formats and their host layouts (C0 and N0 are read from the device shape;
 // C0 is 16 for float16, 32 for int8, 4 for NC1HWC0_C04; N0 is 16):
-//   NC1HWC0, NC1HWC0_C04  (N, C1, H, W, C0)            -> NCHW   dst[n,c,h,w] = src[n, c/C0, h, w, c%C0]
-//   NDC1HWC0              (N, D, C1, H, W, C0)         -> NCDHW
-//   C1HWNCoC0             (C1, H, W, N, C0, C0)        -> NCHW   diagonal: src[c/C0, h, w, n, c%C0, c%C0]
-//   FRACTAL_Z             (G·C1·H·W, N1, N0, C0)       -> NCHW   G = groups from sub_format
-//   FRACTAL_Z_3D          (G·D·C1·H·W, N1, N0, C0)     -> NCDHW
-//   FRACTAL_NZ            (..., W1, H1, H0, W0)        -> (..., H, W)
+//   NC1HWC0, NC1HWC0_C04 (N, C1, H, W, C0)        -> NCHW   src[n, c/C0, h, w, c%C0]
+//   NDC1HWC0             (N, D, C1, H, W, C0)     -> NCDHW
+//   C1HWNCoC0            (C1, H, W, N, C0, C0)    -> NCHW   src[c/C0, h, w, n, c%C0, c%C0]
+//   FRACTAL_Z            (G·C1·H·W, N1, N0, C0)   -> NCHW   G = groups from sub_format
+//   FRACTAL_Z_3D         (G·D·C1·H·W, N1, N0, C0) -> NCDHW
+//   FRACTAL_NZ           (..., W1, H1, H0, W0)    -> (..., H, W)
 // Padding is cropped using the original shape. For FRACTAL_Z with groups (sub_format > 1) the
 // weight (N, C/groups, H, W) is laid out as GE does: e_mult groups share one cube,
 // e_mult = min(lcm(lcm(Cg, C0)/Cg, lcm(Ng, N0)/Ng), groups) with Cg = C/groups input channels

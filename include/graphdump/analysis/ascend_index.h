@@ -13,11 +13,11 @@ namespace graphdump {
 
 // One tensor of the dump, addressed as (kernel, io, slot) -> file.
 struct AscendIndexEntry {
-  std::string path;      // the raw dump file, or the .npy file
+  std::string path;           // the raw dump file, or the .npy file
   bool in_dump_file = false;  // true: tensor `slot` inside the raw dump file at `path`
                               // (read it with LoadAscendTensor); false: a .npy file
   std::string op_type;
-  std::string op_name;   // sanitised full name, as in the file name
+  std::string op_name;  // sanitised full name, as in the file name
   uint32_t task_id = 0;
   uint32_t stream_id = 0;
   uint64_t timestamp = 0;
@@ -28,7 +28,7 @@ struct AscendIndexEntry {
   // Set when the file lies in a GE layout: .../{YYYYMMDDhhmmss}/{device_id}/{model_name}/
   // {model_id}/{data_index}/ (a converted GE dump keeps these directories).
   bool ge_layout = false;
-  std::string session;   // YYYYMMDDhhmmss
+  std::string session;  // YYYYMMDDhhmmss
   uint32_t device_id = 0;
   std::string model_name;
   uint32_t model_id = 0;
