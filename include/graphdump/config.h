@@ -69,6 +69,8 @@ struct DumpConfig {
   // {path}/{YYYYMMDDhhmmss}/{device_id}/{net_name}/{graph_id}/{iteration}/ instead of rank_{r}/,
   // and data, control-flow and constant nodes are not dumped (GeSkipsOpType).
   bool ge_layout = false;
+  // False for a configuration that exists but turns dumping off (GE dialect enable_dump false).
+  bool dump_enabled = true;
   // e2e_dump_settings
   bool enable = true;                       // true synchronous, false asynchronous
   bool trans_flag = true;
