@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -136,7 +137,8 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
 
 // The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
 // dumping is off.
-StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file) {
+StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file,
+                                                   const std::string& model_path) {
   if (config_file.empty()) return DumpSession::FromEnvironment(0);
   const char* diag = std::getenv(kDiagnosticPathEnv);
   GRAPHDUMP_ASSIGN_OR_RETURN(ParsedConfig parsed, LoadConfigFile(config_file, diag ? diag : ""));
@@ -145,6 +147,7 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
   }
   SessionOptions options;
   options.config = std::move(parsed.config);
+  options.model_name = std::filesystem::path(model_path).stem().string();
   return DumpSession::Open(std::move(options));
 }
 
@@ -226,7 +229,7 @@ struct Loaded {
 };
 StatusOr<Loaded> LoadModel(const CommonFlags& flags) {
   Loaded loaded;
-  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session, OpenSession(flags.config));
+  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session, OpenSession(flags.config, flags.model));
   GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
   for (const std::string& path : flags.set_dump) {
     GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
