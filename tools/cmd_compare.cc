@@ -12,19 +12,19 @@ namespace {
 
 void PrintText(const analysis::CompareResult& r, const std::string& a, const std::string& b) {
   fmt::print("compare A={} B={}\n", a, b);
-  fmt::print("kernels: {} paired ({} pass, {} warning, {} error), {} unpaired\n",
-             r.kernels.size(), r.passed, r.warnings, r.errors, r.unpaired.size());
+  fmt::print("kernels: {} paired ({} pass, {} warning, {} error), {} unpaired\n", r.kernels.size(),
+             r.passed, r.warnings, r.errors, r.unpaired.size());
   int shown = 0;
   for (const auto& k : r.kernels) {
     if (k.verdict == analysis::Verdict::kPass) continue;
     if (++shown > 20) break;
-    fmt::print("  {:7} it {} #{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
-               k.order, k.name_a,
-               k.pairing == analysis::Pairing::kFullName
-                   ? ""
-                   : fmt::format(" (paired by {} with {})", analysis::PairingName(k.pairing),
-                                 k.name_b),
-               k.reason);
+    fmt::print(
+        "  {:7} it {} #{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration, k.order,
+        k.name_a,
+        k.pairing == analysis::Pairing::kFullName
+            ? ""
+            : fmt::format(" (paired by {} with {})", analysis::PairingName(k.pairing), k.name_b),
+        k.reason);
   }
   if (shown > 20) fmt::print("  ... (see --out for every tensor)\n");
   for (size_t i = 0; i < r.unpaired.size() && i < 20; ++i) {
@@ -33,9 +33,9 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
   }
   if (r.first_failure >= 0) {
     const auto& f = r.kernels[r.first_failure];
-    fmt::print("first divergence: {} (rank {}, graph {}, iteration {}){}\n  {}\n", f.name_a,
-               f.rank, f.graph_id, f.iteration,
-               f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
+    fmt::print("first divergence: {} (rank {}, graph {}, iteration {}){}\n  {}\n", f.name_a, f.rank,
+               f.graph_id, f.iteration, f.source_line.empty() ? "" : " at " + f.source_line,
+               f.reason);
   } else {
     fmt::print("no kernel failed\n");
   }
@@ -44,10 +44,11 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
 }  // namespace
 
 int RunCompare(int argc, char** argv) {
-  CLI::App app{"Compare two dumps kernel by kernel: cosine similarity, max abs/rel error, RMSE, "
-               "shares within 0.1%/0.5%, |a-b| <= atol + rtol*|b|; report the first failing "
-               "kernel in execution order with its source line.",
-               "graphdump compare"};
+  CLI::App app{
+      "Compare two dumps kernel by kernel: cosine similarity, max abs/rel error, RMSE, "
+      "shares within 0.1%/0.5%, |a-b| <= atol + rtol*|b|; report the first failing "
+      "kernel in execution order with its source line.",
+      "graphdump compare"};
   std::string a, b, out;
   bool json = false, quiet = false;
   analysis::CompareOptions options;
@@ -96,8 +97,9 @@ int RunCompare(int argc, char** argv) {
   }
   PrintSkipped("graphdump compare", result.skipped);
   if (result.kernels.empty()) {
-    fmt::print(stderr, "graphdump compare: warning: no kernel pairs (different graphs or "
-                       "iterations?)\n");
+    fmt::print(stderr,
+               "graphdump compare: warning: no kernel pairs (different graphs or "
+               "iterations?)\n");
   }
   return result.errors > 0 || !result.skipped.empty() ? kExitFinding : kExitOk;
 }
