@@ -78,7 +78,13 @@ size_t EditDistance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `an array [...]`.
+// Is `key` close enough to the known key `known` to be suggested as a misspelling of it?
+bool IsNear(const std::string& key, const std::string& known) {
+  const size_t threshold = std::max<size_t>(2, std::min(key.size(), known.size()) / 3);
+  return EditDistance(internal::AsciiLower(key), known) <= threshold;
+}
+
+// A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `array [1,2]`.
 std::string Describe(const Json& value) {
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
@@ -165,8 +171,16 @@ const Json* Parser::Find(const Json& section, const std::string& section_name,
   auto it = section.find(key);
   if (it != section.end()) return &*it;
   if (required) {
+    std::string hint;
+    const std::vector<std::string>& known = section_name == kCommon ? CommonKeys() : E2eKeys();
+    for (const auto& [other, value] : section.items()) {
+      if (std::find(known.begin(), known.end(), other) == known.end() && IsNear(other, key)) {
+        hint = "; the section has \"" + other + "\": a misspelling of \"" + key + "\"?";
+        break;
+      }
+    }
     Error(section_name + "." + key,
-          std::string("not found; this key is required (") + allowed + ")");
+          std::string("not found; this key is required (") + allowed + ")" + hint);
   }
   return nullptr;
 }
@@ -588,8 +602,7 @@ void Parser::SuggestKey(const std::string& key_path, const std::string& key,
       best = candidate;
     }
   }
-  const size_t threshold = std::max<size_t>(2, std::min(key.size(), best.size()) / 3);
-  if (best_distance <= threshold) {
+  if (IsNear(key, best)) {
     Warn(key_path, "unknown key, ignored; did you mean \"" + best + "\"?");
   } else {
     std::vector<std::string> quoted;

@@ -261,6 +261,15 @@ TEST(ParseConfigTest, RequiredKeysMissing) {
               std::string::npos)
         << message;
   }
+  json misspelled = WithoutCommon("iteration");
+  misspelled["common_dump_settings"]["Iterations"] = "0";
+  EXPECT_NE(ParseError(misspelled)
+                .find("common_dump_settings.iteration: not found; this key is "
+                      "required (\"all\" or ranges separated by '|', e.g. "
+                      "\"0|5-8|100-120\"); the section has \"Iterations\": a "
+                      "misspelling of \"iteration\"?"),
+            std::string::npos)
+      << ParseError(misspelled);
   const std::string message = ParseError(json::parse(R"({"e2e_dump_settings": {}})"));
   EXPECT_NE(message.find("common_dump_settings: not found"), std::string::npos) << message;
 }
@@ -593,12 +602,13 @@ TEST(IterationSetTest, ErrorsNameKeyAndSegment) {
       {"5-", "segment \"5-\" has a dangling '-'"},
       {"-5", "segment \"-5\" has a dangling '-'"},
       {"1-2-3", "segment \"1-2-3\" has more than one '-'"},
-      {"1a", "segment \"1a\" \"1a\" is not a non-negative integer"},
-      {"all|1", "segment \"all\" \"all\" is not a non-negative integer"},
+      {"1a", "segment \"1a\" is not a non-negative integer"},
+      {"all|1", "segment \"all\" is not a non-negative integer"},
+      {"1-x", "segment \"1-x\" has \"x\", which is not a non-negative integer"},
       {"+1", "is not a non-negative integer"},
       {"1 2", "is not a non-negative integer"},
       {"18446744073709551616", "is above 2^64-1"},
-      {"0-99999999999999999999", "99999999999999999999 is above 2^64-1"},
+      {"0-99999999999999999999", "has \"99999999999999999999\", which is above 2^64-1"},
       {"", "it is empty"},
       {"   ", "it is empty"},
   };

@@ -24,21 +24,26 @@ std::string Trim(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
-// Parses a decimal number; returns an explanation on failure, empty on success.
+// Parses a decimal number; returns what is wrong with it ("is not ..."), empty on success.
 std::string ParseNumber(const std::string& text, uint64_t* value) {
-  if (text.empty()) return "a '-' without a number on one side";
   if (text.find_first_not_of("0123456789") != std::string::npos) {
-    return "\"" + text + "\" is not a non-negative integer";
+    return "is not a non-negative integer";
   }
   uint64_t result = 0;
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
   for (char c : text) {
     const uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (result > (kMax - digit) / 10) return text + " is above 2^64-1 (18446744073709551615)";
+    if (result > (kMax - digit) / 10) return "is above 2^64-1 (18446744073709551615)";
     result = result * 10 + digit;
   }
   *value = result;
   return "";
+}
+
+// Parses one end of a LOW-HIGH range; returns an explanation on failure, empty on success.
+std::string ParseBound(const std::string& text, uint64_t* value) {
+  const std::string problem = ParseNumber(text, value);
+  return problem.empty() ? "" : "has \"" + text + "\", which " + problem;
 }
 
 // Parses one '|'-separated segment; returns an explanation on failure, empty on success.
@@ -55,8 +60,8 @@ std::string ParseSegment(const std::string& segment, std::pair<uint64_t, uint64_
   const std::string low = Trim(text.substr(0, dash));
   const std::string high = Trim(text.substr(dash + 1));
   if (low.empty() || high.empty()) return "has a dangling '-' (write LOW-HIGH, e.g. 5-8)";
-  std::string problem = ParseNumber(low, &range->first);
-  if (problem.empty()) problem = ParseNumber(high, &range->second);
+  std::string problem = ParseBound(low, &range->first);
+  if (problem.empty()) problem = ParseBound(high, &range->second);
   if (problem.empty() && range->first > range->second) {
     problem = "is a reversed range (" + low + " > " + high + "; write " + high + "-" + low + ")";
   }
