@@ -220,6 +220,14 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     return;
   }
   out->mode = "tensor";
+  // Both sides in Fortran order still pair element for element; a mixed pair would not.
+  if (na->info().fortran_order != nb->info().fortran_order && na->info().shape.size() > 1) {
+    out->verdict = Verdict::kWarning;
+    out->reason = std::string("not compared: fortran_order differs (A ") +
+                  (na->info().fortran_order ? "True" : "False") + ", B " +
+                  (nb->info().fortran_order ? "True" : "False") + ")";
+    return;
+  }
   if (na->NumElements() != nb->NumElements()) {  // same shape text, cannot happen; be safe
     out->verdict = Verdict::kError;
     out->reason = "element counts differ";
