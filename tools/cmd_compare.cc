@@ -67,8 +67,9 @@ int RunCompare(int argc, char** argv) {
       "  graphdump compare dump_bf16/ dump_fp32/ --out diff.csv\n"
       "  graphdump compare run_a/rank_0 run_b/rank_0 --iteration 3 --atol 1e-3 --rtol 1e-2\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
-      "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails or a\n"
-      "file was skipped, 2 usage error (including a missing or non-dump directory).");
+      "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails, a file\n"
+      "was skipped or nothing could be paired, 2 usage error (including a missing or non-dump\n"
+      "directory).");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (iteration >= 0) options.iteration = iteration;
   if (!(options.atol >= 0) || !(options.rtol >= 0)) {
@@ -101,7 +102,8 @@ int RunCompare(int argc, char** argv) {
                "graphdump compare: warning: no kernel pairs (different graphs or "
                "iterations?)\n");
   }
-  return result.errors > 0 || !result.skipped.empty() ? kExitFinding : kExitOk;
+  return result.errors > 0 || !result.skipped.empty() || result.kernels.empty() ? kExitFinding
+                                                                                : kExitOk;
 }
 
 }  // namespace graphdump::tools

@@ -107,6 +107,27 @@ TEST(NpyReaderTest, ErrorsNameTheFileAndTheProblem) {
   ExpectCorrupt(MakeNpy("['descr']"), "does not start with '{'");
 }
 
+TEST(NpyReaderTest, EveryPrefixAndByteFlipIsHandled) {
+  const std::string good =
+      MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }") + std::string(24, 'x');
+  for (size_t n = 0; n < good.size(); ++n) {
+    auto info = Parse(good.substr(0, n));
+    if (!info.ok()) {
+      EXPECT_EQ(info.status().code(), StatusCode::kCorrupt) << n;
+    } else {
+      EXPECT_LE(info->data_offset, n);  // a prefix may hold the header but not the data
+    }
+  }
+  for (size_t i = 0; i < 64; ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string flipped = good;
+      flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
+      auto info = Parse(flipped);
+      if (!info.ok()) EXPECT_EQ(info.status().code(), StatusCode::kCorrupt);
+    }
+  }
+}
+
 TEST(NpyReaderTest, ReadsWhatNumpyWrites) {
   testing::TempDir dir;
   auto result = testing::RunPython(R"(

@@ -203,6 +203,10 @@ class CompareTest(unittest.TestCase):
         p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '1', '-q')
         self.assertEqual(p.returncode, 1)
         self.assertIn('iteration 1', p.stdout)
+        # nothing in common: a finding, not a silent pass
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '7', '-q')
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('no kernel pairs', p.stderr)
 
 
 if __name__ == '__main__':
