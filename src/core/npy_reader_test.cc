@@ -123,7 +123,9 @@ TEST(NpyReaderTest, EveryPrefixAndByteFlipIsHandled) {
       std::string flipped = good;
       flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
       auto info = Parse(flipped);
-      if (!info.ok()) EXPECT_EQ(info.status().code(), StatusCode::kCorrupt);
+      if (!info.ok()) {
+        EXPECT_EQ(info.status().code(), StatusCode::kCorrupt);
+      }
     }
   }
 }
