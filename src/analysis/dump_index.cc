@@ -107,6 +107,8 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
       skipped->push_back({csv.string(), rows.status().message()});
     } else {
       for (StatisticRow& row : *rows) {
+        // Some writers keep the full name's '/' in the row; files always use the sanitized form.
+        row.op_name = FileKernelName(row.op_name);
         KernelEntry& k = kernels[{row.op_type, row.op_name}];
         k.op_type = row.op_type;
         k.op_name = row.op_name;
