@@ -12,19 +12,19 @@ namespace {
 
 void PrintText(const analysis::CompareResult& r, const std::string& a, const std::string& b) {
   fmt::print("compare A={} B={}\n", a, b);
-  fmt::print("kernels: {} paired ({} pass, {} warning, {} error), {} unpaired\n",
-             r.kernels.size(), r.passed, r.warnings, r.errors, r.unpaired.size());
+  fmt::print("kernels: {} paired ({} pass, {} warning, {} error), {} unpaired\n", r.kernels.size(),
+             r.passed, r.warnings, r.errors, r.unpaired.size());
   int shown = 0;
   for (const auto& k : r.kernels) {
     if (k.verdict == analysis::Verdict::kPass) continue;
     if (++shown > 20) break;
-    fmt::print("  {:7} it {} #{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
-               k.order, k.name_a,
-               k.pairing == analysis::Pairing::kFullName
-                   ? ""
-                   : fmt::format(" (paired by {} with {})", analysis::PairingName(k.pairing),
-                                 k.name_b),
-               k.reason);
+    fmt::print(
+        "  {:7} it {} #{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration, k.order,
+        k.name_a,
+        k.pairing == analysis::Pairing::kFullName
+            ? ""
+            : fmt::format(" (paired by {} with {})", analysis::PairingName(k.pairing), k.name_b),
+        k.reason);
   }
   if (shown > 20) fmt::print("  ... (see --out for every tensor)\n");
   for (size_t i = 0; i < r.unpaired.size() && i < 20; ++i) {
@@ -33,9 +33,9 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
   }
   if (r.first_failure >= 0) {
     const auto& f = r.kernels[r.first_failure];
-    fmt::print("first divergence: {} (rank {}, graph {}, iteration {}){}\n  {}\n", f.name_a,
-               f.rank, f.graph_id, f.iteration,
-               f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
+    fmt::print("first divergence: {} (rank {}, graph {}, iteration {}){}\n  {}\n", f.name_a, f.rank,
+               f.graph_id, f.iteration, f.source_line.empty() ? "" : " at " + f.source_line,
+               f.reason);
   } else {
     fmt::print("no kernel failed\n");
   }
@@ -44,10 +44,11 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
 }  // namespace
 
 int RunCompare(int argc, char** argv) {
-  CLI::App app{"Compare two dumps kernel by kernel: cosine similarity, max abs/rel error, RMSE, "
-               "shares within 0.1%/0.5%, |a-b| <= atol + rtol*|b|; report the first failing "
-               "kernel in execution order with its source line.",
-               "graphdump compare"};
+  CLI::App app{
+      "Compare two dumps kernel by kernel: cosine similarity, max abs/rel error, RMSE, "
+      "shares within 0.1%/0.5%, |a-b| <= atol + rtol*|b|; report the first failing "
+      "kernel in execution order with its source line.",
+      "graphdump compare"};
   std::string a, b, out;
   bool json = false, quiet = false;
   analysis::CompareOptions options;
@@ -66,8 +67,9 @@ int RunCompare(int argc, char** argv) {
       "  graphdump compare dump_bf16/ dump_fp32/ --out diff.csv\n"
       "  graphdump compare run_a/rank_0 run_b/rank_0 --iteration 3 --atol 1e-3 --rtol 1e-2\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
-      "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails or a\n"
-      "file was skipped, 2 usage error (including a missing or non-dump directory).");
+      "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails, a file\n"
+      "was skipped or nothing could be paired, 2 usage error (including a missing or non-dump\n"
+      "directory).");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (iteration >= 0) options.iteration = iteration;
   if (!(options.atol >= 0) || !(options.rtol >= 0)) {
@@ -96,10 +98,12 @@ int RunCompare(int argc, char** argv) {
   }
   PrintSkipped("graphdump compare", result.skipped);
   if (result.kernels.empty()) {
-    fmt::print(stderr, "graphdump compare: warning: no kernel pairs (different graphs or "
-                       "iterations?)\n");
+    fmt::print(stderr,
+               "graphdump compare: warning: no kernel pairs (different graphs or "
+               "iterations?)\n");
   }
-  return result.errors > 0 || !result.skipped.empty() ? kExitFinding : kExitOk;
+  return result.errors > 0 || !result.skipped.empty() || result.kernels.empty() ? kExitFinding
+                                                                                : kExitOk;
 }
 
 }  // namespace graphdump::tools

@@ -35,16 +35,20 @@ Totals Count(const analysis::IterationEntry& it) {
 }
 
 nlohmann::json TotalsJson(const Totals& t) {
-  return {{"kernels", t.kernels}, {"tensors", t.tensors}, {"files", t.files},
-          {"statistic_only", t.stat_only}, {"bytes", t.bytes}};
+  return {{"kernels", t.kernels},
+          {"tensors", t.tensors},
+          {"files", t.files},
+          {"statistic_only", t.stat_only},
+          {"bytes", t.bytes}};
 }
 
 }  // namespace
 
 int RunLs(int argc, char** argv) {
-  CLI::App app{"List what a dump directory holds: ranks, graphs, iterations, kernels, tensors "
-               "and bytes, with a summary per iteration.",
-               "graphdump ls"};
+  CLI::App app{
+      "List what a dump directory holds: ranks, graphs, iterations, kernels, tensors "
+      "and bytes, with a summary per iteration.",
+      "graphdump ls"};
   std::string dir;
   bool json = false, kernels = false;
   app.add_option("DIR", dir, "dump root (holding rank_{id}/) or one rank_{id} directory")
@@ -71,36 +75,42 @@ int RunLs(int argc, char** argv) {
     if (!json) fmt::print("rank {}: {} graph(s)  ({})\n", r.rank, r.graphs.size(), r.dir);
     for (const auto& g : r.graphs) {
       ++graphs;
-      nlohmann::json jg = {{"graph_id", g.graph_id}, {"net_name", g.net_name},
+      nlohmann::json jg = {{"graph_id", g.graph_id},
+                           {"net_name", g.net_name},
                            {"execution_order_kernels", g.execution_order.size()},
                            {"traced_kernels", g.source_traces.size()},
                            {"iterations", nlohmann::json::array()}};
       if (!json) {
-        fmt::print("  graph {} (net {}): {} iteration dir(s), execution order of {} kernels, "
-                   "{} with source traces\n",
-                   g.graph_id, g.net_name, g.iterations.size(), g.execution_order.size(),
-                   g.source_traces.size());
+        fmt::print(
+            "  graph {} (net {}): {} iteration dir(s), execution order of {} kernels, "
+            "{} with source traces\n",
+            g.graph_id, g.net_name, g.iterations.size(), g.execution_order.size(),
+            g.source_traces.size());
       }
       for (const auto& it : g.iterations) {
         const Totals t = Count(it);
         total.Add(t);
         if (it.iteration >= 0) ++iterations;
         nlohmann::json ji = TotalsJson(t);
-        ji["iteration"] = it.iteration < 0 ? nlohmann::json("constants") : nlohmann::json(it.iteration);
+        ji["iteration"] =
+            it.iteration < 0 ? nlohmann::json("constants") : nlohmann::json(it.iteration);
         ji["dir"] = it.dir;
         if (kernels) {
           ji["kernel_list"] = nlohmann::json::array();
           for (const auto& k : it.kernels) {
             nlohmann::json files = nlohmann::json::array();
             for (const auto& tensor : k.tensors) files.push_back(tensor.path);
-            ji["kernel_list"].push_back({{"full_name", k.full_name}, {"op_type", k.op_type},
-                                         {"order", k.order}, {"files", files}});
+            ji["kernel_list"].push_back({{"full_name", k.full_name},
+                                         {"op_type", k.op_type},
+                                         {"order", k.order},
+                                         {"files", files}});
           }
         }
         jg["iterations"].push_back(ji);
         if (json) continue;
         fmt::print("    {:>12}: {} kernels, {} tensors ({} files, {} statistic-only), {}\n",
-                   it.iteration < 0 ? std::string("constants") : "iteration " + std::to_string(it.iteration),
+                   it.iteration < 0 ? std::string("constants")
+                                    : "iteration " + std::to_string(it.iteration),
                    t.kernels, t.tensors, t.files, t.stat_only, HumanBytes(t.bytes));
         if (!kernels) continue;
         for (const auto& k : it.kernels) {
@@ -121,14 +131,16 @@ int RunLs(int argc, char** argv) {
   j["total"]["graphs"] = graphs;
   j["total"]["iterations"] = iterations;
   j["skipped"] = nlohmann::json::array();
-  for (const auto& s : index->skipped) j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});
+  for (const auto& s : index->skipped)
+    j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});
   if (json) {
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("total: {} rank(s), {} graph(s), {} iteration(s), {} kernel entries, {} tensors "
-               "({} files, {} statistic-only), {}\n",
-               index->ranks.size(), graphs, iterations, total.kernels, total.tensors, total.files,
-               total.stat_only, HumanBytes(total.bytes));
+    fmt::print(
+        "total: {} rank(s), {} graph(s), {} iteration(s), {} kernel entries, {} tensors "
+        "({} files, {} statistic-only), {}\n",
+        index->ranks.size(), graphs, iterations, total.kernels, total.tensors, total.files,
+        total.stat_only, HumanBytes(total.bytes));
     PrintSkipped("graphdump ls", index->skipped);
   }
   return kExitOk;

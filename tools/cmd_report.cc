@@ -10,10 +10,11 @@
 namespace graphdump::tools {
 
 int RunReport(int argc, char** argv) {
-  CLI::App app{"Write one self-contained HTML report (inline SVG, no network fetches): error "
-               "metrics along the execution order with the first divergence marked, statistics "
-               "of chosen kernels across iterations, and a table of watchpoint hits.",
-               "graphdump report"};
+  CLI::App app{
+      "Write one self-contained HTML report (inline SVG, no network fetches): error "
+      "metrics along the execution order with the first divergence marked, statistics "
+      "of chosen kernels across iterations, and a table of watchpoint hits.",
+      "graphdump report"};
   std::string dir, out, kernel_filter, checks_text = "nan,inf,overflow";
   std::vector<std::string> compare;
   size_t max_kernels = 6;
@@ -28,10 +29,11 @@ int RunReport(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--atol", options.atol, "compare: absolute tolerance")->capture_default_str();
   app.add_option("--rtol", options.rtol, "compare: relative tolerance")->capture_default_str();
-  app.footer("Examples:\n"
-             "  graphdump report dump/ -o report.html\n"
-             "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --kernels conv\n"
-             "Exit status: 0 written, 2 usage error, 3 the file could not be written.");
+  app.footer(
+      "Examples:\n"
+      "  graphdump report dump/ -o report.html\n"
+      "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --kernels conv\n"
+      "Exit status: 0 written, 2 usage error, 3 the file could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (dir.empty() == compare.empty()) {
     fmt::print(stderr, "graphdump report: error: give either DIR or --compare A B\n");

@@ -8,9 +8,10 @@
 namespace graphdump::tools {
 
 int RunWatch(int argc, char** argv) {
-  CLI::App app{"Check every dumped tensor against watchpoints and print the hits in execution "
-               "order, the first one highlighted with its kernel, iteration and source line.",
-               "graphdump watch"};
+  CLI::App app{
+      "Check every dumped tensor against watchpoints and print the hits in execution "
+      "order, the first one highlighted with its kernel, iteration and source line.",
+      "graphdump watch"};
   std::string dir, checks_text = "nan,inf";
   bool json = false, quiet = false;
   analysis::WatchOptions options;

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "graphdump/analysis/parallel.h"
+#include "graphdump/stats.h"
 #include "graphdump/tensor_view.h"
 
 namespace graphdump::analysis {
@@ -99,16 +100,21 @@ std::string Describe(const TensorComparison& t) {
 std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy) {
   std::map<std::string, double> out;
   if (npy) {
-    const TensorSummary s = SummarizeTensor(*npy);
-    const bool nan = s.nan > 0;
-    const double kNan = std::nan("");
-    out["Max Value"] = nan ? kNan : s.pos_inf ? INFINITY : s.max;
-    out["Min Value"] = nan ? kNan : s.neg_inf ? -INFINITY : s.min;
-    out["Avg Value"] = nan ? kNan : s.mean;
-    out["L2Norm Value"] = nan ? kNan : s.l2norm;
-    out["NaN Count"] = static_cast<double>(s.nan);
-    out["Zero Count"] = static_cast<double>(s.zero);
-    out["Count"] = static_cast<double>(s.elements);
+    // The core's statistics, so a file side is summarised exactly as statistic.csv would be.
+    StatsAccumulator acc(npy->info().dtype, /*with_md5=*/false);
+    acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
+    const TensorStats s = acc.Finish();
+    out["Max Value"] = s.max;
+    out["Min Value"] = s.min;
+    out["Avg Value"] = s.avg;
+    out["L2Norm Value"] = s.l2norm;
+    out["Count"] = static_cast<double>(s.count);
+    out["NaN Count"] = static_cast<double>(s.nan_count);
+    out["Negative Inf Count"] = static_cast<double>(s.negative_inf_count);
+    out["Positive Inf Count"] = static_cast<double>(s.positive_inf_count);
+    out["Zero Count"] = static_cast<double>(s.zero_count);
+    out["Negative Zero Count"] = static_cast<double>(s.negative_count);
+    out["Positive Zero Count"] = static_cast<double>(s.positive_count);
     return out;
   }
   if (!t.stats) return out;
@@ -122,8 +128,7 @@ std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy
 }
 
 void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorEntry& tb,
-                       const MappedNpy* nb, const CompareOptions& options,
-                       TensorComparison* out) {
+                       const MappedNpy* nb, const CompareOptions& options, TensorComparison* out) {
   out->mode = "statistic";
   if (ta.stats && tb.stats && ta.stats->values.count("MD5") && tb.stats->values.count("MD5") &&
       ta.stats->values.at("MD5") == tb.stats->values.at("MD5")) {
@@ -168,12 +173,12 @@ void JudgeTensor(const CompareOptions& options, TensorComparison* t) {
     t->reason = fmt::format(
         "{} of {} elements fail |a-b| <= {:g} + {:g}*|b| (first at flat index {}); max abs err "
         "{:.6g}, cosine {:.6g}",
-        m.allclose_failures, m.elements, options.atol, options.rtol, m.first_failure,
-        m.max_abs_err, m.cosine);
+        m.allclose_failures, m.elements, options.atol, options.rtol, m.first_failure, m.max_abs_err,
+        m.cosine);
   } else if (m.nan_a > 0 || m.inf_a > 0) {
     t->verdict = Verdict::kWarning;
-    t->reason = fmt::format("NaN/Inf at the same positions on both sides ({} NaN, {} Inf)",
-                            m.nan_a, m.inf_a);
+    t->reason = fmt::format("NaN/Inf at the same positions on both sides ({} NaN, {} Inf)", m.nan_a,
+                            m.inf_a);
   } else if (t->dtype_a != t->dtype_b) {
     t->verdict = Verdict::kWarning;
     t->reason = fmt::format("dtypes differ ({} vs {}), compared in float64; within tolerance",
@@ -215,6 +220,14 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     return;
   }
   out->mode = "tensor";
+  // Both sides in Fortran order still pair element for element; a mixed pair would not.
+  if (na->info().fortran_order != nb->info().fortran_order && na->info().shape.size() > 1) {
+    out->verdict = Verdict::kWarning;
+    out->reason = std::string("not compared: fortran_order differs (A ") +
+                  (na->info().fortran_order ? "True" : "False") + ", B " +
+                  (nb->info().fortran_order ? "True" : "False") + ")";
+    return;
+  }
   if (na->NumElements() != nb->NumElements()) {  // same shape text, cannot happen; be safe
     out->verdict = Verdict::kError;
     out->reason = "element counts differ";
@@ -293,18 +306,24 @@ const T* FindMatching(const std::vector<T>& items, const T& like, Key key) {
 
 const char* VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kWarning: return "warning";
-    case Verdict::kError: return "error";
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kWarning:
+      return "warning";
+    case Verdict::kError:
+      return "error";
   }
   return "?";
 }
 
 const char* PairingName(Pairing p) {
   switch (p) {
-    case Pairing::kFullName: return "name";
-    case Pairing::kNameWithoutOpId: return "name-without-op-id";
-    case Pairing::kExecutionOrder: return "execution-order";
+    case Pairing::kFullName:
+      return "name";
+    case Pairing::kNameWithoutOpId:
+      return "name-without-op-id";
+    case Pairing::kExecutionOrder:
+      return "execution-order";
   }
   return "?";
 }
@@ -323,8 +342,9 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
       if (!gb) continue;
       for (const IterationEntry& ia : ga.iterations) {
         if (options.iteration && ia.iteration != *options.iteration) continue;
-        auto ib = std::find_if(gb->iterations.begin(), gb->iterations.end(),
-                               [&](const IterationEntry& i) { return i.iteration == ia.iteration; });
+        auto ib =
+            std::find_if(gb->iterations.begin(), gb->iterations.end(),
+                         [&](const IterationEntry& i) { return i.iteration == ia.iteration; });
         if (ib == gb->iterations.end()) continue;
         std::vector<const KernelEntry*> only_a, only_b;
         for (const KernelPair& p : PairKernels(ia.kernels, ib->kernels, &only_a, &only_b)) {
@@ -341,18 +361,18 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
               options.progress ? "compare" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
-                CompareTensor(t.a, t.b, options,
-                              &result.kernels[t.kernel].tensors[t.tensor], &result.skipped, &mu);
+                CompareTensor(t.a, t.b, options, &result.kernels[t.kernel].tensors[t.tensor],
+                              &result.skipped, &mu);
               });
   for (KernelComparison& k : result.kernels) {
     for (const TensorComparison& t : k.tensors) {
-      if (t.verdict > k.verdict || (k.reason.empty() && t.verdict == k.verdict &&
-                                    t.verdict != Verdict::kPass)) {
+      if (t.verdict > k.verdict ||
+          (k.reason.empty() && t.verdict == k.verdict && t.verdict != Verdict::kPass)) {
         k.verdict = t.verdict;
         k.reason = Describe(t) + ": " + t.reason;
       }
     }
-    (k.verdict == Verdict::kPass ? result.passed
+    (k.verdict == Verdict::kPass      ? result.passed
      : k.verdict == Verdict::kWarning ? result.warnings
                                       : result.errors)++;
   }
@@ -406,13 +426,13 @@ std::string CompareResultCsv(const CompareResult& result) {
           "{},{},{},{},{}\n",
           k.rank, k.graph_id, k.iteration, k.order, CsvField(k.name_a), CsvField(k.name_b),
           CsvField(k.op_type), PairingName(k.pairing), t.is_input ? "input" : "output", t.slot,
-          t.mode, t.dtype_a, t.dtype_b, CsvField(t.shape_a), CsvField(t.shape_b),
-          count(m.elements), metric(m.cosine), metric(m.max_abs_err), metric(m.max_rel_err),
-          metric(m.rmse), metric(m.rel_err_below_0_1pct), metric(m.rel_err_below_0_5pct),
+          t.mode, t.dtype_a, t.dtype_b, CsvField(t.shape_a), CsvField(t.shape_b), count(m.elements),
+          metric(m.cosine), metric(m.max_abs_err), metric(m.max_rel_err), metric(m.rmse),
+          metric(m.rel_err_below_0_1pct), metric(m.rel_err_below_0_5pct),
           count(m.allclose_failures), count(m.nan_a), count(m.nan_b), count(m.inf_a),
           count(m.inf_b), count(m.nonfinite_mismatches), VerdictName(t.verdict),
-          VerdictName(k.verdict), CsvField(t.reason), CsvField(k.source_line),
-          CsvField(t.path_a), CsvField(t.path_b));
+          VerdictName(k.verdict), CsvField(t.reason), CsvField(k.source_line), CsvField(t.path_a),
+          CsvField(t.path_b));
     }
   }
   return out;
@@ -421,21 +441,25 @@ std::string CompareResultCsv(const CompareResult& result) {
 std::string CompareResultJson(const CompareResult& result) {
   using nlohmann::json;
   json j;
-  j["summary"] = {{"kernels", result.kernels.size()},
-                  {"pass", result.passed},
-                  {"warning", result.warnings},
-                  {"error", result.errors},
-                  {"unpaired", result.unpaired.size()},
-                  {"skipped", result.skipped.size()}};
+  j["summary"] = {{"kernels", result.kernels.size()},   {"pass", result.passed},
+                  {"warning", result.warnings},         {"error", result.errors},
+                  {"unpaired", result.unpaired.size()}, {"skipped", result.skipped.size()}};
   auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
   json kernels = json::array();
   for (const KernelComparison& k : result.kernels) {
     json tensors = json::array();
     for (const TensorComparison& t : k.tensors) {
-      json jt = {{"io", t.is_input ? "input" : "output"}, {"slot", t.slot}, {"mode", t.mode},
-                 {"dtype_a", t.dtype_a}, {"dtype_b", t.dtype_b}, {"shape_a", t.shape_a},
-                 {"shape_b", t.shape_b}, {"verdict", VerdictName(t.verdict)},
-                 {"reason", t.reason}, {"path_a", t.path_a}, {"path_b", t.path_b}};
+      json jt = {{"io", t.is_input ? "input" : "output"},
+                 {"slot", t.slot},
+                 {"mode", t.mode},
+                 {"dtype_a", t.dtype_a},
+                 {"dtype_b", t.dtype_b},
+                 {"shape_a", t.shape_a},
+                 {"shape_b", t.shape_b},
+                 {"verdict", VerdictName(t.verdict)},
+                 {"reason", t.reason},
+                 {"path_a", t.path_a},
+                 {"path_b", t.path_b}};
       if (t.mode == "tensor") {
         const PairMetrics& m = t.metrics;
         jt["metrics"] = {{"elements", m.elements},
@@ -446,8 +470,10 @@ std::string CompareResultJson(const CompareResult& result) {
                          {"rel_err_below_0.1pct", m.rel_err_below_0_1pct},
                          {"rel_err_below_0.5pct", m.rel_err_below_0_5pct},
                          {"allclose_failures", m.allclose_failures},
-                         {"nan_a", m.nan_a}, {"nan_b", m.nan_b},
-                         {"inf_a", m.inf_a}, {"inf_b", m.inf_b},
+                         {"nan_a", m.nan_a},
+                         {"nan_b", m.nan_b},
+                         {"inf_a", m.inf_a},
+                         {"inf_b", m.inf_b},
                          {"nonfinite_mismatches", m.nonfinite_mismatches}};
       }
       if (!t.stat_diffs.empty()) {
@@ -457,30 +483,40 @@ std::string CompareResultJson(const CompareResult& result) {
       }
       tensors.push_back(jt);
     }
-    kernels.push_back({{"rank", k.rank}, {"graph_id", k.graph_id}, {"iteration", k.iteration},
-                       {"order", k.order}, {"kernel_a", k.name_a}, {"kernel_b", k.name_b},
-                       {"op_type", k.op_type}, {"pairing", PairingName(k.pairing)},
-                       {"source_line", k.source_line}, {"verdict", VerdictName(k.verdict)},
-                       {"reason", k.reason}, {"tensors", tensors}});
+    kernels.push_back({{"rank", k.rank},
+                       {"graph_id", k.graph_id},
+                       {"iteration", k.iteration},
+                       {"order", k.order},
+                       {"kernel_a", k.name_a},
+                       {"kernel_b", k.name_b},
+                       {"op_type", k.op_type},
+                       {"pairing", PairingName(k.pairing)},
+                       {"source_line", k.source_line},
+                       {"verdict", VerdictName(k.verdict)},
+                       {"reason", k.reason},
+                       {"tensors", tensors}});
   }
   j["kernels"] = kernels;
   if (result.first_failure >= 0) {
     const KernelComparison& f = result.kernels[result.first_failure];
-    j["first_failure"] = {{"kernel", f.name_a}, {"iteration", f.iteration},
-                          {"graph_id", f.graph_id}, {"rank", f.rank},
+    j["first_failure"] = {{"kernel", f.name_a},           {"iteration", f.iteration},
+                          {"graph_id", f.graph_id},       {"rank", f.rank},
                           {"source_line", f.source_line}, {"reason", f.reason}};
   } else {
     j["first_failure"] = nullptr;
   }
   json unpaired = json::array();
   for (const UnpairedKernel& u : result.unpaired) {
-    unpaired.push_back({{"side", std::string(1, u.side)}, {"rank", u.rank},
-                        {"graph_id", u.graph_id}, {"iteration", u.iteration},
+    unpaired.push_back({{"side", std::string(1, u.side)},
+                        {"rank", u.rank},
+                        {"graph_id", u.graph_id},
+                        {"iteration", u.iteration},
                         {"kernel", u.full_name}});
   }
   j["unpaired"] = unpaired;
   json skipped = json::array();
-  for (const Skipped& s : result.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  for (const Skipped& s : result.skipped)
+    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
   j["skipped"] = skipped;
   return j.dump(2);
 }

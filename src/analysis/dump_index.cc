@@ -1,13 +1,13 @@
 // Indexing a dump directory from its file names and text files (SPEC §5).
 #include "graphdump/analysis/dump_index.h"
 
-#include "graphdump/layout.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
+
+#include "graphdump/layout.h"
 
 namespace graphdump::analysis {
 namespace fs = std::filesystem;
@@ -107,6 +107,8 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
       skipped->push_back({csv.string(), rows.status().message()});
     } else {
       for (StatisticRow& row : *rows) {
+        // Some writers keep the full name's '/' in the row; files always use the sanitized form.
+        row.op_name = FileKernelName(row.op_name);
         KernelEntry& k = kernels[{row.op_type, row.op_name}];
         k.op_type = row.op_type;
         k.op_name = row.op_name;
@@ -128,8 +130,8 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   }
   for (auto& [key, k] : kernels) {
     k.is_parameter = k.op_type == "Parameter";
-    if (auto it = ctx.by_file_name.find(k.op_name); it != ctx.by_file_name.end() &&
-                                                    !k.is_parameter) {
+    if (auto it = ctx.by_file_name.find(k.op_name);
+        it != ctx.by_file_name.end() && !k.is_parameter) {
       k.full_name = it->second.first;
       k.order = it->second.second;
     } else {
@@ -192,10 +194,9 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
       have_constants = true;
     }
   }
-  std::sort(graph.iterations.begin(), graph.iterations.end(),
-            [](const IterationEntry& a, const IterationEntry& b) {
-              return a.iteration < b.iteration;
-            });
+  std::sort(
+      graph.iterations.begin(), graph.iterations.end(),
+      [](const IterationEntry& a, const IterationEntry& b) { return a.iteration < b.iteration; });
   // Without an execution order, number kernels by their position in the first iteration
   // (timestamps give the run order) so that compare can still pair by order.
   if (graph.execution_order.empty()) {
@@ -218,8 +219,7 @@ RankEntry IndexRank(const fs::path& dir, uint32_t rank, std::vector<Skipped>* sk
   entry.dir = dir.string();
   for (const fs::path& net : SortedChildren(dir)) {
     const std::string name = net.filename().string();
-    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" ||
-        name[0] == '.') {
+    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" || name[0] == '.') {
       continue;
     }
     for (const fs::path& graph : SortedChildren(net)) {
@@ -284,7 +284,8 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return Status::NotFound(dir + ": no such directory");
   if (!fs::is_directory(dir, ec)) {
-    return Status::InvalidArgument(dir + ": not a dump directory (it is a file; expected a "
+    return Status::InvalidArgument(dir +
+                                   ": not a dump directory (it is a file; expected a "
                                    "directory holding rank_{id}/ subdirectories)");
   }
   DumpIndex index;
@@ -307,8 +308,9 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir) {
   for (const RankEntry& r : index.ranks) graphs += r.graphs.size();
   if (index.ranks.empty() || graphs == 0) {
     return Status::InvalidArgument(
-        dir + ": not a dump directory: expected rank_{id}/{net_name}/{graph_id}/{iteration}/ "
-              "below it (SPEC §5), found " +
+        dir +
+        ": not a dump directory: expected rank_{id}/{net_name}/{graph_id}/{iteration}/ "
+        "below it (SPEC §5), found " +
         (index.ranks.empty() ? std::string("no rank_{id} directory")
                              : std::string("no {net_name}/{graph_id} directory")));
   }

@@ -47,8 +47,8 @@ TEST(DumpFileNameTest, ParsesGraphdumpAndMindSporeNames) {
   EXPECT_FALSE(ParseDumpFileName("random.npy", &op_type, &op_name, &t));
   EXPECT_FALSE(ParseDumpFileName("Add.x.0.0.17.sideways.0.DefaultFormat.float32.npy", &op_type,
                                  &op_name, &t));
-  EXPECT_FALSE(ParseDumpFileName("Add.x.0.0.17.output.0.DefaultFormat.float32.txt", &op_type,
-                                 &op_name, &t));
+  EXPECT_FALSE(
+      ParseDumpFileName("Add.x.0.0.17.output.0.DefaultFormat.float32.txt", &op_type, &op_name, &t));
 }
 
 TEST(DumpFileNameTest, FileKernelNameReplacesSeparators) {
@@ -98,12 +98,12 @@ TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
   EXPECT_EQ((*rows)[0].values.at("L2Norm Value"), "nan");
   EXPECT_TRUE((*rows)[1].shape.empty());
 
-  testing::WriteFile(dir.Sub("bad.csv"),
-                     "Op Type,Op Name,IO,Slot\nAdd,x,output,zero,\n");
+  testing::WriteFile(dir.Sub("bad.csv"), "Op Type,Op Name,IO,Slot\nAdd,x,output,zero,\n");
   auto bad = ParseStatisticCsv(dir.Sub("bad.csv"));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
-  EXPECT_EQ(bad.status().message(), dir.Sub("bad.csv") + ":2: Slot is 'zero' (expected an integer)");
+  EXPECT_EQ(bad.status().message(),
+            dir.Sub("bad.csv") + ":2: Slot is 'zero' (expected an integer)");
   testing::WriteFile(dir.Sub("short.csv"), "Op Type,Op Name,IO,Slot\nAdd,x,output\n");
   auto short_row = ParseStatisticCsv(dir.Sub("short.csv"));
   ASSERT_FALSE(short_row.ok());

@@ -39,8 +39,7 @@ StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::Open(const std::string& path) {
   }
   ::close(fd);
   static const uint8_t kEmpty[1] = {0};
-  GRAPHDUMP_ASSIGN_OR_RETURN(npy->info_,
-                             ParseNpyHeader(size ? npy->base_ : kEmpty, size, path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(npy->info_, ParseNpyHeader(size ? npy->base_ : kEmpty, size, path));
   const size_t available = size - npy->info_.data_offset;
   if (npy->info_.data_bytes > available) {
     return Status::Corrupt(path + ": truncated .npy: header promises " +

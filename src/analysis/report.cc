@@ -17,11 +17,20 @@ std::string Escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -149,8 +158,9 @@ std::string CompareSection(const CompareResult& r) {
   html += "<h3>Max abs and max rel error (highest over the kernel's tensors, log scale)</h3>\n";
   html += SvgChart("max abs / max rel error along execution order (log10)", {max_abs, max_rel},
                    true, marker, label);
-  html += "<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>verdict</th><th>reason"
-          "</th><th>source</th></tr>\n";
+  html +=
+      "<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>verdict</th><th>reason"
+      "</th><th>source</th></tr>\n";
   int shown = 0;
   for (size_t i = 0; i < r.kernels.size() && shown < 200; ++i) {
     const KernelComparison& k = r.kernels[i];
@@ -189,8 +199,11 @@ std::string SeriesSection(const std::vector<KernelSeries>& series) {
   for (const KernelSeries& s : series) {
     std::vector<double> x(s.iterations.begin(), s.iterations.end());
     html += "<h3><code>" + Escape(s.kernel) + "</code> output 0</h3>\n";
-    html += SvgChart(s.kernel, {{"max", "#d62728", x, s.max}, {"min", "#1f77b4", x, s.min},
-                                {"mean", "#2ca02c", x, s.mean}, {"l2norm", "#9467bd", x, s.l2norm}},
+    html += SvgChart(s.kernel,
+                     {{"max", "#d62728", x, s.max},
+                      {"min", "#1f77b4", x, s.min},
+                      {"mean", "#2ca02c", x, s.mean},
+                      {"l2norm", "#9467bd", x, s.l2norm}},
                      false);
   }
   return html;

@@ -138,6 +138,26 @@ TEST(SessionDumpTest, StatisticDumpComparesAgainstTensorDump) {
   EXPECT_EQ(d.kernels[d.first_failure].name_a, "Default/fc2-Dense/BiasAdd-op4");
 }
 
+TEST(SessionDumpTest, FullDumpAttachesStatisticRowsToFiles) {
+  TempDir dir;
+  SyntheticOptions clean;
+  clean.steps = 1;
+  const DumpIndex index = Dump(dir.path(), clean, "full");
+  const IterationEntry& it = index.ranks[0].graphs[0].iterations[0];
+  ASSERT_EQ(it.iteration, 0);
+  int kernels = 0;
+  for (const KernelEntry& k : it.kernels) {
+    if (k.is_parameter) continue;
+    ++kernels;
+    EXPECT_GE(k.order, 0) << k.full_name;
+    for (const TensorEntry& t : k.tensors) {
+      EXPECT_FALSE(t.path.empty()) << k.full_name;
+      EXPECT_TRUE(t.stats.has_value()) << k.full_name;
+    }
+  }
+  EXPECT_EQ(kernels, 9);
+}
+
 TEST(SessionDumpTest, TraceMapsASourceLineToKernels) {
   TempDir dir;
   SyntheticOptions clean;

@@ -70,8 +70,10 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
             c_slot = column("Slot"), c_size = column("Data Size"), c_dtype = column("Data Type"),
             c_shape = column("Shape");
   if (c_type < 0 || c_name < 0 || c_io < 0 || c_slot < 0) {
-    return Status::Corrupt(path + ":1: malformed statistic.csv header: expected columns 'Op Type', "
-                           "'Op Name', 'IO' and 'Slot', found '" + line + "'");
+    return Status::Corrupt(path +
+                           ":1: malformed statistic.csv header: expected columns 'Op Type', "
+                           "'Op Name', 'IO' and 'Slot', found '" +
+                           line + "'");
   }
   std::vector<StatisticRow> rows;
   for (int line_no = 2; std::getline(in, line); ++line_no) {

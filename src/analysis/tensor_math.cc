@@ -10,7 +10,7 @@
 namespace graphdump::analysis {
 namespace {
 
-constexpr int64_t kChunk = 1024;  // two double buffers stay in L1
+constexpr int64_t kChunk = 1024;                   // two double buffers stay in L1
 constexpr double kRelEps = 2.220446049250313e-16;  // numpy.finfo(float).eps, as msprobe
 
 double HalfToDouble(uint16_t h) {
@@ -42,15 +42,23 @@ int Components(DType t) { return IsComplex(t) ? 2 : 1; }
 void Convert(DType t, const uint8_t* data, int64_t first, int64_t n, double* out) {
   switch (t) {
     case DType::kBool:
-    case DType::kUInt8: return ConvertAs<uint8_t>(data + first, n, out);
+    case DType::kUInt8:
+      return ConvertAs<uint8_t>(data + first, n, out);
     case DType::kInt8:
-    case DType::kInt4: return ConvertAs<int8_t>(data + first, n, out);
-    case DType::kInt16: return ConvertAs<int16_t>(data + first * 2, n, out);
-    case DType::kUInt16: return ConvertAs<uint16_t>(data + first * 2, n, out);
-    case DType::kInt32: return ConvertAs<int32_t>(data + first * 4, n, out);
-    case DType::kUInt32: return ConvertAs<uint32_t>(data + first * 4, n, out);
-    case DType::kInt64: return ConvertAs<int64_t>(data + first * 8, n, out);
-    case DType::kUInt64: return ConvertAs<uint64_t>(data + first * 8, n, out);
+    case DType::kInt4:
+      return ConvertAs<int8_t>(data + first, n, out);
+    case DType::kInt16:
+      return ConvertAs<int16_t>(data + first * 2, n, out);
+    case DType::kUInt16:
+      return ConvertAs<uint16_t>(data + first * 2, n, out);
+    case DType::kInt32:
+      return ConvertAs<int32_t>(data + first * 4, n, out);
+    case DType::kUInt32:
+      return ConvertAs<uint32_t>(data + first * 4, n, out);
+    case DType::kInt64:
+      return ConvertAs<int64_t>(data + first * 8, n, out);
+    case DType::kUInt64:
+      return ConvertAs<uint64_t>(data + first * 8, n, out);
     case DType::kFloat16:
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
@@ -60,9 +68,11 @@ void Convert(DType t, const uint8_t* data, int64_t first, int64_t n, double* out
       return;
     case DType::kBFloat16:  // stored as float32 in .npy
     case DType::kFloat32:
-    case DType::kComplex64: return ConvertAs<float>(data + first * 4, n, out);
+    case DType::kComplex64:
+      return ConvertAs<float>(data + first * 4, n, out);
     case DType::kFloat64:
-    case DType::kComplex128: return ConvertAs<double>(data + first * 8, n, out);
+    case DType::kComplex128:
+      return ConvertAs<double>(data + first * 8, n, out);
   }
 }
 
@@ -262,8 +272,9 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
     // Rounding can put the quotient just outside [-1, 1].
     // sqrt(na * nb) is exact for identical sides (cosine exactly 1); fall back on overflow.
     const double product = acc.na * acc.nb;
-    const double norm = std::isfinite(product) && product > 0 ? std::sqrt(product)
-                                                               : std::sqrt(acc.na) * std::sqrt(acc.nb);
+    const double norm = std::isfinite(product) && product > 0
+                            ? std::sqrt(product)
+                            : std::sqrt(acc.na) * std::sqrt(acc.nb);
     m.cosine = std::clamp(acc.dot / norm, -1.0, 1.0);
   }
   m.max_abs_err = acc.max_abs;

@@ -42,8 +42,7 @@ TEST(TensorMathTest, MetricsMatchTheDefinitions) {
   auto b = Open(WriteNpy<double>(dir, "b.npy", "<f8", {1, 2, 3.003, 0}));
   const PairMetrics m = ComparePair(*a, *b, 1e-8, 1e-5);
   EXPECT_EQ(m.elements, 4);
-  const double dot = 1 + 4 + 3 * 3.003, na = std::sqrt(30.0),
-               nb = std::sqrt(1 + 4 + 3.003 * 3.003);
+  const double dot = 1 + 4 + 3 * 3.003, na = std::sqrt(30.0), nb = std::sqrt(1 + 4 + 3.003 * 3.003);
   EXPECT_NEAR(m.cosine, dot / (na * nb), 1e-12);
   EXPECT_NEAR(m.max_abs_err, 4, 1e-12);
   EXPECT_NEAR(m.max_rel_err, 4 / 2.220446049250313e-16, 1e3);

@@ -24,8 +24,7 @@ Status ParseFileLine(const std::string& text, std::string* file, int* line) {
   const std::string number = colon == std::string::npos ? "" : text.substr(colon + 1);
   if (colon == 0 || number.empty() || number.size() > 9 ||
       number.find_first_not_of("0123456789") != std::string::npos) {
-    return Status::InvalidArgument("'" + text +
-                                   "' is not FILE:LINE (expected e.g. model.py:58)");
+    return Status::InvalidArgument("'" + text + "' is not FILE:LINE (expected e.g. model.py:58)");
   }
   *file = text.substr(0, colon);
   *line = std::stoi(number);
@@ -56,12 +55,11 @@ std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& fil
             for (const KernelEntry& k : it.kernels) {
               if (k.full_name != name) continue;
               for (const TensorEntry& t : k.tensors) {
-                m.files.push_back(
-                    {it.iteration, t.path.empty()
-                                       ? it.dir + "/statistic.csv (" +
-                                             (t.is_input ? "input " : "output ") +
-                                             std::to_string(t.slot) + ")"
-                                       : t.path});
+                m.files.push_back({it.iteration, t.path.empty()
+                                                     ? it.dir + "/statistic.csv (" +
+                                                           (t.is_input ? "input " : "output ") +
+                                                           std::to_string(t.slot) + ")"
+                                                     : t.path});
               }
             }
           }

@@ -62,7 +62,8 @@ bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
     for (int64_t d : row.shape) s->elements *= d;
   }
   if (get("NaN Count", &v)) s->nan = static_cast<int64_t>(v);
-  if ((have_max && std::isnan(mx)) || (have_min && std::isnan(mn))) s->nan = std::max<int64_t>(s->nan, 1);
+  if ((have_max && std::isnan(mx)) || (have_min && std::isnan(mn)))
+    s->nan = std::max<int64_t>(s->nan, 1);
   if (get("Positive Inf Count", &v)) s->pos_inf = static_cast<int64_t>(v);
   if (get("Negative Inf Count", &v)) s->neg_inf = static_cast<int64_t>(v);
   if (have_max && std::isinf(mx) && mx > 0) s->pos_inf = std::max<int64_t>(s->pos_inf, 1);
@@ -72,10 +73,14 @@ bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
   s->max_abs = std::max(have_max && std::isfinite(mx) ? std::fabs(mx) : 0.0,
                         have_min && std::isfinite(mn) ? std::fabs(mn) : 0.0);
   s->fp16_overflow = s->max_abs > 65504.0;
-  if (get("L2Norm Value", &l2)) s->l2norm = l2;
-  else s->l2norm = std::nan("");
-  if (get("Zero Count", &v)) s->zero = static_cast<int64_t>(v);
-  else s->zero = (have_max && have_min && mx == 0 && mn == 0) ? s->elements : 0;
+  if (get("L2Norm Value", &l2))
+    s->l2norm = l2;
+  else
+    s->l2norm = std::nan("");
+  if (get("Zero Count", &v))
+    s->zero = static_cast<int64_t>(v);
+  else
+    s->zero = (have_max && have_min && mx == 0 && mn == 0) ? s->elements : 0;
   return have_max || have_min || row.values.count("NaN Count");
 }
 
@@ -186,8 +191,8 @@ StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
     if (item.empty()) {
-      return Status::InvalidArgument("--check: empty item in '" + text + "' (allowed: " +
-                                     kAllowed + ")");
+      return Status::InvalidArgument("--check: empty item in '" + text + "' (allowed: " + kAllowed +
+                                     ")");
     }
     const size_t colon = item.find(':');
     const std::string name = item.substr(0, colon);
@@ -195,8 +200,8 @@ StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
     for (const CheckSpec& s : kChecks)
       if (name == s.name) spec = &s;
     if (!spec) {
-      return Status::InvalidArgument("--check: unknown watchpoint '" + name + "' (allowed: " +
-                                     kAllowed + ")");
+      return Status::InvalidArgument("--check: unknown watchpoint '" + name +
+                                     "' (allowed: " + kAllowed + ")");
     }
     WatchCheck check{spec->kind, spec->default_threshold, item};
     if (colon != std::string::npos) {
@@ -204,11 +209,11 @@ StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
       char* end = nullptr;
       check.threshold = std::strtod(value.c_str(), &end);
       if (!spec->has_threshold || value.empty() || *end != '\0' || !(check.threshold >= 0)) {
-        return Status::InvalidArgument(
-            "--check: '" + item + "': " +
-            (spec->has_threshold ? "threshold must be a non-negative number"
-                                 : std::string(spec->name) + " takes no threshold") +
-            " (allowed: " + kAllowed + ")");
+        return Status::InvalidArgument("--check: '" + item + "': " +
+                                       (spec->has_threshold
+                                            ? "threshold must be a non-negative number"
+                                            : std::string(spec->name) + " takes no threshold") +
+                                       " (allowed: " + kAllowed + ")");
       }
     } else if (spec->has_threshold) {
       check.text = fmt::format("{}:{:g}", spec->name, spec->default_threshold);
@@ -225,9 +230,9 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   result.skipped = index.skipped;
   bool tensor_checks = false, weight_checks = false;
   for (const WatchCheck& c : checks) {
-    (c.kind == WatchKind::kWeightUnchanged || c.kind == WatchKind::kWeightChange
-         ? weight_checks
-         : tensor_checks) = true;
+    (c.kind == WatchKind::kWeightUnchanged || c.kind == WatchKind::kWeightChange ? weight_checks
+                                                                                 : tensor_checks) =
+        true;
   }
   std::vector<TensorTask> tasks;
   for (const RankEntry& r : index.ranks) {
@@ -275,13 +280,14 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   for (auto& h : hits) {
     for (auto& hit : h) result.hits.push_back(std::move(hit));
   }
-  std::stable_sort(result.hits.begin(), result.hits.end(), [](const WatchHit& a, const WatchHit& b) {
-    auto key = [](const WatchHit& h) {
-      return std::make_tuple(h.rank, h.graph_id, h.iteration < 0, h.iteration, h.order,
-                             !h.is_input, h.slot);
-    };
-    return key(a) < key(b);
-  });
+  std::stable_sort(result.hits.begin(), result.hits.end(),
+                   [](const WatchHit& a, const WatchHit& b) {
+                     auto key = [](const WatchHit& h) {
+                       return std::make_tuple(h.rank, h.graph_id, h.iteration < 0, h.iteration,
+                                              h.order, !h.is_input, h.slot);
+                     };
+                     return key(a) < key(b);
+                   });
   for (Skipped& s : result.skipped) {
     if (s.path.empty()) {  // weight pair errors carry the file in the message
       s.path = s.reason.substr(0, s.reason.find(':'));
@@ -294,16 +300,25 @@ std::string WatchResultJson(const WatchResult& result) {
   using nlohmann::json;
   json hits = json::array();
   for (const WatchHit& h : result.hits) {
-    hits.push_back({{"rank", h.rank}, {"graph_id", h.graph_id}, {"iteration", h.iteration},
-                    {"order", h.order}, {"kernel", h.kernel},
-                    {"io", h.is_input ? "input" : "output"}, {"slot", h.slot},
-                    {"check", h.check}, {"detail", h.detail}, {"source_line", h.source_line},
+    hits.push_back({{"rank", h.rank},
+                    {"graph_id", h.graph_id},
+                    {"iteration", h.iteration},
+                    {"order", h.order},
+                    {"kernel", h.kernel},
+                    {"io", h.is_input ? "input" : "output"},
+                    {"slot", h.slot},
+                    {"check", h.check},
+                    {"detail", h.detail},
+                    {"source_line", h.source_line},
                     {"path", h.path}});
   }
   json skipped = json::array();
-  for (const Skipped& s : result.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  json j = {{"tensors_checked", result.tensors_checked}, {"hits", hits},
-            {"first_hit", hits.empty() ? json(nullptr) : hits[0]}, {"skipped", skipped}};
+  for (const Skipped& s : result.skipped)
+    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  json j = {{"tensors_checked", result.tensors_checked},
+            {"hits", hits},
+            {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
+            {"skipped", skipped}};
   return j.dump(2);
 }
 

@@ -131,8 +131,8 @@ Status ParseDict(std::string_view dict, const std::string& path, NpyInfo* info) 
       }
       have_shape = true;
     } else {
-      return CorruptNpy(path, "unexpected header key '" + key +
-                                  "' (allowed: 'descr', 'fortran_order', 'shape')");
+      return CorruptNpy(
+          path, "unexpected header key '" + key + "' (allowed: 'descr', 'fortran_order', 'shape')");
     }
     if (!p.Consume(',')) {
       if (!p.Consume('}')) return CorruptNpy(path, "header dict is not closed with '}'");
@@ -141,9 +141,9 @@ Status ParseDict(std::string_view dict, const std::string& path, NpyInfo* info) 
   }
   if (!p.AtEnd()) return CorruptNpy(path, "unexpected text after the header dict");
   if (!have_descr || !have_order || !have_shape) {
-    return CorruptNpy(path, std::string("header lacks ") +
-                                (!have_descr ? "'descr'" : !have_order ? "'fortran_order'"
-                                                                       : "'shape'"));
+    return CorruptNpy(path, std::string("header lacks ") + (!have_descr   ? "'descr'"
+                                                            : !have_order ? "'fortran_order'"
+                                                                          : "'shape'"));
   }
   return Status::Ok();
 }
@@ -187,7 +187,8 @@ StatusOr<NpyInfo> ParseNpyHeader(const uint8_t* data, size_t size, const std::st
 
   const std::string descr = NormaliseDescr(info.descr);
   if (!descr.empty() && descr[0] == '>') {
-    return CorruptNpy(path, "descr '" + info.descr + "' is big-endian (only little-endian is read)");
+    return CorruptNpy(path,
+                      "descr '" + info.descr + "' is big-endian (only little-endian is read)");
   }
   std::optional<DType> dtype = DTypeFromNpyDescr(descr);
   if (!dtype) {

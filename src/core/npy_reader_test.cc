@@ -35,13 +35,14 @@ StatusOr<NpyInfo> Parse(const std::string& bytes) {
 
 TEST(NpyReaderTest, ParsesEveryDescrOfSpec) {
   const std::vector<std::pair<std::string, DType>> cases = {
-      {"|b1", DType::kBool},     {"|i1", DType::kInt8},      {"|u1", DType::kUInt8},
-      {"<i2", DType::kInt16},    {"<u2", DType::kUInt16},    {"<i4", DType::kInt32},
-      {"<u4", DType::kUInt32},   {"<i8", DType::kInt64},     {"<u8", DType::kUInt64},
-      {"<f2", DType::kFloat16},  {"<f4", DType::kFloat32},   {"<f8", DType::kFloat64},
+      {"|b1", DType::kBool},      {"|i1", DType::kInt8},       {"|u1", DType::kUInt8},
+      {"<i2", DType::kInt16},     {"<u2", DType::kUInt16},     {"<i4", DType::kInt32},
+      {"<u4", DType::kUInt32},    {"<i8", DType::kInt64},      {"<u8", DType::kUInt64},
+      {"<f2", DType::kFloat16},   {"<f4", DType::kFloat32},    {"<f8", DType::kFloat64},
       {"<c8", DType::kComplex64}, {"<c16", DType::kComplex128}};
   for (const auto& [descr, dtype] : cases) {
-    auto info = Parse(MakeNpy("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2, 3), }"));
+    auto info =
+        Parse(MakeNpy("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2, 3), }"));
     ASSERT_TRUE(info.ok()) << descr << ": " << info.status().message();
     EXPECT_EQ(info->dtype, dtype) << descr;
     EXPECT_EQ(info->descr, descr);
@@ -94,18 +95,39 @@ TEST(NpyReaderTest, ErrorsNameTheFileAndTheProblem) {
   v4[6] = 4;
   ExpectCorrupt(v4, "version 4.0 is not supported");
   ExpectCorrupt(good.substr(0, 30), "exceeds");
-  ExpectCorrupt(MakeNpy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }"),
-                "big-endian");
+  ExpectCorrupt(MakeNpy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }"), "big-endian");
   ExpectCorrupt(MakeNpy("{'descr': '<U8', 'fortran_order': False, 'shape': (2,), }"),
                 "'<U8' is not supported");
   ExpectCorrupt(MakeNpy("{'descr': '<f4', 'shape': (2,), }"), "lacks 'fortran_order'");
   ExpectCorrupt(MakeNpy("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2,), }"),
                 "'fortran_order' is not True or False");
-  ExpectCorrupt(MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,-1), }"),
-                "'shape'");
+  ExpectCorrupt(MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,-1), }"), "'shape'");
   ExpectCorrupt(MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}"),
                 "unexpected header key 'x'");
   ExpectCorrupt(MakeNpy("['descr']"), "does not start with '{'");
+}
+
+TEST(NpyReaderTest, EveryPrefixAndByteFlipIsHandled) {
+  const std::string good =
+      MakeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }") + std::string(24, 'x');
+  for (size_t n = 0; n < good.size(); ++n) {
+    auto info = Parse(good.substr(0, n));
+    if (!info.ok()) {
+      EXPECT_EQ(info.status().code(), StatusCode::kCorrupt) << n;
+    } else {
+      EXPECT_LE(info->data_offset, n);  // a prefix may hold the header but not the data
+    }
+  }
+  for (size_t i = 0; i < 64; ++i) {
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string flipped = good;
+      flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
+      auto info = Parse(flipped);
+      if (!info.ok()) {
+        EXPECT_EQ(info.status().code(), StatusCode::kCorrupt);
+      }
+    }
+  }
 }
 
 TEST(NpyReaderTest, ReadsWhatNumpyWrites) {
@@ -127,13 +149,12 @@ print('ok')
     std::vector<int64_t> shape;
     bool fortran;
   };
-  for (const Case& c : {Case{"a.npy", DType::kFloat16, {3, 4}, false},
-                        Case{"b.npy", DType::kInt64, {2, 5}, true},
-                        Case{"c.npy", DType::kBool, {}, false},
-                        Case{"d.npy", DType::kComplex128, {2}, false}}) {
+  for (const Case& c :
+       {Case{"a.npy", DType::kFloat16, {3, 4}, false}, Case{"b.npy", DType::kInt64, {2, 5}, true},
+        Case{"c.npy", DType::kBool, {}, false}, Case{"d.npy", DType::kComplex128, {2}, false}}) {
     const std::string bytes = testing::ReadFile(dir.Sub(c.file));
-    auto info = ParseNpyHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                               c.file);
+    auto info =
+        ParseNpyHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), c.file);
     ASSERT_TRUE(info.ok()) << info.status().message();
     EXPECT_EQ(info->dtype, c.dtype) << c.file;
     EXPECT_EQ(info->shape, c.shape) << c.file;

@@ -160,6 +160,25 @@ class CompareTest(unittest.TestCase):
         self.assertIn('first at flat index 10', k2['reason'])
         self.assertEqual(j['first_failure']['kernel'], net[1]['full_name'])
 
+    def test_fortran_order(self):
+        net = d.simple_net(n=2)
+        d.write_dump(self.path('a'), {0: net})
+        d.write_dump(self.path('b'), {0: net})
+        d.write_dump(self.path('c'), {0: net})
+        import glob
+        for root in ('a', 'b'):
+            for f in glob.glob(os.path.join(self.path(root), '**', '*output.0*.npy'),
+                               recursive=True):
+                np.save(f, np.asfortranarray(np.load(f)))
+        # both Fortran: compared element for element, equal
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q')
+        self.assertEqual(p.returncode, 0, p.stdout)
+        # Fortran against C order: not compared, said so
+        p = d.graphdump('compare', self.path('a'), self.path('c'), '--json', '-q')
+        j = json.loads(p.stdout)
+        self.assertEqual(j['kernels'][0]['verdict'], 'warning')
+        self.assertIn('fortran_order differs (A True, B False)', j['kernels'][0]['reason'])
+
     def test_statistic_only_sides_compare_statistics(self):
         net = d.simple_net(n=3)
         other = copy.deepcopy(net)
@@ -184,6 +203,10 @@ class CompareTest(unittest.TestCase):
         p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '1', '-q')
         self.assertEqual(p.returncode, 1)
         self.assertIn('iteration 1', p.stdout)
+        # nothing in common: a finding, not a silent pass
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '7', '-q')
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('no kernel pairs', p.stderr)
 
 
 if __name__ == '__main__':

@@ -16,8 +16,8 @@ struct CompareOptions {
   std::optional<int64_t> iteration;  // only this iteration; all common ones when unset
   double atol = 1e-8;
   double rtol = 1e-5;
-  int threads = 0;                   // 0: DefaultThreads()
-  bool progress = true;              // progress bar on a terminal
+  int threads = 0;       // 0: DefaultThreads()
+  bool progress = true;  // progress bar on a terminal
 };
 
 enum class Verdict { kPass = 0, kWarning = 1, kError = 2 };
@@ -45,14 +45,14 @@ struct KernelComparison {
   uint32_t rank = 0;
   uint32_t graph_id = 0;
   int64_t iteration = 0;
-  int64_t order = 0;            // position in A's execution order (sort key)
-  std::string name_a, name_b;   // full names
+  int64_t order = 0;           // position in A's execution order (sort key)
+  std::string name_a, name_b;  // full names
   std::string op_type;
   Pairing pairing = Pairing::kFullName;
-  std::string source_line;      // innermost "file:line" from A (or B) .ir, may be empty
+  std::string source_line;  // innermost "file:line" from A (or B) .ir, may be empty
   std::vector<TensorComparison> tensors;
   Verdict verdict = Verdict::kPass;
-  std::string reason;           // of the worst tensor
+  std::string reason;  // of the worst tensor
 };
 
 struct UnpairedKernel {
@@ -65,7 +65,7 @@ struct UnpairedKernel {
 struct CompareResult {
   std::vector<KernelComparison> kernels;  // rank, graph, iteration, execution order
   std::vector<UnpairedKernel> unpaired;
-  std::vector<Skipped> skipped;           // unreadable files (both sides), reasons name them
+  std::vector<Skipped> skipped;  // unreadable files (both sides), reasons name them
   int passed = 0, warnings = 0, errors = 0;
   // Index into `kernels` of the first kernel with verdict error, in execution order; -1 none.
   int64_t first_failure = -1;

@@ -22,7 +22,7 @@ struct StatisticRow {
   std::string op_name;  // file form: '/' replaced by '_'
   bool is_input = false;
   uint32_t slot = 0;
-  std::string dtype;    // as written ("float32")
+  std::string dtype;  // as written ("float32")
   std::vector<int64_t> shape;
   uint64_t data_size = 0;
   std::map<std::string, std::string> values;  // statistic columns by title
@@ -32,10 +32,10 @@ struct StatisticRow {
 struct TensorEntry {
   bool is_input = false;
   uint32_t slot = 0;
-  std::string format;           // "DefaultFormat"
-  std::string dtype_name;       // from the file name or the statistic row, as written
-  std::optional<DType> dtype;   // parsed dtype_name
-  std::string path;             // empty when only a statistic row exists
+  std::string format;          // "DefaultFormat"
+  std::string dtype_name;      // from the file name or the statistic row, as written
+  std::optional<DType> dtype;  // parsed dtype_name
+  std::string path;            // empty when only a statistic row exists
   uint64_t file_bytes = 0;
   uint64_t timestamp = 0;
   std::optional<StatisticRow> stats;
@@ -44,10 +44,10 @@ struct TensorEntry {
 // A kernel's tensors in one iteration.
 struct KernelEntry {
   std::string op_type;
-  std::string op_name;    // as in file names
-  std::string full_name;  // from the execution order when known, else op_name
+  std::string op_name;        // as in file names
+  std::string full_name;      // from the execution order when known, else op_name
   bool is_parameter = false;  // Parameter.* (weights) and constants
-  int64_t order = -1;     // position in the execution order; -1 when unknown
+  int64_t order = -1;         // position in the execution order; -1 when unknown
   uint64_t first_timestamp = 0;
   std::vector<TensorEntry> tensors;  // sorted: inputs first, then by slot
 };

@@ -15,11 +15,11 @@ namespace graphdump::analysis {
 // where either side is NaN/Inf are left out of the numeric metrics and counted instead.
 struct PairMetrics {
   int64_t elements = 0;
-  int64_t finite_pairs = 0;      // elements where both sides are finite
-  double cosine = 1.0;           // a.b / (|a||b|); 1 when both are all zero, 0 when one is
-  double max_abs_err = 0;        // max |a-b|
-  double max_rel_err = 0;        // max |a-b| / (|b| + eps), eps = 2.220446049250313e-16
-  double rmse = 0;               // sqrt(mean (a-b)^2)
+  int64_t finite_pairs = 0;         // elements where both sides are finite
+  double cosine = 1.0;              // a.b / (|a||b|); 1 when both are all zero, 0 when one is
+  double max_abs_err = 0;           // max |a-b|
+  double max_rel_err = 0;           // max |a-b| / (|b| + eps), eps = 2.220446049250313e-16
+  double rmse = 0;                  // sqrt(mean (a-b)^2)
   double rel_err_below_0_1pct = 1;  // share of elements with rel err < 0.001
   double rel_err_below_0_5pct = 1;  // share of elements with rel err < 0.005
   int64_t allclose_failures = 0;    // elements with |a-b| > atol + rtol*|b| (finite pairs)

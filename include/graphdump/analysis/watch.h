@@ -11,7 +11,14 @@
 namespace graphdump::analysis {
 
 enum class WatchKind {
-  kNan, kInf, kOverflow, kZero, kLarge, kGradVanish, kGradExplode, kWeightUnchanged,
+  kNan,
+  kInf,
+  kOverflow,
+  kZero,
+  kLarge,
+  kGradVanish,
+  kGradExplode,
+  kWeightUnchanged,
   kWeightChange,
 };
 
@@ -30,12 +37,12 @@ struct WatchHit {
   uint32_t rank = 0, graph_id = 0;
   int64_t iteration = 0;
   int64_t order = -1;
-  std::string kernel;        // full name
+  std::string kernel;  // full name
   bool is_input = false;
   uint32_t slot = 0;
-  std::string check;         // "nan", "large:10000"...
-  std::string detail;        // "3 NaN of 120 elements", "l2norm 2.3e-09 < 1e-07"
-  std::string source_line;   // "model.py:58", may be empty
+  std::string check;        // "nan", "large:10000"...
+  std::string detail;       // "3 NaN of 120 elements", "l2norm 2.3e-09 < 1e-07"
+  std::string source_line;  // "model.py:58", may be empty
   std::string path;
 };
 
@@ -45,7 +52,7 @@ struct WatchOptions {
 };
 
 struct WatchResult {
-  std::vector<WatchHit> hits;      // execution order: rank, graph, iteration, order, io, slot
+  std::vector<WatchHit> hits;  // execution order: rank, graph, iteration, order, io, slot
   std::vector<Skipped> skipped;
   int64_t tensors_checked = 0;
 };
