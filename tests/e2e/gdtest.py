@@ -1,0 +1,80 @@
+"""Helpers for graphdump's end-to-end tests (run with Debian's /usr/bin/python3)."""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
+SOURCE_DIR = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+BUILD_DIR = os.environ.get("GRAPHDUMP_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+
+_failures = []
+_checks = 0
+
+
+def run(*args, env=None, check=None, cwd=None, timeout=600):
+    """Runs the graphdump CLI; returns (exit code, stdout, stderr)."""
+    full_env = dict(os.environ)
+    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"):
+        full_env.pop(key, None)
+    full_env.update(env or {})
+    p = subprocess.run([BIN, *map(str, args)], capture_output=True, text=True, env=full_env,
+                       cwd=cwd, timeout=timeout)
+    if check is not None and p.returncode != check:
+        raise AssertionError(f"graphdump {' '.join(map(str, args))} exited {p.returncode}, "
+                             f"expected {check}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, message):
+    """Records a check; failures are listed at the end and make the test exit 1."""
+    global _checks
+    _checks += 1
+    if not cond:
+        _failures.append(message)
+        print("FAIL:", message, file=sys.stderr)
+
+
+def expect_eq(actual, expected, message):
+    expect(actual == expected, f"{message}: got {actual!r}, expected {expected!r}")
+
+
+def temp_dir():
+    d = tempfile.mkdtemp(prefix="graphdump_e2e_")
+    return d
+
+
+def cleanup(path):
+    for root, dirs, files in os.walk(path):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o700)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o600)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def write_config(path, dump_path, common=None, e2e=None):
+    """Writes a data_dump.json with sensible defaults overridden by `common` / `e2e`."""
+    c = {"dump_mode": 0, "path": dump_path, "net_name": "Net", "iteration": "all",
+         "saved_data": "tensor", "input_output": 0, "kernels": [], "support_device": [0, 1, 2, 3]}
+    c.update(common or {})
+    cfg = {"common_dump_settings": c}
+    if e2e is not None:
+        cfg["e2e_dump_settings"] = e2e
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2)
+    return path
+
+
+def files(pattern):
+    return sorted(glob.glob(pattern, recursive=True))
+
+
+def finish():
+    """Prints the summary line and exits non-zero when a check failed."""
+    passed = _checks - len(_failures)
+    print(f"{passed} passed, {len(_failures)} failed")
+    sys.exit(1 if _failures else 0)
