@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Makes the TorchScript models graphdump's demo and tests run.
+
+usage: /usr/bin/python3 examples/make_models.py OUT_DIR [NAME...]
+
+Writes OUT_DIR/{NAME}.pt for each NAME (all models when none is given). Every model is made
+from a fixed seed, so the same command always writes the same weights. Models are scripted
+(torch.jit.script) so that graphdump's source traces name exact Python lines; `traced_mlp` is
+traced (torch.jit.trace) to exercise stack-text parsing.
+
+  alexnet        torchvision AlexNet, 10 classes (inputs >= 63x63)
+  demo_alexnet   AlexNet as in MindSpore's dump tutorial, defined below (classifier width 1024)
+  resnet18       torchvision resnet18, 10 classes
+  mobilenet_v2   torchvision mobilenet_v2, 10 classes
+  ifloop         data-dependent if and a loop (scripted control flow)
+  failing        fails at a known kernel (the line marked FAILS_HERE) for exception dump
+  small_cnn      conv/relu/pool/linear, no dropout: training parity with torch.optim
+  mlp            two linear layers, no dropout
+  traced_mlp     mlp traced instead of scripted
+  channels_last  produces channels-last and transposed (non-contiguous) tensors (trans_flag)
+"""
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+
+class AlexNet(nn.Module):
+    """AlexNet (Krizhevsky et al.), the network MindSpore's dump tutorial trains."""
+
+    def __init__(self, num_classes: int = 10, hidden: int = 1024):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 64, kernel_size=11, stride=4, padding=2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2),
+            nn.Conv2d(64, 192, kernel_size=5, padding=2),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2),
+            nn.Conv2d(192, 384, kernel_size=3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(384, 256, kernel_size=3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(256, 256, kernel_size=3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=3, stride=2),
+        )
+        self.avgpool = nn.AdaptiveAvgPool2d((6, 6))
+        self.classifier = nn.Sequential(
+            nn.Dropout(p=0.5),
+            nn.Linear(256 * 6 * 6, hidden),
+            nn.ReLU(inplace=True),
+            nn.Dropout(p=0.5),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(inplace=True),
+            nn.Linear(hidden, num_classes),
+        )
+
+    def forward(self, x):
+        x = self.features(x)
+        x = self.avgpool(x)
+        x = torch.flatten(x, 1)
+        x = self.classifier(x)
+        return x
+
+
+class IfLoop(nn.Module):
+    """Data-dependent control flow: an if on a tensor value and a loop with a carried value."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(8, 16)
+        self.block = nn.Sequential(nn.Linear(16, 16), nn.Tanh())
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.inp(x)
+        if h.sum() > 0:
+            h = torch.relu(h)
+        else:
+            h = torch.sigmoid(h)
+        for i in range(3):
+            h = self.block(h) + h * 0.5
+        parts = [h, h * 2.0]
+        h = torch.cat(parts, dim=0)
+        return self.out(h)
+
+
+class Failing(nn.Module):
+    """A matmul whose shapes never fit: fails at a known kernel."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 6)
+        self.weight = nn.Parameter(torch.randn(5, 3))
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        y = torch.matmul(h, self.weight)  # FAILS_HERE
+        return y
+
+
+class SmallCnn(nn.Module):
+    """No dropout, so training is deterministic and comparable with torch.optim."""
+
+    def __init__(self, num_classes: int = 5):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, kernel_size=3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Sequential(nn.Linear(16 * 4 * 4, 32), nn.ReLU(), nn.Linear(32, num_classes))
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv1(x)))
+        x = self.pool(F.relu(self.conv2(x)))
+        x = torch.flatten(x, 1)
+        return self.fc(x)
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 32)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(32, 3)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class ChannelsLast(nn.Module):
+    """Outputs whose memory order differs from their logical NCHW order."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, kernel_size=3, padding=1)
+
+    def forward(self, x):
+        x = x.contiguous(memory_format=torch.channels_last)
+        y = self.conv(x)
+        z = y.transpose(2, 3) * 1.0
+        return torch.flatten(z, 1)
+
+
+def make(name):
+    torch.manual_seed(0)
+    if name == "alexnet":
+        return torch.jit.script(torchvision.models.alexnet(num_classes=10).eval())
+    if name == "demo_alexnet":
+        return torch.jit.script(AlexNet())
+    if name == "resnet18":
+        return torch.jit.script(torchvision.models.resnet18(num_classes=10).eval())
+    if name == "mobilenet_v2":
+        return torch.jit.script(torchvision.models.mobilenet_v2(num_classes=10).eval())
+    if name == "ifloop":
+        return torch.jit.script(IfLoop().eval())
+    if name == "failing":
+        return torch.jit.script(Failing().eval())
+    if name == "small_cnn":
+        return torch.jit.script(SmallCnn())
+    if name == "mlp":
+        return torch.jit.script(Mlp())
+    if name == "traced_mlp":
+        return torch.jit.trace(Mlp().eval(), torch.randn(2, 12))
+    if name == "channels_last":
+        return torch.jit.script(ChannelsLast().eval())
+    raise SystemExit(f"make_models.py: unknown model '{name}'; known: {', '.join(MODELS)}")
+
+
+MODELS = ["alexnet", "demo_alexnet", "resnet18", "mobilenet_v2", "ifloop", "failing",
+          "small_cnn", "mlp", "traced_mlp", "channels_last"]
+
+
+def main(argv):
+    if len(argv) < 2:
+        raise SystemExit(__doc__)
+    out_dir = argv[1]
+    os.makedirs(out_dir, exist_ok=True)
+    torch.set_num_threads(1)
+    for name in argv[2:] or MODELS:
+        path = os.path.join(out_dir, name + ".pt")
+        make(name).save(path)
+        print(f"make_models.py: wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,108 @@
+// TorchModel: a TorchScript module run by graphdump's graph executor, kernel by kernel, with
+// the dump session's hooks called for every kernel (the LibTorch host API).
+//
+//   auto session = graphdump::DumpSession::FromEnvironment(0);      // null: no dump
+//   auto model = graphdump::TorchModel::Load("alexnet.pt", session->get());
+//   (*model)->SetDump("features.0");                               // dump_mode 2 marks
+//   auto out = (*model)->Forward({torch::randn({1, 3, 224, 224})}); // one step
+//   (*session)->Close();
+//
+// Errors never escape as exceptions: LibTorch errors come back as a Status naming the kernel
+// (full name, source line).
+#pragma once
+
+#include <torch/script.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graphdump/graph.h"
+#include "graphdump/session.h"
+#include "graphdump/status.h"
+
+namespace graphdump {
+
+namespace torch_internal {
+struct CompiledGraph;
+}
+
+struct TorchModelOptions {
+  std::string method = "forward";  // the method that is run
+  uint32_t graph_id = 0;           // the dump's graph id for it
+};
+
+// Sees each kernel's outputs as the executor finishes it.
+using KernelObserver =
+    std::function<void(const KernelInfo& kernel, const std::vector<c10::IValue>& outputs)>;
+
+class TorchModel {
+ public:
+  // Loads a TorchScript archive (torch.jit.save) and compiles `options.method`. `session` may be
+  // null (nothing is dumped); it is not owned and must outlive the model. Returns NotFound for a
+  // missing file, InvalidArgument for a file that is not a TorchScript archive, Unsupported
+  // naming a graph node the executor cannot run.
+  static StatusOr<std::unique_ptr<TorchModel>> Load(const std::string& path,
+                                                    DumpSession* session,
+                                                    TorchModelOptions options = {});
+  // The same for a module already in memory.
+  static StatusOr<std::unique_ptr<TorchModel>> FromModule(torch::jit::Module module,
+                                                          DumpSession* session,
+                                                          TorchModelOptions options = {});
+  ~TorchModel();
+  TorchModel(const TorchModel&) = delete;
+  TorchModel& operator=(const TorchModel&) = delete;
+
+  // Marks the module at `module_path` ("features.0"; "" for the whole model) and everything
+  // under it for dump_mode 2. Returns InvalidArgument naming the path and listing the valid
+  // ones when no module has that path.
+  Status SetDump(const std::string& module_path);
+
+  // Runs one step of the method: BeginStep, the kernels, EndStep. `inputs` are the method's
+  // arguments (without the module itself).
+  StatusOr<c10::IValue> Forward(std::vector<c10::IValue> inputs);
+
+  // Step control for hosts that run more than the method in a step (a trainer). The first
+  // BeginStep registers the graph with the session: it runs the method once on a copy of the
+  // module, without dumping, to learn every kernel's dtypes and shapes for the graph files.
+  // BeginStep also dumps the parameters when the session wants them.
+  Status BeginStep(const std::vector<c10::IValue>& inputs);
+  StatusOr<c10::IValue> RunMethod(std::vector<c10::IValue> inputs);
+  void EndStep();
+
+  // Adds a kernel the host runs itself (a loss, a backward node, an optimizer update): its full
+  // name becomes `scope + "/" + op_type + "-op{N}"` with a fresh N. Returns the kernel as
+  // registered (index set). Before the graph is registered the kernel is added to it; after,
+  // through DumpSession::AddKernel.
+  KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
+                           const std::string& module_path);
+
+  // Called after each kernel of the method with its outputs; null to stop.
+  void SetKernelObserver(KernelObserver observer);
+
+  // Module paths ("", "features", "features.0", ...) and their scopes
+  // ("Default/features-Sequential/0-Conv2d"; "Default" for "").
+  std::vector<std::string> ModulePaths() const;
+  std::string ScopeOf(const std::string& module_path) const;
+
+  torch::jit::Module& module() { return module_; }
+  const GraphInfo& graph() const;
+  DumpSession* session() const { return session_; }
+
+ private:
+  TorchModel(torch::jit::Module module, DumpSession* session,
+             std::unique_ptr<torch_internal::CompiledGraph> compiled);
+  Status RegisterGraph(const std::vector<c10::IValue>& inputs);
+  void DumpParameters();
+
+  torch::jit::Module module_;
+  DumpSession* session_;
+  std::unique_ptr<torch_internal::CompiledGraph> compiled_;
+  KernelObserver observer_;
+  bool registered_ = false;
+  bool in_step_ = false;
+};
+
+}  // namespace graphdump

@@ -1,0 +1,293 @@
+#include "graph_compiler.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+
+#include <sstream>
+#include <unordered_map>
+
+#include "torch_compat.h"
+
+namespace graphdump::torch_internal {
+namespace {
+
+using torch::jit::Block;
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool IsTensorLike(const c10::TypePtr& type) {
+  if (type->isSubtypeOf(*c10::TensorType::get())) return true;
+  if (auto opt = type->cast<c10::OptionalType>()) return IsTensorLike(opt->getElementType());
+  if (auto list = type->cast<c10::ListType>()) {
+    return list->getElementType()->isSubtypeOf(*c10::TensorType::get());
+  }
+  return false;
+}
+
+bool IsKernel(const Node* node) {
+  if (!node->kind().is_aten()) return false;
+  for (const Value* out : node->outputs()) {
+    if (IsTensorLike(out->type())) return true;
+  }
+  return false;
+}
+
+std::string FormatScalar(const c10::IValue& v) {
+  if (v.isNone()) return "None";
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isString()) return "\"" + v.toStringRef() + "\"";
+  if (v.isIntList()) {
+    std::string s = "[";
+    for (int64_t x : v.toIntVector()) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
+    return s + "]";
+  }
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// The non-tensor arguments of a kernel: constants by value, others as "<runtime>".
+std::map<std::string, std::string> KernelAttributes(const Node* node) {
+  std::map<std::string, std::string> attrs;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const Value* in = node->inputs()[i];
+    if (IsTensorLike(in->type())) continue;
+    auto constant = torch::jit::toIValue(in);
+    attrs[torch_compat::ArgumentName(node, i)] = constant ? FormatScalar(*constant) : "<runtime>";
+  }
+  return attrs;
+}
+
+void CollectModuleScopes(const torch::jit::Module& module, const std::string& path,
+                         const std::string& scope, std::map<std::string, std::string>* out) {
+  (*out)[path] = scope;
+  for (const auto& child : module.named_children()) {
+    const std::string class_name =
+        child.value.type()->name() ? child.value.type()->name()->name() : "Module";
+    const std::string segment = child.name + "-" + class_name;
+    CollectModuleScopes(child.value, path.empty() ? child.name : path + "." + child.name,
+                        scope.empty() ? segment : scope + "/" + segment, out);
+  }
+}
+
+class Compiler {
+ public:
+  explicit Compiler(CompiledGraph* out) : out_(out) {}
+
+  Status Run(torch::jit::Module& module, const std::string& method) {
+    CollectModuleScopes(module, "", "", &out_->module_scopes);
+    out_->graph = module.get_method(method).graph()->copy();
+    torch::jit::Inline(*out_->graph);
+    torch::jit::EliminateDeadCode(out_->graph);
+    Block* top = out_->graph->block();
+    AssignSlots(top);
+    ComputeLastUses(top);
+    return BuildBlock(top, &out_->body);
+  }
+
+ private:
+  uint32_t Slot(const Value* v) {
+    auto [it, added] = slots_.emplace(v, out_->num_slots);
+    if (added) ++out_->num_slots;
+    return it->second;
+  }
+
+  void AssignSlots(Block* block) {
+    int position = 0;
+    for (Value* v : block->inputs()) Slot(v);
+    for (Node* node : block->nodes()) {
+      position_[node] = position++;
+      for (Value* v : node->outputs()) Slot(v);
+      for (Block* b : node->blocks()) AssignSlots(b);
+    }
+    position_[block->return_node()] = position;
+  }
+
+  // A use inside a nested block counts as a use by the enclosing node in `home`.
+  static Node* LiftTo(Node* user, const Block* home) {
+    while (user && user->owningBlock() != home) {
+      Node* owner = user->owningBlock()->owningNode();
+      if (!owner) return nullptr;
+      user = owner;
+    }
+    return user;
+  }
+
+  void ComputeLastUses(Block* block) {
+    auto visit = [&](Value* v) {
+      const Block* home = v->node()->owningBlock();
+      Node* last = nullptr;
+      for (const auto& use : v->uses()) {
+        Node* lifted = LiftTo(use.user, home);
+        if (lifted && (!last || position_[lifted] > position_[last])) last = lifted;
+      }
+      if (!last && v->node()->kind() != c10::prim::Param) last = v->node();
+      if (last) frees_at_[last].push_back(Slot(v));
+    };
+    for (Value* v : block->inputs()) {
+      if (block != out_->graph->block()) visit(v);
+    }
+    for (Node* node : block->nodes()) {
+      for (Value* v : node->outputs()) visit(v);
+      for (Block* b : node->blocks()) ComputeLastUses(b);
+    }
+  }
+
+  Status BuildBlock(Block* block, BlockPlan* plan) {
+    for (Value* v : block->inputs()) plan->params.push_back(Slot(v));
+    for (Node* node : block->nodes()) {
+      StepPlan step;
+      GRAPHDUMP_RETURN_IF_ERROR(BuildStep(node, &step));
+      plan->steps.push_back(std::move(step));
+    }
+    for (Value* v : block->outputs()) plan->returns.push_back(Slot(v));
+    plan->return_frees = frees_at_[block->return_node()];
+    return Status::Ok();
+  }
+
+  Status BuildStep(Node* node, StepPlan* step) {
+    step->node = node;
+    for (Value* v : node->inputs()) step->inputs.push_back(Slot(v));
+    for (Value* v : node->outputs()) step->outputs.push_back(Slot(v));
+    step->frees = frees_at_[node];
+    for (Block* b : node->blocks()) {
+      step->blocks.emplace_back();
+      GRAPHDUMP_RETURN_IF_ERROR(BuildBlock(b, &step->blocks.back()));
+    }
+    GRAPHDUMP_RETURN_IF_ERROR(ChooseKind(node, step));
+    if (step->kind == StepKind::kOperation && IsKernel(node)) AddKernel(node, step);
+    return Status::Ok();
+  }
+
+  Status ChooseKind(Node* node, StepPlan* step) {
+    using namespace c10;  // prim:: symbols
+    const Symbol kind = node->kind();
+    if (kind == prim::Constant) {
+      step->kind = StepKind::kConstant;
+      auto value = torch::jit::toIValue(node->output());
+      if (!value) return Unsupported(node, "a constant of an unsupported type");
+      step->constant = *value;
+      if (value->isTensor() || value->isInt() || value->isDouble() || value->isBool()) {
+        out_->constants.push_back(*value);
+      }
+    } else if (kind == prim::GetAttr || kind == prim::SetAttr) {
+      step->kind = kind == prim::GetAttr ? StepKind::kGetAttr : StepKind::kSetAttr;
+      step->attr_name = node->s(attr::name);
+    } else if (kind == prim::If) {
+      step->kind = StepKind::kIf;
+    } else if (kind == prim::Loop) {
+      step->kind = StepKind::kLoop;
+    } else if (kind == prim::ListConstruct) {
+      step->kind = StepKind::kListConstruct;
+      step->type = node->output()->type();
+    } else if (kind == prim::ListUnpack) {
+      step->kind = StepKind::kListUnpack;
+    } else if (kind == prim::TupleConstruct) {
+      step->kind = StepKind::kTupleConstruct;
+      step->type = node->output()->type();
+    } else if (kind == prim::TupleUnpack) {
+      step->kind = StepKind::kTupleUnpack;
+    } else if (kind == prim::TupleIndex) {
+      step->kind = StepKind::kTupleIndex;
+    } else if (kind == prim::TupleSlice) {
+      step->kind = StepKind::kTupleSlice;
+      step->slice_begin = node->i(attr::beg);
+      step->slice_end = node->i(attr::end);
+    } else if (kind == prim::DictConstruct) {
+      step->kind = StepKind::kDictConstruct;
+      step->type = node->output()->type();
+    } else if (kind == prim::Uninitialized) {
+      step->kind = StepKind::kUninitialized;
+    } else if (kind == prim::unchecked_cast) {
+      step->kind = StepKind::kPassThrough;
+    } else {
+      step->kind = StepKind::kOperation;
+      std::string error;
+      auto op = torch_compat::FindOperation(node, &error);
+      if (!op) return Unsupported(node, error);
+      step->op = std::move(*op);
+    }
+    return Status::Ok();
+  }
+
+  Status Unsupported(const Node* node, const std::string& why) {
+    return Status::Unsupported(
+        "graphdump's executor cannot run graph node " + std::string(node->kind().toQualString()) +
+        " at " + DescribeNodeSource(node) + ": " + why +
+        ". Handled directly: prim::Constant, GetAttr, SetAttr, If, Loop, ListConstruct, "
+        "ListUnpack, TupleConstruct, TupleUnpack, TupleIndex, TupleSlice, DictConstruct, "
+        "Uninitialized, unchecked_cast, and every node with a registered operator");
+  }
+
+  void AddKernel(Node* node, StepPlan* step) {
+    KernelInfo k;
+    k.graph_id = out_->info.graph_id;
+    k.index = static_cast<uint32_t>(out_->info.kernels.size());
+    std::string scope = "Default";
+    std::string module_path;
+    for (const auto& frame : torch_compat::ModuleFrames(node)) {
+      scope += "/" + frame.attr + "-" + frame.class_name;
+      module_path += (module_path.empty() ? "" : ".") + frame.attr;
+    }
+    k.op_type = node->kind().toUnqualString();
+    k.full_name = scope + "/" + k.op_type + "-op" + std::to_string(k.index);
+    k.module_path = module_path;
+    k.source_trace = torch_compat::SourceTrace(node);
+    for (const Value* in : node->inputs()) {
+      if (IsTensorLike(in->type())) k.input_names.push_back("%" + in->debugName());
+    }
+    k.attributes = KernelAttributes(node);
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      if (torch_compat::WritesInput(node, i)) step->written_inputs.push_back(i);
+    }
+    step->kernel = static_cast<int>(k.index);
+    out_->info.kernels.push_back(std::move(k));
+  }
+
+  CompiledGraph* out_;
+  std::unordered_map<const Value*, uint32_t> slots_;
+  std::unordered_map<const Node*, int> position_;
+  std::unordered_map<const Node*, std::vector<uint32_t>> frees_at_;
+};
+
+std::string FormatLocation(const SourceLocation& loc) {
+  std::string code = loc.code.substr(0, loc.code.find('\n'));
+  return loc.file + ":" + std::to_string(loc.line) + (code.empty() ? "" : " `" + code + "`");
+}
+
+}  // namespace
+
+std::string DescribeSource(const KernelInfo& kernel) {
+  if (kernel.source_trace.empty()) return "(no source recorded)";
+  return FormatLocation(kernel.source_trace.front());
+}
+
+std::string DescribeNodeSource(const torch::jit::Node* node) {
+  auto trace = torch_compat::SourceTrace(node);
+  return trace.empty() ? "(no source recorded)" : FormatLocation(trace.front());
+}
+
+StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(torch::jit::Module& module,
+                                                      const std::string& method,
+                                                      uint32_t graph_id) {
+  auto out = std::make_unique<CompiledGraph>();
+  out->info.graph_id = graph_id;
+  out->info.name = method;
+  try {
+    if (!module.find_method(method)) {
+      return Status::InvalidArgument("the module has no method '" + method + "'");
+    }
+    Compiler compiler(out.get());
+    GRAPHDUMP_RETURN_IF_ERROR(compiler.Run(module, method));
+  } catch (const c10::Error& e) {
+    return Status::Internal("compiling method '" + method +
+                            "' failed: " + e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return Status::Internal("compiling method '" + method + "' failed: " + e.what());
+  }
+  return out;
+}
+
+}  // namespace graphdump::torch_internal

@@ -1,0 +1,238 @@
+#include "graph_executor.h"
+
+#include <algorithm>
+
+#include "tensor_views.h"
+
+namespace graphdump::torch_internal {
+namespace {
+
+std::string ErrorText(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+GraphExecutor::GraphExecutor(const CompiledGraph* graph, DumpSession* session)
+    : graph_(graph), session_(session) {
+  if (session_) logical_layout_ = session_->config().trans_flag;
+}
+
+StatusOr<c10::IValue> GraphExecutor::Run(std::vector<c10::IValue> inputs) {
+  const BlockPlan& body = graph_->body;
+  if (inputs.size() != body.params.size()) {
+    return Status::InvalidArgument(
+        "the model's " + graph_->info.name + " takes " + std::to_string(body.params.size() - 1) +
+        " input(s), got " + std::to_string(inputs.size() - 1));
+  }
+  Frame frame(graph_->num_slots);
+  for (size_t i = 0; i < inputs.size(); ++i) frame[body.params[i]] = std::move(inputs[i]);
+  GRAPHDUMP_RETURN_IF_ERROR(RunBlock(body, frame));
+  if (body.returns.size() == 1) return frame[body.returns[0]];
+  std::vector<c10::IValue> outs;
+  for (uint32_t slot : body.returns) outs.push_back(frame[slot]);
+  return c10::IValue(c10::ivalue::Tuple::create(std::move(outs)));
+}
+
+Status GraphExecutor::RunBlock(const BlockPlan& block, Frame& frame) {
+  for (const StepPlan& step : block.steps) {
+    GRAPHDUMP_RETURN_IF_ERROR(RunStep(step, frame));
+    for (uint32_t slot : step.frees) frame[slot] = c10::IValue();
+  }
+  return Status::Ok();
+}
+
+Status GraphExecutor::RunStep(const StepPlan& step, Frame& frame) {
+  if (step.kernel >= 0) return RunKernel(step, frame);
+  try {
+    return RunSpecial(step, frame);
+  } catch (const std::exception& e) {
+    return Status::Internal("graph node " + std::string(step.node->kind().toQualString()) +
+                            " at " + DescribeNodeSource(step.node) +
+                            " failed: " + FirstLine(ErrorText(e)));
+  }
+}
+
+Status GraphExecutor::RunSpecial(const StepPlan& step, Frame& frame) {
+  auto in = [&](size_t i) -> c10::IValue& { return frame[step.inputs[i]]; };
+  auto out = [&](size_t i) -> c10::IValue& { return frame[step.outputs[i]]; };
+  switch (step.kind) {
+    case StepKind::kConstant:
+      out(0) = step.constant;
+      return Status::Ok();
+    case StepKind::kGetAttr:
+      out(0) = in(0).toObjectRef().getAttr(step.attr_name);
+      return Status::Ok();
+    case StepKind::kSetAttr:
+      in(0).toObjectRef().setAttr(step.attr_name, in(1));
+      return Status::Ok();
+    case StepKind::kIf: {
+      const BlockPlan& branch = step.blocks[in(0).toBool() ? 0 : 1];
+      GRAPHDUMP_RETURN_IF_ERROR(RunBlock(branch, frame));
+      for (size_t i = 0; i < step.outputs.size(); ++i) out(i) = frame[branch.returns[i]];
+      for (uint32_t slot : branch.return_frees) frame[slot] = c10::IValue();
+      return Status::Ok();
+    }
+    case StepKind::kLoop:
+      return RunLoop(step, frame);
+    case StepKind::kListConstruct: {
+      c10::impl::GenericList list(step.type->expectRef<c10::ListType>().getElementType());
+      list.reserve(step.inputs.size());
+      for (size_t i = 0; i < step.inputs.size(); ++i) list.push_back(in(i));
+      out(0) = c10::IValue(std::move(list));
+      return Status::Ok();
+    }
+    case StepKind::kListUnpack: {
+      auto list = in(0).toListRef();
+      if (list.size() != step.outputs.size()) {
+        return Status::InvalidArgument("expected a list of " +
+                                       std::to_string(step.outputs.size()) +
+                                       " elements, got " + std::to_string(list.size()));
+      }
+      for (size_t i = 0; i < list.size(); ++i) out(i) = list[i];
+      return Status::Ok();
+    }
+    case StepKind::kTupleConstruct: {
+      std::vector<c10::IValue> elems;
+      elems.reserve(step.inputs.size());
+      for (size_t i = 0; i < step.inputs.size(); ++i) elems.push_back(in(i));
+      auto tuple_type = step.type->cast<c10::TupleType>();
+      out(0) = tuple_type && tuple_type->name()
+                   ? c10::ivalue::Tuple::createNamed(std::move(elems), tuple_type)
+                   : c10::ivalue::Tuple::create(std::move(elems));
+      return Status::Ok();
+    }
+    case StepKind::kTupleUnpack: {
+      const auto& elems = in(0).toTupleRef().elements();
+      for (size_t i = 0; i < step.outputs.size(); ++i) out(i) = elems[i];
+      return Status::Ok();
+    }
+    case StepKind::kTupleIndex: {
+      const auto& elems = in(0).toTupleRef().elements();
+      int64_t index = in(1).toInt();
+      if (index < 0) index += static_cast<int64_t>(elems.size());
+      if (index < 0 || index >= static_cast<int64_t>(elems.size())) {
+        return Status::InvalidArgument("tuple index " + std::to_string(in(1).toInt()) +
+                                       " out of range");
+      }
+      out(0) = elems[index];
+      return Status::Ok();
+    }
+    case StepKind::kTupleSlice: {
+      const auto& elems = in(0).toTupleRef().elements();
+      std::vector<c10::IValue> part(elems.begin() + step.slice_begin,
+                                    elems.begin() + step.slice_end);
+      out(0) = c10::ivalue::Tuple::create(std::move(part));
+      return Status::Ok();
+    }
+    case StepKind::kDictConstruct: {
+      const auto& dict_type = step.type->expectRef<c10::DictType>();
+      c10::impl::GenericDict dict(dict_type.getKeyType(), dict_type.getValueType());
+      for (size_t i = 0; i + 1 < step.inputs.size(); i += 2) dict.insert_or_assign(in(i), in(i + 1));
+      out(0) = c10::IValue(std::move(dict));
+      return Status::Ok();
+    }
+    case StepKind::kUninitialized:
+      out(0) = c10::IValue();
+      return Status::Ok();
+    case StepKind::kPassThrough:
+      for (size_t i = 0; i < step.outputs.size(); ++i) out(i) = in(i);
+      return Status::Ok();
+    case StepKind::kOperation: {
+      torch::jit::Stack stack;
+      stack.reserve(step.inputs.size());
+      for (uint32_t slot : step.inputs) stack.push_back(frame[slot]);
+      (*step.op)(stack);
+      for (size_t i = 0; i < step.outputs.size(); ++i) out(i) = std::move(stack[i]);
+      return Status::Ok();
+    }
+  }
+  return Status::Internal("unknown step kind");
+}
+
+Status GraphExecutor::RunLoop(const StepPlan& step, Frame& frame) {
+  const BlockPlan& body = step.blocks[0];
+  const int64_t max_trips = frame[step.inputs[0]].toInt();
+  bool cond = frame[step.inputs[1]].toBool();
+  const size_t carried = step.inputs.size() - 2;
+  std::vector<c10::IValue> values(carried);
+  for (size_t i = 0; i < carried; ++i) values[i] = frame[step.inputs[i + 2]];
+  for (int64_t trip = 0; cond && trip < max_trips; ++trip) {
+    frame[body.params[0]] = c10::IValue(trip);
+    for (size_t i = 0; i < carried; ++i) frame[body.params[i + 1]] = std::move(values[i]);
+    GRAPHDUMP_RETURN_IF_ERROR(RunBlock(body, frame));
+    cond = frame[body.returns[0]].toBool();
+    for (size_t i = 0; i < carried; ++i) values[i] = frame[body.returns[i + 1]];
+    for (uint32_t slot : body.return_frees) frame[slot] = c10::IValue();
+  }
+  for (size_t i = 0; i < carried; ++i) frame[step.outputs[i]] = std::move(values[i]);
+  return Status::Ok();
+}
+
+Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
+  const KernelInfo& kernel = graph_->info.kernels[step.kernel];
+  const bool wants = session_ && session_->Wants(kernel);
+  torch::jit::Stack stack;
+  stack.reserve(step.inputs.size());
+  for (uint32_t slot : step.inputs) stack.push_back(frame[slot]);
+  std::vector<TensorView> input_views;
+  if (wants) {
+    for (size_t i = 0; i < stack.size(); ++i) {
+      const bool written = std::find(step.written_inputs.begin(), step.written_inputs.end(), i) !=
+                           step.written_inputs.end();
+      // An in-place kernel's input is dumped as it was before the kernel changed it.
+      if (written && stack[i].isTensor()) {
+        AppendViews(c10::IValue(stack[i].toTensor().clone()), logical_layout_, &input_views);
+      } else {
+        AppendViews(stack[i], logical_layout_, &input_views);
+      }
+    }
+  }
+  try {
+    (*step.op)(stack);
+  } catch (const std::exception& e) {
+    return KernelFailed(step, frame, ErrorText(e));
+  }
+  if (metas_) RecordMetas(step, frame, stack);
+  for (size_t i = 0; i < step.outputs.size(); ++i) frame[step.outputs[i]] = std::move(stack[i]);
+  if (observer_ || wants) {
+    std::vector<c10::IValue> outputs;
+    for (uint32_t slot : step.outputs) outputs.push_back(frame[slot]);
+    if (observer_) observer_(kernel, outputs);
+    if (wants) {
+      std::vector<TensorView> output_views;
+      for (const auto& v : outputs) AppendViews(v, logical_layout_, &output_views);
+      session_->OnKernelDone(kernel, input_views, output_views);
+    }
+  }
+  return Status::Ok();
+}
+
+Status GraphExecutor::KernelFailed(const StepPlan& step, Frame& frame, const std::string& what) {
+  const KernelInfo& kernel = graph_->info.kernels[step.kernel];
+  const std::string message = "kernel " + kernel.full_name + " (" +
+                              step.node->kind().toQualString() + ") failed at " +
+                              DescribeSource(kernel) + ": " + FirstLine(what);
+  if (session_) {
+    std::vector<TensorView> inputs;
+    for (uint32_t slot : step.inputs) AppendViews(frame[slot], logical_layout_, &inputs);
+    session_->OnKernelFailed(kernel, inputs, message);
+  }
+  return Status::Internal(message);
+}
+
+void GraphExecutor::RecordMetas(const StepPlan& step, const Frame& frame,
+                                const torch::jit::Stack& outputs) {
+  KernelInfo& k = (*metas_)[step.kernel];
+  k.inputs.clear();
+  k.outputs.clear();
+  for (uint32_t slot : step.inputs) AppendMetas(frame[slot], &k.inputs);
+  for (size_t i = 0; i < step.outputs.size(); ++i) AppendMetas(outputs[i], &k.outputs);
+}
+
+}  // namespace graphdump::torch_internal

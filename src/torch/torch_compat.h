@@ -1,0 +1,197 @@
+// Everything in graphdump that depends on LibTorch internals whose shape changes between
+// releases: the inlined call stack, source ranges, operator lookup, autograd hook signatures and
+// scalar types. Written against LibTorch 1.13 (Debian); a newer LibTorch is adapted here only.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/jit/frontend/source_range.h>
+#include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/scope.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphdump/dtype.h"
+#include "graphdump/graph.h"
+
+namespace graphdump::torch_compat {
+
+// One module on a node's inlined call path: the attribute it is stored under in its parent
+// ("features", "0") and its class name ("Sequential", "Conv2d").
+struct ModuleFrame {
+  std::string attr;
+  std::string class_name;
+};
+
+// The module call path of an inlined node, outermost first. Calls to other methods of the same
+// module (instance name "SELF") add no frame.
+inline std::vector<ModuleFrame> ModuleFrames(const torch::jit::Node* node) {
+  std::vector<ModuleFrame> frames;
+  auto callstack = node->callstack();
+  if (!callstack) return frames;
+  for (const auto& entry : (*callstack)->vec()) {
+    const auto& info = std::get<torch::jit::kModuleInstanceInfo>(entry);
+    if (!info) continue;
+    const std::string name = info->instance_name();
+    if (name.empty() || name == "SELF") continue;
+    std::string class_name = "Module";
+    if (auto type = info->class_type(); type && type->name()) class_name = type->name()->name();
+    frames.push_back({name, class_name});
+  }
+  return frames;
+}
+
+// Parses the Python stack text a traced module records ("path(line): function" per frame,
+// innermost first) into locations; frames inside torch itself are dropped.
+inline std::vector<SourceLocation> ParseTracedStack(const std::string& text) {
+  std::vector<SourceLocation> frames;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    const size_t open = line.rfind('(');
+    const size_t close = line.find("): ", open == std::string::npos ? 0 : open);
+    if (open == std::string::npos || close == std::string::npos || open == 0) continue;
+    const std::string number = line.substr(open + 1, close - open - 1);
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) continue;
+    SourceLocation loc;
+    loc.file = line.substr(0, open);
+    loc.line = std::stoi(number);
+    loc.code = line.substr(close + 3);
+    if (loc.file.find("/torch/") != std::string::npos) continue;
+    frames.push_back(std::move(loc));
+  }
+  return frames;
+}
+
+// The original source of a serialized range (the model's Python, via the archive's debug
+// info), or the range itself when no original is recorded.
+inline std::optional<SourceLocation> OriginalLocation(const torch::jit::SourceRange& range) {
+  auto original = range.findSourceRangeThatGenerated();
+  const torch::jit::SourceRange& r = original ? *original : range;
+  if (!r.source()) return std::nullopt;
+  auto flc = r.file_line_col();
+  if (!flc) return std::nullopt;
+  SourceLocation loc;
+  loc.file = std::get<0>(*flc);
+  loc.line = static_cast<int>(std::get<1>(*flc));
+  loc.column = static_cast<int>(std::get<2>(*flc));
+  loc.code = r.text().str();
+  return loc;
+}
+
+// The source trace of a node, innermost first: the node's own line, then the call sites of the
+// methods it was inlined from. Traced modules record Python stack text instead, whose user
+// frames are returned.
+inline std::vector<SourceLocation> SourceTrace(const torch::jit::Node* node) {
+  std::vector<SourceLocation> trace;
+  auto own = OriginalLocation(node->sourceRange());
+  if (own && own->code.find("): ") != std::string::npos && own->code.find('\n') != std::string::npos) {
+    auto frames = ParseTracedStack(own->code);
+    if (!frames.empty()) return frames;
+  }
+  if (own) trace.push_back(*own);
+  if (auto callstack = node->callstack()) {
+    auto entries = (*callstack)->vec();
+    for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+      auto loc = OriginalLocation(std::get<1>(*it));
+      if (loc && loc->line > 0) trace.push_back(*loc);
+    }
+  }
+  return trace;
+}
+
+// The node's operation, or an error text when LibTorch has no operator for its kind (the kinds
+// the stock interpreter emits as special instructions).
+inline std::optional<torch::jit::Operation> FindOperation(const torch::jit::Node* node,
+                                                          std::string* error) {
+  try {
+    if (!node->maybeOperator()) {
+      *error = "no operator registered for this node kind";
+      return std::nullopt;
+    }
+    return node->getOperation();
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return std::nullopt;
+  }
+}
+
+// Does the operator schema say the kernel writes input `i` in place (aten::relu_, add_(out))?
+inline bool WritesInput(const torch::jit::Node* node, size_t i) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema || i >= schema->arguments().size()) return false;
+  const auto* alias = schema->arguments()[i].alias_info();
+  return alias && alias->isWrite();
+}
+
+// The schema's name for input `i`, or "arg{i}".
+inline std::string ArgumentName(const torch::jit::Node* node, size_t i) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema || i >= schema->arguments().size()) return "arg" + std::to_string(i);
+  return schema->arguments()[i].name();
+}
+
+inline std::optional<DType> ToDType(at::ScalarType type) {
+  switch (type) {
+    case at::kBool: return DType::kBool;
+    case at::kChar: return DType::kInt8;
+    case at::kShort: return DType::kInt16;
+    case at::kInt: return DType::kInt32;
+    case at::kLong: return DType::kInt64;
+    case at::kByte: return DType::kUInt8;
+    case at::kHalf: return DType::kFloat16;
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kFloat: return DType::kFloat32;
+    case at::kDouble: return DType::kFloat64;
+    case at::kComplexFloat: return DType::kComplex64;
+    case at::kComplexDouble: return DType::kComplex128;
+    default: return std::nullopt;
+  }
+}
+
+// An autograd node's class name without namespace: "ConvolutionBackward0", "AccumulateGrad".
+inline std::string BackwardNodeName(const torch::autograd::Node& node) {
+  std::string name = node.name();
+  const size_t colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
+
+// The parameter an AccumulateGrad node accumulates into, or null for other nodes.
+inline const at::TensorImpl* AccumulatedVariable(torch::autograd::Node& node) {
+  auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(&node);
+  return acc ? acc->variable.unsafeGetTensorImpl() : nullptr;
+}
+
+// Called after a backward node ran with (gradients it produced, gradients it received).
+using BackwardObserver = std::function<void(const std::vector<at::Tensor>& grad_inputs,
+                                            const std::vector<at::Tensor>& grad_outputs)>;
+
+class ObserverHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit ObserverHook(BackwardObserver observer) : observer_(std::move(observer)) {}
+  torch::autograd::variable_list operator()(
+      const torch::autograd::variable_list& grad_inputs,
+      const torch::autograd::variable_list& grad_outputs) override {
+    observer_(grad_inputs, grad_outputs);
+    return grad_inputs;
+  }
+
+ private:
+  BackwardObserver observer_;
+};
+
+// Adds an observer to `node`; returns the key RemoveObserver takes.
+inline uintptr_t AddObserver(torch::autograd::Node& node, BackwardObserver observer) {
+  return node.add_post_hook(std::make_unique<ObserverHook>(std::move(observer)));
+}
+inline void RemoveObserver(torch::autograd::Node& node, uintptr_t key) { node.del_post_hook(key); }
+
+}  // namespace graphdump::torch_compat

@@ -1,0 +1,183 @@
+#include "graphdump/torch/torch_model.h"
+
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <filesystem>
+
+#include "graph_compiler.h"
+#include "graph_executor.h"
+#include "tensor_views.h"
+
+namespace graphdump {
+
+using torch_internal::CompiledGraph;
+using torch_internal::GraphExecutor;
+
+TorchModel::TorchModel(torch::jit::Module module, DumpSession* session,
+                       std::unique_ptr<CompiledGraph> compiled)
+    : module_(std::move(module)), session_(session), compiled_(std::move(compiled)) {}
+
+TorchModel::~TorchModel() = default;
+
+StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const std::string& path,
+                                                      DumpSession* session,
+                                                      TorchModelOptions options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::NotFound("model file " + path + " does not exist or is not a file");
+  }
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    return Status::InvalidArgument("model file " + path +
+                                   " is not a TorchScript archive (torch.jit.save): " +
+                                   what.substr(0, what.find('\n')));
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("model file " + path +
+                                   " is not a TorchScript archive (torch.jit.save): " + e.what());
+  }
+  return FromModule(std::move(module), session, std::move(options));
+}
+
+StatusOr<std::unique_ptr<TorchModel>> TorchModel::FromModule(torch::jit::Module module,
+                                                            DumpSession* session,
+                                                            TorchModelOptions options) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      auto compiled, torch_internal::CompileGraph(module, options.method, options.graph_id));
+  return std::unique_ptr<TorchModel>(
+      new TorchModel(std::move(module), session, std::move(compiled)));
+}
+
+const GraphInfo& TorchModel::graph() const { return compiled_->info; }
+
+std::vector<std::string> TorchModel::ModulePaths() const {
+  std::vector<std::string> paths;
+  for (const auto& [path, scope] : compiled_->module_scopes) paths.push_back(path);
+  return paths;
+}
+
+std::string TorchModel::ScopeOf(const std::string& module_path) const {
+  auto it = compiled_->module_scopes.find(module_path);
+  if (it == compiled_->module_scopes.end() || it->second.empty()) return "Default";
+  return "Default/" + it->second;
+}
+
+Status TorchModel::SetDump(const std::string& module_path) {
+  if (!compiled_->module_scopes.count(module_path)) {
+    std::string known;
+    for (const auto& [path, scope] : compiled_->module_scopes) {
+      if (path.empty()) continue;
+      if (known.size() > 600) {
+        known += ", ...";
+        break;
+      }
+      known += (known.empty() ? "" : ", ") + path;
+    }
+    return Status::InvalidArgument("set_dump: the model has no module '" + module_path +
+                                   "'; module paths are: " + known);
+  }
+  for (KernelInfo& k : compiled_->info.kernels) {
+    if (module_path.empty() || k.module_path == module_path ||
+        k.module_path.rfind(module_path + ".", 0) == 0) {
+      k.marked_for_dump = true;
+    }
+  }
+  if (session_) session_->SetDump(module_path);
+  return Status::Ok();
+}
+
+void TorchModel::SetKernelObserver(KernelObserver observer) { observer_ = std::move(observer); }
+
+KernelInfo TorchModel::AddHostKernel(const std::string& scope, const std::string& op_type,
+                                     const std::string& module_path) {
+  KernelInfo k;
+  k.graph_id = compiled_->info.graph_id;
+  k.index = static_cast<uint32_t>(compiled_->info.kernels.size());
+  k.op_type = op_type;
+  k.full_name = scope + "/" + op_type + "-op" + std::to_string(k.index);
+  k.module_path = module_path;
+  for (const KernelInfo& existing : compiled_->info.kernels) {
+    if (existing.marked_for_dump && !existing.module_path.empty() &&
+        (module_path == existing.module_path)) {
+      k.marked_for_dump = true;
+    }
+  }
+  if (registered_ && session_) k = session_->AddKernel(k.graph_id, k);
+  compiled_->info.kernels.push_back(k);
+  return k;
+}
+
+Status TorchModel::RegisterGraph(const std::vector<c10::IValue>& inputs) {
+  // Learn dtypes and shapes from a run on a copy, so the real step's state (BatchNorm running
+  // statistics, counters) is untouched. A failing kernel only leaves its metas empty: the real
+  // run reports it.
+  try {
+    torch::jit::Module copy = module_.deepcopy();
+    c10::InferenceMode guard;
+    GraphExecutor probe(compiled_.get(), nullptr);
+    probe.set_meta_recorder(&compiled_->info.kernels);
+    std::vector<c10::IValue> args{copy._ivalue()};
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    (void)probe.Run(std::move(args));
+  } catch (const std::exception&) {
+  }
+  GRAPHDUMP_RETURN_IF_ERROR(session_->OnGraphCompiled(compiled_->info));
+  const bool logical = session_->config().trans_flag;
+  for (size_t i = 0; i < compiled_->constants.size(); ++i) {
+    const c10::IValue& c = compiled_->constants[i];
+    at::Tensor t = c.isTensor() ? c.toTensor()
+                   : c.isInt()  ? at::scalar_tensor(c.toInt(), at::kLong)
+                   : c.isBool() ? at::scalar_tensor(c.toBool(), at::kBool)
+                                : at::scalar_tensor(c.toDouble(), at::kDouble);
+    TensorView view;
+    if (torch_internal::MakeView(t, logical, &view)) {
+      session_->OnConstant(compiled_->info.graph_id, static_cast<uint32_t>(i), view);
+    }
+  }
+  registered_ = true;
+  return Status::Ok();
+}
+
+void TorchModel::DumpParameters() {
+  const bool logical = session_->config().trans_flag;
+  auto dump = [&](const std::string& name, const at::Tensor& value) {
+    TensorView view;
+    if (torch_internal::MakeView(value.detach(), logical, &view)) {
+      session_->OnParameter(compiled_->info.graph_id, name, view);
+    }
+  };
+  for (const auto& p : module_.named_parameters(/*recurse=*/true)) dump(p.name, p.value);
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) dump(b.name, b.value);
+}
+
+Status TorchModel::BeginStep(const std::vector<c10::IValue>& inputs) {
+  in_step_ = true;
+  if (!session_) return Status::Ok();
+  if (!registered_) GRAPHDUMP_RETURN_IF_ERROR(RegisterGraph(inputs));
+  session_->BeginStep(compiled_->info.graph_id);
+  if (session_->StepDumps() && session_->WantsParameters()) DumpParameters();
+  return Status::Ok();
+}
+
+StatusOr<c10::IValue> TorchModel::RunMethod(std::vector<c10::IValue> inputs) {
+  GraphExecutor executor(compiled_.get(), registered_ ? session_ : nullptr);
+  executor.set_observer(observer_);
+  inputs.insert(inputs.begin(), module_._ivalue());
+  return executor.Run(std::move(inputs));
+}
+
+void TorchModel::EndStep() {
+  if (session_ && in_step_) session_->EndStep(compiled_->info.graph_id);
+  in_step_ = false;
+}
+
+StatusOr<c10::IValue> TorchModel::Forward(std::vector<c10::IValue> inputs) {
+  GRAPHDUMP_RETURN_IF_ERROR(BeginStep(inputs));
+  auto result = RunMethod(std::move(inputs));
+  EndStep();
+  return result;
+}
+
+}  // namespace graphdump
