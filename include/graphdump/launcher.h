@@ -63,6 +63,11 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options);
 // a rank killed by a signal, 2 when the job could not be started).
 int LaunchRanks(int nproc, const std::vector<std::string>& argv);
 
+// `args` without the option `flag` and its value, written as "--nproc 2" or "--nproc=2" (every
+// occurrence): what a launched rank runs, so that it does not launch again.
+std::vector<std::string> ArgsWithoutOption(const std::vector<std::string>& args,
+                                           const std::string& flag);
+
 // A TCP port on `address` that was free a moment ago (bound to port 0, then released).
 StatusOr<uint16_t> FindFreePort(const std::string& address = "127.0.0.1");
 

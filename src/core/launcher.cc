@@ -236,6 +236,20 @@ std::string RankExit::Describe() const {
   return "exited with status " + std::to_string(exit_status);
 }
 
+std::vector<std::string> ArgsWithoutOption(const std::vector<std::string>& args,
+                                           const std::string& flag) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag) {
+      ++i;  // and its value
+      continue;
+    }
+    if (args[i].rfind(flag + "=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
+
 StatusOr<uint16_t> FindFreePort(const std::string& address) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return Status::IOError(Errno("socket"));

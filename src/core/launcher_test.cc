@@ -144,6 +144,13 @@ TEST(LauncherTest, FindFreePortGivesAUsablePort) {
   EXPECT_FALSE(FindFreePort("not-an-address").ok());
 }
 
+TEST(LauncherTest, ArgsWithoutOptionDropsTheFlagAndItsValue) {
+  EXPECT_EQ(ArgsWithoutOption({"train", "m.pt", "--nproc", "2", "--steps", "3"}, "--nproc"),
+            (std::vector<std::string>{"train", "m.pt", "--steps", "3"}));
+  EXPECT_EQ(ArgsWithoutOption({"train", "--nproc=4", "m.pt", "--nprocx", "1"}, "--nproc"),
+            (std::vector<std::string>{"train", "m.pt", "--nprocx", "1"}));
+}
+
 TEST(RankEnvironmentTest, NoVariablesMeansSingleProcess) {
   StatusOr<RankEnvironment> env = ParseRankEnvironment(nullptr, nullptr, nullptr, nullptr, nullptr);
   ASSERT_TRUE(env.ok());
