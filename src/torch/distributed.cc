@@ -297,4 +297,27 @@ DataParallel::GradientHook() {
   };
 }
 
+StatusOr<std::unique_ptr<DataParallelJob>> JoinDataParallel(const RankEnvironment& env,
+                                                            TorchModel* model,
+                                                            TrainerOptions* options,
+                                                            at::Tensor* data, at::Tensor* labels,
+                                                            ProcessGroupOptions group_options) {
+  auto job = std::make_unique<DataParallelJob>();
+  job->env = env;
+  if (data->dim() == 0 || labels->dim() == 0 || data->size(0) != labels->size(0)) {
+    return Status::InvalidArgument("data parallelism splits the batch along its first "
+                                   "dimension: data and labels need the same number of rows");
+  }
+  GRAPHDUMP_ASSIGN_OR_RETURN(auto rows, ShardRows(data->size(0), env.rank, env.world_size));
+  job->first_row = rows.first;
+  job->last_row = rows.second;
+  *data = data->narrow(0, rows.first, rows.second - rows.first).contiguous();
+  *labels = labels->narrow(0, rows.first, rows.second - rows.first).contiguous();
+  GRAPHDUMP_ASSIGN_OR_RETURN(job->group, ProcessGroup::Connect(env, group_options));
+  GRAPHDUMP_ASSIGN_OR_RETURN(job->data_parallel, DataParallel::Create(model, job->group.get()));
+  GRAPHDUMP_RETURN_IF_ERROR(job->data_parallel->BroadcastParameters());
+  options->gradient_hook = job->data_parallel->GradientHook();
+  return job;
+}
+
 }  // namespace graphdump

@@ -30,6 +30,7 @@
 #include "graphdump/rank_environment.h"
 #include "graphdump/status.h"
 #include "graphdump/torch/torch_model.h"
+#include "graphdump/torch/trainer.h"
 
 namespace graphdump {
 
@@ -108,5 +109,25 @@ class DataParallel {
   std::vector<KernelInfo> kernels_;  // one per parameter, registered at the first reduction
   uint64_t steps_ = 0;
 };
+
+// Everything a training host keeps while it is one rank of a data-parallel job.
+struct DataParallelJob {
+  RankEnvironment env;
+  std::unique_ptr<ProcessGroup> group;
+  std::unique_ptr<DataParallel> data_parallel;
+  int64_t first_row = 0;  // this rank's rows of the combined batch: [first_row, last_row)
+  int64_t last_row = 0;
+};
+
+// Makes a training host one rank of the job in `env`: checks that the batch of `data` splits
+// evenly (ShardRows), narrows `data` and `labels` to this rank's rows, connects the process
+// group, broadcasts rank 0's parameters and buffers, and sets `options->gradient_hook` to the
+// all-reduce. Create the Trainer with `*options` afterwards. Errors: InvalidArgument for an
+// uneven batch, IOError (naming the rank) when the job cannot be joined.
+StatusOr<std::unique_ptr<DataParallelJob>> JoinDataParallel(const RankEnvironment& env,
+                                                            TorchModel* model,
+                                                            TrainerOptions* options,
+                                                            at::Tensor* data, at::Tensor* labels,
+                                                            ProcessGroupOptions group_options = {});
 
 }  // namespace graphdump
