@@ -1,5 +1,6 @@
-// The fused per-tensor visit used by the session: one pass over the data computes the md5 and the
-// statistics, encodes .npy storage and appends to the file.
+// The per-tensor work of the dump writer: one visit over a tensor's bytes that feeds the md5,
+// the statistics, the .npy encoding and the file, so a tensor is read from memory once.
+// Internal to the core library (used by the dump session and its writer threads).
 #pragma once
 
 #include <cstddef>
@@ -14,23 +15,30 @@
 namespace graphdump {
 
 struct TensorWriteOptions {
-  bool write_npy = true;       // false: statistics only (saved_data "statistic")
+  // Write the .npy file at `path`. False for saved_data "statistic": statistics only, no file.
+  bool write_npy = true;
+  // Compute the statistics of TensorStats (all of them; the caller picks its columns).
   bool compute_stats = false;
+  // Compute the md5 of the tensor's bytes as stored in memory, in C order.
   bool with_md5 = false;
-  // 0: the whole tensor. N > 0 (sample mode): a tensor with more than N elements is saved as its
-  // first N elements in C order with shape (N,); statistics still cover the whole tensor.
+  // 0 writes every element. N > 0 is sample mode: a tensor with more than N elements is written
+  // as its first N elements in C order with shape (N,). Statistics still cover the whole tensor.
   int64_t max_elements = 0;
+  // Bytes read (and written) per piece; bounds the extra memory of strided and encoded tensors.
   size_t chunk_bytes = size_t{1} << 20;
 };
 
 struct TensorWriteResult {
-  TensorStats stats;
-  uint64_t file_bytes = 0;  // bytes of the .npy file, 0 when none was written
+  TensorStats stats;        // default values unless compute_stats or with_md5
+  uint64_t file_bytes = 0;  // size of the .npy file written (0 when write_npy is false)
 };
 
-// Visits `view` once: statistics, md5, npy encoding and file writes. The file appears at `path`
-// only when complete (temporary name, then rename, mode 0400). Non-contiguous views are written
-// in C order. Errors name `path`.
+// Visits `view` once in C order (non-contiguous views are gathered), computing what `options`
+// asks for and writing the .npy file at `path` through `fs`: under a temporary name, renamed into
+// place only when complete. Empty tensors give a valid .npy whose shape contains the 0.
+// Errors: InvalidArgument for a malformed view (strides not matching the shape, null data,
+// strided int4), Unsupported for data not in host memory, IOError naming `path` when writing
+// fails; then nothing exists under `path` (unless it existed before).
 StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
                                         const TensorView& view, const TensorWriteOptions& options);
 

@@ -1,0 +1,187 @@
+// The POSIX file layer: directories 0700, files written under a temporary name in the same
+// directory and renamed into place (so a crash or a full disk never leaves a truncated file
+// under a real name), finished files 0400 (SPEC §5).
+#include "graphdump/file_system.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace graphdump {
+namespace {
+
+constexpr size_t kNameMax = 255;
+
+// strerror is not thread-safe; the async writers report errors from several threads.
+std::string ErrnoText(int error) {
+  char buffer[256];
+  return strerror_r(error, buffer, sizeof(buffer));  // GNU version: returns the message
+}
+
+Status ErrnoError(const std::string& what, const std::string& path, int error) {
+  return Status::IOError("cannot " + what + " " + path + ": " + ErrnoText(error));
+}
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Writes all of `data`, retrying short writes and EINTR. Returns 0 or the errno.
+int WriteFully(int fd, const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+class PosixWritableFile : public WritableFile {
+ public:
+  PosixWritableFile(int fd, std::string temp_path, std::string path, bool fsync)
+      : fd_(fd), temp_path_(std::move(temp_path)), path_(std::move(path)), fsync_(fsync) {}
+
+  ~PosixWritableFile() override {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temp_path_.c_str());
+  }
+
+  Status Append(const void* data, size_t size) override {
+    if (fd_ < 0) return Status::Internal("append to " + path_ + " after commit");
+    const int error = WriteFully(fd_, data, size);
+    if (error != 0) return ErrnoError("write", path_, error);
+    return Status::Ok();
+  }
+
+  Status Commit() override {
+    if (fd_ < 0) return Status::Internal("commit of " + path_ + " twice");
+    if (fsync_ && ::fsync(fd_) != 0) return ErrnoError("sync", path_, errno);
+    if (::fchmod(fd_, S_IRUSR) != 0) return ErrnoError("set permissions of", path_, errno);
+    const int fd = fd_;
+    fd_ = -1;
+    // close() can report a delayed write error (NFS, quotas).
+    if (::close(fd) != 0) return ErrnoError("write", path_, errno);
+    if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+      return ErrnoError("rename to", path_, errno);
+    committed_ = true;
+    if (fsync_) SyncDirectory();
+    return Status::Ok();
+  }
+
+ private:
+  // Makes the rename durable; best effort (some file systems refuse to sync directories).
+  void SyncDirectory() {
+    const int dir = ::open(DirName(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+
+  int fd_;
+  std::string temp_path_;
+  std::string path_;
+  bool fsync_;
+  bool committed_ = false;
+};
+
+class PosixFileSystem : public FileSystem {
+ public:
+  explicit PosixFileSystem(bool fsync) : fsync_(fsync) {}
+
+  Status CreateDirectories(const std::string& dir) override {
+    if (dir.empty()) return Status::InvalidArgument("cannot create a directory with an empty name");
+    size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = dir.find('/', pos + 1);
+      const std::string prefix = dir.substr(0, pos);
+      if (prefix.empty() || prefix == "/") continue;
+      if (::mkdir(prefix.c_str(), S_IRWXU) == 0) continue;
+      const int error = errno;
+      struct stat st;
+      if (error == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) continue;
+        return Status::IOError("cannot create directory " + dir + ": " + prefix +
+                               " exists and is not a directory");
+      }
+      return ErrnoError("create directory", prefix, error);
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    const std::string temp_path = TempPathFor(path);
+    const int fd =
+        ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
+    if (fd < 0) return ErrnoError("create", path, errno);
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
+  }
+
+  Status AppendToFile(const std::string& path, const std::string& data) override {
+    // The file is read-only between appends (0400); open it for writing as 0600.
+    if (::chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0 && errno != ENOENT) {
+      return ErrnoError("set permissions of", path, errno);
+    }
+    const int fd =
+        ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, S_IRUSR | S_IWUSR);
+    if (fd < 0) return ErrnoError("open", path, errno);
+    int error = WriteFully(fd, data.data(), data.size());
+    if (error == 0 && fsync_ && ::fsync(fd) != 0) error = errno;
+    if (::close(fd) != 0 && error == 0) error = errno;
+    if (error != 0) return ErrnoError("write", path, error);
+    if (::chmod(path.c_str(), S_IRUSR) != 0) return ErrnoError("set permissions of", path, errno);
+    return Status::Ok();
+  }
+
+  bool Exists(const std::string& path) override {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+  }
+
+ private:
+  // ".{basename}.tmp.{pid}.{n}" in the same directory (so rename stays on one file system),
+  // with the basename shortened so the temporary name fits NAME_MAX.
+  std::string TempPathFor(const std::string& path) {
+    const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." +
+                               std::to_string(counter_.fetch_add(1, std::memory_order_relaxed));
+    std::string base = BaseName(path);
+    const size_t room = kNameMax - 1 - suffix.size();
+    if (base.size() > room) base.resize(room);
+    const std::string dir = DirName(path);
+    return (dir == "/" ? "" : dir) + "/." + base + suffix;
+  }
+
+  bool fsync_;
+  std::atomic<uint64_t> counter_{0};
+};
+
+}  // namespace
+
+Status FileSystem::WriteWholeFile(const std::string& path, const std::string& data) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewWritableFile(path));
+  GRAPHDUMP_RETURN_IF_ERROR(file->Append(data.data(), data.size()));
+  return file->Commit();
+}
+
+std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync) {
+  return std::make_shared<PosixFileSystem>(fsync);
+}
+
+}  // namespace graphdump

@@ -1,0 +1,184 @@
+#include "graphdump/file_system.h"
+
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "testing/fault_file_system.h"
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+using testing::ListFilesRecursive;
+using testing::ReadFile;
+using testing::TempDir;
+
+mode_t Mode(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+std::vector<std::string> DirEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(PosixFileSystemTest, CreateDirectoriesMakesPrivateParents) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string deep = dir.Sub("a/b/c");
+  ASSERT_TRUE(fs->CreateDirectories(deep).ok());
+  EXPECT_EQ(Mode(dir.Sub("a")), 0700u);
+  EXPECT_EQ(Mode(deep), 0700u);
+  EXPECT_TRUE(fs->CreateDirectories(deep).ok());        // existing is fine
+  EXPECT_TRUE(fs->CreateDirectories(deep + "/").ok());  // trailing slash too
+  testing::WriteFile(dir.Sub("file"), "x");
+  const Status blocked = fs->CreateDirectories(dir.Sub("file/sub"));
+  EXPECT_EQ(blocked.code(), StatusCode::kIOError);
+  EXPECT_NE(blocked.message().find(dir.Sub("file") + " exists and is not a directory"),
+            std::string::npos)
+      << blocked.message();
+}
+
+TEST(PosixFileSystemTest, FileAppearsOnlyOnCommitReadOnly) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("x.npy");
+  auto file = fs->NewWritableFile(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  ASSERT_TRUE((*file)->Append("hello ", 6).ok());
+  ASSERT_TRUE((*file)->Append("world", 5).ok());
+  EXPECT_FALSE(fs->Exists(path));
+  const std::vector<std::string> during = DirEntries(dir.path());
+  ASSERT_EQ(during.size(), 1u);
+  EXPECT_EQ(during[0].rfind(".x.npy.tmp.", 0), 0u) << during[0];
+  ASSERT_TRUE((*file)->Commit().ok());
+  EXPECT_TRUE(fs->Exists(path));
+  EXPECT_EQ(ReadFile(path), "hello world");
+  EXPECT_EQ(Mode(path), 0400u);
+  EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"x.npy"});
+  EXPECT_EQ((*file)->Append("more", 4).code(), StatusCode::kInternal);
+}
+
+TEST(PosixFileSystemTest, UncommittedFileLeavesNothing) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem(/*fsync=*/true);
+  {
+    auto file = fs->NewWritableFile(dir.Sub("x.npy"));
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE((*file)->Append("partial", 7).ok());
+  }
+  EXPECT_TRUE(DirEntries(dir.path()).empty());
+}
+
+TEST(PosixFileSystemTest, FsyncCommitWorks) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem(/*fsync=*/true);
+  ASSERT_TRUE(fs->WriteWholeFile(dir.Sub("f"), "data").ok());
+  EXPECT_EQ(ReadFile(dir.Sub("f")), "data");
+}
+
+TEST(PosixFileSystemTest, LongBasenameKeepsTemporaryNameWithinNameMax) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string name = std::string(250, 'k') + ".npy";  // 254 bytes: the limit is 255
+  ASSERT_TRUE(fs->WriteWholeFile(dir.Sub(name), "x").ok());
+  EXPECT_EQ(ReadFile(dir.Sub(name)), "x");
+  const Status too_long = fs->WriteWholeFile(dir.Sub(std::string(256, 'k')), "x");
+  EXPECT_EQ(too_long.code(), StatusCode::kIOError);
+  EXPECT_NE(too_long.message().find("File name too long"), std::string::npos) << too_long.message();
+  EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{name});
+}
+
+TEST(PosixFileSystemTest, ErrorsNameTheFinalPath) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string missing = dir.Sub("no/such/x.npy");
+  auto file = fs->NewWritableFile(missing);
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().code(), StatusCode::kIOError);
+  EXPECT_EQ(file.status().message(), "cannot create " + missing + ": No such file or directory");
+}
+
+TEST(PosixFileSystemTest, WriteErrorsNameTheFinalPathAndLeaveNothing) {
+  // A file size limit makes write() fail part way (EFBIG), like a disk filling up.
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("big.npy");
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit old_limit;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = 1000;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  Status status;
+  {
+    auto file = fs->NewWritableFile(path);
+    ASSERT_TRUE(file.ok());
+    const std::string data(3000, 'x');
+    status = (*file)->Append(data.data(), data.size());
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(status.code(), StatusCode::kIOError);
+  EXPECT_EQ(status.message(), "cannot write " + path + ": " + std::strerror(EFBIG));
+  EXPECT_TRUE(DirEntries(dir.path()).empty());
+}
+
+TEST(PosixFileSystemTest, AppendToFileKeepsFileReadOnlyBetweenAppends) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("statistic.csv");
+  ASSERT_TRUE(fs->AppendToFile(path, "header\n").ok());
+  EXPECT_EQ(Mode(path), 0400u);
+  ASSERT_TRUE(fs->AppendToFile(path, "row1,\n").ok());
+  ASSERT_TRUE(fs->AppendToFile(path, "row2,\n").ok());
+  EXPECT_EQ(ReadFile(path), "header\nrow1,\nrow2,\n");
+  EXPECT_EQ(Mode(path), 0400u);
+  const Status missing = fs->AppendToFile(dir.Sub("none/statistic.csv"), "x");
+  EXPECT_EQ(missing.code(), StatusCode::kIOError);
+  EXPECT_NE(missing.message().find(dir.Sub("none/statistic.csv")), std::string::npos);
+}
+
+TEST(PosixFileSystemTest, WriteWholeFileReplacesReadOnlyFile) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("config.json");
+  ASSERT_TRUE(fs->WriteWholeFile(path, "first").ok());
+  ASSERT_TRUE(fs->WriteWholeFile(path, "second").ok());
+  EXPECT_EQ(ReadFile(path), "second");
+  EXPECT_EQ(Mode(path), 0400u);
+  EXPECT_EQ(ListFilesRecursive(dir.path()), std::vector<std::string>{"config.json"});
+}
+
+TEST(FaultFileSystemTest, InjectedFailures) {
+  TempDir dir;
+  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
+  ASSERT_TRUE(fault->WriteWholeFile(dir.Sub("kept"), "12345").ok());
+  fault->FailPathsContaining("bad");
+  const Status bad = fault->WriteWholeFile(dir.Sub("bad.npy"), "x");
+  EXPECT_EQ(bad.code(), StatusCode::kIOError);
+  EXPECT_NE(bad.message().find("No space left on device"), std::string::npos);
+  EXPECT_FALSE(fault->AppendToFile(dir.Sub("bad.csv"), "x").ok());
+  fault->FailAfterBytes(8);  // 5 used: 3 more fit
+  const Status full = fault->AppendToFile(dir.Sub("log"), "abcdef");
+  EXPECT_EQ(full.message(), testing::NoSpaceMessage(dir.Sub("log")));
+  EXPECT_EQ(ReadFile(dir.Sub("log")), "abc");  // what fitted, like a real full disk
+  EXPECT_FALSE(fault->WriteWholeFile(dir.Sub("late"), "x").ok());
+  EXPECT_EQ(ListFilesRecursive(dir.path()), (std::vector<std::string>{"kept", "log"}));
+  EXPECT_EQ(ReadFile(dir.Sub("kept")), "12345");
+}
+
+}  // namespace
+}  // namespace graphdump

@@ -1,0 +1,316 @@
+// Statistics in one pass (SPEC §6). The hot loop per dtype is a template instantiated for the
+// element type, with four independent accumulator lanes so the additions do not wait on each
+// other. NaN and infinity counts cost nothing in the common case:
+//  - NaN fails x < 0, x > 0 and x == 0, so nan_count = count - negative - positive - zero;
+//  - an infinity makes the running sum non-finite, so only a piece whose sum is not finite is
+//    scanned a second time to count infinities.
+#include "graphdump/stats.h"
+
+#include <openssl/evp.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "graphdump/status.h"
+
+namespace graphdump {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Running totals; counts of NaN are derived at the end (see the file comment).
+struct Totals {
+  uint64_t count = 0;
+  uint64_t negative = 0, positive = 0, zero = 0;
+  uint64_t negative_inf = 0, positive_inf = 0;
+  uint64_t nan = 0;  // only maintained by the complex path
+  double sum = 0, sum_squares = 0;
+  double max = -kInf, min = kInf;
+};
+
+// Exact float16 -> float without branches: the exponent and mantissa bits moved to float32
+// positions read as a number 2^112 too small (for normal and subnormal halves alike), so one
+// multiply rebiases them; infinities and NaNs keep an all-ones exponent instead.
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t rest = static_cast<uint32_t>(h & 0x7fff) << 13;
+  const float scaled = std::bit_cast<float>(rest) * 0x1p112f;
+  const uint32_t special = rest | 0x7f800000u;
+  const uint32_t bits = (h & 0x7c00) == 0x7c00 ? special : std::bit_cast<uint32_t>(scaled);
+  return std::bit_cast<float>(bits | sign);
+}
+
+float BFloat16ToFloat(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+// Element readers: load element `i` of a buffer as double.
+struct ReadBool {
+  double operator()(const uint8_t* p, size_t i) const { return p[i] != 0 ? 1.0 : 0.0; }
+};
+template <typename T>
+struct ReadAs {
+  double operator()(const uint8_t* p, size_t i) const {
+    T v;
+    std::memcpy(&v, p + sizeof(T) * i, sizeof(T));
+    return static_cast<double>(v);
+  }
+};
+
+// Adds `n` elements read by `read` to `totals`.
+template <typename Read>
+void AccumulateReal(const uint8_t* p, size_t n, Read read, bool floating, Totals* totals) {
+  constexpr size_t kLanes = 4;
+  double sum[kLanes] = {}, squares[kLanes] = {};
+  double max[kLanes] = {-kInf, -kInf, -kInf, -kInf}, min[kLanes] = {kInf, kInf, kInf, kInf};
+  uint64_t negative[kLanes] = {}, positive[kLanes] = {}, zero[kLanes] = {};
+  auto add = [&](size_t lane, double x) {
+    sum[lane] += x;
+    squares[lane] += x * x;
+    max[lane] = x > max[lane] ? x : max[lane];  // NaN never compares true: skipped here
+    min[lane] = x < min[lane] ? x : min[lane];
+    negative[lane] += x < 0;
+    positive[lane] += x > 0;
+    zero[lane] += x == 0;
+  };
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t lane = 0; lane < kLanes; ++lane) add(lane, read(p, i + lane));
+  }
+  for (; i < n; ++i) add(0, read(p, i));
+  double piece_sum = 0;
+  for (size_t lane = 0; lane < kLanes; ++lane) {
+    piece_sum += sum[lane];
+    totals->sum_squares += squares[lane];
+    totals->max = std::max(totals->max, max[lane]);
+    totals->min = std::min(totals->min, min[lane]);
+    totals->negative += negative[lane];
+    totals->positive += positive[lane];
+    totals->zero += zero[lane];
+  }
+  totals->sum += piece_sum;
+  totals->count += n;
+  if (floating && !std::isfinite(piece_sum)) {
+    for (size_t j = 0; j < n; ++j) {
+      const double x = read(p, j);
+      totals->negative_inf += x == -kInf;
+      totals->positive_inf += x == kInf;
+    }
+  }
+}
+
+// 16-bit floats: widened to float32 a block at a time (a loop the compiler vectorizes), then
+// accumulated by the float32 loop.
+template <float (*kWiden)(uint16_t)>
+void AccumulateWidened(const uint8_t* p, size_t n, Totals* totals) {
+  constexpr size_t kBlock = 2048;
+  uint16_t halves[kBlock];
+  float floats[kBlock];
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t m = std::min(kBlock, n - start);
+    std::memcpy(halves, p + 2 * start, 2 * m);
+    for (size_t i = 0; i < m; ++i) floats[i] = kWiden(halves[i]);
+    AccumulateReal(reinterpret_cast<const uint8_t*>(floats), m, ReadAs<float>(), true, totals);
+  }
+}
+
+// Complex: the real part drives max/min/avg and the sign counts, |z|^2 the l2norm; an element
+// is NaN when either part is, and infinite (by the real part's sign) when either part is.
+template <typename T>
+void AccumulateComplex(const uint8_t* p, size_t n, Totals* totals) {
+  for (size_t i = 0; i < n; ++i) {
+    T part[2];
+    std::memcpy(part, p + 2 * sizeof(T) * i, 2 * sizeof(T));
+    const double re = part[0], im = part[1];
+    ++totals->count;
+    if (std::isnan(re) || std::isnan(im)) {
+      ++totals->nan;
+      continue;
+    }
+    totals->sum += re;
+    totals->sum_squares += re * re + im * im;
+    totals->max = std::max(totals->max, re);
+    totals->min = std::min(totals->min, re);
+    totals->negative += re < 0;
+    totals->positive += re > 0;
+    totals->zero += re == 0;
+    if (std::isinf(re) || std::isinf(im)) {
+      if (re < 0 || (re == 0 && im < 0)) {
+        ++totals->negative_inf;
+      } else {
+        ++totals->positive_inf;
+      }
+    }
+  }
+}
+
+void AccumulateInt4(const uint8_t* p, int64_t elements, Totals* totals) {
+  int8_t values[4096];
+  for (int64_t start = 0; start < elements; start += 4096) {
+    const int64_t n = std::min<int64_t>(4096, elements - start);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = start + i;
+      const uint8_t nibble = (k % 2 == 0) ? (p[k / 2] & 0x0f) : (p[k / 2] >> 4);
+      values[i] = static_cast<int8_t>(static_cast<int8_t>(nibble << 4) >> 4);
+    }
+    AccumulateReal(reinterpret_cast<const uint8_t*>(values), static_cast<size_t>(n),
+                   ReadAs<int8_t>(), false, totals);
+  }
+}
+
+void Accumulate(DType dtype, const uint8_t* p, int64_t elements, Totals* totals) {
+  const size_t n = static_cast<size_t>(elements);
+  switch (dtype) {
+    case DType::kBool:
+      return AccumulateReal(p, n, ReadBool(), false, totals);
+    case DType::kInt8:
+      return AccumulateReal(p, n, ReadAs<int8_t>(), false, totals);
+    case DType::kInt16:
+      return AccumulateReal(p, n, ReadAs<int16_t>(), false, totals);
+    case DType::kInt32:
+      return AccumulateReal(p, n, ReadAs<int32_t>(), false, totals);
+    case DType::kInt64:
+      return AccumulateReal(p, n, ReadAs<int64_t>(), false, totals);
+    case DType::kUInt8:
+      return AccumulateReal(p, n, ReadAs<uint8_t>(), false, totals);
+    case DType::kUInt16:
+      return AccumulateReal(p, n, ReadAs<uint16_t>(), false, totals);
+    case DType::kUInt32:
+      return AccumulateReal(p, n, ReadAs<uint32_t>(), false, totals);
+    case DType::kUInt64:
+      return AccumulateReal(p, n, ReadAs<uint64_t>(), false, totals);
+    case DType::kFloat16:
+      return AccumulateWidened<HalfToFloat>(p, n, totals);
+    case DType::kBFloat16:
+      return AccumulateWidened<BFloat16ToFloat>(p, n, totals);
+    case DType::kFloat32:
+      return AccumulateReal(p, n, ReadAs<float>(), true, totals);
+    case DType::kFloat64:
+      return AccumulateReal(p, n, ReadAs<double>(), true, totals);
+    case DType::kComplex64:
+      return AccumulateComplex<float>(p, n, totals);
+    case DType::kComplex128:
+      return AccumulateComplex<double>(p, n, totals);
+    case DType::kInt4:
+      return AccumulateInt4(p, elements, totals);
+  }
+}
+
+std::string ToHex(const unsigned char* bytes, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    hex[2 * i] = kDigits[bytes[i] >> 4];
+    hex[2 * i + 1] = kDigits[bytes[i] & 0x0f];
+  }
+  return hex;
+}
+
+// Any element whose exponent bits are all ones (NaN or infinity), for IEEE types of `Bits`.
+template <typename Bits>
+bool AnyExponentAllOnes(const uint8_t* p, size_t n, Bits mask) {
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, p + sizeof(Bits) * i, sizeof(Bits));
+    any |= (bits & mask) == mask;
+  }
+  return any;
+}
+
+}  // namespace
+
+struct StatsAccumulator::Impl {
+  DType dtype;
+  Totals totals;
+  EVP_MD_CTX* md5 = nullptr;  // null when md5 was not requested
+};
+
+StatsAccumulator::StatsAccumulator(DType dtype, bool with_md5) : impl_(std::make_unique<Impl>()) {
+  impl_->dtype = dtype;
+  if (with_md5) {
+    impl_->md5 = EVP_MD_CTX_new();
+    GRAPHDUMP_CHECK(impl_->md5 != nullptr);
+    GRAPHDUMP_CHECK(EVP_DigestInit_ex(impl_->md5, EVP_md5(), nullptr) == 1);
+  }
+}
+
+StatsAccumulator::~StatsAccumulator() {
+  if (impl_->md5 != nullptr) EVP_MD_CTX_free(impl_->md5);
+}
+
+void StatsAccumulator::Update(const uint8_t* bytes, size_t size, int64_t elements) {
+  if (elements <= 0) return;
+  if (impl_->md5 != nullptr) GRAPHDUMP_CHECK(EVP_DigestUpdate(impl_->md5, bytes, size) == 1);
+  Accumulate(impl_->dtype, bytes, elements, &impl_->totals);
+}
+
+TensorStats StatsAccumulator::Finish() {
+  const Totals& t = impl_->totals;
+  TensorStats stats;
+  stats.count = t.count;
+  stats.negative_count = t.negative;
+  stats.positive_count = t.positive;
+  stats.zero_count = t.zero;
+  stats.nan_count = IsComplex(impl_->dtype) ? t.nan : t.count - t.negative - t.positive - t.zero;
+  stats.negative_inf_count = t.negative_inf;
+  stats.positive_inf_count = t.positive_inf;
+  if (stats.nan_count > 0) {
+    stats.max = stats.min = stats.avg = stats.l2norm = kNaN;
+  } else if (t.count > 0) {
+    stats.max = t.max;
+    stats.min = t.min;
+    stats.avg = t.sum / static_cast<double>(t.count);
+    stats.l2norm = std::sqrt(t.sum_squares);
+  }  // an empty tensor keeps the zeros of TensorStats
+  if (impl_->md5 != nullptr) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    GRAPHDUMP_CHECK(EVP_DigestFinal_ex(impl_->md5, digest, &length) == 1);
+    stats.md5 = ToHex(digest, length);
+    EVP_MD_CTX_free(impl_->md5);
+    impl_->md5 = nullptr;
+  }
+  return stats;
+}
+
+TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5) {
+  StatsAccumulator accumulator(dtype, with_md5);
+  accumulator.Update(static_cast<const uint8_t*>(data), DTypeStorageBytes(dtype, elements),
+                     elements);
+  return accumulator.Finish();
+}
+
+bool HasNonFinite(DType dtype, const void* data, int64_t elements) {
+  if (elements <= 0) return false;
+  const auto* p = static_cast<const uint8_t*>(data);
+  const size_t n = static_cast<size_t>(elements);
+  switch (dtype) {
+    case DType::kFloat16:
+      return AnyExponentAllOnes<uint16_t>(p, n, 0x7c00);
+    case DType::kBFloat16:
+      return AnyExponentAllOnes<uint16_t>(p, n, 0x7f80);
+    case DType::kFloat32:
+      return AnyExponentAllOnes<uint32_t>(p, n, 0x7f800000u);
+    case DType::kFloat64:
+      return AnyExponentAllOnes<uint64_t>(p, n, 0x7ff0000000000000ull);
+    case DType::kComplex64:
+      return AnyExponentAllOnes<uint32_t>(p, 2 * n, 0x7f800000u);
+    case DType::kComplex128:
+      return AnyExponentAllOnes<uint64_t>(p, 2 * n, 0x7ff0000000000000ull);
+    default:
+      return false;
+  }
+}
+
+std::string FormatStatValue(double value) {
+  // glibc prints a NaN with its sign bit set as "-nan"; MindSpore's files say "nan".
+  if (std::isnan(value)) return "nan";
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace graphdump

@@ -1,0 +1,373 @@
+#include "graphdump/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "graphdump/internal/tensor_writer.h"
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct RandomTensor {
+  std::string name;
+  DType dtype;
+  int64_t count;
+  std::vector<uint8_t> bytes;  // memory layout
+};
+
+enum class Specials { kNone, kInf, kInfAndNaN };
+
+template <typename T>
+void Put(std::vector<uint8_t>* bytes, int64_t i, T value) {
+  std::memcpy(bytes->data() + i * sizeof(T), &value, sizeof(T));
+}
+
+// A tensor of random values with zeros (both signs for floats) and, per `specials`, infinities
+// and NaNs at random positions.
+RandomTensor MakeRandom(DType dtype, int64_t count, Specials specials, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  RandomTensor t{std::string(DTypeName(dtype)) + "_" + std::to_string(static_cast<int>(specials)),
+                 dtype, count, std::vector<uint8_t>(DTypeStorageBytes(dtype, count))};
+  std::normal_distribution<double> normal(0.5, 30.0);
+  for (auto& b : t.bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t wide = static_cast<int64_t>(rng() % 2000000000000001ULL) - 1000000000000000LL;
+    switch (dtype) {
+      case DType::kFloat16: {  // random bits, made finite: the exponent 0x1f becomes 0x1e
+        uint16_t h;
+        std::memcpy(&h, t.bytes.data() + 2 * i, 2);
+        if ((h & 0x7c00) == 0x7c00) Put<uint16_t>(&t.bytes, i, h & 0xfbff);
+        break;
+      }
+      case DType::kBFloat16: {
+        uint16_t h;
+        std::memcpy(&h, t.bytes.data() + 2 * i, 2);
+        if ((h & 0x7f80) == 0x7f80) Put<uint16_t>(&t.bytes, i, h & 0xff7f);
+        break;
+      }
+      case DType::kFloat32:
+        Put(&t.bytes, i, static_cast<float>(normal(rng)));
+        break;
+      case DType::kFloat64:
+        Put(&t.bytes, i, normal(rng) * 1e10);
+        break;
+      case DType::kInt64:
+        Put(&t.bytes, i, wide);
+        break;
+      case DType::kBool:
+        t.bytes[i] &= 1;
+        break;
+      case DType::kComplex64:
+        Put(&t.bytes, 2 * i, static_cast<float>(normal(rng)));
+        Put(&t.bytes, 2 * i + 1, static_cast<float>(normal(rng)));
+        break;
+      default:
+        break;  // other integers: random bits are valid values
+    }
+  }
+  // Zeros, infinities and NaNs, as each dtype encodes them.
+  const bool floating = IsFloatingPoint(dtype);
+  for (int64_t k = 0; k < count / 10; ++k) {
+    const int64_t i = static_cast<int64_t>(rng() % static_cast<uint64_t>(count));
+    const int kind = static_cast<int>(rng() % 6);
+    if (!floating || kind < 2 || specials == Specials::kNone ||
+        (kind == 5 && specials != Specials::kInfAndNaN)) {
+      if (dtype == DType::kInt4) {
+        t.bytes[i / 2] &= (i % 2 == 0) ? 0xf0 : 0x0f;
+      } else if (dtype != DType::kBool || kind == 0) {
+        std::memset(t.bytes.data() + i * DTypeBits(dtype) / 8, 0, DTypeBits(dtype) / 8);
+      }
+      continue;
+    }
+    const double value = kind == 2 ? kInf : kind == 3 ? -kInf : kind == 4 ? -0.0 : kNaN;
+    switch (dtype) {
+      case DType::kFloat16: {
+        const uint16_t bits = kind == 2 ? 0x7c00 : kind == 3 ? 0xfc00 : kind == 4 ? 0x8000 : 0x7e01;
+        Put(&t.bytes, i, bits);
+        break;
+      }
+      case DType::kBFloat16: {
+        const uint16_t bits = kind == 2 ? 0x7f80 : kind == 3 ? 0xff80 : kind == 4 ? 0x8000 : 0xffc1;
+        Put(&t.bytes, i, bits);
+        break;
+      }
+      case DType::kFloat32:
+        Put(&t.bytes, i, static_cast<float>(value));
+        break;
+      default:
+        Put(&t.bytes, i, value);
+        break;
+    }
+  }
+  return t;
+}
+
+// NumPy's statistics of the raw files: one line per tensor, values as Python reprs.
+constexpr char kNumpyStats[] = R"PY(
+import sys, hashlib, warnings, numpy as np
+np.seterr(all='ignore'); warnings.simplefilter('ignore')
+for line in open(sys.argv[1]).read().splitlines():
+    name, dtype, n, path = line.split('\t'); n = int(n)
+    raw = open(path, 'rb').read()
+    sq = None
+    if dtype == 'bfloat16':
+        x = (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    elif dtype == 'int4':
+        b = np.frombuffer(raw, np.uint8)
+        v = np.stack([b & 15, b >> 4], 1).ravel()[:n].astype(np.int64)
+        x = np.where(v > 7, v - 16, v)
+    elif dtype == 'bool':
+        x = np.frombuffer(raw, np.uint8) != 0
+    elif dtype == 'complex64':
+        z = np.frombuffer(raw, np.complex64).astype(np.complex128)
+        x = z.real; sq = (z.real ** 2 + z.imag ** 2).sum()
+    else:
+        x = np.frombuffer(raw, dtype)
+    x = x.astype(np.float64)
+    nan = int(np.isnan(x).sum())
+    if sq is None: sq = (x * x).sum()
+    if nan: mx = mn = avg = l2 = float('nan')
+    else: mx, mn, avg, l2 = x.max(), x.min(), x.sum() / n, np.sqrt(sq)
+    print(name, n, repr(float(mx)), repr(float(mn)), repr(float(avg)), repr(float(l2)),
+          int((x < 0).sum()), int((x > 0).sum()), nan, int((x == -np.inf).sum()),
+          int((x == np.inf).sum()), int((x == 0).sum()), hashlib.md5(raw).hexdigest())
+)PY";
+
+void ExpectClose(double actual, double expected, const std::string& what) {
+  if (std::isnan(expected)) {
+    EXPECT_TRUE(std::isnan(actual)) << what << ": " << actual;
+  } else if (std::isinf(expected)) {
+    EXPECT_EQ(actual, expected) << what;
+  } else {
+    EXPECT_NEAR(actual, expected, 1e-9 * std::max(1.0, std::abs(expected))) << what;
+  }
+}
+
+void ExpectMatches(const TensorStats& s, std::istringstream& line, const std::string& tensor,
+                   const std::string& name) {
+  std::string word[13];
+  for (auto& w : word) line >> w;
+  ASSERT_EQ(word[0], tensor);
+  EXPECT_EQ(s.count, std::stoull(word[1])) << name;
+  // max and min are elements converted to double: exact.
+  if (std::isnan(std::strtod(word[2].c_str(), nullptr))) {
+    EXPECT_TRUE(std::isnan(s.max) && std::isnan(s.min)) << name;
+  } else {
+    EXPECT_EQ(s.max, std::strtod(word[2].c_str(), nullptr)) << name;
+    EXPECT_EQ(s.min, std::strtod(word[3].c_str(), nullptr)) << name;
+  }
+  ExpectClose(s.avg, std::strtod(word[4].c_str(), nullptr), name + " avg");
+  ExpectClose(s.l2norm, std::strtod(word[5].c_str(), nullptr), name + " l2norm");
+  EXPECT_EQ(s.negative_count, std::stoull(word[6])) << name;
+  EXPECT_EQ(s.positive_count, std::stoull(word[7])) << name;
+  EXPECT_EQ(s.nan_count, std::stoull(word[8])) << name;
+  EXPECT_EQ(s.negative_inf_count, std::stoull(word[9])) << name;
+  EXPECT_EQ(s.positive_inf_count, std::stoull(word[10])) << name;
+  EXPECT_EQ(s.zero_count, std::stoull(word[11])) << name;
+  EXPECT_EQ(s.md5, word[12]) << name;
+}
+
+TEST(StatsTest, MatchesNumpyForRandomTensors) {
+  std::vector<RandomTensor> tensors;
+  uint32_t seed = 1;
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64}) {
+    for (Specials specials : {Specials::kNone, Specials::kInf, Specials::kInfAndNaN}) {
+      tensors.push_back(MakeRandom(dtype, 10007, specials, seed++));
+    }
+  }
+  for (DType dtype :
+       {DType::kBool, DType::kInt8, DType::kInt16, DType::kInt32, DType::kInt64, DType::kUInt8,
+        DType::kUInt16, DType::kUInt32, DType::kUInt64, DType::kInt4, DType::kComplex64}) {
+    tensors.push_back(MakeRandom(dtype, 10007, Specials::kNone, seed++));
+  }
+  testing::TempDir dir;
+  std::string list;
+  for (const RandomTensor& t : tensors) {
+    const std::string path = dir.Sub(t.name + ".bin");
+    testing::WriteFile(path, std::string(t.bytes.begin(), t.bytes.end()));
+    list += t.name + "\t" + std::string(DTypeName(t.dtype)) + "\t" + std::to_string(t.count) +
+            "\t" + path + "\n";
+  }
+  testing::WriteFile(dir.Sub("list.txt"), list);
+  const testing::CommandResult numpy = testing::RunPython(kNumpyStats, {dir.Sub("list.txt")});
+  ASSERT_EQ(numpy.exit_code, 0) << numpy.output;
+  std::istringstream lines(numpy.output);
+  for (const RandomTensor& t : tensors) {
+    std::string text;
+    ASSERT_TRUE(std::getline(lines, text)) << t.name;
+    // Whole buffer at once, and fed in uneven pieces (as the writer's chunks arrive).
+    std::istringstream whole(text), pieces(text);
+    ExpectMatches(ComputeStats(t.dtype, t.bytes.data(), t.count, true), whole, t.name, t.name);
+    StatsAccumulator accumulator(t.dtype, true);
+    const int64_t piece = 998;  // even, so int4 pieces stay on byte boundaries
+    for (int64_t start = 0; start < t.count; start += piece) {
+      const int64_t n = std::min(piece, t.count - start);
+      const size_t offset = DTypeStorageBytes(t.dtype, start);
+      accumulator.Update(t.bytes.data() + offset, DTypeStorageBytes(t.dtype, start + n) - offset,
+                         n);
+    }
+    ExpectMatches(accumulator.Finish(), pieces, t.name, t.name + " (pieces)");
+  }
+}
+
+TEST(StatsTest, HandPickedValues) {
+  const float values[] = {1.0f, -2.0f, 0.0f, -0.0f, 4.0f};
+  const TensorStats s = ComputeStats(DType::kFloat32, values, 5, false);
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_EQ(s.max, 4.0);
+  EXPECT_EQ(s.min, -2.0);
+  EXPECT_DOUBLE_EQ(s.avg, 0.6);
+  EXPECT_DOUBLE_EQ(s.l2norm, std::sqrt(21.0));
+  EXPECT_EQ(s.negative_count, 1u);
+  EXPECT_EQ(s.positive_count, 2u);
+  EXPECT_EQ(s.zero_count, 2u);
+  EXPECT_EQ(s.nan_count, 0u);
+  EXPECT_TRUE(s.md5.empty());
+
+  const double specials[] = {kInf, -kInf, 3.0, kNaN};
+  const TensorStats t = ComputeStats(DType::kFloat64, specials, 4, false);
+  EXPECT_TRUE(std::isnan(t.max) && std::isnan(t.min) && std::isnan(t.avg) && std::isnan(t.l2norm));
+  EXPECT_EQ(t.nan_count, 1u);
+  EXPECT_EQ(t.negative_inf_count, 1u);
+  EXPECT_EQ(t.positive_inf_count, 1u);
+  EXPECT_EQ(t.negative_count, 1u);  // -inf
+  EXPECT_EQ(t.positive_count, 2u);  // +inf and 3
+
+  const double infs[] = {kInf, 1.0};
+  const TensorStats u = ComputeStats(DType::kFloat64, infs, 2, false);
+  EXPECT_EQ(u.max, kInf);
+  EXPECT_EQ(u.min, 1.0);
+  EXPECT_EQ(u.avg, kInf);
+  EXPECT_EQ(u.positive_inf_count, 1u);
+
+  const TensorStats empty = ComputeStats(DType::kFloat32, nullptr, 0, true);
+  EXPECT_EQ(empty.count, 0u);
+  EXPECT_EQ(empty.md5, "d41d8cd98f00b204e9800998ecf8427e");  // md5 of no bytes
+}
+
+TEST(StatsTest, Md5OfKnownBytes) {
+  const char text[] = "abc";
+  EXPECT_EQ(ComputeStats(DType::kUInt8, text, 3, true).md5, "900150983cd24fb0d6963f7d28e17f72");
+}
+
+TEST(StatsTest, HasNonFinite) {
+  const float finite[] = {1.0f, -3e38f, 0.0f};
+  const float with_inf[] = {1.0f, std::numeric_limits<float>::infinity()};
+  const double with_nan[] = {1.0, kNaN};
+  const uint16_t half_inf[] = {0x3c00, 0xfc00};
+  const uint16_t half_max[] = {0x7bff};
+  const uint16_t bf16_nan[] = {0x7fc0};
+  const float complex_nan[] = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_FALSE(HasNonFinite(DType::kFloat32, finite, 3));
+  EXPECT_TRUE(HasNonFinite(DType::kFloat32, with_inf, 2));
+  EXPECT_FALSE(HasNonFinite(DType::kFloat32, with_inf, 1));
+  EXPECT_TRUE(HasNonFinite(DType::kFloat64, with_nan, 2));
+  EXPECT_TRUE(HasNonFinite(DType::kFloat16, half_inf, 2));
+  EXPECT_FALSE(HasNonFinite(DType::kFloat16, half_max, 1));
+  EXPECT_FALSE(HasNonFinite(DType::kBFloat16, half_max, 1));
+  EXPECT_TRUE(HasNonFinite(DType::kBFloat16, bf16_nan, 1));
+  EXPECT_TRUE(HasNonFinite(DType::kComplex64, complex_nan, 1));
+  const int32_t ints[] = {0x7f800000, -1};
+  EXPECT_FALSE(HasNonFinite(DType::kInt32, ints, 2));
+}
+
+TEST(StatsTest, FormatStatValue) {
+  EXPECT_EQ(FormatStatValue(9.539392), "9.53939");
+  EXPECT_EQ(FormatStatValue(1e6), "1e+06");
+  EXPECT_EQ(FormatStatValue(123456.0), "123456");
+  EXPECT_EQ(FormatStatValue(1234567.0), "1.23457e+06");
+  EXPECT_EQ(FormatStatValue(0.0001), "0.0001");
+  EXPECT_EQ(FormatStatValue(0.00001), "1e-05");
+  EXPECT_EQ(FormatStatValue(-2.5), "-2.5");
+  EXPECT_EQ(FormatStatValue(0.0), "0");
+  EXPECT_EQ(FormatStatValue(3.0), "3");
+  EXPECT_EQ(FormatStatValue(kInf), "inf");
+  EXPECT_EQ(FormatStatValue(-kInf), "-inf");
+  EXPECT_EQ(FormatStatValue(kNaN), "nan");
+  EXPECT_EQ(FormatStatValue(-kNaN), "nan");
+}
+
+TEST(StatisticCsvTest, HeaderHasNoTrailingComma) {
+  EXPECT_EQ(StatisticCsvHeader({StatCategory::kMax, StatCategory::kMin, StatCategory::kL2Norm}),
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"
+            "Max Value,Min Value,L2Norm Value\n");
+  EXPECT_EQ(StatisticCsvHeader({}),
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape\n");
+  EXPECT_EQ(StatisticCsvHeader({StatCategory::kMd5, StatCategory::kAvg, StatCategory::kCount,
+                                StatCategory::kNegativeZeroCount, StatCategory::kPositiveZeroCount,
+                                StatCategory::kNanCount, StatCategory::kNegativeInfCount,
+                                StatCategory::kPositiveInfCount, StatCategory::kZeroCount}),
+            "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"
+            "MD5,Avg Value,Count,Negative Zero Count,Positive Zero Count,NaN Count,"
+            "Negative Inf Count,Positive Inf Count,Zero Count\n");
+}
+
+TEST(StatisticCsvTest, RowFormat) {
+  StatRowInfo info;
+  info.op_type = "Conv2d";
+  info.op_name = "Default_features-Sequential_0-Conv2d_conv2d-op3";
+  info.task_id = 0;
+  info.stream_id = 0;
+  info.timestamp = 1700000000123456;
+  info.is_input = false;
+  info.slot = 1;
+  info.data_size = 24;
+  info.dtype = DType::kBFloat16;
+  info.shape = {2, 3};
+  TensorStats s;
+  s.count = 6;
+  s.max = 1e6;
+  s.min = -kInf;
+  s.avg = 9.539392;
+  s.l2norm = kNaN;
+  s.negative_count = 2;
+  s.positive_count = 3;
+  s.nan_count = 0;
+  s.negative_inf_count = 1;
+  s.positive_inf_count = 0;
+  s.zero_count = 1;
+  s.md5 = "0123456789abcdef0123456789abcdef";
+  const std::vector<StatCategory> all = {StatCategory::kMax,
+                                         StatCategory::kMin,
+                                         StatCategory::kAvg,
+                                         StatCategory::kCount,
+                                         StatCategory::kNegativeZeroCount,
+                                         StatCategory::kPositiveZeroCount,
+                                         StatCategory::kNanCount,
+                                         StatCategory::kNegativeInfCount,
+                                         StatCategory::kPositiveInfCount,
+                                         StatCategory::kZeroCount,
+                                         StatCategory::kMd5,
+                                         StatCategory::kL2Norm};
+  EXPECT_EQ(StatisticCsvRow(info, s, all),
+            "Conv2d,Default_features-Sequential_0-Conv2d_conv2d-op3,0,0,1700000000123456,output,1,"
+            "24,bfloat16,\"(2,3)\",1e+06,-inf,9.53939,6,2,3,0,1,0,1,"
+            "0123456789abcdef0123456789abcdef,nan,\n");
+  info.is_input = true;
+  info.shape = {};
+  info.dtype = DType::kInt64;
+  EXPECT_EQ(StatisticCsvRow(info, s, {StatCategory::kL2Norm, StatCategory::kMax}),
+            "Conv2d,Default_features-Sequential_0-Conv2d_conv2d-op3,0,0,1700000000123456,input,1,"
+            "24,int64,\"()\",nan,1e+06,\n");
+  info.shape = {5};
+  EXPECT_NE(StatisticCsvRow(info, s, {}).find(",\"(5)\",\n"), std::string::npos);
+}
+
+TEST(StatisticCsvTest, ShapeToString) {
+  EXPECT_EQ(ShapeToString({2, 3}), "(2,3)");
+  EXPECT_EQ(ShapeToString({}), "()");
+  EXPECT_EQ(ShapeToString({5}), "(5)");
+  EXPECT_EQ(ShapeToString({0, 1, 7}), "(0,1,7)");
+}
+
+}  // namespace
+}  // namespace graphdump

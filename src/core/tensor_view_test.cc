@@ -1,0 +1,94 @@
+#include "graphdump/tensor_view.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+namespace graphdump {
+namespace {
+
+TensorView View(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                const void* data) {
+  TensorView view;
+  view.dtype = dtype;
+  view.shape = std::move(shape);
+  view.strides = std::move(strides);
+  view.data = data;
+  return view;
+}
+
+TEST(TensorViewTest, ElementsAndContiguity) {
+  EXPECT_EQ(View(DType::kFloat32, {}, {}, nullptr).NumElements(), 1);
+  EXPECT_EQ(View(DType::kFloat32, {2, 0, 3}, {}, nullptr).NumElements(), 0);
+  EXPECT_EQ(View(DType::kFloat32, {2, 3, 4}, {}, nullptr).NumElements(), 24);
+  EXPECT_TRUE(View(DType::kFloat32, {2, 3}, {3, 1}, nullptr).IsContiguous());
+  EXPECT_FALSE(View(DType::kFloat32, {2, 3}, {1, 2}, nullptr).IsContiguous());
+  EXPECT_FALSE(View(DType::kFloat32, {2, 3}, {6, 2}, nullptr).IsContiguous());
+  EXPECT_TRUE(View(DType::kFloat32, {2, 1, 3}, {3, 77, 1}, nullptr).IsContiguous());
+  EXPECT_TRUE(View(DType::kFloat32, {0, 3}, {1, 9}, nullptr).IsContiguous());
+  EXPECT_EQ(View(DType::kFloat64, {2, 3}, {}, nullptr).ContiguousBytes(), 48u);
+  EXPECT_EQ(View(DType::kInt4, {5}, {}, nullptr).ContiguousBytes(), 3u);
+}
+
+TEST(TensorViewTest, CopyContiguousGathersInCOrder) {
+  std::vector<int16_t> storage(12);
+  std::iota(storage.begin(), storage.end(), 0);  // a 3x4 matrix
+  // Its transpose (4x3) and its columns 1 and 3 (3x2).
+  const OwnedTensor t = CopyContiguous(View(DType::kInt16, {4, 3}, {1, 4}, storage.data()));
+  const OwnedTensor c = CopyContiguous(View(DType::kInt16, {3, 2}, {4, 2}, storage.data() + 1));
+  std::vector<int16_t> tv(12), cv(6);
+  ASSERT_EQ(t.bytes.size(), 24u);
+  ASSERT_EQ(c.bytes.size(), 12u);
+  std::memcpy(tv.data(), t.bytes.data(), 24);
+  std::memcpy(cv.data(), c.bytes.data(), 12);
+  EXPECT_EQ(tv, (std::vector<int16_t>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  EXPECT_EQ(cv, (std::vector<int16_t>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{4, 3}));
+  const TensorView back = t.View();
+  EXPECT_EQ(back.dtype, DType::kInt16);
+  EXPECT_TRUE(back.IsContiguous());
+  EXPECT_EQ(back.data, t.bytes.data());
+}
+
+TEST(TensorViewTest, ChunksEndOnElementBoundaries) {
+  std::vector<float> storage(100);
+  std::iota(storage.begin(), storage.end(), 0.0f);
+  for (bool strided : {false, true}) {
+    const TensorView view = strided ? View(DType::kFloat32, {10, 5}, {1, 20}, storage.data())
+                                    : View(DType::kFloat32, {25}, {}, storage.data());
+    std::vector<float> seen;
+    ForEachContiguousChunk(view, 7, [&](const uint8_t* bytes, size_t n) {
+      EXPECT_EQ(n, 4u);  // 7 bytes hold one float32
+      const size_t old = seen.size();
+      seen.resize(old + n / 4);
+      std::memcpy(seen.data() + old, bytes, n);
+    });
+    ASSERT_EQ(seen.size(), strided ? 50u : 25u);
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const float want = strided ? static_cast<float>((i % 5) * 20 + i / 5) : static_cast<float>(i);
+      EXPECT_EQ(seen[i], want) << i;
+    }
+  }
+  size_t total = 0, calls = 0;
+  ForEachContiguousChunk(View(DType::kFloat32, {10, 5}, {1, 20}, storage.data()), 64,
+                         [&](const uint8_t*, size_t n) {
+                           EXPECT_EQ(n % 4, 0u);
+                           EXPECT_LE(n, 64u);
+                           total += n;
+                           ++calls;
+                         });
+  EXPECT_EQ(total, 200u);
+  EXPECT_EQ(calls, 4u);  // 3 full pieces of 16 elements, then 2 elements
+  ForEachContiguousChunk(View(DType::kFloat32, {0, 5}, {1, 20}, nullptr), 64,
+                         [&](const uint8_t*, size_t) { ADD_FAILURE() << "no data expected"; });
+}
+
+TEST(TensorViewTest, ShapeToString) {
+  EXPECT_EQ(ShapeToString({2, 3}), "(2,3)");
+  EXPECT_EQ(ShapeToString({}), "()");
+  EXPECT_EQ(ShapeToString({5}), "(5)");
+}
+
+}  // namespace
+}  // namespace graphdump

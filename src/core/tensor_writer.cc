@@ -1,0 +1,145 @@
+#include "graphdump/internal/tensor_writer.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "graphdump/npy.h"
+
+namespace graphdump {
+namespace {
+
+Status ValidateView(const std::string& path, const TensorView& view) {
+  const std::string what = "tensor for " + path + ": ";
+  if (view.device != "cpu") {
+    return Status::Unsupported(what + "data is on device '" + view.device +
+                               "'; only host (cpu) memory can be written");
+  }
+  for (int64_t dim : view.shape) {
+    if (dim < 0)
+      return Status::InvalidArgument(what + "negative dimension in shape " +
+                                     ShapeToString(view.shape));
+  }
+  if (!view.strides.empty() && view.strides.size() != view.shape.size()) {
+    return Status::InvalidArgument(what + std::to_string(view.strides.size()) +
+                                   " strides for shape " + ShapeToString(view.shape));
+  }
+  if (view.dtype == DType::kInt4 && !view.strides.empty()) {
+    // A packed int4 element is half a byte, so only the contiguous layout is meaningful
+    // (TensorView::IsContiguous assumes it; check the strides as if elements were bytes).
+    TensorView as_bytes = view;
+    as_bytes.dtype = DType::kInt8;
+    if (!as_bytes.IsContiguous()) {
+      return Status::InvalidArgument(what + "int4 tensors must be contiguous");
+    }
+  }
+  if (view.data == nullptr && view.NumElements() > 0) {
+    return Status::InvalidArgument(what + "no data for " + std::to_string(view.NumElements()) +
+                                   " elements");
+  }
+  return Status::Ok();
+}
+
+// Collects the .npy bytes and hands them to the file in pieces of about `chunk_bytes`.
+class NpySink {
+ public:
+  NpySink(WritableFile* file, DType dtype, size_t chunk_bytes)
+      : file_(file), dtype_(dtype), chunk_bytes_(chunk_bytes) {}
+
+  void AddHeader(const std::string& header) { pending_.assign(header.begin(), header.end()); }
+
+  // Adds `count` elements (memory layout) from `bytes`.
+  void AddElements(const uint8_t* bytes, int64_t count) {
+    if (!status_.ok() || count <= 0) return;
+    if (NpyPayloadIsIdentity(dtype_)) {
+      const size_t size = DTypeStorageBytes(dtype_, count);
+      if (pending_.size() + size >= chunk_bytes_) {
+        // Large pieces go straight from the tensor to the file, without a copy.
+        Flush();
+        Write(bytes, size);
+        return;
+      }
+      pending_.insert(pending_.end(), bytes, bytes + size);
+    } else {
+      EncodeNpyPayload(dtype_, bytes, count, &pending_);
+    }
+    if (pending_.size() >= chunk_bytes_) Flush();
+  }
+
+  void Flush() {
+    if (pending_.empty()) return;
+    Write(pending_.data(), pending_.size());
+    pending_.clear();
+  }
+
+  const Status& status() const { return status_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  void Write(const void* data, size_t size) {
+    if (!status_.ok()) return;
+    status_ = file_->Append(data, size);
+    bytes_written_ += size;
+  }
+
+  WritableFile* file_;
+  DType dtype_;
+  size_t chunk_bytes_;
+  std::vector<uint8_t> pending_;
+  Status status_;
+  uint64_t bytes_written_ = 0;
+};
+
+}  // namespace
+
+StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
+                                        const TensorView& view, const TensorWriteOptions& options) {
+  GRAPHDUMP_RETURN_IF_ERROR(ValidateView(path, view));
+  const int64_t count = view.NumElements();
+  const bool sampled = options.max_elements > 0 && count > options.max_elements;
+  const int64_t file_count = sampled ? options.max_elements : count;
+  const size_t chunk_bytes = std::max<size_t>(options.chunk_bytes, 64);
+
+  std::unique_ptr<WritableFile> file;
+  std::optional<NpySink> sink;
+  if (options.write_npy) {
+    GRAPHDUMP_ASSIGN_OR_RETURN(file, fs.NewWritableFile(path));
+    sink.emplace(file.get(), view.dtype, chunk_bytes);
+    sink->AddHeader(NpyHeader(view.dtype, sampled ? std::vector<int64_t>{file_count} : view.shape));
+  }
+  std::optional<StatsAccumulator> stats;
+  if (options.compute_stats || options.with_md5) stats.emplace(view.dtype, options.with_md5);
+
+  const bool packed = view.dtype == DType::kInt4;
+  const size_t item = packed ? 1 : DTypeBits(view.dtype) / 8;
+  // In sample mode without statistics only the sampled prefix needs reading.
+  TensorView visited = view;
+  if (sampled && !stats && view.IsContiguous()) {
+    visited.shape = {file_count};
+    visited.strides.clear();
+  }
+  const int64_t visited_count = visited.NumElements();
+  int64_t seen = 0;  // elements visited so far
+  ForEachContiguousChunk(visited, chunk_bytes, [&](const uint8_t* bytes, size_t size) {
+    const int64_t elements =
+        packed ? std::min<int64_t>(2 * static_cast<int64_t>(size), visited_count - seen)
+               : static_cast<int64_t>(size / item);
+    if (stats) stats->Update(bytes, size, elements);
+    // Pieces start on byte boundaries, so an int4 piece always starts at an even element.
+    if (sink && seen < file_count) sink->AddElements(bytes, std::min(elements, file_count - seen));
+    seen += elements;
+  });
+
+  TensorWriteResult result;
+  if (sink) {
+    sink->Flush();
+    GRAPHDUMP_RETURN_IF_ERROR(sink->status());
+    GRAPHDUMP_RETURN_IF_ERROR(file->Commit());
+    result.file_bytes = sink->bytes_written();
+  }
+  if (stats) result.stats = stats->Finish();
+  return result;
+}
+
+}  // namespace graphdump
