@@ -26,6 +26,11 @@ class Selector {
   // Is `iteration` a dumped iteration? (op_debug_mode 4 forces "all".)
   bool IterationDumps(uint64_t iteration) const;
 
+  // Registers a module path marked by set_dump (dump_mode 2): kernels whose module_path equals
+  // `module_path` or lies under it ("features" covers "features.0.conv") are selected. The empty
+  // string is the root module and selects every kernel. Affects later KernelSelected calls.
+  void SetDump(const std::string& module_path);
+
   // Does the kernel match the kernel selection (dump_mode, kernels, set_dump marks)? Records
   // which `kernels` entries matched, for UnusedEntries().
   bool KernelSelected(const KernelInfo& kernel);
@@ -36,11 +41,8 @@ class Selector {
   // The `kernels` entries that matched no kernel so far, as written in the configuration.
   std::vector<std::string> UnusedEntries() const;
 
-  // Marks a module path for dump_mode 2: kernels whose module_path equals it or lies under it
-  // ("features" marks "features.0"). The empty path marks the root, that is every kernel.
-  void SetDump(const std::string& module_path);
-
-  // Input/output selection after op_debug_mode forcing (overflow mode dumps both).
+  // Input/output selection after op_debug_mode forcing: overflow mode (3) dumps both; exception
+  // mode (4) dumps only the inputs of the failing kernel.
   bool DumpInputs() const;
   bool DumpOutputs() const;
 

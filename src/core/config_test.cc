@@ -1,0 +1,736 @@
+#include "graphdump/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+using nlohmann::json;
+
+// A valid configuration; tests change one key at a time.
+json BaseConfig() {
+  return json::parse(R"({
+    "common_dump_settings": {
+      "dump_mode": 0, "path": "/tmp/dump", "net_name": "Net", "iteration": "all",
+      "input_output": 0, "kernels": [], "support_device": [0, 1]
+    }
+  })");
+}
+
+StatusOr<ParsedConfig> Parse(const json& config, const std::string& diagnostic = "") {
+  return ParseConfig(config.dump(), "", diagnostic);
+}
+
+ParsedConfig ParseOk(const json& config) {
+  StatusOr<ParsedConfig> parsed = Parse(config);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? *parsed : ParsedConfig{};
+}
+
+std::string ParseError(const json& config, const std::string& diagnostic = "") {
+  StatusOr<ParsedConfig> parsed = Parse(config, diagnostic);
+  EXPECT_FALSE(parsed.ok());
+  if (parsed.ok()) return "";
+  EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+  return parsed.status().message();
+}
+
+json WithCommon(const std::string& key, const json& value) {
+  json config = BaseConfig();
+  config["common_dump_settings"][key] = value;
+  return config;
+}
+
+json WithE2e(const std::string& key, const json& value) {
+  json config = BaseConfig();
+  config["e2e_dump_settings"][key] = value;
+  return config;
+}
+
+json WithoutCommon(const std::string& key) {
+  json config = BaseConfig();
+  config["common_dump_settings"].erase(key);
+  return config;
+}
+
+bool HasWarning(const ParsedConfig& parsed, const std::string& text) {
+  for (const std::string& w : parsed.warnings) {
+    if (w.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return lines;
+}
+
+TEST(ParseConfigTest, DefaultsOfAMinimalConfig) {
+  ParsedConfig parsed = ParseOk(BaseConfig());
+  const DumpConfig& c = parsed.config;
+  EXPECT_TRUE(parsed.warnings.empty());
+  EXPECT_EQ(c.dump_mode, 0u);
+  EXPECT_EQ(c.path, "/tmp/dump");
+  EXPECT_EQ(c.net_name, "Net");
+  EXPECT_TRUE(c.iteration.all());
+  EXPECT_EQ(c.saved_data, SavedData::kTensor);
+  EXPECT_EQ(c.input_output, InputOutput::kBoth);
+  EXPECT_TRUE(c.kernels.empty());
+  EXPECT_EQ(c.support_device, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(c.statistic_category, (std::vector<StatCategory>{StatCategory::kMax, StatCategory::kMin,
+                                                             StatCategory::kL2Norm}));
+  EXPECT_EQ(c.op_debug_mode, 0u);
+  EXPECT_EQ(c.overflow_number, 0u);
+  EXPECT_EQ(c.initial_iteration, 0u);
+  EXPECT_EQ(c.file_format, "npy");
+  EXPECT_TRUE(c.enable);
+  EXPECT_TRUE(c.trans_flag);
+  EXPECT_EQ(c.stat_calc_mode, "host");
+  EXPECT_EQ(c.device_stat_precision_mode, "high");
+  EXPECT_EQ(c.sample_mode, 0u);
+  EXPECT_EQ(c.sample_num, 100u);
+  EXPECT_FALSE(c.save_kernel_args);
+}
+
+TEST(ParseConfigTest, EveryKeyAcceptsItsValidValues) {
+  for (int mode : {0, 1, 2})
+    EXPECT_EQ(ParseOk(WithCommon("dump_mode", mode)).config.dump_mode, mode);
+  EXPECT_EQ(ParseOk(WithCommon("path", "/a/b_c-D9")).config.path, "/a/b_c-D9");
+  EXPECT_EQ(ParseOk(WithCommon("net_name", "Res_Net-50")).config.net_name, "Res_Net-50");
+  EXPECT_EQ(ParseOk(WithCommon("iteration", "0|5-8")).config.iteration.ToString(), "0|5-8");
+  EXPECT_EQ(ParseOk(WithCommon("saved_data", "tensor")).config.saved_data, SavedData::kTensor);
+  EXPECT_EQ(ParseOk(WithCommon("saved_data", "statistic")).config.saved_data,
+            SavedData::kStatistic);
+  EXPECT_EQ(ParseOk(WithCommon("saved_data", "full")).config.saved_data, SavedData::kFull);
+  EXPECT_EQ(ParseOk(WithCommon("input_output", 1)).config.input_output, InputOutput::kInputs);
+  EXPECT_EQ(ParseOk(WithCommon("input_output", 2)).config.input_output, InputOutput::kOutputs);
+  EXPECT_EQ(ParseOk(WithCommon("support_device", json::array())).config.support_device.size(), 0u);
+  EXPECT_EQ(ParseOk(WithCommon("support_device", {7, 4294967295u})).config.support_device,
+            (std::vector<uint32_t>{7, 4294967295u}));
+  EXPECT_EQ(ParseOk(WithCommon("op_debug_mode", 3)).config.op_debug_mode, 3u);
+  EXPECT_EQ(ParseOk(WithCommon("op_debug_mode", 4)).config.op_debug_mode, 4u);
+  EXPECT_EQ(
+      ParseOk(WithCommon("initial_iteration", 18446744073709551615ull)).config.initial_iteration,
+      18446744073709551615ull);
+  EXPECT_EQ(ParseOk(WithCommon("file_format", "bin")).config.file_format, "bin");
+  EXPECT_EQ(ParseOk(WithCommon("file_format", "npy")).config.file_format, "npy");
+  EXPECT_FALSE(ParseOk(WithE2e("enable", false)).config.enable);
+  EXPECT_FALSE(ParseOk(WithE2e("trans_flag", false)).config.trans_flag);
+  EXPECT_TRUE(ParseOk(WithE2e("save_kernel_args", true)).config.save_kernel_args);
+  EXPECT_EQ(ParseOk(WithE2e("device_stat_precision_mode", "low")).config.device_stat_precision_mode,
+            "low");
+  EXPECT_EQ(ParseOk(WithE2e("sample_mode", 1)).config.sample_mode, 1u);
+  EXPECT_EQ(ParseOk(WithE2e("sample_num", 1)).config.sample_num, 1u);
+  json stat = WithCommon("saved_data", "statistic");
+  stat["e2e_dump_settings"]["stat_calc_mode"] = "device";
+  EXPECT_EQ(ParseOk(stat).config.stat_calc_mode, "device");
+}
+
+TEST(ParseConfigTest, OverflowNumberWithOverflowMode) {
+  json config = WithCommon("op_debug_mode", 3);
+  config["common_dump_settings"]["overflow_number"] = 5;
+  EXPECT_EQ(ParseOk(config).config.overflow_number, 5u);
+}
+
+TEST(ParseConfigTest, OverflowNumberZeroIsAcceptedWithAnyMode) {
+  EXPECT_EQ(ParseOk(WithCommon("overflow_number", 0)).config.overflow_number, 0u);
+  json config = WithCommon("op_debug_mode", 4);
+  config["common_dump_settings"]["overflow_number"] = 1;
+  EXPECT_NE(ParseError(config).find("overflow_number only need to be set when op_debug_mode is "
+                                    "3, but op_debug_mode is 4"),
+            std::string::npos);
+}
+
+TEST(ParseConfigTest, StatisticCategoryOrderAndDuplicatesKept) {
+  ParsedConfig parsed =
+      ParseOk(WithCommon("statistic_category", {"md5", "nan count", "max", "negative zero count",
+                                                "positive inf count", "max"}));
+  EXPECT_EQ(parsed.config.statistic_category,
+            (std::vector<StatCategory>{StatCategory::kMd5, StatCategory::kNanCount,
+                                       StatCategory::kMax, StatCategory::kNegativeZeroCount,
+                                       StatCategory::kPositiveInfCount, StatCategory::kMax}));
+}
+
+struct BadValue {
+  const char* section;
+  const char* key;
+  json value;
+  const char* expected;  // a fragment the message must contain
+};
+
+TEST(ParseConfigTest, EveryInvalidValueIsRejectedWithItsKeyPath) {
+  const std::vector<BadValue> cases = {
+      {"common_dump_settings", "dump_mode", 3, "should be 0, 1 or 2, but got 3"},
+      {"common_dump_settings", "dump_mode", -1, "should be unsigned int type, but got -1"},
+      {"common_dump_settings", "dump_mode", 1.5, "should be unsigned int type, but got 1.5"},
+      {"common_dump_settings", "dump_mode", "0", "should be unsigned int type, but got string"},
+      {"common_dump_settings", "dump_mode", true, "unsigned int type"},
+      {"common_dump_settings", "path", "relative/dir", "should start with '/'"},
+      {"common_dump_settings", "path", "/tmp/a b", "only support alphabets, digit"},
+      {"common_dump_settings", "path", "/tmp/a.b", "but got: \"/tmp/a.b\""},
+      {"common_dump_settings", "path", 5, "should be string type"},
+      {"common_dump_settings", "net_name", "", "net_name only supports alphabetic"},
+      {"common_dump_settings", "net_name", "a/b", "but got: \"a/b\""},
+      {"common_dump_settings", "net_name", json::array(), "should be string type"},
+      {"common_dump_settings", "iteration", 0, "should be string type"},
+      {"common_dump_settings", "iteration", "5-", "dangling '-'"},
+      {"common_dump_settings", "iteration", "", "it is empty"},
+      {"common_dump_settings", "saved_data", "tensors",
+       "saved_data only supports statistic, tensor"},
+      {"common_dump_settings", "saved_data", 1, "should be string type"},
+      {"common_dump_settings", "input_output", 3, "input_output should be 0, 1, 2"},
+      {"common_dump_settings", "input_output", -2, "unsigned int type"},
+      {"common_dump_settings", "kernels", "Conv2D", "should be array type"},
+      {"common_dump_settings", "support_device", 0, "should be array type"},
+      {"common_dump_settings", "statistic_category", "max", "should be array type"},
+      {"common_dump_settings",
+       "statistic_category",
+       {"max", "mean"},
+       "The following statistic_category is invalid:'mean'"},
+      {"common_dump_settings", "op_debug_mode", 5, "op_debug_mode should be 0, 3, 4"},
+      {"common_dump_settings", "op_debug_mode", 0.0, "unsigned int type"},
+      {"common_dump_settings", "initial_iteration", -1, "unsigned int type"},
+      {"common_dump_settings", "file_format", "npz", "should be either 'npy' or 'bin'"},
+      {"common_dump_settings", "overflow_number", 2, "only need to be set when op_debug_mode is 3"},
+      {"e2e_dump_settings", "enable", "true", "should be boolean type"},
+      {"e2e_dump_settings", "trans_flag", 1, "should be boolean type"},
+      {"e2e_dump_settings", "save_kernel_args", nullptr, "should be boolean type"},
+      {"e2e_dump_settings", "stat_calc_mode", "gpu", "only supports 'host' or 'device'"},
+      {"e2e_dump_settings", "stat_calc_mode", false, "should be string type"},
+      {"e2e_dump_settings", "device_stat_precision_mode", "medium",
+       "only supports 'high' or 'low'"},
+      {"e2e_dump_settings", "sample_mode", 2, "sample_mode should be 0, 1"},
+      {"e2e_dump_settings", "sample_num", 0, "sample_num should be greater than 0"},
+      {"e2e_dump_settings", "sample_num", -5, "unsigned int type"},
+  };
+  for (const BadValue& c : cases) {
+    json config = BaseConfig();
+    config[c.section][c.key] = c.value;
+    const std::string message = ParseError(config);
+    SCOPED_TRACE(std::string(c.section) + "." + c.key + " = " + c.value.dump());
+    EXPECT_NE(message.find(std::string(c.section) + "." + c.key + ": "), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+}
+
+TEST(ParseConfigTest, BadArrayElementsNameTheirIndex) {
+  EXPECT_NE(
+      ParseError(WithCommon("support_device", {0, -1}))
+          .find("common_dump_settings.support_device[1]: should be an unsigned int device id"),
+      std::string::npos);
+  EXPECT_NE(ParseError(WithCommon("support_device", {4294967296ull})).find("support_device[0]"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithCommon("kernels", {"Conv2D", 3}))
+                .find("common_dump_settings.kernels[1]: should be string type, but got 3"),
+            std::string::npos);
+  EXPECT_NE(ParseError(WithCommon("statistic_category", {"max", 2}))
+                .find("common_dump_settings.statistic_category[1]: should be string type"),
+            std::string::npos);
+}
+
+TEST(ParseConfigTest, InvalidStatisticCategoryListsTheValidOnes) {
+  const std::string message = ParseError(WithCommon("statistic_category", {"Max", "mean", "min"}));
+  EXPECT_NE(message.find("invalid:'Max', 'mean'"), std::string::npos) << message;
+  EXPECT_NE(message.find("['max', 'min', 'avg', 'count', 'negative zero count', "
+                         "'positive zero count', 'nan count', 'negative inf count', "
+                         "'positive inf count', 'zero count', 'md5', 'l2norm']"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ParseConfigTest, RequiredKeysMissing) {
+  for (const char* key :
+       {"dump_mode", "net_name", "iteration", "input_output", "kernels", "support_device"}) {
+    const std::string message = ParseError(WithoutCommon(key));
+    EXPECT_NE(message.find(std::string("common_dump_settings.") + key + ": not found"),
+              std::string::npos)
+        << message;
+  }
+  json misspelled = WithoutCommon("iteration");
+  misspelled["common_dump_settings"]["Iterations"] = "0";
+  EXPECT_NE(ParseError(misspelled)
+                .find("common_dump_settings.iteration: not found; this key is "
+                      "required (\"all\" or ranges separated by '|', e.g. "
+                      "\"0|5-8|100-120\"); the section has \"Iterations\": a "
+                      "misspelling of \"iteration\"?"),
+            std::string::npos)
+      << ParseError(misspelled);
+  const std::string message = ParseError(json::parse(R"({"e2e_dump_settings": {}})"));
+  EXPECT_NE(message.find("common_dump_settings: not found"), std::string::npos) << message;
+}
+
+TEST(ParseConfigTest, ReportsEveryProblemInOnePass) {
+  json config = json::parse(R"j({
+    "common_dump_settings": {
+      "dump_mode": 7, "path": "rel", "net_name": "a b", "iteration": "3-1|x",
+      "input_output": 9, "kernels": ["name-regex(()"], "support_device": [-1],
+      "statistic_category": ["bogus"], "op_debug_mode": 9, "file_format": "txt"
+    },
+    "e2e_dump_settings": {"enable": "yes", "sample_num": 0}
+  })j");
+  StatusOr<ParsedConfig> parsed = ParseConfig(config.dump(), "cfg.json", "");
+  ASSERT_FALSE(parsed.ok());
+  const std::vector<std::string> lines = Lines(parsed.status().message());
+  const std::vector<std::string> expected_keys = {"common_dump_settings.dump_mode:",
+                                                  "common_dump_settings.path:",
+                                                  "common_dump_settings.net_name:",
+                                                  "common_dump_settings.iteration:",
+                                                  "common_dump_settings.iteration:",
+                                                  "common_dump_settings.input_output:",
+                                                  "common_dump_settings.kernels[0]:",
+                                                  "common_dump_settings.support_device[0]:",
+                                                  "common_dump_settings.statistic_category:",
+                                                  "common_dump_settings.op_debug_mode:",
+                                                  "common_dump_settings.file_format:",
+                                                  "e2e_dump_settings.enable:",
+                                                  "e2e_dump_settings.sample_num:"};
+  ASSERT_EQ(lines.size(), expected_keys.size()) << parsed.status().message();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i].rfind("cfg.json: " + expected_keys[i], 0), 0u) << lines[i];
+  }
+}
+
+TEST(ParseConfigTest, MalformedJson) {
+  StatusOr<ParsedConfig> parsed = ParseConfig("{\"common_dump_settings\": ", "x.json", "");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("x.json: Parse dump json failed, error:"),
+            std::string::npos);
+  EXPECT_NE(ParseError(json::array()).find("should be a JSON object"), std::string::npos);
+  json e2e = BaseConfig();
+  e2e["e2e_dump_settings"] = true;
+  EXPECT_NE(ParseError(e2e).find("e2e_dump_settings: should be an object"), std::string::npos);
+}
+
+TEST(ParseConfigTest, UnknownKeysWarnWithTheNearestKnownKey) {
+  json config = BaseConfig();
+  config["common_dump_settings"]["iterations"] = "1";
+  config["common_dump_settings"]["Dump_Mod"] = 1;
+  config["common_dump_settings"]["trans_flag"] = true;
+  config["common_dump_settings"]["zzzzzzzzzzzzzz"] = 1;
+  config["e2e_dump_settings"]["enabled"] = true;
+  config["common_dump_setting"] = json::object();
+  config["async_dump_settings"] = json::object();
+  config["net_name"] = "x";
+  ParsedConfig parsed = ParseOk(config);
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.iterations: unknown key, ignored; did you mean "
+                         "\"iteration\"?"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.Dump_Mod: unknown key, ignored; did you "
+                         "mean \"dump_mode\"?"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.trans_flag: unknown key in "
+                         "common_dump_settings, ignored; \"trans_flag\" belongs in "
+                         "e2e_dump_settings"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.zzzzzzzzzzzzzz: unknown key, ignored; the "
+                         "nearest known key is"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "e2e_dump_settings.enabled: unknown key, ignored; did you mean "
+                         "\"enable\"?"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_setting: unknown key, ignored; did you mean "
+                         "\"common_dump_settings\"?"));
+  EXPECT_TRUE(HasWarning(parsed, "async_dump_settings: ignored"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "net_name: unknown top-level key, ignored; \"net_name\" belongs "
+                         "in common_dump_settings"));
+  EXPECT_EQ(parsed.warnings.size(), 8u);
+}
+
+TEST(ParseConfigTest, OpDebugModeOneAndTwoMeanThree) {
+  for (int mode : {1, 2}) {
+    ParsedConfig parsed = ParseOk(WithCommon("op_debug_mode", mode));
+    EXPECT_EQ(parsed.config.op_debug_mode, 3u);
+    EXPECT_TRUE(HasWarning(parsed, "is reset to 3"));
+  }
+}
+
+TEST(ParseConfigTest, OpDebugModeForcesDumpModeZeroAndBothSlots) {
+  json config = WithCommon("op_debug_mode", 3);
+  config["common_dump_settings"]["dump_mode"] = 1;
+  config["common_dump_settings"]["input_output"] = 2;
+  config["common_dump_settings"]["kernels"] = {"Conv2D"};
+  ParsedConfig parsed = ParseOk(config);
+  EXPECT_EQ(parsed.config.dump_mode, 0u);
+  EXPECT_EQ(parsed.config.input_output, InputOutput::kBoth);
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.dump_mode: Overflow dump or exception dump "
+                         "do not support specify kernels (op_debug_mode 3), the dump_mode "
+                         "is set to 0"));
+  EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.input_output: When the op_debug_mode is "
+                         "set to 3"));
+}
+
+TEST(ParseConfigTest, ExceptionModeForcesIterationSampleModeAndSavedData) {
+  json config = WithCommon("op_debug_mode", 4);
+  config["common_dump_settings"]["iteration"] = "0|3";
+  config["common_dump_settings"]["saved_data"] = "full";
+  config["e2e_dump_settings"]["sample_mode"] = 1;
+  ParsedConfig parsed = ParseOk(config);
+  EXPECT_TRUE(parsed.config.iteration.all());
+  EXPECT_EQ(parsed.config.saved_data, SavedData::kTensor);
+  EXPECT_EQ(parsed.config.sample_mode, 0u);
+  EXPECT_TRUE(HasWarning(parsed, "common_dump_settings.iteration: exception dump"));
+  EXPECT_TRUE(HasWarning(parsed, "common_dump_settings.saved_data: exception dump"));
+  EXPECT_TRUE(HasWarning(parsed, "e2e_dump_settings.sample_mode: exception dump"));
+  EXPECT_EQ(parsed.warnings.size(), 3u);
+}
+
+TEST(ParseConfigTest, DeviceStatisticsOnlyForStatisticDumps) {
+  json config = WithE2e("stat_calc_mode", "device");
+  config["common_dump_settings"]["saved_data"] = "full";
+  ParsedConfig parsed = ParseOk(config);
+  EXPECT_EQ(parsed.config.stat_calc_mode, "host");
+  EXPECT_TRUE(HasWarning(parsed, "forced to 'host'"));
+}
+
+TEST(ParseConfigTest, KernelsOutsideDumpModeOneWarn) {
+  ParsedConfig parsed = ParseOk(WithCommon("kernels", {"Default/Conv-op12"}));
+  EXPECT_EQ(parsed.config.kernels.size(), 1u);
+  EXPECT_TRUE(HasWarning(parsed, "common_dump_settings.kernels: 1 entries are not used"));
+}
+
+TEST(ParseConfigTest, EmptyStatisticCategoryWarns) {
+  ParsedConfig parsed = ParseOk(WithCommon("statistic_category", json::array()));
+  EXPECT_TRUE(parsed.config.statistic_category.empty());
+  EXPECT_TRUE(HasWarning(parsed, "statistic_category: the list is empty"));
+}
+
+TEST(ParseConfigTest, DuplicateSupportDeviceAndKernelWarn) {
+  json config = WithCommon("support_device", {1, 1, 2});
+  config["common_dump_settings"]["dump_mode"] = 1;
+  config["common_dump_settings"]["kernels"] = {"conv", " conv "};
+  ParsedConfig parsed = ParseOk(config);
+  EXPECT_EQ(parsed.config.support_device, (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(HasWarning(parsed, "support_device[1]: duplicate support device 1"));
+  EXPECT_TRUE(HasWarning(parsed, "kernels[1]: duplicate dump kernel name \"conv\""));
+}
+
+// --- path and MS_DIAGNOSTIC_DATA_PATH ---
+
+TEST(ConfigPathTest, MissingOrEmptyPathUsesDiagnosticDirectory) {
+  for (const json& config : {WithoutCommon("path"), WithCommon("path", "")}) {
+    StatusOr<ParsedConfig> parsed = Parse(config, "/var/diag");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(parsed->config.path, "/var/diag/debug_dump");
+  }
+  StatusOr<ParsedConfig> slash = Parse(WithoutCommon("path"), "/var/diag//");
+  ASSERT_TRUE(slash.ok());
+  EXPECT_EQ(slash->config.path, "/var/diag/debug_dump");
+}
+
+TEST(ConfigPathTest, MissingPathWithoutDiagnosticDirectoryIsAnError) {
+  const std::string message = ParseError(WithoutCommon("path"));
+  EXPECT_NE(message.find("common_dump_settings.path: Dump path is empty. Please set it in dump "
+                         "json file or environment variable `MS_DIAGNOSTIC_DATA_PATH`"),
+            std::string::npos)
+      << message;
+}
+
+TEST(ConfigPathTest, DiagnosticDirectoryIsValidatedToo) {
+  const std::string message = ParseError(WithoutCommon("path"), "diag dir");
+  EXPECT_NE(message.find("(from MS_DIAGNOSTIC_DATA_PATH=diag dir)"), std::string::npos) << message;
+  EXPECT_NE(ParseError(WithoutCommon("path"), "rel").find("should start with '/'"),
+            std::string::npos);
+}
+
+// --- kernels ---
+
+TEST(KernelEntryTest, Classification) {
+  json config = WithCommon("dump_mode", 1);
+  config["common_dump_settings"]["kernels"] = {"Default/Conv-op12",
+                                               "Conv2D",
+                                               "\"Relu\"",
+                                               "  ",
+                                               "",
+                                               "conv2d-op3",
+                                               " Max Pool ",
+                                               "name-regex(Default/.+-op\\d+)",
+                                               "name-regex(a b)"};
+  ParsedConfig parsed = ParseOk(config);
+  const std::vector<KernelEntry>& k = parsed.config.kernels;
+  ASSERT_EQ(k.size(), 7u);
+  EXPECT_EQ(k[0].kind, KernelEntry::Kind::kFullName);
+  EXPECT_EQ(k[0].pattern, "Default/Conv-op12");
+  EXPECT_EQ(k[1].kind, KernelEntry::Kind::kOpType);
+  EXPECT_EQ(k[1].text, "Conv2D");
+  EXPECT_EQ(k[1].pattern, "conv2d");
+  EXPECT_EQ(k[2].kind, KernelEntry::Kind::kOpType);
+  EXPECT_EQ(k[2].text, "Relu");
+  EXPECT_EQ(k[3].kind, KernelEntry::Kind::kFullName);
+  EXPECT_EQ(k[3].pattern, "conv2d-op3");
+  EXPECT_EQ(k[4].text, "MaxPool");
+  EXPECT_EQ(k[4].pattern, "maxpool");
+  EXPECT_EQ(k[5].kind, KernelEntry::Kind::kRegex);
+  // The JSON-decoded string, one backslash (MindSpore would double it).
+  EXPECT_EQ(k[5].pattern, "Default/.+-op\\d+");
+  EXPECT_EQ(k[6].kind, KernelEntry::Kind::kRegex);
+  EXPECT_EQ(k[6].pattern, "ab");
+}
+
+TEST(KernelEntryTest, InvalidRegexNamesEntryAndRe2Message) {
+  const std::string message = ParseError(WithCommon("kernels", {"conv", "name-regex(a(b)"}));
+  EXPECT_NE(message.find("common_dump_settings.kernels[1]: \"name-regex(a(b)\" has an invalid "
+                         "regular expression \"a(b\": missing ): a(b"),
+            std::string::npos)
+      << message;
+}
+
+TEST(KernelEntryTest, UnclosedRegexPrefix) {
+  const std::string message = ParseError(WithCommon("kernels", {"name-regex(conv"}));
+  EXPECT_NE(message.find("kernels[0]: \"name-regex(conv\" starts with \"name-regex(\" but does "
+                         "not end with ')'"),
+            std::string::npos)
+      << message;
+}
+
+// --- ConfigToJson ---
+
+TEST(ConfigToJsonTest, EveryKeyInTableOrderAndRoundTrip) {
+  json config = WithCommon("dump_mode", 1);
+  config["common_dump_settings"]["kernels"] = {"Conv2D", "name-regex(.*relu.*)"};
+  config["common_dump_settings"]["iteration"] = "8 | 0 | 1-3";
+  config["common_dump_settings"]["statistic_category"] = {"md5", "max"};
+  config["e2e_dump_settings"]["sample_mode"] = 1;
+  ParsedConfig parsed = ParseOk(config);
+  const std::string text = ConfigToJson(parsed.config);
+  nlohmann::ordered_json out = nlohmann::ordered_json::parse(text);
+  std::vector<std::string> common_keys;
+  for (const auto& [key, value] : out["common_dump_settings"].items()) common_keys.push_back(key);
+  EXPECT_EQ(common_keys,
+            (std::vector<std::string>{"dump_mode", "path", "net_name", "iteration", "saved_data",
+                                      "input_output", "kernels", "support_device",
+                                      "statistic_category", "op_debug_mode", "overflow_number",
+                                      "initial_iteration", "file_format"}));
+  std::vector<std::string> e2e_keys;
+  for (const auto& [key, value] : out["e2e_dump_settings"].items()) e2e_keys.push_back(key);
+  EXPECT_EQ(e2e_keys, (std::vector<std::string>{"enable", "trans_flag", "stat_calc_mode",
+                                                "device_stat_precision_mode", "sample_mode",
+                                                "sample_num", "save_kernel_args"}));
+  EXPECT_EQ(out["common_dump_settings"]["iteration"], "0-3|8");
+  EXPECT_EQ(out["common_dump_settings"]["kernels"], json({"Conv2D", "name-regex(.*relu.*)"}));
+  EXPECT_EQ(out["common_dump_settings"]["statistic_category"], json({"md5", "max"}));
+  EXPECT_EQ(out["e2e_dump_settings"]["sample_num"], 100);
+  EXPECT_EQ(out["e2e_dump_settings"]["enable"], true);
+
+  StatusOr<ParsedConfig> again = ParseConfig(text, "", "");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(ConfigToJson(again->config), text);
+}
+
+TEST(StatCategoryTest, NamesAndColumns) {
+  EXPECT_STREQ(StatCategoryName(StatCategory::kNanCount), "nan count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kNanCount), "NaN Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kMax), "Max Value");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kMin), "Min Value");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kAvg), "Avg Value");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kCount), "Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kNegativeZeroCount), "Negative Zero Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kPositiveZeroCount), "Positive Zero Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kNegativeInfCount), "Negative Inf Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kPositiveInfCount), "Positive Inf Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kZeroCount), "Zero Count");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kMd5), "MD5");
+  EXPECT_STREQ(StatCategoryColumn(StatCategory::kL2Norm), "L2Norm Value");
+  EXPECT_STREQ(StatCategoryName(StatCategory::kL2Norm), "l2norm");
+  EXPECT_STREQ(StatCategoryName(StatCategory::kPositiveInfCount), "positive inf count");
+}
+
+// --- iteration grammar ---
+
+TEST(IterationSetTest, AllAndRanges) {
+  StatusOr<IterationSet> all = IterationSet::Parse("all", "k");
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->all());
+  EXPECT_TRUE(all->Contains(0));
+  EXPECT_TRUE(all->Contains(18446744073709551615ull));
+  EXPECT_EQ(all->ToString(), "all");
+
+  StatusOr<IterationSet> set = IterationSet::Parse("0|5-8|100-120", "k");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_FALSE(set->all());
+  for (uint64_t i : {0, 5, 6, 8, 100, 120}) EXPECT_TRUE(set->Contains(i)) << i;
+  for (uint64_t i : {1, 4, 9, 99, 121, 1000}) EXPECT_FALSE(set->Contains(i)) << i;
+  EXPECT_EQ(set->ToString(), "0|5-8|100-120");
+}
+
+TEST(IterationSetTest, SpacesAroundBarsAndDashes) {
+  StatusOr<IterationSet> set = IterationSet::Parse(" 0 | 5 - 8 | 100-120 ", "k");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set->ToString(), "0|5-8|100-120");
+  StatusOr<IterationSet> all = IterationSet::Parse(" all ", "k");
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->all());
+}
+
+TEST(IterationSetTest, CanonicalFormSortsAndMerges) {
+  StatusOr<IterationSet> set = IterationSet::Parse("9|3-5|4-6|0|1|7|007", "k");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_EQ(set->ToString(), "0-1|3-7|9");
+  EXPECT_EQ(set->ranges().size(), 3u);
+  EXPECT_FALSE(set->Contains(2));
+  EXPECT_FALSE(set->Contains(8));
+  StatusOr<IterationSet> max = IterationSet::Parse("18446744073709551615", "k");
+  ASSERT_TRUE(max.ok()) << max.status().message();
+  EXPECT_TRUE(max->Contains(18446744073709551615ull));
+  EXPECT_FALSE(max->Contains(0));
+}
+
+TEST(IterationSetTest, ErrorsNameKeyAndSegment) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"8-5", "segment \"8-5\" is a reversed range (8 > 5; write 5-8)"},
+      {"1||3", "segment \"\" is empty"},
+      {"|1", "segment \"\" is empty"},
+      {"1|", "segment \"\" is empty"},
+      {"5-", "segment \"5-\" has a dangling '-'"},
+      {"-5", "segment \"-5\" has a dangling '-'"},
+      {"1-2-3", "segment \"1-2-3\" has more than one '-'"},
+      {"1a", "segment \"1a\" is not a non-negative integer"},
+      {"all|1", "segment \"all\" is not a non-negative integer"},
+      {"1-x", "segment \"1-x\" has \"x\", which is not a non-negative integer"},
+      {"+1", "is not a non-negative integer"},
+      {"1 2", "is not a non-negative integer"},
+      {"18446744073709551616", "is above 2^64-1"},
+      {"0-99999999999999999999", "has \"99999999999999999999\", which is above 2^64-1"},
+      {"", "it is empty"},
+      {"   ", "it is empty"},
+  };
+  for (const auto& [text, expected] : cases) {
+    StatusOr<IterationSet> set = IterationSet::Parse(text, "common_dump_settings.iteration");
+    ASSERT_FALSE(set.ok()) << text;
+    EXPECT_EQ(set.status().code(), StatusCode::kInvalidArgument);
+    const std::string message = set.status().message();
+    EXPECT_EQ(message.rfind("common_dump_settings.iteration: \"" + text + "\"", 0), 0u) << message;
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+    EXPECT_NE(message.find("allowed: \"all\""), std::string::npos) << message;
+  }
+}
+
+TEST(IterationSetTest, EveryBadSegmentIsReported) {
+  StatusOr<IterationSet> set = IterationSet::Parse("3-1|x|4", "it");
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(Lines(set.status().message()).size(), 2u) << set.status().message();
+}
+
+// --- files and environment ---
+
+class ConfigEnvironmentTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Clear(); }
+  void TearDown() override { Clear(); }
+  static void Clear() {
+    unsetenv(kConfigEnv);
+    unsetenv(kMindSporeConfigEnv);
+    unsetenv(kDiagnosticPathEnv);
+  }
+  std::string WriteConfig(const std::string& name, const json& config) {
+    const std::string path = dir_.Sub(name);
+    testing::WriteFile(path, config.dump(2));
+    return path;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_F(ConfigEnvironmentTest, LoadConfigFileKeepsBytesAndName) {
+  const std::string text =
+      "{\"common_dump_settings\": {\"dump_mode\": 0, \"path\": \"/d\",\n"
+      "  \"net_name\": \"N\", \"iteration\": \"1\", \"input_output\": 0,\n"
+      "  \"kernels\": [], \"support_device\": []}}  \n";
+  const std::string path = dir_.Sub("data_dump.json");
+  testing::WriteFile(path, text);
+  StatusOr<ParsedConfig> parsed = LoadConfigFile(path, "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->config.source_bytes, text);
+  EXPECT_EQ(parsed->config.source_file, path);
+}
+
+TEST_F(ConfigEnvironmentTest, LoadConfigFileErrors) {
+  StatusOr<ParsedConfig> missing = LoadConfigFile(dir_.Sub("nope.json"), "");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("nope.json: the dump config file does not exist"),
+            std::string::npos);
+
+  const std::string txt = WriteConfig("config.txt", BaseConfig());
+  StatusOr<ParsedConfig> suffix = LoadConfigFile(txt, "");
+  ASSERT_FALSE(suffix.ok());
+  EXPECT_NE(suffix.status().message().find("suffix only supports json! But got:\".txt\""),
+            std::string::npos);
+
+  const std::string bad = WriteConfig("bad.json", WithCommon("dump_mode", 9));
+  StatusOr<ParsedConfig> invalid = LoadConfigFile(bad, "");
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find(bad + ": common_dump_settings.dump_mode:"),
+            std::string::npos)
+      << invalid.status().message();
+}
+
+TEST_F(ConfigEnvironmentTest, NeitherVariableMeansDumpingOff) {
+  StatusOr<std::unique_ptr<ParsedConfig>> loaded = LoadConfigFromEnvironment();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(*loaded, nullptr);
+  setenv(kConfigEnv, "", 1);
+  loaded = LoadConfigFromEnvironment();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(*loaded, nullptr);
+}
+
+TEST_F(ConfigEnvironmentTest, MindSporeVariableAlone) {
+  setenv(kMindSporeConfigEnv, WriteConfig("ms.json", WithCommon("net_name", "Ms")).c_str(), 1);
+  StatusOr<std::unique_ptr<ParsedConfig>> loaded = LoadConfigFromEnvironment();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_NE(*loaded, nullptr);
+  EXPECT_EQ((*loaded)->config.net_name, "Ms");
+  EXPECT_TRUE((*loaded)->warnings.empty());
+}
+
+TEST_F(ConfigEnvironmentTest, GraphdumpVariableWinsWithAWarning) {
+  setenv(kMindSporeConfigEnv, WriteConfig("ms.json", WithCommon("net_name", "Ms")).c_str(), 1);
+  setenv(kConfigEnv, WriteConfig("gd.json", WithCommon("net_name", "Gd")).c_str(), 1);
+  StatusOr<std::unique_ptr<ParsedConfig>> loaded = LoadConfigFromEnvironment();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_NE(*loaded, nullptr);
+  EXPECT_EQ((*loaded)->config.net_name, "Gd");
+  ASSERT_EQ((*loaded)->warnings.size(), 1u);
+  EXPECT_NE((*loaded)->warnings[0].find("are both set; using GRAPHDUMP_CONFIG"), std::string::npos);
+}
+
+TEST_F(ConfigEnvironmentTest, DiagnosticPathReadFromEnvironment) {
+  setenv(kConfigEnv, WriteConfig("gd.json", WithoutCommon("path")).c_str(), 1);
+  StatusOr<std::unique_ptr<ParsedConfig>> loaded = LoadConfigFromEnvironment();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("Dump path is empty"), std::string::npos);
+  setenv(kDiagnosticPathEnv, "/diag", 1);
+  loaded = LoadConfigFromEnvironment();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ((*loaded)->config.path, "/diag/debug_dump");
+}
+
+TEST_F(ConfigEnvironmentTest, MissingFileNamesTheVariable) {
+  setenv(kMindSporeConfigEnv, dir_.Sub("absent.json").c_str(), 1);
+  StatusOr<std::unique_ptr<ParsedConfig>> loaded = LoadConfigFromEnvironment();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(loaded.status().message().find("dump config named by MINDSPORE_DUMP_CONFIG: "),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace graphdump

@@ -1,0 +1,202 @@
+"""End-to-end checks of `graphdump check-config` on MindSpore-style data_dump.json files."""
+import glob
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
+SOURCE_DIR = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
+
+# The configuration of MindSpore's dump tutorial (tutorials/source_en/debug/dump.md).
+TUTORIAL = {
+    "common_dump_settings": {
+        "dump_mode": 0,
+        "path": "/absolute_path",
+        "net_name": "ResNet50",
+        "iteration": "0|5-8|100-120",
+        "saved_data": "tensor",
+        "input_output": 0,
+        "kernels": ["Default/Conv-op12"],
+        "support_device": [0, 1, 2, 3, 4, 5, 6, 7],
+        "statistic_category": ["max", "min", "l2norm"],
+    },
+    "e2e_dump_settings": {"enable": True, "trans_flag": True},
+}
+
+ENV_KEYS = ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH")
+
+
+def run(args, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
+    env.update(env_extra or {})
+    return subprocess.run([BIN, "check-config"] + args, capture_output=True, text=True, env=env)
+
+
+class CheckConfigTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, content):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(content if isinstance(content, str) else json.dumps(content, indent=4))
+        return path
+
+    def check_ok(self, args, env_extra=None):
+        result = run(args, env_extra)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return json.loads(result.stdout), result.stderr
+
+    def check_error(self, args, fragments, env_extra=None):
+        result = run(args, env_extra)
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(result.stdout, "")
+        for fragment in fragments:
+            self.assertIn(fragment, result.stderr)
+        return result.stderr
+
+    def test_tutorial_config(self):
+        out, err = self.check_ok([self.write("data_dump.json", TUTORIAL)])
+        common = out["common_dump_settings"]
+        self.assertEqual(list(common.keys()), [
+            "dump_mode", "path", "net_name", "iteration", "saved_data", "input_output", "kernels",
+            "support_device", "statistic_category", "op_debug_mode", "overflow_number",
+            "initial_iteration", "file_format"])
+        self.assertEqual(common["dump_mode"], 0)
+        self.assertEqual(common["path"], "/absolute_path")
+        self.assertEqual(common["net_name"], "ResNet50")
+        self.assertEqual(common["iteration"], "0|5-8|100-120")
+        self.assertEqual(common["saved_data"], "tensor")
+        self.assertEqual(common["input_output"], 0)
+        self.assertEqual(common["kernels"], ["Default/Conv-op12"])
+        self.assertEqual(common["support_device"], list(range(8)))
+        self.assertEqual(common["statistic_category"], ["max", "min", "l2norm"])
+        self.assertEqual(common["op_debug_mode"], 0)
+        self.assertEqual(common["overflow_number"], 0)
+        self.assertEqual(common["initial_iteration"], 0)
+        self.assertEqual(common["file_format"], "npy")
+        self.assertEqual(out["e2e_dump_settings"], {
+            "enable": True, "trans_flag": True, "stat_calc_mode": "host",
+            "device_stat_precision_mode": "high", "sample_mode": 0, "sample_num": 100,
+            "save_kernel_args": False})
+        # kernels are listed but dump_mode is 0: a warning, not an error.
+        self.assertIn("warning:", err)
+        self.assertIn("common_dump_settings.kernels: 1 entries are not used", err)
+
+    def test_output_is_a_valid_config_that_round_trips(self):
+        first = run([self.write("data_dump.json", TUTORIAL)])
+        self.assertEqual(first.returncode, 0, first.stderr)
+        second = run([self.write("effective.json", first.stdout)])
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(second.stdout, first.stdout)
+
+    def test_tutorial_prose_iteration_with_spaces(self):
+        config = json.loads(json.dumps(TUTORIAL))
+        config["common_dump_settings"]["iteration"] = "0 | 5-8 | 100-120"
+        out, _ = self.check_ok([self.write("spaces.json", config)])
+        self.assertEqual(out["common_dump_settings"]["iteration"], "0|5-8|100-120")
+
+    def test_examples_are_valid_without_warnings(self):
+        examples = sorted(glob.glob(os.path.join(SOURCE_DIR, "examples", "*.json")))
+        self.assertIn("data_dump.json", [os.path.basename(e) for e in examples])
+        for example in examples:
+            with self.subTest(example=example):
+                out, err = self.check_ok([example])
+                self.assertEqual(err, "")
+                self.assertIn(out["common_dump_settings"]["dump_mode"], (0, 1, 2))
+        out, _ = self.check_ok([os.path.join(SOURCE_DIR, "examples", "data_dump.json")])
+        self.assertEqual(out["common_dump_settings"]["iteration"], "0|2")
+        self.assertEqual(out["common_dump_settings"]["saved_data"], "full")
+        self.assertEqual(out["common_dump_settings"]["net_name"], "AlexNet")
+
+    def test_every_problem_is_reported(self):
+        config = json.loads(json.dumps(TUTORIAL))
+        common = config["common_dump_settings"]
+        common["dump_mode"] = 3
+        common["path"] = "relative/dir"
+        common["iteration"] = "8-5|1||3"
+        common["input_output"] = -1
+        common["kernels"] = ["name-regex(conv[)"]
+        common["statistic_category"] = ["max", "mean"]
+        config["e2e_dump_settings"]["enable"] = "true"
+        err = self.check_error([self.write("bad.json", config)], [
+            "common_dump_settings.dump_mode: should be 0, 1 or 2, but got 3",
+            "common_dump_settings.path: Dump path only support absolute path and should start "
+            "with '/'",
+            "common_dump_settings.iteration: \"8-5|1||3\" is not a valid iteration selection: "
+            "segment \"8-5\" is a reversed range",
+            "segment \"\" is empty",
+            "common_dump_settings.input_output: should be unsigned int type, but got -1",
+            "common_dump_settings.kernels[0]: \"name-regex(conv[)\" has an invalid regular "
+            "expression",
+            "The following statistic_category is invalid:'mean'",
+            "e2e_dump_settings.enable: should be boolean type",
+        ])
+        self.assertEqual(len([l for l in err.splitlines() if "error:" in l]), 8, err)
+
+    def test_missing_required_keys_and_bad_json(self):
+        config = json.loads(json.dumps(TUTORIAL))
+        del config["common_dump_settings"]["net_name"]
+        del config["common_dump_settings"]["support_device"]
+        self.check_error([self.write("missing.json", config)], [
+            "common_dump_settings.net_name: not found; this key is required",
+            "common_dump_settings.support_device: not found; this key is required",
+        ])
+        self.check_error([self.write("broken.json", '{"common_dump_settings": {')],
+                         ["Parse dump json failed, error:"])
+
+    def test_unknown_keys_warn_with_a_suggestion(self):
+        config = json.loads(json.dumps(TUTORIAL))
+        config["common_dump_settings"]["kernal"] = []
+        config["e2e_dump_settings"]["trans_flags"] = True
+        _, err = self.check_ok([self.write("typo.json", config)])
+        self.assertIn("common_dump_settings.kernal: unknown key, ignored; did you mean \"kernels\"?",
+                      err)
+        self.assertIn("e2e_dump_settings.trans_flags: unknown key, ignored; did you mean "
+                      "\"trans_flag\"?", err)
+
+    def test_file_errors(self):
+        self.check_error([os.path.join(self.tmp.name, "absent.json")],
+                         ["absent.json: the dump config file does not exist"])
+        self.check_error([self.write("data_dump.txt", TUTORIAL)],
+                         ["dump config file suffix only supports json! But got:\".txt\""])
+
+    def test_environment(self):
+        gd = self.write("gd.json", TUTORIAL)
+        ms_config = json.loads(json.dumps(TUTORIAL))
+        ms_config["common_dump_settings"]["net_name"] = "FromMindSpore"
+        ms = self.write("ms.json", ms_config)
+        out, err = self.check_ok([], {"MINDSPORE_DUMP_CONFIG": ms})
+        self.assertEqual(out["common_dump_settings"]["net_name"], "FromMindSpore")
+        self.assertNotIn("both set", err)
+        out, err = self.check_ok([], {"GRAPHDUMP_CONFIG": gd, "MINDSPORE_DUMP_CONFIG": ms})
+        self.assertEqual(out["common_dump_settings"]["net_name"], "ResNet50")
+        self.assertIn("are both set; using GRAPHDUMP_CONFIG", err)
+        self.check_error([], ["neither GRAPHDUMP_CONFIG nor MINDSPORE_DUMP_CONFIG is set"])
+
+    def test_diagnostic_path(self):
+        config = json.loads(json.dumps(TUTORIAL))
+        config["common_dump_settings"]["path"] = ""
+        path = self.write("nopath.json", config)
+        self.check_error([path], ["Dump path is empty. Please set it in dump json file or "
+                                  "environment variable `MS_DIAGNOSTIC_DATA_PATH`"])
+        out, _ = self.check_ok([path], {"MS_DIAGNOSTIC_DATA_PATH": "/var/diag"})
+        self.assertEqual(out["common_dump_settings"]["path"], "/var/diag/debug_dump")
+
+    def test_help_teaches(self):
+        result = subprocess.run([BIN, "check-config", "--help"], capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("Example", result.stdout)
+        self.assertIn("GRAPHDUMP_CONFIG", result.stdout)
+        usage = subprocess.run([BIN, "check-config", "a.json", "b.json"], capture_output=True,
+                               text=True)
+        self.assertEqual(usage.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
