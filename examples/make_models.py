@@ -145,29 +145,32 @@ class ChannelsLast(nn.Module):
         return torch.flatten(z, 1)
 
 
-def make(name):
+def eager(name):
+    """The model as an eager nn.Module, made from the fixed seed."""
     torch.manual_seed(0)
-    if name == "alexnet":
-        return torch.jit.script(torchvision.models.alexnet(num_classes=10).eval())
-    if name == "demo_alexnet":
-        return torch.jit.script(AlexNet())
-    if name == "resnet18":
-        return torch.jit.script(torchvision.models.resnet18(num_classes=10).eval())
-    if name == "mobilenet_v2":
-        return torch.jit.script(torchvision.models.mobilenet_v2(num_classes=10).eval())
-    if name == "ifloop":
-        return torch.jit.script(IfLoop().eval())
-    if name == "failing":
-        return torch.jit.script(Failing().eval())
-    if name == "small_cnn":
-        return torch.jit.script(SmallCnn())
-    if name == "mlp":
-        return torch.jit.script(Mlp())
+    builders = {
+        "alexnet": lambda: torchvision.models.alexnet(num_classes=10).eval(),
+        "demo_alexnet": lambda: AlexNet(),
+        "resnet18": lambda: torchvision.models.resnet18(num_classes=10).eval(),
+        "mobilenet_v2": lambda: torchvision.models.mobilenet_v2(num_classes=10).eval(),
+        "ifloop": lambda: IfLoop().eval(),
+        "failing": lambda: Failing().eval(),
+        "small_cnn": lambda: SmallCnn(),
+        "mlp": lambda: Mlp(),
+        "traced_mlp": lambda: Mlp().eval(),
+        "channels_last": lambda: ChannelsLast().eval(),
+    }
+    if name not in builders:
+        raise SystemExit(f"make_models.py: unknown model '{name}'; known: {', '.join(MODELS)}")
+    return builders[name]()
+
+
+def make(name):
+    """The model as a TorchScript module (traced for traced_mlp, scripted otherwise)."""
+    module = eager(name)
     if name == "traced_mlp":
-        return torch.jit.trace(Mlp().eval(), torch.randn(2, 12))
-    if name == "channels_last":
-        return torch.jit.script(ChannelsLast().eval())
-    raise SystemExit(f"make_models.py: unknown model '{name}'; known: {', '.join(MODELS)}")
+        return torch.jit.trace(module, torch.randn(2, 12))
+    return torch.jit.script(module)
 
 
 MODELS = ["alexnet", "demo_alexnet", "resnet18", "mobilenet_v2", "ifloop", "failing",

@@ -1,17 +1,419 @@
-// Placeholder until the executor lands (issue: graph-mode executor on LibTorch).
+// graphdump run / graphdump train: execute a TorchScript model with graphdump's graph executor,
+// dumping the kernels the configuration selects. Logic lives in src/torch; this file parses
+// flags, prepares inputs and prints progress and the summary.
+#include <CLI/CLI.hpp>
+#include <torch/script.h>
+
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "commands.h"
+#include "graphdump/config.h"
+#include "graphdump/npy.h"
+#include "graphdump/session.h"
+#include "graphdump/torch/torch_model.h"
+#include "graphdump/torch/trainer.h"
 
 namespace graphdump::tools {
+namespace {
 
-int RunRun(int, char**) {
-  std::fprintf(stderr, "graphdump run: not available yet\n");
-  return kExitFailure;
+int ExitFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kCorrupt:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
 }
-int RunTrain(int, char**) {
-  std::fprintf(stderr, "graphdump train: not available yet\n");
-  return kExitFailure;
+
+int Fail(const std::string& command, const Status& status) {
+  std::fprintf(stderr, "%s: error: %s\n", command.c_str(), status.message().c_str());
+  return ExitFor(status);
+}
+
+std::optional<at::ScalarType> ToScalarType(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return at::kBool;
+    case DType::kInt8: return at::kChar;
+    case DType::kInt16: return at::kShort;
+    case DType::kInt32: return at::kInt;
+    case DType::kInt64: return at::kLong;
+    case DType::kUInt8: return at::kByte;
+    case DType::kFloat16: return at::kHalf;
+    case DType::kFloat32: return at::kFloat;
+    case DType::kFloat64: return at::kDouble;
+    case DType::kComplex64: return at::kComplexFloat;
+    case DType::kComplex128: return at::kComplexDouble;
+    default: return std::nullopt;
+  }
+}
+
+// Reads a .npy file into a tensor. Errors name the file and what is wrong with it.
+StatusOr<at::Tensor> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("input file " + path + " cannot be opened");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      NpyInfo info,
+      ParseNpyHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path));
+  if (info.fortran_order) {
+    return Status::InvalidArgument("input file " + path +
+                                   " is in Fortran order; save it with numpy in C order");
+  }
+  auto type = ToScalarType(info.dtype);
+  if (!type || info.descr != NpyDescr(info.dtype)) {
+    return Status::InvalidArgument("input file " + path + " has dtype '" + info.descr +
+                                   "', which graphdump cannot feed to a model");
+  }
+  if (info.data_offset + info.data_bytes > bytes.size()) {
+    return Status::Corrupt("input file " + path + " is truncated: the header announces " +
+                           std::to_string(info.data_bytes) + " data bytes, the file has " +
+                           std::to_string(bytes.size() - info.data_offset));
+  }
+  at::Tensor t = at::empty(info.shape, at::TensorOptions().dtype(*type));
+  std::memcpy(t.data_ptr(), bytes.data() + info.data_offset, info.data_bytes);
+  return t;
+}
+
+// Writes a tensor as .npy (C order).
+Status WriteNpyFile(const std::string& path, const at::Tensor& tensor) {
+  at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+  std::optional<DType> dtype;
+  for (DType d : kAllDTypes) {
+    if (ToScalarType(d) == t.scalar_type()) dtype = d;
+  }
+  if (!dtype) return Status::Unsupported("cannot write a tensor of dtype " +
+                                         std::string(c10::toString(t.scalar_type())));
+  std::ofstream out(path, std::ios::binary);
+  const std::string header = NpyHeader(*dtype, t.sizes().vec());
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+  if (!out) return Status::IOError("cannot write " + path);
+  return Status::Ok();
+}
+
+// "2x3x224x224" -> {2, 3, 224, 224}.
+StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
+  std::vector<int64_t> shape;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+        part.size() > 9 || std::stoll(part) == 0) {
+      return Status::InvalidArgument("--input-shape '" + text +
+                                     "' must be positive sizes separated by 'x', e.g. 2x3x224x224");
+    }
+    shape.push_back(std::stoll(part));
+  }
+  if (shape.empty()) return Status::InvalidArgument("--input-shape is empty");
+  return shape;
+}
+
+// The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
+// dumping is off.
+StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file) {
+  if (config_file.empty()) return DumpSession::FromEnvironment(0);
+  const char* diag = std::getenv(kDiagnosticPathEnv);
+  GRAPHDUMP_ASSIGN_OR_RETURN(ParsedConfig parsed, LoadConfigFile(config_file, diag ? diag : ""));
+  for (const std::string& w : parsed.warnings) {
+    std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
+  }
+  SessionOptions options;
+  options.config = std::move(parsed.config);
+  return DumpSession::Open(std::move(options));
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  char text[64];
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(uint64_t{1} << 30));
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(text, sizeof text, "%.2f MiB", bytes / double(uint64_t{1} << 20));
+  } else {
+    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  }
+  return text;
+}
+
+// Closes the session and prints where the dump is. Returns the exit code.
+int FinishSession(const std::string& command, DumpSession* session, int code) {
+  if (!session) {
+    std::printf("dump: off (no --config; GRAPHDUMP_CONFIG and MINDSPORE_DUMP_CONFIG unset)\n");
+    return code;
+  }
+  Status closed = session->Close();
+  const DumpSummary s = session->Summary();
+  std::printf("dump: %s\n", s.root.c_str());
+  std::printf("dump: %llu tensor files, %s, %llu kernel dumps, %llu statistic rows\n",
+              static_cast<unsigned long long>(s.files), HumanBytes(s.bytes).c_str(),
+              static_cast<unsigned long long>(s.kernels_dumped),
+              static_cast<unsigned long long>(s.statistic_rows));
+  for (const std::string& entry : s.unused_kernel_entries) {
+    std::printf("dump: unused kernel in config: %s\n", entry.c_str());
+  }
+  if (!closed.ok()) {
+    std::fprintf(stderr, "%s: dump incomplete: %s\n", command.c_str(), closed.message().c_str());
+    return code == kExitOk ? kExitFailure : code;
+  }
+  return code;
+}
+
+struct CommonFlags {
+  std::string model;
+  std::string config;
+  std::vector<std::string> set_dump;
+  std::string input_shape;
+  int steps = 1;
+  uint64_t seed = 0;
+  bool list_kernels = false;
+};
+
+void AddCommonFlags(CLI::App& app, CommonFlags* f) {
+  app.add_option("model", f->model, "TorchScript archive written by torch.jit.save")->required();
+  app.add_option("--config", f->config,
+                 "data_dump.json (default: $GRAPHDUMP_CONFIG or $MINDSPORE_DUMP_CONFIG; "
+                 "neither set: no dump)");
+  app.add_option("--set-dump", f->set_dump,
+                 "mark a module path (e.g. features.0) for dump_mode 2; repeatable");
+  app.add_option("--steps", f->steps, "number of steps")->check(CLI::PositiveNumber);
+  app.add_option("--seed", f->seed, "seed for random inputs (default 0)");
+  app.add_flag("--list-kernels", f->list_kernels,
+               "print every kernel's full name, module and source line, then exit");
+}
+
+void ListKernels(const TorchModel& model) {
+  for (const KernelInfo& k : model.graph().kernels) {
+    std::string where = k.source_trace.empty()
+                            ? "(no source)"
+                            : k.source_trace[0].file + ":" + std::to_string(k.source_trace[0].line);
+    std::printf("%s\t%s\t%s\n", k.full_name.c_str(),
+                k.module_path.empty() ? "-" : k.module_path.c_str(), where.c_str());
+  }
+}
+
+// Loads the model with a session and the --set-dump marks. Returns an exit code on failure.
+struct Loaded {
+  std::unique_ptr<DumpSession> session;
+  std::unique_ptr<TorchModel> model;
+};
+StatusOr<Loaded> LoadModel(const CommonFlags& flags) {
+  Loaded loaded;
+  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session, OpenSession(flags.config));
+  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
+  for (const std::string& path : flags.set_dump) {
+    GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
+  }
+  return loaded;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+std::string Describe(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    std::ostringstream s;
+    s << "tensor " << t.sizes() << " " << c10::toString(t.scalar_type());
+    return s.str();
+  }
+  return v.tagKind();
+}
+
+constexpr char kRunFooter[] = R"(
+Inputs come from --input files (one per model input, in order) or, without them, from
+torch.randn with --input-shape and --seed (the same as torch.manual_seed(seed); torch.randn(...)
+in Python). Each step runs the model's forward graph kernel by kernel; what is dumped follows
+the configuration (SPEC.md, docs/cli-run-train.md).
+
+examples:
+  graphdump run alexnet.pt --input-shape 1x3x224x224 --config data_dump.json
+  GRAPHDUMP_CONFIG=$PWD/data_dump.json graphdump run resnet18.pt --input x.npy --steps 3
+  graphdump run model.pt --list-kernels            # full names, modules and source lines
+  graphdump run model.pt --config dump.json --set-dump features.0 --input-shape 1x3x64x64
+)";
+
+constexpr char kTrainFooter[] = R"(
+Trains with cross-entropy loss. Data comes from --data/--labels .npy files (the whole file is
+one batch, used every step) or is synthetic: torch.randn(--input-shape) and
+torch.randint(--classes) with --seed. Backward kernels are dumped as
+Gradients/<forward scope>/<BackwardNode>-op{N}, optimizer updates as
+Default/optimizer-<Name>/<parameter>/<Update>-op{N}, parameters as Parameter.* files.
+
+examples:
+  graphdump train alexnet.pt --steps 3 --input-shape 2x3x64x64 --classes 10 \
+      --config examples/data_dump.json
+  graphdump train model.pt --data x.npy --labels y.npy --optimizer adam --lr 0.001 --steps 10
+  graphdump train model.pt --steps 2 --input-shape 4x12 --classes 3 --save-model trained.pt
+)";
+
+}  // namespace
+
+int RunRun(int argc, char** argv) {
+  const std::string command = argv[0];
+  CLI::App app("Run a TorchScript model's forward graph kernel by kernel, dumping the kernels "
+               "the configuration selects.",
+               command);
+  CommonFlags flags;
+  AddCommonFlags(app, &flags);
+  std::vector<std::string> input_files;
+  std::string save_output;
+  flags.input_shape = "1x3x224x224";
+  app.add_option("--input", input_files, "a model input as .npy; repeat for several inputs")
+      ->check(CLI::ExistingFile);
+  app.add_option("--input-shape", flags.input_shape,
+                 "shape of the random input when no --input is given (default 1x3x224x224)");
+  app.add_option("--save-output", save_output, "write the last step's output tensor as .npy");
+  app.footer(kRunFooter);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(flags.seed);
+  std::vector<c10::IValue> inputs;
+  if (input_files.empty()) {
+    auto shape = ParseShape(flags.input_shape);
+    if (!shape.ok()) return Fail(command, shape.status());
+    inputs.push_back(at::randn(*shape));
+  }
+  for (const std::string& file : input_files) {
+    auto tensor = ReadNpy(file);
+    if (!tensor.ok()) return Fail(command, tensor.status());
+    inputs.push_back(*tensor);
+  }
+  auto loaded = LoadModel(flags);
+  if (!loaded.ok()) return Fail(command, loaded.status());
+  TorchModel& model = *loaded->model;
+  if (flags.list_kernels) {
+    ListKernels(model);
+    return kExitOk;
+  }
+  model.module().eval();
+  int code = kExitOk;
+  c10::IValue last;
+  for (int step = 0; step < flags.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    auto out = model.Forward(inputs);
+    if (!out.ok()) {
+      std::fprintf(stderr, "%s: error: step %d: %s\n", command.c_str(), step + 1,
+                   out.status().message().c_str());
+      code = ExitFor(out.status()) == kExitUsage ? kExitUsage : kExitFailure;
+      break;
+    }
+    last = *out;
+    std::printf("step %d/%d: %s (%.3f s)\n", step + 1, flags.steps, Describe(last).c_str(),
+                Seconds(start));
+    std::fflush(stdout);
+  }
+  if (code == kExitOk && !save_output.empty() && last.isTensor()) {
+    Status st = WriteNpyFile(save_output, last.toTensor());
+    if (!st.ok()) code = Fail(command, st);
+  }
+  return FinishSession(command, loaded->session.get(), code);
+}
+
+int RunTrain(int argc, char** argv) {
+  const std::string command = argv[0];
+  CLI::App app("Train a TorchScript model with graphdump's executor, dumping forward, backward "
+               "and optimizer kernels.",
+               command);
+  CommonFlags flags;
+  AddCommonFlags(app, &flags);
+  std::string data_file, labels_file, optimizer = "sgd", save_model;
+  int64_t classes = 10;
+  TrainerOptions options;
+  flags.input_shape = "2x3x224x224";
+  app.add_option("--data", data_file, "training inputs as .npy (one batch)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--labels", labels_file, "int64 class indices as .npy")->check(CLI::ExistingFile);
+  app.add_option("--input-shape", flags.input_shape,
+                 "shape of synthetic inputs (default 2x3x224x224)");
+  app.add_option("--classes", classes, "number of classes of synthetic labels (default 10)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", optimizer, "sgd, momentum or adam (default sgd)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--lr", options.lr, "learning rate (default 0.01)");
+  app.add_option("--momentum", options.momentum, "momentum of --optimizer momentum (0.9)");
+  app.add_option("--save-model", save_model, "save the trained module (torch.jit.save format)");
+  app.footer(kTrainFooter);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (data_file.empty() != labels_file.empty()) {
+    return Fail(command, Status::InvalidArgument("--data and --labels go together"));
+  }
+  options.optimizer = optimizer == "adam"       ? OptimizerKind::kAdam
+                      : optimizer == "momentum" ? OptimizerKind::kMomentum
+                                                : OptimizerKind::kSgd;
+  torch::manual_seed(flags.seed);
+  at::Tensor data, labels;
+  if (data_file.empty()) {
+    auto shape = ParseShape(flags.input_shape);
+    if (!shape.ok()) return Fail(command, shape.status());
+    data = at::randn(*shape);
+    labels = at::randint(classes, {(*shape)[0]}, at::TensorOptions().dtype(at::kLong));
+  } else {
+    auto d = ReadNpy(data_file);
+    if (!d.ok()) return Fail(command, d.status());
+    auto l = ReadNpy(labels_file);
+    if (!l.ok()) return Fail(command, l.status());
+    data = *d;
+    labels = *l;
+    if (labels.scalar_type() != at::kLong) {
+      return Fail(command, Status::InvalidArgument("--labels " + labels_file +
+                                                   " must hold int64 class indices"));
+    }
+  }
+  auto loaded = LoadModel(flags);
+  if (!loaded.ok()) return Fail(command, loaded.status());
+  TorchModel& model = *loaded->model;
+  if (flags.list_kernels) {
+    ListKernels(model);
+    return kExitOk;
+  }
+  auto trainer = Trainer::Create(&model, options);
+  if (!trainer.ok()) return Fail(command, trainer.status());
+  int code = kExitOk;
+  for (int step = 0; step < flags.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    auto loss = (*trainer)->Step(data, labels);
+    if (!loss.ok()) {
+      std::fprintf(stderr, "%s: error: step %d: %s\n", command.c_str(), step + 1,
+                   loss.status().message().c_str());
+      code = ExitFor(loss.status()) == kExitUsage ? kExitUsage : kExitFailure;
+      break;
+    }
+    const DumpSession* s = loaded->session.get();
+    std::printf("step %d/%d: loss %.6f (%.3f s)%s\n", step + 1, flags.steps, *loss,
+                Seconds(start), s ? (" iteration " + std::to_string(s->CurrentIteration())).c_str()
+                                  : "");
+    std::fflush(stdout);
+  }
+  if (code == kExitOk && !save_model.empty()) {
+    try {
+      model.module().save(save_model);
+    } catch (const std::exception& e) {
+      code = Fail(command, Status::IOError("cannot save the model to " + save_model + ": " +
+                                           e.what()));
+    }
+  }
+  return FinishSession(command, loaded->session.get(), code);
 }
 
 }  // namespace graphdump::tools

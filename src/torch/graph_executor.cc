@@ -19,9 +19,7 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 }  // namespace
 
 GraphExecutor::GraphExecutor(const CompiledGraph* graph, DumpSession* session)
-    : graph_(graph), session_(session) {
-  if (session_) logical_layout_ = session_->config().trans_flag;
-}
+    : graph_(graph), session_(session) {}
 
 StatusOr<c10::IValue> GraphExecutor::Run(std::vector<c10::IValue> inputs) {
   const BlockPlan& body = graph_->body;

@@ -48,6 +48,7 @@ class GraphExecutor {
 
   const CompiledGraph* graph_;
   DumpSession* session_;
+  // Views keep the logical layout; the session applies trans_flag (storage order when false).
   bool logical_layout_ = true;
   KernelOutputObserver observer_;
   std::vector<KernelInfo>* metas_ = nullptr;

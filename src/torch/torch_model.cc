@@ -124,7 +124,7 @@ Status TorchModel::RegisterGraph(const std::vector<c10::IValue>& inputs) {
   } catch (const std::exception&) {
   }
   GRAPHDUMP_RETURN_IF_ERROR(session_->OnGraphCompiled(compiled_->info));
-  const bool logical = session_->config().trans_flag;
+  const bool logical = true;  // the session applies trans_flag
   for (size_t i = 0; i < compiled_->constants.size(); ++i) {
     const c10::IValue& c = compiled_->constants[i];
     at::Tensor t = c.isTensor() ? c.toTensor()
@@ -141,7 +141,7 @@ Status TorchModel::RegisterGraph(const std::vector<c10::IValue>& inputs) {
 }
 
 void TorchModel::DumpParameters() {
-  const bool logical = session_->config().trans_flag;
+  const bool logical = true;  // the session applies trans_flag
   auto dump = [&](const std::string& name, const at::Tensor& value) {
     TensorView view;
     if (torch_internal::MakeView(value.detach(), logical, &view)) {

@@ -274,7 +274,6 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TorchModel* model, TrainerOpt
   impl->model = model;
   impl->options = options;
   impl->session = model->session();
-  if (impl->session) impl->logical_layout = impl->session->config().trans_flag;
   model->module().train(true);
   for (const auto& p : model->module().named_parameters(/*recurse=*/true)) {
     if (!p.value.requires_grad()) continue;

@@ -1,0 +1,91 @@
+"""Fidelity of `graphdump run`: for scripted torchvision alexnet, resnet18, mobilenet_v2 and a
+scripted if/loop model, the dumped output of the last kernel of each leaf module equals, bit for
+bit, that module's output captured in Python with a forward hook (eager module, weights of the
+same .pt, same input); the final output equals the TorchScript module's forward."""
+import glob
+import os
+import re
+
+import numpy as np
+import torch
+
+import gdmodels
+import gdtest
+
+CASES = [("ifloop", (2, 8)), ("alexnet", (1, 3, 64, 64)), ("resnet18", (1, 3, 64, 64)),
+         ("mobilenet_v2", (1, 3, 64, 64))]
+NAME = re.compile(r"^[^.]+\.(?P<op>[^.]+)\.0\.0\.(?P<ts>\d+)\.output\.(?P<slot>\d+)\.")
+
+
+def leaf_outputs(module, x):
+    captured = {}
+    hooks = []
+    for path, sub in module.named_modules():
+        if path and not list(sub.children()):
+            def hook(mod, inputs, output, path=path):
+                captured[path] = output.detach().clone()
+            hooks.append(sub.register_forward_hook(hook))
+    with torch.no_grad():
+        final = module(x)
+    for h in hooks:
+        h.remove()
+    return captured, final
+
+
+def last_output_file(step_dir, prefix):
+    """The output.0 file of the last kernel (highest op number, then latest run) under prefix."""
+    best = None
+    for path in glob.glob(os.path.join(step_dir, "*.output.0.*.npy")):
+        m = NAME.match(os.path.basename(path))
+        op = m.group("op")
+        if not op.startswith(prefix) or "_" in op[len(prefix):]:
+            continue
+        key = (int(op.rsplit("-op", 1)[1]), int(m.group("ts")))
+        if best is None or key > best[0]:
+            best = (key, path)
+    return best[1] if best else None
+
+
+def check(name, shape):
+    tmp = gdtest.temp_dir()
+    try:
+        torch.manual_seed(1)
+        x = torch.randn(*shape)
+        np.save(os.path.join(tmp, "x.npy"), x.numpy())
+        cfg = gdtest.write_config(os.path.join(tmp, "dump.json"), os.path.join(tmp, "dump"),
+                                  {"input_output": 2})
+        out = os.path.join(tmp, "out.npy")
+        gdtest.run("run", gdmodels.model_path(name), "--input", os.path.join(tmp, "x.npy"),
+                   "--config", cfg, "--save-output", out, env=gdmodels.env_one_thread(), check=0)
+        torch.set_num_threads(1)
+        scripted = torch.jit.load(gdmodels.model_path(name))
+        with torch.no_grad():
+            expected_final = scripted(x)
+        gdtest.expect(np.array_equal(np.load(out), expected_final.numpy()),
+                      f"{name}: final output differs from module.forward")
+        eager = gdmodels.eager_with_weights(name)
+        captured, eager_final = leaf_outputs(eager, x)
+        gdtest.expect(np.array_equal(np.load(out), eager_final.numpy()),
+                      f"{name}: final output differs from the eager module")
+        step_dir = os.path.join(tmp, "dump", "rank_0", "Net", "0", "0")
+        compared = 0
+        for path, expected in captured.items():
+            f = last_output_file(step_dir, gdmodels.scope_prefix(eager, path))
+            if f is None:
+                continue  # a leaf module without kernels (nn.Identity, nn.Flatten as a view)
+            compared += 1
+            got = np.load(f)
+            gdtest.expect(got.shape == tuple(expected.shape) and np.array_equal(got, expected.numpy()),
+                          f"{name}: module {path}: {os.path.basename(f)} differs from the "
+                          f"forward hook's output (max abs diff "
+                          f"{np.abs(got.astype(np.float64) - expected.numpy()).max() if got.shape == tuple(expected.shape) else 'shape'})")
+        gdtest.expect(compared >= len(captured) * 0.8,
+                      f"{name}: only {compared} of {len(captured)} leaf modules found in the dump")
+        print(f"{name}: {compared} leaf modules compared bit for bit")
+    finally:
+        gdtest.cleanup(tmp)
+
+
+for model, input_shape in CASES:
+    check(model, input_shape)
+gdtest.finish()
