@@ -276,7 +276,7 @@ Status DataParallel::ReduceGradients(const std::vector<std::string>& names,
   }
   GRAPHDUMP_RETURN_IF_ERROR(group_->AllReduceMean(grads));
   if (session == nullptr) return Status::Ok();
-  const bool logical = session->config().trans_flag;
+  const bool logical = true;  // the session applies trans_flag
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!wanted[i]) continue;
     TensorView in, out;
