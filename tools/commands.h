@@ -20,5 +20,10 @@ int RunCheckConfig(int argc, char** argv);
 int RunDemoSynthetic(int argc, char** argv);
 int RunRun(int argc, char** argv);    // torch_commands.cc
 int RunTrain(int argc, char** argv);  // torch_commands.cc
+int RunLs(int argc, char** argv);
+int RunTrace(int argc, char** argv);
+int RunCompare(int argc, char** argv);
+int RunWatch(int argc, char** argv);
+int RunReport(int argc, char** argv);
 
 }  // namespace graphdump::tools

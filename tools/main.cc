@@ -16,6 +16,11 @@ constexpr Command kCommands[] = {
     {"check-config", "validate a data_dump.json and print the effective configuration",
      RunCheckConfig},
     {"demo-synthetic", "dump a small synthetic graph through the session API", RunDemoSynthetic},
+    {"ls", "list what a dump directory holds", RunLs},
+    {"trace", "map a script line (FILE:LINE) to its kernels and dumped files", RunTrace},
+    {"compare", "compare two dumps and report the first diverging kernel", RunCompare},
+    {"watch", "check a dump against watchpoints (nan, inf, overflow, gradients...)", RunWatch},
+    {"report", "write a self-contained HTML report with plots", RunReport},
 };
 
 void PrintUsage(FILE* out) {

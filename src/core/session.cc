@@ -362,6 +362,7 @@ class SessionImpl final : public DumpSession {
                       file.Basename(), original.device));
       return;
     }
+    file.dtype = std::string(DTypeName(original.dtype));
     TensorView view = original;
     if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
     const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;

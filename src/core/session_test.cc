@@ -10,6 +10,7 @@
 #include "graph.pb.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/synthetic.h"
+#include "testing/fault_file_system.h"
 #include "testing/testing.h"
 
 namespace graphdump {
@@ -87,7 +88,7 @@ TEST(SessionTest, SyncAndAsyncWriteTheSameFilesAndBytes) {
   auto sync_files = ListFilesRecursive(sync_dir.path());
   auto async_files = ListFilesRecursive(async_dir.path());
   ASSERT_EQ(WithoutTimestamps(sync_files), WithoutTimestamps(async_files));
-  ASSERT_GT(sync_files.size(), 100u);
+  ASSERT_EQ(sync_files.size(), 3u * 30 + 7);  // 29 tensors + statistic.csv per iteration; 7 others
   std::sort(sync_files.begin(), sync_files.end(), [](auto& a, auto& b) {
     return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0];
   });
@@ -257,7 +258,8 @@ TEST(SessionTest, ExceptionModeDumpsTheFailedKernelsInputs) {
   k.index = 3;
   EXPECT_FALSE(session->Wants(k));
   std::vector<float> a(6, 1.5f), b(3, -2.0f);
-  TensorView va{DType::kFloat32, {2, 3}, {}, a.data()}, vb{DType::kFloat32, {3}, {}, b.data()};
+  TensorView va{DType::kFloat32, {2, 3}, {}, a.data(), "cpu", nullptr};
+  TensorView vb{DType::kFloat32, {3}, {}, b.data(), "cpu", nullptr};
   session->OnKernelFailed(k, {va, vb}, "shape mismatch");
   session->EndStep(0);
   ASSERT_TRUE(session->Close().ok());
@@ -303,7 +305,7 @@ std::vector<std::string> DumpKernelNamed(const std::string& root, const std::str
   session->BeginStep(0);
   k.index = 0;
   std::vector<int32_t> v = {1, 2, 3};
-  session->OnKernelDone(k, {}, {TensorView{DType::kInt32, {3}, {}, v.data()}});
+  session->OnKernelDone(k, {}, {TensorView{DType::kInt32, {3}, {}, v.data(), "cpu", nullptr}});
   session->EndStep(0);
   EXPECT_TRUE(session->Close().ok());
   return ListFilesRecursive(root);
@@ -331,6 +333,67 @@ TEST(SessionTest, HostileKernelNamesStayInsideTheDumpRoot) {
     EXPECT_EQ(Matching(files, R"(Net/0/0/.*\.output\.0\.DefaultFormat\.int32\.npy$)").size(), 1u) << name;
   }
 }
+
+// Every .npy under a final name loads with NumPy and holds as many bytes as its header says.
+void ExpectEveryNpyComplete(const std::string& dir) {
+  auto r = testing::RunPython(R"(
+import glob, os, sys, numpy as np
+n = 0
+for f in glob.glob(sys.argv[1] + '/**/*.npy', recursive=True):
+    a = np.load(f)
+    n += 1
+temps = [f for f in glob.glob(sys.argv[1] + '/**/.*', recursive=True) if '.tmp' in f]
+print(n > 0, temps)
+)", {dir});
+  EXPECT_EQ(r.output, "True []\n") << r.output;
+}
+
+class DiskFullTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DiskFullTest, StopsDumpingKeepsFilesAndLetsTheRunContinue) {
+  const bool async = GetParam();
+  TempDir dir;
+  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
+  fault->FailOnFile(40);  // the 40th file of the dump cannot be created
+  std::vector<std::string> log;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), "", async ? R"({"enable": false})" : R"({"enable": true})"));
+  options.file_system = fault;
+  options.log = [&](const std::string& m) { log.push_back(m); };
+  auto session = DumpSession::Open(options);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());  // the run itself goes on
+  Status closed = (*session)->Close();
+  EXPECT_EQ(closed.code(), StatusCode::kIOError);
+  EXPECT_NE(closed.message().find("No space left on device"), std::string::npos) << closed.message();
+  EXPECT_NE(closed.message().find(dir.path() + "/rank_0/Net/0/"), std::string::npos) << closed.message();
+  ASSERT_EQ(log.size(), 1u);  // one message, not one per tensor
+  EXPECT_NE(log[0].find("dumping stopped"), std::string::npos);
+  const std::string incomplete = ReadFile(dir.Sub("rank_0/.dump_metadata/INCOMPLETE"));
+  EXPECT_NE(incomplete.find(closed.message()), std::string::npos) << incomplete;
+  // Everything before the failure is there (the 39 files created before it), nothing after.
+  auto npy = Matching(ListFilesRecursive(dir.path()), R"(\.npy$)");
+  EXPECT_GE(npy.size(), 30u);
+  EXPECT_LT(npy.size(), 40u);
+  ExpectEveryNpyComplete(dir.path());
+}
+
+TEST_P(DiskFullTest, ByteBudgetExhaustedMidFile) {
+  TempDir dir;
+  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
+  fault->FailAfterBytes(6000);  // runs out in the middle of a tensor file
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), "", GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
+  options.file_system = fault;
+  options.log = [](const std::string&) {};
+  auto session = DumpSession::Open(options);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());
+  EXPECT_EQ((*session)->Close().code(), StatusCode::kIOError);
+  ExpectEveryNpyComplete(dir.path());
+}
+
+INSTANTIATE_TEST_SUITE_P(SyncAndAsync, DiskFullTest, ::testing::Bool());
 
 TEST(AsyncWriterTest, BoundsTheBytesInFlightAndRunsEveryJob) {
   std::atomic<int> ran{0};

@@ -84,6 +84,7 @@ struct Trainer::Impl {
   std::vector<TensorView> Views(const std::vector<at::Tensor>& tensors) const {
     std::vector<TensorView> views;
     for (const at::Tensor& t : tensors) {
+      if (!t.defined()) continue;
       TensorView view;
       if (torch_internal::MakeView(t.detach(), logical_layout, &view)) {
         views.push_back(std::move(view));

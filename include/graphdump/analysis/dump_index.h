@@ -1,0 +1,116 @@
+// An index of a dump directory (SPEC §5): every tensor file and statistic.csv row addressed by
+// (rank, graph, iteration, kernel, io, slot). Reads graphdump's layout and MindSpore's (including
+// the CPU dtype spelling `Float32`, mapping.csv, constants/ and Parameter files). Only names and
+// small text files are read here; tensor data is read later, file by file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphdump/dtype.h"
+#include "graphdump/graph.h"
+#include "graphdump/status.h"
+
+namespace graphdump::analysis {
+
+// One row of statistic.csv: the columns by header title ("Max Value" -> "1.5").
+struct StatisticRow {
+  std::string op_type;
+  std::string op_name;  // file form: '/' replaced by '_'
+  bool is_input = false;
+  uint32_t slot = 0;
+  std::string dtype;    // as written ("float32")
+  std::vector<int64_t> shape;
+  uint64_t data_size = 0;
+  std::map<std::string, std::string> values;  // statistic columns by title
+};
+
+// One dumped tensor: a file, a statistic row, or both.
+struct TensorEntry {
+  bool is_input = false;
+  uint32_t slot = 0;
+  std::string format;           // "DefaultFormat"
+  std::string dtype_name;       // from the file name or the statistic row, as written
+  std::optional<DType> dtype;   // parsed dtype_name
+  std::string path;             // empty when only a statistic row exists
+  uint64_t file_bytes = 0;
+  uint64_t timestamp = 0;
+  std::optional<StatisticRow> stats;
+};
+
+// A kernel's tensors in one iteration.
+struct KernelEntry {
+  std::string op_type;
+  std::string op_name;    // as in file names
+  std::string full_name;  // from the execution order when known, else op_name
+  bool is_parameter = false;  // Parameter.* (weights) and constants
+  int64_t order = -1;     // position in the execution order; -1 when unknown
+  uint64_t first_timestamp = 0;
+  std::vector<TensorEntry> tensors;  // sorted: inputs first, then by slot
+};
+
+struct IterationEntry {
+  int64_t iteration = 0;  // -1 for constants/
+  std::string dir;
+  std::vector<KernelEntry> kernels;  // execution order (order, then timestamp, then name)
+};
+
+struct GraphEntry {
+  uint32_t graph_id = 0;
+  std::string net_name;
+  std::vector<std::string> execution_order;  // full names; empty when the csv is absent
+  std::vector<IterationEntry> iterations;    // ascending; constants last
+  std::string ir_path;                       // graphs/ms_output_trace_code_graph_{id}.ir
+  // Source trace per full name from the .ir (innermost first).
+  std::map<std::string, std::vector<SourceLocation>> source_traces;
+};
+
+struct RankEntry {
+  uint32_t rank = 0;
+  std::string dir;
+  std::vector<GraphEntry> graphs;
+};
+
+// A file or row the index could not use, with the reason (names the file).
+struct Skipped {
+  std::string path;
+  std::string reason;
+};
+
+struct DumpIndex {
+  std::string root;
+  std::vector<RankEntry> ranks;
+  std::vector<Skipped> skipped;
+
+  // The innermost source location recorded for `full_name` in graph `graph`, or empty.
+  std::string SourceLine(const GraphEntry& graph, const std::string& full_name) const;
+};
+
+// Indexes `dir`: a dump root holding rank_{id}/ directories, one rank_{id} directory, or a
+// {net_name} directory inside one. Returns kNotFound when `dir` does not exist and
+// kInvalidArgument "not a dump directory" (naming it and what was expected) when it holds no
+// dump. Unreadable or malformed pieces (a bad statistic.csv, an unparsable file name) are listed
+// in `skipped` and the rest is indexed.
+StatusOr<DumpIndex> IndexDump(const std::string& dir);
+
+// The file-name form of a full name (SPEC §5): '/', '\\', '.' and ' ' become '_'.
+std::string FileKernelName(const std::string& full_name);
+
+// Parses a tensor file's base name (after mapping.csv substitution). Returns false when the name
+// does not follow `{op_type}.{op_name}.{task}.{stream}.{ts}.{io}.{slot}[.{format}[.{dtype}]].npy`.
+bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
+                       TensorEntry* tensor);
+
+// Parses a statistic.csv file. Errors are kCorrupt naming the file and line.
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path);
+
+// Parses the source traces of an .ir text: each kernel's `# In file PATH(LINE)/ code/` (or
+// `PATH:LINE/`) lines, attached to the kernel named by the preceding `Fullname with scope:
+// (NAME)` line or by the preceding node line containing a name from `known_names`.
+std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
+    const std::string& text, const std::vector<std::string>& known_names);
+
+}  // namespace graphdump::analysis

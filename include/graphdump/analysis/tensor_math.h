@@ -1,0 +1,54 @@
+// Element-wise work over dumped tensors, streamed from mmap in one pass: the metrics of
+// compare and the statistics of watch and report.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graphdump/analysis/npy_file.h"
+#include "graphdump/dtype.h"
+
+namespace graphdump::analysis {
+
+// Error metrics of a tensor `a` against a reference `b` of the same element count. Elements
+// where either side is NaN/Inf are left out of the numeric metrics and counted instead.
+struct PairMetrics {
+  int64_t elements = 0;
+  int64_t finite_pairs = 0;      // elements where both sides are finite
+  double cosine = 1.0;           // a.b / (|a||b|); 1 when both are all zero, 0 when one is
+  double max_abs_err = 0;        // max |a-b|
+  double max_rel_err = 0;        // max |a-b| / (|b| + eps), eps = 2.220446049250313e-16
+  double rmse = 0;               // sqrt(mean (a-b)^2)
+  double rel_err_below_0_1pct = 1;  // share of elements with rel err < 0.001
+  double rel_err_below_0_5pct = 1;  // share of elements with rel err < 0.005
+  int64_t allclose_failures = 0;    // elements with |a-b| > atol + rtol*|b| (finite pairs)
+  int64_t first_failure = -1;       // flat index of the first such element
+  int64_t nan_a = 0, nan_b = 0, inf_a = 0, inf_b = 0;
+  int64_t nonfinite_mismatches = 0;  // positions where NaN/+Inf/-Inf differ between a and b
+  int64_t first_nonfinite_mismatch = -1;
+};
+
+// Computes PairMetrics over two mapped tensors (any stored dtypes; converted to double).
+// REQUIRES: a.NumElements() == b.NumElements().
+PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol);
+
+// Statistics of one tensor for watchpoints and plots.
+struct TensorSummary {
+  int64_t elements = 0;
+  double max = 0, min = 0, mean = 0, l2norm = 0, max_abs = 0;  // over finite elements
+  int64_t nan = 0, pos_inf = 0, neg_inf = 0, zero = 0;
+  int64_t fp16_overflow = 0;  // finite elements with |x| > 65504
+};
+
+TensorSummary SummarizeTensor(const MappedNpy& t);
+
+// ||a - b||_2 and ||b||_2 and whether a == b element for element (bytes equal).
+struct DeltaNorms {
+  double diff_l2 = 0;
+  double ref_l2 = 0;
+  bool identical = false;
+};
+DeltaNorms DeltaBetween(const MappedNpy& a, const MappedNpy& b);
+
+}  // namespace graphdump::analysis

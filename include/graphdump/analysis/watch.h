@@ -1,0 +1,58 @@
+// Watchpoints over a dump directory (MindInsight's debugger conditions, issue 4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graphdump/analysis/dump_index.h"
+#include "graphdump/status.h"
+
+namespace graphdump::analysis {
+
+enum class WatchKind {
+  kNan, kInf, kOverflow, kZero, kLarge, kGradVanish, kGradExplode, kWeightUnchanged,
+  kWeightChange,
+};
+
+struct WatchCheck {
+  WatchKind kind;
+  double threshold = 0;  // large, grad-vanish, grad-explode, weight-change
+  std::string text;      // as the user wrote it ("large:1e4")
+};
+
+// Parses "nan,inf,overflow,zero,large[:T],grad-vanish[:T],grad-explode[:T],weight-unchanged,
+// weight-change[:T]". Defaults: large 1e4, grad-vanish 1e-7, grad-explode 1e3, weight-change 0.1.
+// Errors are kInvalidArgument naming the bad item and listing the allowed ones.
+StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text);
+
+struct WatchHit {
+  uint32_t rank = 0, graph_id = 0;
+  int64_t iteration = 0;
+  int64_t order = -1;
+  std::string kernel;        // full name
+  bool is_input = false;
+  uint32_t slot = 0;
+  std::string check;         // "nan", "large:10000"...
+  std::string detail;        // "3 NaN of 120 elements", "l2norm 2.3e-09 < 1e-07"
+  std::string source_line;   // "model.py:58", may be empty
+  std::string path;
+};
+
+struct WatchOptions {
+  int threads = 0;  // 0: DefaultThreads()
+  bool progress = true;
+};
+
+struct WatchResult {
+  std::vector<WatchHit> hits;      // execution order: rank, graph, iteration, order, io, slot
+  std::vector<Skipped> skipped;
+  int64_t tensors_checked = 0;
+};
+
+WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
+                     const WatchOptions& options);
+
+std::string WatchResultJson(const WatchResult& result);
+
+}  // namespace graphdump::analysis

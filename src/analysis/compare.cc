@@ -1,0 +1,488 @@
+// compare: pairs kernels of two dumps and computes error metrics per tensor pair.
+#include "graphdump/analysis/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "graphdump/analysis/parallel.h"
+#include "graphdump/tensor_view.h"
+
+namespace graphdump::analysis {
+namespace {
+
+constexpr double kRelEps = 2.220446049250313e-16;
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "Default_net-Net_conv-Conv2d_Conv2D-op12" -> "Default_net-Net_conv-Conv2d_Conv2D".
+std::string WithoutOpIds(const std::string& name) {
+  static const std::regex kOpId("-op[0-9]+");
+  return std::regex_replace(name, kOpId, "");
+}
+
+struct KernelPair {
+  const KernelEntry* a = nullptr;
+  const KernelEntry* b = nullptr;
+  Pairing pairing = Pairing::kFullName;
+};
+
+// Pairs kernels by file name, then by name without op ids (k-th with k-th), then by execution
+// order and op type (greedy, in order).
+std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
+                                    const std::vector<KernelEntry>& b,
+                                    std::vector<const KernelEntry*>* only_a,
+                                    std::vector<const KernelEntry*>* only_b) {
+  std::vector<KernelPair> pairs;
+  std::vector<bool> used_a(a.size()), used_b(b.size());
+  std::map<std::string, size_t> by_name;
+  for (size_t j = 0; j < b.size(); ++j) by_name.emplace(b[j].op_name, j);
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto it = by_name.find(a[i].op_name);
+    if (it != by_name.end() && !used_b[it->second]) {
+      pairs.push_back({&a[i], &b[it->second], Pairing::kFullName});
+      used_a[i] = used_b[it->second] = true;
+    }
+  }
+  std::map<std::string, std::vector<size_t>> b_stripped;
+  for (size_t j = 0; j < b.size(); ++j) {
+    if (!used_b[j]) b_stripped[WithoutOpIds(b[j].op_name)].push_back(j);
+  }
+  std::map<std::string, size_t> taken;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (used_a[i]) continue;
+    const std::string key = WithoutOpIds(a[i].op_name);
+    auto it = b_stripped.find(key);
+    if (it == b_stripped.end() || taken[key] >= it->second.size()) continue;
+    const size_t j = it->second[taken[key]++];
+    pairs.push_back({&a[i], &b[j], Pairing::kNameWithoutOpId});
+    used_a[i] = used_b[j] = true;
+  }
+  size_t cursor = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (used_a[i] || a[i].is_parameter) continue;
+    for (size_t j = cursor; j < b.size(); ++j) {
+      if (used_b[j] || b[j].is_parameter || Lower(b[j].op_type) != Lower(a[i].op_type)) continue;
+      pairs.push_back({&a[i], &b[j], Pairing::kExecutionOrder});
+      used_a[i] = used_b[j] = true;
+      cursor = j + 1;
+      break;
+    }
+  }
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!used_a[i]) only_a->push_back(&a[i]);
+  for (size_t j = 0; j < b.size(); ++j)
+    if (!used_b[j]) only_b->push_back(&b[j]);
+  return pairs;
+}
+
+std::string ShapeText(const TensorEntry& t, const MappedNpy* npy) {
+  if (npy) return ShapeToString(npy->info().shape);
+  if (t.stats) return ShapeToString(t.stats->shape);
+  return "";
+}
+
+std::string Describe(const TensorComparison& t) {
+  return fmt::format("{} {}", t.is_input ? "input" : "output", t.slot);
+}
+
+// The statistics both sides can give, by statistic.csv column title.
+std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy) {
+  std::map<std::string, double> out;
+  if (npy) {
+    const TensorSummary s = SummarizeTensor(*npy);
+    const bool nan = s.nan > 0;
+    const double kNan = std::nan("");
+    out["Max Value"] = nan ? kNan : s.pos_inf ? INFINITY : s.max;
+    out["Min Value"] = nan ? kNan : s.neg_inf ? -INFINITY : s.min;
+    out["Avg Value"] = nan ? kNan : s.mean;
+    out["L2Norm Value"] = nan ? kNan : s.l2norm;
+    out["NaN Count"] = static_cast<double>(s.nan);
+    out["Zero Count"] = static_cast<double>(s.zero);
+    out["Count"] = static_cast<double>(s.elements);
+    return out;
+  }
+  if (!t.stats) return out;
+  for (const auto& [column, text] : t.stats->values) {
+    if (column == "MD5") continue;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end != text.c_str()) out[column] = v;
+  }
+  return out;
+}
+
+void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorEntry& tb,
+                       const MappedNpy* nb, const CompareOptions& options,
+                       TensorComparison* out) {
+  out->mode = "statistic";
+  if (ta.stats && tb.stats && ta.stats->values.count("MD5") && tb.stats->values.count("MD5") &&
+      ta.stats->values.at("MD5") == tb.stats->values.at("MD5")) {
+    out->reason = "statistics only: MD5 equal";
+    return;
+  }
+  const auto sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
+  std::string failures;
+  for (const auto& [column, va] : sa) {
+    auto it = sb.find(column);
+    if (it == sb.end()) continue;
+    const double vb = it->second;
+    const double diff = std::fabs(va - vb);
+    out->stat_diffs.push_back({column, diff / (std::fabs(vb) + kRelEps)});
+    const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
+    if (!same_special && !(diff <= options.atol + options.rtol * std::fabs(vb))) {
+      if (!failures.empty()) failures += "; ";
+      failures += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
+    }
+  }
+  if (out->stat_diffs.empty()) {
+    out->verdict = Verdict::kWarning;
+    out->reason = "no statistic column in common; nothing compared";
+  } else if (!failures.empty()) {
+    out->verdict = Verdict::kError;
+    out->reason = "statistics differ: " + failures;
+  } else {
+    out->reason = "statistics only: within tolerance";
+  }
+}
+
+void JudgeTensor(const CompareOptions& options, TensorComparison* t) {
+  const PairMetrics& m = t->metrics;
+  if (m.nonfinite_mismatches > 0) {
+    t->verdict = Verdict::kError;
+    t->reason = fmt::format(
+        "NaN/Inf positions differ at {} elements (first at flat index {}; A has {} NaN {} Inf, B "
+        "has {} NaN {} Inf)",
+        m.nonfinite_mismatches, m.first_nonfinite_mismatch, m.nan_a, m.inf_a, m.nan_b, m.inf_b);
+  } else if (m.allclose_failures > 0) {
+    t->verdict = Verdict::kError;
+    t->reason = fmt::format(
+        "{} of {} elements fail |a-b| <= {:g} + {:g}*|b| (first at flat index {}); max abs err "
+        "{:.6g}, cosine {:.6g}",
+        m.allclose_failures, m.elements, options.atol, options.rtol, m.first_failure,
+        m.max_abs_err, m.cosine);
+  } else if (m.nan_a > 0 || m.inf_a > 0) {
+    t->verdict = Verdict::kWarning;
+    t->reason = fmt::format("NaN/Inf at the same positions on both sides ({} NaN, {} Inf)",
+                            m.nan_a, m.inf_a);
+  } else if (t->dtype_a != t->dtype_b) {
+    t->verdict = Verdict::kWarning;
+    t->reason = fmt::format("dtypes differ ({} vs {}), compared in float64; within tolerance",
+                            t->dtype_a, t->dtype_b);
+  }
+}
+
+// One tensor pair: maps the files (when both exist) and fills metrics or statistics.
+void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
+                   TensorComparison* out, std::vector<Skipped>* skipped, std::mutex* mu) {
+  out->dtype_a = ta->dtype ? std::string(DTypeName(*ta->dtype)) : ta->dtype_name;
+  out->dtype_b = tb->dtype ? std::string(DTypeName(*tb->dtype)) : tb->dtype_name;
+  out->path_a = ta->path;
+  out->path_b = tb->path;
+  std::unique_ptr<MappedNpy> na, nb;
+  for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {
+    if (t->path.empty()) continue;
+    auto opened = MappedNpy::Open(t->path);
+    if (!opened.ok()) {
+      out->mode = "skipped";
+      out->verdict = Verdict::kWarning;
+      out->reason = "skipped: " + opened.status().message();
+      std::lock_guard<std::mutex> lock(*mu);
+      skipped->push_back({t->path, opened.status().message()});
+      return;
+    }
+    *npy = std::move(opened).value();
+  }
+  out->shape_a = ShapeText(*ta, na.get());
+  out->shape_b = ShapeText(*tb, nb.get());
+  if (!out->shape_a.empty() && !out->shape_b.empty() && out->shape_a != out->shape_b) {
+    out->mode = na && nb ? "tensor" : "statistic";
+    out->verdict = Verdict::kError;
+    out->reason = "shape " + out->shape_a + " vs " + out->shape_b;
+    return;
+  }
+  if (!na || !nb) {
+    CompareStatistics(*ta, na.get(), *tb, nb.get(), options, out);
+    return;
+  }
+  out->mode = "tensor";
+  if (na->NumElements() != nb->NumElements()) {  // same shape text, cannot happen; be safe
+    out->verdict = Verdict::kError;
+    out->reason = "element counts differ";
+    return;
+  }
+  out->metrics = ComparePair(*na, *nb, options.atol, options.rtol);
+  JudgeTensor(options, out);
+}
+
+struct TensorTask {
+  size_t kernel;
+  size_t tensor;
+  const TensorEntry* a;
+  const TensorEntry* b;
+};
+
+void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& ga,
+                   const GraphEntry& gb, int64_t iteration, const DumpIndex& index_a,
+                   const DumpIndex& index_b, CompareResult* result,
+                   std::vector<TensorTask>* tasks) {
+  KernelComparison k;
+  k.rank = ra.rank;
+  k.graph_id = ga.graph_id;
+  k.iteration = iteration;
+  k.order = p.a->order;
+  k.name_a = p.a->full_name;
+  k.name_b = p.b->full_name;
+  k.op_type = p.a->op_type;
+  k.pairing = p.pairing;
+  k.source_line = index_a.SourceLine(ga, k.name_a);
+  if (k.source_line.empty()) k.source_line = index_b.SourceLine(gb, k.name_b);
+  const size_t kernel_index = result->kernels.size();
+  std::vector<bool> used_b(p.b->tensors.size());
+  for (const TensorEntry& ta : p.a->tensors) {
+    TensorComparison tc;
+    tc.is_input = ta.is_input;
+    tc.slot = ta.slot;
+    auto tb = std::find_if(p.b->tensors.begin(), p.b->tensors.end(), [&](const TensorEntry& t) {
+      return t.is_input == ta.is_input && t.slot == ta.slot;
+    });
+    if (tb == p.b->tensors.end()) {
+      tc.mode = "missing";
+      tc.verdict = Verdict::kWarning;
+      tc.reason = Describe(tc) + " only in A";
+      tc.path_a = ta.path;
+      tc.dtype_a = ta.dtype_name;
+    } else {
+      used_b[tb - p.b->tensors.begin()] = true;
+      tasks->push_back({kernel_index, k.tensors.size(), &ta, &*tb});
+    }
+    k.tensors.push_back(std::move(tc));
+  }
+  for (size_t j = 0; j < p.b->tensors.size(); ++j) {
+    if (used_b[j]) continue;
+    TensorComparison tc;
+    tc.is_input = p.b->tensors[j].is_input;
+    tc.slot = p.b->tensors[j].slot;
+    tc.mode = "missing";
+    tc.verdict = Verdict::kWarning;
+    tc.reason = Describe(tc) + " only in B";
+    tc.path_b = p.b->tensors[j].path;
+    tc.dtype_b = p.b->tensors[j].dtype_name;
+    k.tensors.push_back(std::move(tc));
+  }
+  result->kernels.push_back(std::move(k));
+}
+
+template <typename T, typename Key>
+const T* FindMatching(const std::vector<T>& items, const T& like, Key key) {
+  for (const T& item : items)
+    if (key(item) == key(like)) return &item;
+  return items.size() == 1 ? &items.front() : nullptr;
+}
+
+}  // namespace
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "pass";
+    case Verdict::kWarning: return "warning";
+    case Verdict::kError: return "error";
+  }
+  return "?";
+}
+
+const char* PairingName(Pairing p) {
+  switch (p) {
+    case Pairing::kFullName: return "name";
+    case Pairing::kNameWithoutOpId: return "name-without-op-id";
+    case Pairing::kExecutionOrder: return "execution-order";
+  }
+  return "?";
+}
+
+CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const CompareOptions& options) {
+  CompareResult result;
+  result.skipped = a.skipped;
+  result.skipped.insert(result.skipped.end(), b.skipped.begin(), b.skipped.end());
+  std::vector<TensorTask> tasks;
+  for (const RankEntry& ra : a.ranks) {
+    const RankEntry* rb = FindMatching(b.ranks, ra, [](const RankEntry& r) { return r.rank; });
+    if (!rb) continue;
+    for (const GraphEntry& ga : ra.graphs) {
+      const GraphEntry* gb =
+          FindMatching(rb->graphs, ga, [](const GraphEntry& g) { return g.graph_id; });
+      if (!gb) continue;
+      for (const IterationEntry& ia : ga.iterations) {
+        if (options.iteration && ia.iteration != *options.iteration) continue;
+        auto ib = std::find_if(gb->iterations.begin(), gb->iterations.end(),
+                               [&](const IterationEntry& i) { return i.iteration == ia.iteration; });
+        if (ib == gb->iterations.end()) continue;
+        std::vector<const KernelEntry*> only_a, only_b;
+        for (const KernelPair& p : PairKernels(ia.kernels, ib->kernels, &only_a, &only_b)) {
+          AddKernelPair(p, ra, ga, *gb, ia.iteration, a, b, &result, &tasks);
+        }
+        for (const KernelEntry* k : only_a)
+          result.unpaired.push_back({'A', ra.rank, ga.graph_id, ia.iteration, k->full_name});
+        for (const KernelEntry* k : only_b)
+          result.unpaired.push_back({'B', ra.rank, ga.graph_id, ia.iteration, k->full_name});
+      }
+    }
+  }
+  std::mutex mu;
+  ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
+              options.progress ? "compare" : "", [&](size_t i) {
+                const TensorTask& t = tasks[i];
+                CompareTensor(t.a, t.b, options,
+                              &result.kernels[t.kernel].tensors[t.tensor], &result.skipped, &mu);
+              });
+  for (KernelComparison& k : result.kernels) {
+    for (const TensorComparison& t : k.tensors) {
+      if (t.verdict > k.verdict || (k.reason.empty() && t.verdict == k.verdict &&
+                                    t.verdict != Verdict::kPass)) {
+        k.verdict = t.verdict;
+        k.reason = Describe(t) + ": " + t.reason;
+      }
+    }
+    (k.verdict == Verdict::kPass ? result.passed
+     : k.verdict == Verdict::kWarning ? result.warnings
+                                      : result.errors)++;
+  }
+  std::stable_sort(result.kernels.begin(), result.kernels.end(),
+                   [](const KernelComparison& x, const KernelComparison& y) {
+                     auto key = [](const KernelComparison& k) {
+                       return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration,
+                                              k.order);
+                     };
+                     return key(x) < key(y);
+                   });
+  for (size_t i = 0; i < result.kernels.size(); ++i) {
+    if (result.kernels[i].verdict == Verdict::kError) {
+      result.first_failure = static_cast<int64_t>(i);
+      break;
+    }
+  }
+  return result;
+}
+
+namespace {
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Num(double v) { return fmt::format("{:.9g}", v); }
+
+}  // namespace
+
+std::string CompareResultCsv(const CompareResult& result) {
+  std::string out =
+      "rank,graph_id,iteration,order,kernel_a,kernel_b,op_type,pairing,io,slot,mode,dtype_a,"
+      "dtype_b,shape_a,shape_b,elements,cosine,max_abs_err,max_rel_err,rmse,"
+      "rel_err_below_0.1pct,rel_err_below_0.5pct,allclose_failures,nan_a,nan_b,inf_a,inf_b,"
+      "nonfinite_mismatches,verdict,kernel_verdict,reason,source_line,path_a,path_b\n";
+  for (const KernelComparison& k : result.kernels) {
+    for (const TensorComparison& t : k.tensors) {
+      const PairMetrics& m = t.metrics;
+      const bool has = t.mode == "tensor" && t.reason.rfind("shape", 0) != 0;
+      auto metric = [&](double v) { return has ? Num(v) : std::string(); };
+      auto count = [&](int64_t v) { return has ? std::to_string(v) : std::string(); };
+      out += fmt::format(
+          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+          "{},{},{},{},{}\n",
+          k.rank, k.graph_id, k.iteration, k.order, CsvField(k.name_a), CsvField(k.name_b),
+          CsvField(k.op_type), PairingName(k.pairing), t.is_input ? "input" : "output", t.slot,
+          t.mode, t.dtype_a, t.dtype_b, CsvField(t.shape_a), CsvField(t.shape_b),
+          count(m.elements), metric(m.cosine), metric(m.max_abs_err), metric(m.max_rel_err),
+          metric(m.rmse), metric(m.rel_err_below_0_1pct), metric(m.rel_err_below_0_5pct),
+          count(m.allclose_failures), count(m.nan_a), count(m.nan_b), count(m.inf_a),
+          count(m.inf_b), count(m.nonfinite_mismatches), VerdictName(t.verdict),
+          VerdictName(k.verdict), CsvField(t.reason), CsvField(k.source_line),
+          CsvField(t.path_a), CsvField(t.path_b));
+    }
+  }
+  return out;
+}
+
+std::string CompareResultJson(const CompareResult& result) {
+  using nlohmann::json;
+  json j;
+  j["summary"] = {{"kernels", result.kernels.size()},
+                  {"pass", result.passed},
+                  {"warning", result.warnings},
+                  {"error", result.errors},
+                  {"unpaired", result.unpaired.size()},
+                  {"skipped", result.skipped.size()}};
+  auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
+  json kernels = json::array();
+  for (const KernelComparison& k : result.kernels) {
+    json tensors = json::array();
+    for (const TensorComparison& t : k.tensors) {
+      json jt = {{"io", t.is_input ? "input" : "output"}, {"slot", t.slot}, {"mode", t.mode},
+                 {"dtype_a", t.dtype_a}, {"dtype_b", t.dtype_b}, {"shape_a", t.shape_a},
+                 {"shape_b", t.shape_b}, {"verdict", VerdictName(t.verdict)},
+                 {"reason", t.reason}, {"path_a", t.path_a}, {"path_b", t.path_b}};
+      if (t.mode == "tensor") {
+        const PairMetrics& m = t.metrics;
+        jt["metrics"] = {{"elements", m.elements},
+                         {"cosine", finite(m.cosine)},
+                         {"max_abs_err", finite(m.max_abs_err)},
+                         {"max_rel_err", finite(m.max_rel_err)},
+                         {"rmse", finite(m.rmse)},
+                         {"rel_err_below_0.1pct", m.rel_err_below_0_1pct},
+                         {"rel_err_below_0.5pct", m.rel_err_below_0_5pct},
+                         {"allclose_failures", m.allclose_failures},
+                         {"nan_a", m.nan_a}, {"nan_b", m.nan_b},
+                         {"inf_a", m.inf_a}, {"inf_b", m.inf_b},
+                         {"nonfinite_mismatches", m.nonfinite_mismatches}};
+      }
+      if (!t.stat_diffs.empty()) {
+        json diffs = json::object();
+        for (const auto& [name, v] : t.stat_diffs) diffs[name] = finite(v);
+        jt["statistic_rel_diffs"] = diffs;
+      }
+      tensors.push_back(jt);
+    }
+    kernels.push_back({{"rank", k.rank}, {"graph_id", k.graph_id}, {"iteration", k.iteration},
+                       {"order", k.order}, {"kernel_a", k.name_a}, {"kernel_b", k.name_b},
+                       {"op_type", k.op_type}, {"pairing", PairingName(k.pairing)},
+                       {"source_line", k.source_line}, {"verdict", VerdictName(k.verdict)},
+                       {"reason", k.reason}, {"tensors", tensors}});
+  }
+  j["kernels"] = kernels;
+  if (result.first_failure >= 0) {
+    const KernelComparison& f = result.kernels[result.first_failure];
+    j["first_failure"] = {{"kernel", f.name_a}, {"iteration", f.iteration},
+                          {"graph_id", f.graph_id}, {"rank", f.rank},
+                          {"source_line", f.source_line}, {"reason", f.reason}};
+  } else {
+    j["first_failure"] = nullptr;
+  }
+  json unpaired = json::array();
+  for (const UnpairedKernel& u : result.unpaired) {
+    unpaired.push_back({{"side", std::string(1, u.side)}, {"rank", u.rank},
+                        {"graph_id", u.graph_id}, {"iteration", u.iteration},
+                        {"kernel", u.full_name}});
+  }
+  j["unpaired"] = unpaired;
+  json skipped = json::array();
+  for (const Skipped& s : result.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  j["skipped"] = skipped;
+  return j.dump(2);
+}
+
+}  // namespace graphdump::analysis

@@ -1,0 +1,318 @@
+// Indexing a dump directory from its file names and text files (SPEC §5).
+#include "graphdump/analysis/dump_index.h"
+
+#include "graphdump/layout.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+namespace graphdump::analysis {
+namespace fs = std::filesystem;
+namespace {
+
+bool IsNumber(const std::string& s) {
+  return !s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::vector<std::string> SplitDots(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    parts.push_back(s.substr(start, dot - start));
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> ReadLines(const fs::path& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::vector<fs::path> SortedChildren(const fs::path& dir) {
+  std::vector<fs::path> children;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    children.push_back(it->path());
+  }
+  std::sort(children.begin(), children.end());
+  return children;
+}
+
+// mapping.csv: "{number}.npy,{original name}" per line.
+std::unordered_map<std::string, std::string> ReadMapping(const fs::path& dir) {
+  std::unordered_map<std::string, std::string> mapping;
+  const fs::path path = dir / "mapping.csv";
+  if (!fs::exists(path)) return mapping;
+  for (const std::string& line : ReadLines(path)) {
+    const size_t comma = line.find(',');
+    if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
+  }
+  return mapping;
+}
+
+struct GraphContext {
+  // file-form kernel name -> (full name, execution order position)
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> by_file_name;
+};
+
+IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const GraphContext& ctx,
+                              std::vector<Skipped>* skipped) {
+  IterationEntry entry;
+  entry.iteration = iteration;
+  entry.dir = dir.string();
+  const auto mapping = ReadMapping(dir);
+  std::map<std::pair<std::string, std::string>, KernelEntry> kernels;  // (op_type, op_name)
+  for (const fs::path& file : SortedChildren(dir)) {
+    std::string name = file.filename().string();
+    if (file.extension() != ".npy") continue;
+    if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
+    std::string op_type, op_name;
+    TensorEntry tensor;
+    if (!ParseDumpFileName(name, &op_type, &op_name, &tensor)) {
+      skipped->push_back({file.string(),
+                          "file name does not follow {op_type}.{op_name}.{task}.{stream}."
+                          "{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy"});
+      continue;
+    }
+    tensor.path = file.string();
+    std::error_code ec;
+    tensor.file_bytes = fs::file_size(file, ec);
+    KernelEntry& k = kernels[{op_type, op_name}];
+    k.op_type = op_type;
+    k.op_name = op_name;
+    k.tensors.push_back(std::move(tensor));
+  }
+  const fs::path csv = dir / "statistic.csv";
+  if (fs::exists(csv)) {
+    auto rows = ParseStatisticCsv(csv.string());
+    if (!rows.ok()) {
+      skipped->push_back({csv.string(), rows.status().message()});
+    } else {
+      for (StatisticRow& row : *rows) {
+        KernelEntry& k = kernels[{row.op_type, row.op_name}];
+        k.op_type = row.op_type;
+        k.op_name = row.op_name;
+        auto t = std::find_if(k.tensors.begin(), k.tensors.end(), [&](const TensorEntry& t) {
+          return t.is_input == row.is_input && t.slot == row.slot;
+        });
+        if (t == k.tensors.end()) {
+          TensorEntry stat_only;
+          stat_only.is_input = row.is_input;
+          stat_only.slot = row.slot;
+          stat_only.dtype_name = row.dtype;
+          stat_only.dtype = DTypeFromName(row.dtype);
+          k.tensors.push_back(std::move(stat_only));
+          t = k.tensors.end() - 1;
+        }
+        t->stats = std::move(row);
+      }
+    }
+  }
+  for (auto& [key, k] : kernels) {
+    k.is_parameter = k.op_type == "Parameter";
+    if (auto it = ctx.by_file_name.find(k.op_name); it != ctx.by_file_name.end() &&
+                                                    !k.is_parameter) {
+      k.full_name = it->second.first;
+      k.order = it->second.second;
+    } else {
+      k.full_name = k.op_name;
+    }
+    std::sort(k.tensors.begin(), k.tensors.end(), [](const TensorEntry& a, const TensorEntry& b) {
+      return std::make_pair(!a.is_input, a.slot) < std::make_pair(!b.is_input, b.slot);
+    });
+    k.first_timestamp = UINT64_MAX;
+    for (const TensorEntry& t : k.tensors) {
+      if (t.timestamp) k.first_timestamp = std::min(k.first_timestamp, t.timestamp);
+    }
+    entry.kernels.push_back(std::move(k));
+  }
+  // Parameters first, then the execution order, then kernels the order does not list, by time.
+  std::sort(entry.kernels.begin(), entry.kernels.end(),
+            [](const KernelEntry& a, const KernelEntry& b) {
+              auto key = [](const KernelEntry& k) {
+                return std::make_tuple(!k.is_parameter, k.order < 0, k.order, k.first_timestamp,
+                                       k.op_name);
+              };
+              return key(a) < key(b);
+            });
+  return entry;
+}
+
+GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs::path& dir,
+                      uint32_t graph_id, std::vector<Skipped>* skipped) {
+  GraphEntry graph;
+  graph.graph_id = graph_id;
+  graph.net_name = net;
+  const std::string id = std::to_string(graph_id);
+  const fs::path order_csv =
+      rank_dir / "execution_order" / ("ms_execution_order_graph_" + id + ".csv");
+  if (fs::exists(order_csv)) {
+    for (const std::string& line : ReadLines(order_csv)) {
+      if (line == "NodeExecutionOrder-FullNameWithScope") continue;
+      graph.execution_order.push_back(line);
+    }
+  }
+  GraphContext ctx;
+  for (size_t i = 0; i < graph.execution_order.size(); ++i) {
+    ctx.by_file_name.emplace(FileKernelName(graph.execution_order[i]),
+                             std::make_pair(graph.execution_order[i], static_cast<int64_t>(i)));
+  }
+  const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
+  if (fs::exists(ir)) {
+    graph.ir_path = ir.string();
+    graph.source_traces = ParseIrSourceTraces(ReadText(ir), graph.execution_order);
+  }
+  IterationEntry constants;
+  bool have_constants = false;
+  for (const fs::path& child : SortedChildren(dir)) {
+    if (!fs::is_directory(child)) continue;
+    const std::string name = child.filename().string();
+    if (IsNumber(name)) {
+      graph.iterations.push_back(IndexIteration(child, std::stoll(name), ctx, skipped));
+    } else if (name == "constants") {
+      constants = IndexIteration(child, -1, ctx, skipped);
+      have_constants = true;
+    }
+  }
+  std::sort(graph.iterations.begin(), graph.iterations.end(),
+            [](const IterationEntry& a, const IterationEntry& b) {
+              return a.iteration < b.iteration;
+            });
+  // Without an execution order, number kernels by their position in the first iteration
+  // (timestamps give the run order) so that compare can still pair by order.
+  if (graph.execution_order.empty()) {
+    std::unordered_map<std::string, int64_t> positions;
+    for (IterationEntry& it : graph.iterations) {
+      for (KernelEntry& k : it.kernels) {
+        if (k.is_parameter) continue;
+        auto [pos, inserted] = positions.emplace(k.op_name, positions.size());
+        k.order = pos->second;
+      }
+    }
+  }
+  if (have_constants) graph.iterations.push_back(std::move(constants));
+  return graph;
+}
+
+RankEntry IndexRank(const fs::path& dir, uint32_t rank, std::vector<Skipped>* skipped) {
+  RankEntry entry;
+  entry.rank = rank;
+  entry.dir = dir.string();
+  for (const fs::path& net : SortedChildren(dir)) {
+    const std::string name = net.filename().string();
+    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" ||
+        name[0] == '.') {
+      continue;
+    }
+    for (const fs::path& graph : SortedChildren(net)) {
+      const std::string id = graph.filename().string();
+      if (fs::is_directory(graph) && IsNumber(id)) {
+        entry.graphs.push_back(IndexGraph(dir, name, graph, std::stoul(id), skipped));
+      }
+    }
+  }
+  std::sort(entry.graphs.begin(), entry.graphs.end(),
+            [](const GraphEntry& a, const GraphEntry& b) { return a.graph_id < b.graph_id; });
+  return entry;
+}
+
+bool RankId(const std::string& name, uint32_t* rank) {
+  if (name.rfind("rank_", 0) != 0 || !IsNumber(name.substr(5))) return false;
+  *rank = static_cast<uint32_t>(std::stoul(name.substr(5)));
+  return true;
+}
+
+}  // namespace
+
+std::string FileKernelName(const std::string& full_name) { return SanitizeName(full_name); }
+
+bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
+                       TensorEntry* tensor) {
+  if (name.size() < 5 || name.compare(name.size() - 4, 4, ".npy") != 0) return false;
+  const std::vector<std::string> parts = SplitDots(name.substr(0, name.size() - 4));
+  // Find the io field from the right: it is followed by a numeric slot and preceded by three
+  // numeric fields (task, stream, timestamp) and at least op_type and one op_name field.
+  for (size_t io = parts.size() - 1; io >= 5; --io) {
+    if ((parts[io] != "input" && parts[io] != "output") || io + 1 >= parts.size() ||
+        !IsNumber(parts[io + 1]) || !IsNumber(parts[io - 1]) || !IsNumber(parts[io - 2]) ||
+        !IsNumber(parts[io - 3])) {
+      continue;
+    }
+    const size_t rest = parts.size() - (io + 2);  // format and dtype after the slot
+    if (rest > 2) continue;
+    *op_type = parts[0];
+    std::string joined = parts[1];
+    for (size_t i = 2; i + 3 < io; ++i) joined += "." + parts[i];
+    *op_name = joined;
+    tensor->timestamp = std::stoull(parts[io - 1]);
+    tensor->is_input = parts[io] == "input";
+    tensor->slot = static_cast<uint32_t>(std::stoul(parts[io + 1]));
+    tensor->format = rest >= 1 ? parts[io + 2] : "";
+    tensor->dtype_name = rest == 2 ? parts[io + 3] : "";
+    tensor->dtype = DTypeFromName(tensor->dtype_name);
+    return true;
+  }
+  return false;
+}
+
+std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& full_name) const {
+  auto it = graph.source_traces.find(full_name);
+  if (it == graph.source_traces.end() || it->second.empty()) return "";
+  const SourceLocation& loc = it->second.front();
+  return loc.file + ":" + std::to_string(loc.line);
+}
+
+StatusOr<DumpIndex> IndexDump(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return Status::NotFound(dir + ": no such directory");
+  if (!fs::is_directory(dir, ec)) {
+    return Status::InvalidArgument(dir + ": not a dump directory (it is a file; expected a "
+                                   "directory holding rank_{id}/ subdirectories)");
+  }
+  DumpIndex index;
+  index.root = dir;
+  fs::path path = fs::path(dir).lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  uint32_t rank = 0;
+  if (RankId(path.filename().string(), &rank)) {
+    index.ranks.push_back(IndexRank(path, rank, &index.skipped));
+  } else {
+    for (const fs::path& child : SortedChildren(path)) {
+      if (fs::is_directory(child) && RankId(child.filename().string(), &rank)) {
+        index.ranks.push_back(IndexRank(child, rank, &index.skipped));
+      }
+    }
+    std::sort(index.ranks.begin(), index.ranks.end(),
+              [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
+  }
+  size_t graphs = 0;
+  for (const RankEntry& r : index.ranks) graphs += r.graphs.size();
+  if (index.ranks.empty() || graphs == 0) {
+    return Status::InvalidArgument(
+        dir + ": not a dump directory: expected rank_{id}/{net_name}/{graph_id}/{iteration}/ "
+              "below it (SPEC §5), found " +
+        (index.ranks.empty() ? std::string("no rank_{id} directory")
+                             : std::string("no {net_name}/{graph_id} directory")));
+  }
+  return index;
+}
+
+}  // namespace graphdump::analysis

@@ -1,0 +1,157 @@
+#include "graphdump/analysis/dump_index.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "graphdump/analysis/trace.h"
+#include "graphdump/analysis/watch.h"
+#include "testing/testing.h"
+
+namespace graphdump::analysis {
+namespace {
+
+TEST(DumpFileNameTest, ParsesGraphdumpAndMindSporeNames) {
+  std::string op_type, op_name;
+  TensorEntry t;
+  ASSERT_TRUE(ParseDumpFileName(
+      "Conv2D.Default_net-Net_conv-Conv2d_Conv2D-op12.0.0.1700000000000001.output.1."
+      "DefaultFormat.float32.npy",
+      &op_type, &op_name, &t));
+  EXPECT_EQ(op_type, "Conv2D");
+  EXPECT_EQ(op_name, "Default_net-Net_conv-Conv2d_Conv2D-op12");
+  EXPECT_FALSE(t.is_input);
+  EXPECT_EQ(t.slot, 1u);
+  EXPECT_EQ(t.format, "DefaultFormat");
+  EXPECT_EQ(t.dtype_name, "float32");
+  EXPECT_EQ(t.timestamp, 1700000000000001u);
+
+  ASSERT_TRUE(ParseDumpFileName("Add.Default_Add-op3.0.0.17.input.0.DefaultFormat.Float32.npy",
+                                &op_type, &op_name, &t));
+  EXPECT_TRUE(t.is_input);
+  ASSERT_TRUE(t.dtype.has_value());
+  EXPECT_EQ(*t.dtype, DType::kFloat32);  // MindSpore CPU spelling
+
+  ASSERT_TRUE(ParseDumpFileName("Parameter.fc_weight.0.0.17.output.0.DefaultFormat.bfloat16.npy",
+                                &op_type, &op_name, &t));
+  EXPECT_EQ(op_type, "Parameter");
+  EXPECT_EQ(op_name, "fc_weight");
+  EXPECT_EQ(*t.dtype, DType::kBFloat16);
+
+  // Old Ascend async npy names carry no dtype.
+  ASSERT_TRUE(ParseDumpFileName("MatMul.Default_MatMul-op1.3.2.17.output.0.NC1HWC0.npy", &op_type,
+                                &op_name, &t));
+  EXPECT_EQ(t.format, "NC1HWC0");
+  EXPECT_TRUE(t.dtype_name.empty());
+
+  EXPECT_FALSE(ParseDumpFileName("random.npy", &op_type, &op_name, &t));
+  EXPECT_FALSE(ParseDumpFileName("Add.x.0.0.17.sideways.0.DefaultFormat.float32.npy", &op_type,
+                                 &op_name, &t));
+  EXPECT_FALSE(ParseDumpFileName("Add.x.0.0.17.output.0.DefaultFormat.float32.txt", &op_type,
+                                 &op_name, &t));
+}
+
+TEST(DumpFileNameTest, FileKernelNameReplacesSeparators) {
+  EXPECT_EQ(FileKernelName("Default/a.b\\c d-op1"), "Default_a_b_c_d-op1");
+}
+
+TEST(IrTraceTest, ReadsBothLineSpellingsAndAttachesToKernels) {
+  const std::string ir =
+      "# IR entry\n"
+      "  %1(x) = Conv2D(%0)\n"
+      "      # Fullname with scope: (Default/conv-Conv2d/Conv2D-op1)\n"
+      "      # In file /home/u/model.py(58)/        x = self.conv(x)/\n"
+      "      # In file /usr/lib/torch/module.py:1190/        return forward_call(x)/\n"
+      "  %2(y) = ReLU(%1)\n"
+      "      # In file /home/u/model.py(99)/ not attached: no name yet/\n"
+      "  Default/act-ReLU/ReLU-op2 = relu(%1)\n"
+      "      # In file /home/u/model.py:59~60, 8~20/        y = self.act(x)/\n";
+  auto traces = ParseIrSourceTraces(ir, {"Default/act-ReLU/ReLU-op2"});
+  ASSERT_EQ(traces.size(), 2u);
+  const auto& conv = traces.at("Default/conv-Conv2d/Conv2D-op1");
+  ASSERT_EQ(conv.size(), 2u);
+  EXPECT_EQ(conv[0].file, "/home/u/model.py");
+  EXPECT_EQ(conv[0].line, 58);
+  EXPECT_EQ(conv[0].code, "x = self.conv(x)");
+  EXPECT_EQ(conv[1].file, "/usr/lib/torch/module.py");
+  EXPECT_EQ(conv[1].line, 1190);
+  const auto& relu = traces.at("Default/act-ReLU/ReLU-op2");
+  ASSERT_EQ(relu.size(), 1u);
+  EXPECT_EQ(relu[0].line, 59);
+  EXPECT_EQ(relu[0].code, "y = self.act(x)");
+}
+
+TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.Sub("statistic.csv"),
+                     "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,"
+                     "Shape,Max Value,Min Value,L2Norm Value\n"
+                     "Conv2D,Default_Conv2D-op1,0,0,17,input,0,24,float32,\"(2,3)\",1.5,-2,nan,\n"
+                     "Conv2D,Default_Conv2D-op1,0,0,17,output,0,4,float32,\"()\",1e+06,0,1,\n");
+  auto rows = ParseStatisticCsv(dir.Sub("statistic.csv"));
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_TRUE((*rows)[0].is_input);
+  EXPECT_EQ((*rows)[0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ((*rows)[0].data_size, 24u);
+  EXPECT_EQ((*rows)[0].values.at("Max Value"), "1.5");
+  EXPECT_EQ((*rows)[0].values.at("L2Norm Value"), "nan");
+  EXPECT_TRUE((*rows)[1].shape.empty());
+
+  testing::WriteFile(dir.Sub("bad.csv"),
+                     "Op Type,Op Name,IO,Slot\nAdd,x,output,zero,\n");
+  auto bad = ParseStatisticCsv(dir.Sub("bad.csv"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(bad.status().message(), dir.Sub("bad.csv") + ":2: Slot is 'zero' (expected an integer)");
+  testing::WriteFile(dir.Sub("short.csv"), "Op Type,Op Name,IO,Slot\nAdd,x,output\n");
+  auto short_row = ParseStatisticCsv(dir.Sub("short.csv"));
+  ASSERT_FALSE(short_row.ok());
+  EXPECT_NE(short_row.status().message().find(":2: malformed statistic.csv row: 3 fields, the "
+                                              "header has 4"),
+            std::string::npos);
+}
+
+TEST(IndexDumpTest, MissingAndNonDumpDirectories) {
+  testing::TempDir dir;
+  auto missing = IndexDump(dir.Sub("nope"));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto empty = IndexDump(dir.path());
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(empty.status().message().find("not a dump directory"), std::string::npos);
+  std::filesystem::create_directories(dir.Sub("rank_0/Net/0/0"));
+  auto bare = IndexDump(dir.path());
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_EQ(bare->ranks.size(), 1u);
+  EXPECT_EQ(bare->ranks[0].graphs[0].iterations.size(), 1u);
+}
+
+TEST(WatchChecksTest, ParsesThresholdsAndRejectsUnknown) {
+  auto checks = ParseWatchChecks("nan, large:5,grad-vanish,weight-change:0.25");
+  ASSERT_TRUE(checks.ok()) << checks.status().message();
+  ASSERT_EQ(checks->size(), 4u);
+  EXPECT_EQ((*checks)[1].kind, WatchKind::kLarge);
+  EXPECT_EQ((*checks)[1].threshold, 5);
+  EXPECT_EQ((*checks)[2].threshold, 1e-7);
+  EXPECT_EQ((*checks)[2].text, "grad-vanish:1e-07");
+  EXPECT_EQ((*checks)[3].threshold, 0.25);
+  for (const char* bad : {"nan,", "bogus", "large:x", "nan:1", "large:-1", ""}) {
+    auto r = ParseWatchChecks(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+TEST(TraceTest, ParseFileLine) {
+  std::string file;
+  int line = 0;
+  ASSERT_TRUE(ParseFileLine("dir/model.py:58", &file, &line).ok());
+  EXPECT_EQ(file, "dir/model.py");
+  EXPECT_EQ(line, 58);
+  EXPECT_FALSE(ParseFileLine("model.py", &file, &line).ok());
+  EXPECT_FALSE(ParseFileLine("model.py:x", &file, &line).ok());
+  EXPECT_FALSE(ParseFileLine(":3", &file, &line).ok());
+}
+
+}  // namespace
+}  // namespace graphdump::analysis

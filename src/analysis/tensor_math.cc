@@ -1,0 +1,345 @@
+// One-pass element loops over mapped tensors. Elements are converted to double in chunks that
+// stay in L1 cache; the metric loops then run over plain double arrays.
+#include "graphdump/analysis/tensor_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace graphdump::analysis {
+namespace {
+
+constexpr int64_t kChunk = 1024;  // two double buffers stay in L1
+constexpr double kRelEps = 2.220446049250313e-16;  // numpy.finfo(float).eps, as msprobe
+
+double HalfToDouble(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<double>(mant), -24);
+  } else if (exp == 31) {
+    v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else {
+    v = std::ldexp(static_cast<double>(mant | 0x400), static_cast<int>(exp) - 25);
+  }
+  return sign ? -v : v;
+}
+
+template <typename T>
+void ConvertAs(const uint8_t* src, int64_t n, double* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, src + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+// Scalar components per element: 2 for complex (real, imaginary), 1 otherwise.
+int Components(DType t) { return IsComplex(t) ? 2 : 1; }
+
+// Converts scalar components [first, first + n) of a tensor stored as `t` to double.
+void Convert(DType t, const uint8_t* data, int64_t first, int64_t n, double* out) {
+  switch (t) {
+    case DType::kBool:
+    case DType::kUInt8: return ConvertAs<uint8_t>(data + first, n, out);
+    case DType::kInt8:
+    case DType::kInt4: return ConvertAs<int8_t>(data + first, n, out);
+    case DType::kInt16: return ConvertAs<int16_t>(data + first * 2, n, out);
+    case DType::kUInt16: return ConvertAs<uint16_t>(data + first * 2, n, out);
+    case DType::kInt32: return ConvertAs<int32_t>(data + first * 4, n, out);
+    case DType::kUInt32: return ConvertAs<uint32_t>(data + first * 4, n, out);
+    case DType::kInt64: return ConvertAs<int64_t>(data + first * 8, n, out);
+    case DType::kUInt64: return ConvertAs<uint64_t>(data + first * 8, n, out);
+    case DType::kFloat16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, data + (first + i) * 2, 2);
+        out[i] = HalfToDouble(h);
+      }
+      return;
+    case DType::kBFloat16:  // stored as float32 in .npy
+    case DType::kFloat32:
+    case DType::kComplex64: return ConvertAs<float>(data + first * 4, n, out);
+    case DType::kFloat64:
+    case DType::kComplex128: return ConvertAs<double>(data + first * 8, n, out);
+  }
+}
+
+int Class(double x) {  // 0 finite, 1 NaN, 2 +Inf, 3 -Inf
+  if (std::isfinite(x)) return 0;
+  if (std::isnan(x)) return 1;
+  return x > 0 ? 2 : 3;
+}
+
+struct Accum {
+  double dot = 0, na = 0, nb = 0, sq = 0, max_abs = 0, max_rel = 0;
+  int64_t below1 = 0, below5 = 0;
+};
+
+using V2d = double __attribute__((vector_size(16)));
+using V2i = int64_t __attribute__((vector_size(16)));
+
+V2d Load2(const double* p) {
+  V2d v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+V2d Load2(const float* p) {
+  float f[2];
+  std::memcpy(f, p, sizeof(f));
+  return V2d{f[0], f[1]};
+}
+
+V2d Abs2(V2d v) {
+  const V2i mask = {INT64_MAX, INT64_MAX};
+  return reinterpret_cast<V2d>(reinterpret_cast<V2i>(v) & mask);
+}
+
+double Sum2(V2d v) { return v[0] + v[1]; }
+
+// The metrics of a chunk, two elements per step in SSE2 registers (the accumulators stay in
+// registers; the order of additions is fixed, so results are deterministic). Adds them to `acc`
+// and returns true only when every value of both chunks is finite; otherwise leaves `acc`
+// untouched for the element-by-element path. `failed` receives the atol/rtol failures.
+template <typename TA, typename TB>
+bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, Accum* acc,
+                 int64_t* failed) {
+  V2d dot = {}, na = {}, nb = {}, sq = {}, max_abs = {}, max_rel = {}, probe = {};
+  V2i below1 = {}, below5 = {}, fails = {};
+  const V2d eps = {kRelEps, kRelEps}, atol2 = {atol, atol}, rtol2 = {rtol, rtol};
+  const V2d t1 = {0.001, 0.001}, t5 = {0.005, 0.005};
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const V2d a = Load2(x + i), b = Load2(y + i);
+    probe += (a - a) + (b - b);  // NaN exactly when a value is NaN or Inf
+    const V2d d = Abs2(a - b);
+    const V2d ab = Abs2(b);
+    const V2d rel = d / (ab + eps);
+    dot += a * b;
+    na += a * a;
+    nb += b * b;
+    sq += d * d;
+    max_abs = max_abs > d ? max_abs : d;
+    max_rel = max_rel > rel ? max_rel : rel;
+    below1 -= rel < t1;  // a true comparison is -1
+    below5 -= rel < t5;
+    fails -= d > atol2 + rtol2 * ab;
+  }
+  double tail_probe = 0;
+  Accum tail;
+  int64_t tail_fails = 0;
+  for (; i < n; ++i) {
+    const double a = static_cast<double>(x[i]), b = static_cast<double>(y[i]);
+    tail_probe += (a - a) + (b - b);
+    const double d = std::fabs(a - b), ab = std::fabs(b), rel = d / (ab + kRelEps);
+    tail.dot += a * b;
+    tail.na += a * a;
+    tail.nb += b * b;
+    tail.sq += d * d;
+    tail.max_abs = std::max(tail.max_abs, d);
+    tail.max_rel = std::max(tail.max_rel, rel);
+    tail.below1 += rel < 0.001;
+    tail.below5 += rel < 0.005;
+    tail_fails += d > atol + rtol * ab;
+  }
+  if (Sum2(probe) + tail_probe != 0) return false;
+  acc->dot += Sum2(dot) + tail.dot;
+  acc->na += Sum2(na) + tail.na;
+  acc->nb += Sum2(nb) + tail.nb;
+  acc->sq += Sum2(sq) + tail.sq;
+  acc->max_abs = std::max({acc->max_abs, max_abs[0], max_abs[1], tail.max_abs});
+  acc->max_rel = std::max({acc->max_rel, max_rel[0], max_rel[1], tail.max_rel});
+  acc->below1 += below1[0] + below1[1] + tail.below1;
+  acc->below5 += below5[0] + below5[1] + tail.below5;
+  *failed = fails[0] + fails[1] + tail_fails;
+  return true;
+}
+
+}  // namespace
+
+PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol) {
+  PairMetrics m;
+  const DType ta = a.info().dtype, tb = b.info().dtype;
+  const int64_t scalars = a.NumElements() * std::max(Components(ta), Components(tb));
+  m.elements = scalars;
+  const bool same_components = Components(ta) == Components(tb);
+  std::vector<double> xa(kChunk), xb(kChunk);
+  Accum acc;
+  // float32 against float32 (the common case) reads the mapped data directly.
+  const bool both_f32 = ta == DType::kFloat32 && tb == DType::kFloat32;
+  for (int64_t first = 0; first < scalars; first += kChunk) {
+    const int64_t n = std::min(kChunk, scalars - first);
+    int64_t failed = 0;
+    if (both_f32) {
+      const float* fa = reinterpret_cast<const float*>(a.data()) + first;
+      const float* fb = reinterpret_cast<const float*>(b.data()) + first;
+      if (FiniteChunk(fa, fb, n, atol, rtol, &acc, &failed)) [[likely]] {
+        if (failed > 0 && m.first_failure < 0) {
+          for (int64_t i = 0; i < n; ++i) {
+            if (std::fabs(double(fa[i]) - fb[i]) > atol + rtol * std::fabs(double(fb[i]))) {
+              m.first_failure = first + i;
+              break;
+            }
+          }
+        }
+        m.allclose_failures += failed;
+        m.finite_pairs += n;
+        continue;
+      }
+    }
+    if (same_components) {
+      Convert(ta, a.data(), first, n, xa.data());
+      Convert(tb, b.data(), first, n, xb.data());
+    } else {  // real vs complex: the real side's imaginary parts are zero
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t s = first + i;
+        double va = 0, vb = 0;
+        if (Components(ta) == 2 || s % 2 == 0)
+          Convert(ta, a.data(), Components(ta) == 2 ? s : s / 2, 1, &va);
+        if (Components(tb) == 2 || s % 2 == 0)
+          Convert(tb, b.data(), Components(tb) == 2 ? s : s / 2, 1, &vb);
+        if (Components(ta) == 1 && s % 2) va = 0;
+        if (Components(tb) == 1 && s % 2) vb = 0;
+        xa[i] = va;
+        xb[i] = vb;
+      }
+    }
+    if (!both_f32 && FiniteChunk(xa.data(), xb.data(), n, atol, rtol, &acc, &failed)) [[likely]] {
+      if (failed > 0 && m.first_failure < 0) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (std::fabs(xa[i] - xb[i]) > atol + rtol * std::fabs(xb[i])) {
+            m.first_failure = first + i;
+            break;
+          }
+        }
+      }
+      m.allclose_failures += failed;
+      m.finite_pairs += n;
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = xa[i], y = xb[i];
+      if (std::isfinite(x) && std::isfinite(y)) [[likely]] {
+        const double d = std::fabs(x - y);
+        const double ay = std::fabs(y);
+        const double rel = d / (ay + kRelEps);
+        acc.dot += x * y;
+        acc.na += x * x;
+        acc.nb += y * y;
+        acc.sq += d * d;
+        acc.max_abs = std::max(acc.max_abs, d);
+        acc.max_rel = std::max(acc.max_rel, rel);
+        acc.below1 += rel < 0.001;
+        acc.below5 += rel < 0.005;
+        if (d > atol + rtol * ay) {
+          if (m.first_failure < 0) m.first_failure = first + i;
+          ++m.allclose_failures;
+        }
+        ++m.finite_pairs;
+        continue;
+      }
+      const int ca = Class(x), cb = Class(y);
+      m.nan_a += ca == 1;
+      m.nan_b += cb == 1;
+      m.inf_a += ca >= 2;
+      m.inf_b += cb >= 2;
+      if (ca != cb) {
+        if (m.first_nonfinite_mismatch < 0) m.first_nonfinite_mismatch = first + i;
+        ++m.nonfinite_mismatches;
+      } else {
+        ++acc.below1;  // the same NaN/Inf on both sides counts as equal
+        ++acc.below5;
+      }
+    }
+  }
+  if (acc.na == 0 && acc.nb == 0) {
+    m.cosine = 1.0;
+  } else if (acc.na == 0 || acc.nb == 0) {
+    m.cosine = 0.0;
+  } else {
+    // Rounding can put the quotient just outside [-1, 1].
+    // sqrt(na * nb) is exact for identical sides (cosine exactly 1); fall back on overflow.
+    const double product = acc.na * acc.nb;
+    const double norm = std::isfinite(product) && product > 0 ? std::sqrt(product)
+                                                               : std::sqrt(acc.na) * std::sqrt(acc.nb);
+    m.cosine = std::clamp(acc.dot / norm, -1.0, 1.0);
+  }
+  m.max_abs_err = acc.max_abs;
+  m.max_rel_err = acc.max_rel;
+  m.rmse = m.finite_pairs ? std::sqrt(acc.sq / static_cast<double>(m.finite_pairs)) : 0.0;
+  m.rel_err_below_0_1pct = scalars ? static_cast<double>(acc.below1) / scalars : 1.0;
+  m.rel_err_below_0_5pct = scalars ? static_cast<double>(acc.below5) / scalars : 1.0;
+  return m;
+}
+
+TensorSummary SummarizeTensor(const MappedNpy& t) {
+  TensorSummary s;
+  const DType type = t.info().dtype;
+  const int64_t scalars = t.NumElements() * Components(type);
+  s.elements = scalars;
+  std::vector<double> x(kChunk);
+  double sum = 0, sq = 0;
+  double mx = -std::numeric_limits<double>::infinity(), mn = -mx;
+  int64_t finite = 0;
+  for (int64_t first = 0; first < scalars; first += kChunk) {
+    const int64_t n = std::min(kChunk, scalars - first);
+    Convert(type, t.data(), first, n, x.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = x[i];
+      if (!std::isfinite(v)) [[unlikely]] {
+        if (std::isnan(v)) {
+          ++s.nan;
+        } else if (v > 0) {
+          ++s.pos_inf;
+        } else {
+          ++s.neg_inf;
+        }
+        continue;
+      }
+      ++finite;
+      sum += v;
+      sq += v * v;
+      mx = std::max(mx, v);
+      mn = std::min(mn, v);
+      s.zero += v == 0;
+      s.fp16_overflow += std::fabs(v) > 65504.0;
+    }
+  }
+  if (finite > 0) {
+    s.max = mx;
+    s.min = mn;
+    s.mean = sum / static_cast<double>(finite);
+    s.max_abs = std::max(std::fabs(mx), std::fabs(mn));
+  }
+  s.l2norm = std::sqrt(sq);
+  return s;
+}
+
+DeltaNorms DeltaBetween(const MappedNpy& a, const MappedNpy& b) {
+  DeltaNorms d;
+  const DType ta = a.info().dtype, tb = b.info().dtype;
+  d.identical = ta == tb && a.info().data_bytes == b.info().data_bytes &&
+                std::memcmp(a.data(), b.data(), a.info().data_bytes) == 0;
+  if (Components(ta) != Components(tb) || a.NumElements() != b.NumElements()) {
+    return d;
+  }
+  const int64_t scalars = a.NumElements() * Components(ta);
+  std::vector<double> xa(kChunk), xb(kChunk);
+  double diff = 0, ref = 0;
+  for (int64_t first = 0; first < scalars; first += kChunk) {
+    const int64_t n = std::min(kChunk, scalars - first);
+    Convert(ta, a.data(), first, n, xa.data());
+    Convert(tb, b.data(), first, n, xb.data());
+    for (int64_t i = 0; i < n; ++i) {
+      diff += (xa[i] - xb[i]) * (xa[i] - xb[i]);
+      ref += xb[i] * xb[i];
+    }
+  }
+  d.diff_l2 = std::sqrt(diff);
+  d.ref_l2 = std::sqrt(ref);
+  return d;
+}
+
+}  // namespace graphdump::analysis

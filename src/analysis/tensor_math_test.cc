@@ -1,0 +1,118 @@
+#include "graphdump/analysis/tensor_math.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "testing/testing.h"
+
+namespace graphdump::analysis {
+namespace {
+
+// Writes a version 1.0 .npy of `values` as `descr` ("<f4", "<f8", "<f2"...).
+template <typename T>
+std::string WriteNpy(const testing::TempDir& dir, const std::string& name, const std::string& descr,
+                     const std::vector<T>& values) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
+                     std::to_string(values.size()) + ",), }";
+  while ((10 + dict.size() + 1) % 64) dict += ' ';
+  dict += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(dict.size() & 0xff);
+  bytes += static_cast<char>(dict.size() >> 8);
+  bytes += dict;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  testing::WriteFile(dir.Sub(name), bytes);
+  return dir.Sub(name);
+}
+
+std::unique_ptr<MappedNpy> Open(const std::string& path) {
+  auto npy = MappedNpy::Open(path);
+  EXPECT_TRUE(npy.ok()) << npy.status().message();
+  return std::move(npy).value();
+}
+
+TEST(TensorMathTest, MetricsMatchTheDefinitions) {
+  testing::TempDir dir;
+  auto a = Open(WriteNpy<float>(dir, "a.npy", "<f4", {1, 2, 3, 4}));
+  auto b = Open(WriteNpy<double>(dir, "b.npy", "<f8", {1, 2, 3.003, 0}));
+  const PairMetrics m = ComparePair(*a, *b, 1e-8, 1e-5);
+  EXPECT_EQ(m.elements, 4);
+  const double dot = 1 + 4 + 3 * 3.003, na = std::sqrt(30.0),
+               nb = std::sqrt(1 + 4 + 3.003 * 3.003);
+  EXPECT_NEAR(m.cosine, dot / (na * nb), 1e-12);
+  EXPECT_NEAR(m.max_abs_err, 4, 1e-12);
+  EXPECT_NEAR(m.max_rel_err, 4 / 2.220446049250313e-16, 1e3);
+  EXPECT_NEAR(m.rmse, std::sqrt((0.003 * 0.003 + 16) / 4), 1e-9);
+  EXPECT_DOUBLE_EQ(m.rel_err_below_0_1pct, 0.75);  // 0.003/3.003 < 0.001
+  EXPECT_DOUBLE_EQ(m.rel_err_below_0_5pct, 0.75);
+  EXPECT_EQ(m.allclose_failures, 2);
+  EXPECT_EQ(m.first_failure, 2);
+}
+
+TEST(TensorMathTest, NonFinitePositions) {
+  testing::TempDir dir;
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  auto a = Open(WriteNpy<float>(dir, "a.npy", "<f4", {nan, 1, inf, 2, nan}));
+  auto b = Open(WriteNpy<float>(dir, "b.npy", "<f4", {nan, 1, inf, -inf, 3}));
+  const PairMetrics m = ComparePair(*a, *b, 0, 0);
+  EXPECT_EQ(m.nan_a, 2);
+  EXPECT_EQ(m.nan_b, 1);
+  EXPECT_EQ(m.inf_a, 1);
+  EXPECT_EQ(m.inf_b, 2);
+  EXPECT_EQ(m.nonfinite_mismatches, 2);
+  EXPECT_EQ(m.first_nonfinite_mismatch, 3);
+  EXPECT_EQ(m.finite_pairs, 1);
+  EXPECT_EQ(m.allclose_failures, 0);
+}
+
+TEST(TensorMathTest, HalfAndSummary) {
+  testing::TempDir dir;
+  // 1.0, -2.0, 0, 65504 (max half), +inf in float16 bits
+  auto h = Open(WriteNpy<uint16_t>(dir, "h.npy", "<f2", {0x3c00, 0xc000, 0x0000, 0x7bff, 0x7c00}));
+  const TensorSummary s = SummarizeTensor(*h);
+  EXPECT_EQ(s.elements, 5);
+  EXPECT_EQ(s.max, 65504);
+  EXPECT_EQ(s.min, -2);
+  EXPECT_EQ(s.zero, 1);
+  EXPECT_EQ(s.pos_inf, 1);
+  EXPECT_EQ(s.fp16_overflow, 0);
+  EXPECT_NEAR(s.l2norm, std::sqrt(1 + 4 + 65504.0 * 65504.0), 1e-6);
+  auto f = Open(WriteNpy<float>(dir, "f.npy", "<f4", {1, -70000}));
+  EXPECT_EQ(SummarizeTensor(*f).fp16_overflow, 1);
+  EXPECT_EQ(SummarizeTensor(*f).max_abs, 70000);
+}
+
+TEST(TensorMathTest, DeltaBetweenWeights) {
+  testing::TempDir dir;
+  auto a = Open(WriteNpy<float>(dir, "a.npy", "<f4", {3, 4}));
+  auto b = Open(WriteNpy<float>(dir, "b.npy", "<f4", {3, 4}));
+  auto c = Open(WriteNpy<float>(dir, "c.npy", "<f4", {0, 0}));
+  EXPECT_TRUE(DeltaBetween(*a, *b).identical);
+  const DeltaNorms d = DeltaBetween(*c, *a);
+  EXPECT_FALSE(d.identical);
+  EXPECT_DOUBLE_EQ(d.diff_l2, 5);
+  EXPECT_DOUBLE_EQ(d.ref_l2, 5);
+}
+
+TEST(MappedNpyTest, TruncatedFileIsCorruptAndNamed) {
+  testing::TempDir dir;
+  const std::string path = WriteNpy<float>(dir, "t.npy", "<f4", {1, 2, 3});
+  std::string bytes = testing::ReadFile(path);
+  testing::WriteFile(path, bytes.substr(0, bytes.size() - 5));
+  auto npy = MappedNpy::Open(path);
+  ASSERT_FALSE(npy.ok());
+  EXPECT_EQ(npy.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(npy.status().message(),
+            path + ": truncated .npy: header promises 12 data bytes, file has 7");
+  auto missing = MappedNpy::Open(dir.Sub("none.npy"));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace graphdump::analysis

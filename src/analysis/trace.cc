@@ -1,0 +1,77 @@
+// trace: script line -> kernels (from the .ir source traces) -> dumped files.
+#include "graphdump/analysis/trace.h"
+
+#include <algorithm>
+
+namespace graphdump::analysis {
+namespace {
+
+// `recorded` names `wanted` when equal, or when one ends with "/" + the other (a basename or a
+// path suffix given by the user).
+bool SameFile(const std::string& recorded, const std::string& wanted) {
+  if (recorded == wanted) return true;
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0 &&
+           s[s.size() - tail.size() - 1] == '/';
+  };
+  return ends_with(recorded, wanted) || ends_with(wanted, recorded);
+}
+
+}  // namespace
+
+Status ParseFileLine(const std::string& text, std::string* file, int* line) {
+  const size_t colon = text.rfind(':');
+  const std::string number = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (colon == 0 || number.empty() || number.size() > 9 ||
+      number.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::InvalidArgument("'" + text +
+                                   "' is not FILE:LINE (expected e.g. model.py:58)");
+  }
+  *file = text.substr(0, colon);
+  *line = std::stoi(number);
+  return Status::Ok();
+}
+
+std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& file, int line) {
+  std::vector<TraceMatch> matches;
+  for (const RankEntry& r : index.ranks) {
+    for (const GraphEntry& g : r.graphs) {
+      // Kernels in execution order, then any traced kernel the order does not list.
+      std::vector<std::string> names = g.execution_order;
+      for (const auto& [name, trace] : g.source_traces) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      }
+      for (const std::string& name : names) {
+        auto trace = g.source_traces.find(name);
+        if (trace == g.source_traces.end()) continue;
+        for (const SourceLocation& loc : trace->second) {
+          if (loc.line != line || !SameFile(loc.file, file)) continue;
+          TraceMatch m;
+          m.rank = r.rank;
+          m.graph_id = g.graph_id;
+          m.full_name = name;
+          m.location = loc.file + ":" + std::to_string(loc.line);
+          m.code = loc.code;
+          for (const IterationEntry& it : g.iterations) {
+            for (const KernelEntry& k : it.kernels) {
+              if (k.full_name != name) continue;
+              for (const TensorEntry& t : k.tensors) {
+                m.files.push_back(
+                    {it.iteration, t.path.empty()
+                                       ? it.dir + "/statistic.csv (" +
+                                             (t.is_input ? "input " : "output ") +
+                                             std::to_string(t.slot) + ")"
+                                       : t.path});
+              }
+            }
+          }
+          matches.push_back(std::move(m));
+          break;
+        }
+      }
+    }
+  }
+  return matches;
+}
+
+}  // namespace graphdump::analysis

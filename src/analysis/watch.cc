@@ -1,0 +1,310 @@
+// watch: MindInsight-style watchpoints over every tensor of a dump, in parallel.
+#include "graphdump/analysis/watch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "graphdump/analysis/npy_file.h"
+#include "graphdump/analysis/parallel.h"
+#include "graphdump/analysis/tensor_math.h"
+
+namespace graphdump::analysis {
+namespace {
+
+struct CheckSpec {
+  const char* name;
+  WatchKind kind;
+  bool has_threshold;
+  double default_threshold;
+};
+
+constexpr CheckSpec kChecks[] = {
+    {"nan", WatchKind::kNan, false, 0},
+    {"inf", WatchKind::kInf, false, 0},
+    {"overflow", WatchKind::kOverflow, false, 0},
+    {"zero", WatchKind::kZero, false, 0},
+    {"large", WatchKind::kLarge, true, 1e4},
+    {"grad-vanish", WatchKind::kGradVanish, true, 1e-7},
+    {"grad-explode", WatchKind::kGradExplode, true, 1e3},
+    {"weight-unchanged", WatchKind::kWeightUnchanged, false, 0},
+    {"weight-change", WatchKind::kWeightChange, true, 0.1},
+};
+
+constexpr char kAllowed[] =
+    "nan, inf, overflow, zero, large[:T], grad-vanish[:T], grad-explode[:T], weight-unchanged, "
+    "weight-change[:T]";
+
+bool IsGradient(const KernelEntry& k) {
+  return k.full_name.rfind("Gradients/", 0) == 0 || k.op_name.rfind("Gradients_", 0) == 0;
+}
+
+// A summary from statistic.csv values, for tensors dumped as statistics only.
+bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
+  auto get = [&](const char* column, double* v) {
+    auto it = row.values.find(column);
+    if (it == row.values.end() || it->second.empty()) return false;
+    char* end = nullptr;
+    *v = std::strtod(it->second.c_str(), &end);
+    return end != it->second.c_str();
+  };
+  double mx = 0, mn = 0, l2 = 0, v = 0;
+  const bool have_max = get("Max Value", &mx), have_min = get("Min Value", &mn);
+  if (get("Count", &v)) {
+    s->elements = static_cast<int64_t>(v);
+  } else {
+    s->elements = 1;
+    for (int64_t d : row.shape) s->elements *= d;
+  }
+  if (get("NaN Count", &v)) s->nan = static_cast<int64_t>(v);
+  if ((have_max && std::isnan(mx)) || (have_min && std::isnan(mn))) s->nan = std::max<int64_t>(s->nan, 1);
+  if (get("Positive Inf Count", &v)) s->pos_inf = static_cast<int64_t>(v);
+  if (get("Negative Inf Count", &v)) s->neg_inf = static_cast<int64_t>(v);
+  if (have_max && std::isinf(mx) && mx > 0) s->pos_inf = std::max<int64_t>(s->pos_inf, 1);
+  if (have_min && std::isinf(mn) && mn < 0) s->neg_inf = std::max<int64_t>(s->neg_inf, 1);
+  if (have_max) s->max = mx;
+  if (have_min) s->min = mn;
+  s->max_abs = std::max(have_max && std::isfinite(mx) ? std::fabs(mx) : 0.0,
+                        have_min && std::isfinite(mn) ? std::fabs(mn) : 0.0);
+  s->fp16_overflow = s->max_abs > 65504.0;
+  if (get("L2Norm Value", &l2)) s->l2norm = l2;
+  else s->l2norm = std::nan("");
+  if (get("Zero Count", &v)) s->zero = static_cast<int64_t>(v);
+  else s->zero = (have_max && have_min && mx == 0 && mn == 0) ? s->elements : 0;
+  return have_max || have_min || row.values.count("NaN Count");
+}
+
+struct TensorTask {
+  const RankEntry* rank;
+  const GraphEntry* graph;
+  const IterationEntry* iteration;
+  const KernelEntry* kernel;
+  const TensorEntry* tensor;
+  const TensorEntry* previous = nullptr;  // weight checks: the same parameter one dump earlier
+  int64_t previous_iteration = -1;
+};
+
+WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& check,
+                 std::string detail) {
+  WatchHit h;
+  h.rank = t.rank->rank;
+  h.graph_id = t.graph->graph_id;
+  h.iteration = t.iteration->iteration;
+  h.order = t.kernel->order;
+  h.kernel = t.kernel->full_name;
+  h.is_input = t.tensor->is_input;
+  h.slot = t.tensor->slot;
+  h.check = check.text;
+  h.detail = std::move(detail);
+  h.source_line = index.SourceLine(*t.graph, t.kernel->full_name);
+  h.path = t.tensor->path;
+  return h;
+}
+
+void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorSummary& s,
+                 const std::vector<WatchCheck>& checks, std::vector<WatchHit>* hits) {
+  const bool gradient = IsGradient(*t.kernel) && !t.tensor->is_input;
+  for (const WatchCheck& c : checks) {
+    std::string detail;
+    switch (c.kind) {
+      case WatchKind::kNan:
+        if (s.nan > 0) detail = fmt::format("{} NaN of {} elements", s.nan, s.elements);
+        break;
+      case WatchKind::kInf:
+        if (s.pos_inf + s.neg_inf > 0)
+          detail = fmt::format("{} +Inf, {} -Inf of {} elements", s.pos_inf, s.neg_inf, s.elements);
+        break;
+      case WatchKind::kOverflow:
+        if (s.fp16_overflow + s.pos_inf + s.neg_inf > 0)
+          detail = fmt::format("{} elements outside the float16 range (|x| > 65504 or Inf)",
+                               s.fp16_overflow + s.pos_inf + s.neg_inf);
+        break;
+      case WatchKind::kZero:
+        if (s.elements > 0 && s.zero == s.elements)
+          detail = fmt::format("all {} elements are zero", s.elements);
+        break;
+      case WatchKind::kLarge:
+        if (s.max_abs > c.threshold || s.pos_inf + s.neg_inf > 0)
+          detail = fmt::format("max |x| {:.6g} > {:g}",
+                               s.pos_inf + s.neg_inf ? INFINITY : s.max_abs, c.threshold);
+        break;
+      case WatchKind::kGradVanish:
+        if (gradient && s.l2norm < c.threshold)
+          detail = fmt::format("gradient l2norm {:.6g} < {:g}", s.l2norm, c.threshold);
+        break;
+      case WatchKind::kGradExplode:
+        if (gradient && (s.l2norm > c.threshold || s.nan > 0 || s.pos_inf + s.neg_inf > 0))
+          detail = fmt::format("gradient l2norm {:.6g} > {:g}", s.l2norm, c.threshold);
+        break;
+      default:
+        break;
+    }
+    if (!detail.empty()) hits->push_back(MakeHit(index, t, c, std::move(detail)));
+  }
+}
+
+void CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<WatchCheck>& checks,
+                 std::vector<WatchHit>* hits, std::vector<Skipped>* skipped, std::mutex* mu) {
+  auto cur = MappedNpy::Open(t.tensor->path);
+  auto prev = MappedNpy::Open(t.previous->path);
+  for (auto* r : {&cur, &prev}) {
+    if (!r->ok()) {
+      std::lock_guard<std::mutex> lock(*mu);
+      skipped->push_back({"", r->status().message()});
+      return;
+    }
+  }
+  const DeltaNorms d = DeltaBetween(**cur, **prev);
+  const double ratio = d.ref_l2 > 0 ? d.diff_l2 / d.ref_l2 : (d.diff_l2 > 0 ? INFINITY : 0.0);
+  for (const WatchCheck& c : checks) {
+    std::string detail;
+    if (c.kind == WatchKind::kWeightUnchanged && d.identical) {
+      detail = fmt::format("unchanged since iteration {}", t.previous_iteration);
+    } else if (c.kind == WatchKind::kWeightChange && ratio > c.threshold) {
+      detail = fmt::format("||w - w_prev|| / ||w_prev|| = {:.6g} > {:g} (since iteration {})",
+                           ratio, c.threshold, t.previous_iteration);
+    }
+    if (!detail.empty()) hits->push_back(MakeHit(index, t, c, std::move(detail)));
+  }
+}
+
+}  // namespace
+
+StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
+  std::vector<WatchCheck> checks;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (item.empty()) {
+      return Status::InvalidArgument("--check: empty item in '" + text + "' (allowed: " +
+                                     kAllowed + ")");
+    }
+    const size_t colon = item.find(':');
+    const std::string name = item.substr(0, colon);
+    const CheckSpec* spec = nullptr;
+    for (const CheckSpec& s : kChecks)
+      if (name == s.name) spec = &s;
+    if (!spec) {
+      return Status::InvalidArgument("--check: unknown watchpoint '" + name + "' (allowed: " +
+                                     kAllowed + ")");
+    }
+    WatchCheck check{spec->kind, spec->default_threshold, item};
+    if (colon != std::string::npos) {
+      const std::string value = item.substr(colon + 1);
+      char* end = nullptr;
+      check.threshold = std::strtod(value.c_str(), &end);
+      if (!spec->has_threshold || value.empty() || *end != '\0' || !(check.threshold >= 0)) {
+        return Status::InvalidArgument(
+            "--check: '" + item + "': " +
+            (spec->has_threshold ? "threshold must be a non-negative number"
+                                 : std::string(spec->name) + " takes no threshold") +
+            " (allowed: " + kAllowed + ")");
+      }
+    } else if (spec->has_threshold) {
+      check.text = fmt::format("{}:{:g}", spec->name, spec->default_threshold);
+    }
+    checks.push_back(check);
+    if (comma == text.size()) break;
+  }
+  return checks;
+}
+
+WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
+                     const WatchOptions& options) {
+  WatchResult result;
+  result.skipped = index.skipped;
+  bool tensor_checks = false, weight_checks = false;
+  for (const WatchCheck& c : checks) {
+    (c.kind == WatchKind::kWeightUnchanged || c.kind == WatchKind::kWeightChange
+         ? weight_checks
+         : tensor_checks) = true;
+  }
+  std::vector<TensorTask> tasks;
+  for (const RankEntry& r : index.ranks) {
+    for (const GraphEntry& g : r.graphs) {
+      std::map<std::string, std::pair<const TensorEntry*, int64_t>> last_weight;
+      for (const IterationEntry& it : g.iterations) {
+        for (const KernelEntry& k : it.kernels) {
+          for (const TensorEntry& t : k.tensors) {
+            if (tensor_checks) tasks.push_back({&r, &g, &it, &k, &t});
+            if (!weight_checks || !k.is_parameter || it.iteration < 0 || t.path.empty()) continue;
+            auto& last = last_weight[k.op_name];
+            if (last.first) tasks.push_back({&r, &g, &it, &k, &t, last.first, last.second});
+            last = {&t, it.iteration};
+          }
+        }
+      }
+    }
+  }
+  std::vector<std::vector<WatchHit>> hits(tasks.size());
+  std::mutex mu;
+  std::atomic<int64_t> checked{0};
+  ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
+              options.progress ? "watch" : "", [&](size_t i) {
+                const TensorTask& t = tasks[i];
+                if (t.previous) {
+                  CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu);
+                  return;
+                }
+                TensorSummary s;
+                if (!t.tensor->path.empty()) {
+                  auto npy = MappedNpy::Open(t.tensor->path);
+                  if (!npy.ok()) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    result.skipped.push_back({t.tensor->path, npy.status().message()});
+                    return;
+                  }
+                  s = SummarizeTensor(**npy);
+                } else if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &s)) {
+                  return;
+                }
+                ++checked;
+                CheckTensor(index, t, s, checks, &hits[i]);
+              });
+  result.tensors_checked = checked;
+  for (auto& h : hits) {
+    for (auto& hit : h) result.hits.push_back(std::move(hit));
+  }
+  std::stable_sort(result.hits.begin(), result.hits.end(), [](const WatchHit& a, const WatchHit& b) {
+    auto key = [](const WatchHit& h) {
+      return std::make_tuple(h.rank, h.graph_id, h.iteration < 0, h.iteration, h.order,
+                             !h.is_input, h.slot);
+    };
+    return key(a) < key(b);
+  });
+  for (Skipped& s : result.skipped) {
+    if (s.path.empty()) {  // weight pair errors carry the file in the message
+      s.path = s.reason.substr(0, s.reason.find(':'));
+    }
+  }
+  return result;
+}
+
+std::string WatchResultJson(const WatchResult& result) {
+  using nlohmann::json;
+  json hits = json::array();
+  for (const WatchHit& h : result.hits) {
+    hits.push_back({{"rank", h.rank}, {"graph_id", h.graph_id}, {"iteration", h.iteration},
+                    {"order", h.order}, {"kernel", h.kernel},
+                    {"io", h.is_input ? "input" : "output"}, {"slot", h.slot},
+                    {"check", h.check}, {"detail", h.detail}, {"source_line", h.source_line},
+                    {"path", h.path}});
+  }
+  json skipped = json::array();
+  for (const Skipped& s : result.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  json j = {{"tensors_checked", result.tensors_checked}, {"hits", hits},
+            {"first_hit", hits.empty() ? json(nullptr) : hits[0]}, {"skipped", skipped}};
+  return j.dump(2);
+}
+
+}  // namespace graphdump::analysis

@@ -1,0 +1,190 @@
+"""graphdump compare on dumps with known differences; metrics checked against NumPy."""
+import copy
+import csv
+import json
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import analysis_dumps as d
+
+EPS = np.finfo(float).eps
+
+
+def numpy_metrics(a, b, atol=1e-8, rtol=1e-5):
+    a = a.astype(np.float64).ravel()
+    b = b.astype(np.float64).ravel()
+    diff = np.abs(a - b)
+    rel = diff / (np.abs(b) + EPS)
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    cos = 1.0 if na == 0 and nb == 0 else (0.0 if na == 0 or nb == 0 else a.dot(b) / (na * nb))
+    return {'cosine': cos, 'max_abs_err': diff.max(), 'max_rel_err': rel.max(),
+            'rmse': np.sqrt((diff ** 2).mean()), 'rel_err_below_0.1pct': (rel < 0.001).mean(),
+            'rel_err_below_0.5pct': (rel < 0.005).mean(),
+            'allclose_failures': int((diff > atol + rtol * np.abs(b)).sum())}
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.root, name)
+
+    def test_identical_dumps_pass(self):
+        net = d.simple_net()
+        d.write_dump(self.path('a'), {0: net, 1: net})
+        d.write_dump(self.path('b'), {0: net, 1: net})
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q')
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        j = json.loads(p.stdout)
+        self.assertEqual(j['summary']['kernels'], 12)
+        self.assertEqual(j['summary']['pass'], 12)
+        self.assertEqual(j['summary']['error'], 0)
+        self.assertIsNone(j['first_failure'])
+        for k in j['kernels']:
+            for t in k['tensors']:
+                self.assertEqual(t['metrics']['cosine'], 1.0)
+                self.assertEqual(t['metrics']['max_abs_err'], 0.0)
+
+    def test_injected_kernel_is_first_divergence(self):
+        net = d.simple_net(n=8)
+        bad = copy.deepcopy(net)
+        rng = np.random.default_rng(5)
+        # Kernel 4 goes wrong; everything after it inherits the error.
+        for i in range(4, 8):
+            out = bad[i]['outputs'][0]
+            bad[i]['outputs'] = [out + rng.standard_normal(out.shape).astype(np.float32) * 0.05]
+            if i + 1 < 8:
+                bad[i + 1]['inputs'] = [bad[i]['outputs'][0]]
+        d.write_dump(self.path('a'), {0: bad})
+        d.write_dump(self.path('b'), {0: net})
+        out_csv = self.path('result.csv')
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--out', out_csv, '-q')
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn('first divergence: ' + net[4]['full_name'], p.stdout)
+        self.assertIn('model.py:14', p.stdout)
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q')
+        j = json.loads(p.stdout)
+        self.assertEqual(j['first_failure']['kernel'], net[4]['full_name'])
+        self.assertEqual(j['first_failure']['source_line'], '/home/user/project/model.py:14')
+        verdicts = [k['verdict'] for k in j['kernels']]
+        self.assertEqual(verdicts, ['pass'] * 4 + ['error'] * 4)
+
+        # Every metric in the CSV matches NumPy on the same tensors.
+        with open(out_csv) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 16)
+        for row in rows:
+            a = np.load(row['path_a'])
+            b = np.load(row['path_b'])
+            expected = numpy_metrics(a, b)
+            for key, value in expected.items():
+                self.assertAlmostEqual(float(row[key]), value, delta=1e-9 + 1e-6 * abs(value),
+                                       msg='%s %s' % (key, row['path_a']))
+            self.assertEqual(row['elements'], str(a.size))
+
+    def test_tolerances_turn_errors_into_passes(self):
+        net = d.simple_net()
+        noisy = copy.deepcopy(net)
+        noisy[2]['outputs'] = [net[2]['outputs'][0] * (1 + 1e-4)]
+        d.write_dump(self.path('a'), {0: noisy})
+        d.write_dump(self.path('b'), {0: net})
+        self.assertEqual(d.graphdump('compare', self.path('a'), self.path('b'), '-q').returncode, 1)
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--rtol', '1e-3', '-q')
+        self.assertEqual(p.returncode, 0, p.stdout)
+
+    def test_name_fallback_pairs_kernels_whose_op_ids_differ(self):
+        net = d.simple_net(op_ids=[0, 1, 2, 3, 4, 5])
+        renumbered = d.simple_net(op_ids=[10, 12, 14, 16, 18, 20])
+        other_scope = d.simple_net(scope='Default/model-Other')
+        d.write_dump(self.path('a'), {0: net})
+        d.write_dump(self.path('b'), {0: renumbered})
+        d.write_dump(self.path('c'), {0: other_scope})
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q')
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        j = json.loads(p.stdout)
+        self.assertEqual(j['summary']['unpaired'], 0)
+        self.assertEqual({k['pairing'] for k in j['kernels']}, {'name-without-op-id'})
+        self.assertEqual(j['kernels'][3]['kernel_b'], renumbered[3]['full_name'])
+        p = d.graphdump('compare', self.path('a'), self.path('c'), '--json', '-q')
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        j = json.loads(p.stdout)
+        self.assertEqual({k['pairing'] for k in j['kernels']}, {'execution-order'})
+        self.assertEqual([k['kernel_b'] for k in j['kernels']],
+                         [k['full_name'] for k in other_scope])
+
+    def test_unpaired_kernels_are_reported(self):
+        net = d.simple_net()
+        d.write_dump(self.path('a'), {0: net})
+        d.write_dump(self.path('b'), {0: net[:4]})
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q')
+        j = json.loads(p.stdout)
+        self.assertEqual(sorted(u['kernel'] for u in j['unpaired']),
+                         sorted(k['full_name'] for k in net[4:]))
+        self.assertTrue(all(u['side'] == 'A' for u in j['unpaired']))
+
+    def test_dtype_shape_and_nan_mismatches(self):
+        net = d.simple_net(n=3)
+        other = copy.deepcopy(net)
+        other[0]['outputs'] = [net[0]['outputs'][0].astype(np.float16)]      # dtype differs
+        other[1]['outputs'] = [net[1]['outputs'][0].reshape(8, 4)]           # shape differs
+        with_nan = net[2]['outputs'][0].copy()
+        with_nan[1, 2] = np.nan
+        other[2]['outputs'] = [with_nan]                                      # NaN planted
+        d.write_dump(self.path('a'), {0: other})
+        d.write_dump(self.path('b'), {0: net})
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q',
+                        '--rtol', '1e-3')
+        self.assertEqual(p.returncode, 1)
+        j = json.loads(p.stdout)
+        k0, k1, k2 = j['kernels']
+        out0 = k0['tensors'][1]
+        self.assertEqual((out0['dtype_a'], out0['dtype_b']), ('float16', 'float32'))
+        self.assertEqual(out0['verdict'], 'warning')
+        self.assertIn('compared in float64', out0['reason'])
+        expected = numpy_metrics(net[0]['outputs'][0].astype(np.float16), net[0]['outputs'][0],
+                                 rtol=1e-3)
+        self.assertAlmostEqual(out0['metrics']['max_abs_err'], expected['max_abs_err'], delta=1e-12)
+        self.assertEqual(k1['verdict'], 'error')
+        self.assertIn('shape (8,4) vs (4,8)', k1['reason'])
+        self.assertEqual(k2['verdict'], 'error')
+        m = k2['tensors'][1]['metrics']
+        self.assertEqual((m['nan_a'], m['nan_b'], m['nonfinite_mismatches']), (1, 0, 1))
+        self.assertIn('first at flat index 10', k2['reason'])
+        self.assertEqual(j['first_failure']['kernel'], net[1]['full_name'])
+
+    def test_statistic_only_sides_compare_statistics(self):
+        net = d.simple_net(n=3)
+        other = copy.deepcopy(net)
+        other[1]['outputs'] = [net[1]['outputs'][0] * 2]
+        d.write_dump(self.path('a'), {0: other}, files=False, stats=True)
+        d.write_dump(self.path('b'), {0: net}, files=True, stats=False)
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--json', '-q', '--rtol', '1e-4')
+        j = json.loads(p.stdout)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertEqual([k['verdict'] for k in j['kernels']], ['pass', 'error', 'pass'])
+        self.assertEqual(j['kernels'][1]['tensors'][1]['mode'], 'statistic')
+        self.assertIn('Max Value', j['kernels'][1]['reason'])
+
+    def test_iteration_option(self):
+        net = d.simple_net(n=2)
+        bad = copy.deepcopy(net)
+        bad[1]['outputs'] = [net[1]['outputs'][0] + 1]
+        d.write_dump(self.path('a'), {0: net, 1: bad})
+        d.write_dump(self.path('b'), {0: net, 1: net})
+        self.assertEqual(d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '0',
+                                     '-q').returncode, 0)
+        p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '1', '-q')
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('iteration 1', p.stdout)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,27 @@
+// Helpers shared by the analysis commands (ls, trace, compare, watch, report).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "graphdump/analysis/dump_index.h"
+
+namespace graphdump::tools {
+
+// Parses the command line. Returns nullopt to continue, or the exit code to return now (0 after
+// --help, kExitUsage after a usage error, with CLI11's message on stderr).
+std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
+
+// Indexes `dir`, printing "graphdump <command>: error: ..." on failure. `exit_code` receives
+// kExitUsage for a missing or non-dump directory, kExitFailure otherwise.
+std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
+                                            int* exit_code);
+
+// Prints the skipped files ("skipped FILE: reason") to stderr.
+void PrintSkipped(const std::string& command, const std::vector<analysis::Skipped>& skipped);
+
+// "1.5 MiB".
+std::string HumanBytes(uint64_t bytes);
+
+}  // namespace graphdump::tools

@@ -1,0 +1,68 @@
+// graphdump watch DIR --check ...: the first NaN, overflow, vanishing gradient...
+#include <fmt/format.h>
+
+#include "analysis_cli.h"
+#include "commands.h"
+#include "graphdump/analysis/watch.h"
+
+namespace graphdump::tools {
+
+int RunWatch(int argc, char** argv) {
+  CLI::App app{"Check every dumped tensor against watchpoints and print the hits in execution "
+               "order, the first one highlighted with its kernel, iteration and source line.",
+               "graphdump watch"};
+  std::string dir, checks_text = "nan,inf";
+  bool json = false, quiet = false;
+  analysis::WatchOptions options;
+  app.add_option("DIR", dir, "dump root or rank_{id} directory")->required();
+  app.add_option("--check", checks_text,
+                 "comma-separated: nan, inf, overflow (float16 range), zero (all zero), "
+                 "large[:T] (|x| > T, 1e4), grad-vanish[:T] (gradient l2norm < T, 1e-7), "
+                 "grad-explode[:T] (> T, 1e3), weight-unchanged, weight-change[:T] "
+                 "(||w-w_prev||/||w_prev|| > T, 0.1)")
+      ->capture_default_str();
+  app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+  app.add_flag("--json", json, "print JSON");
+  app.add_flag("-q,--quiet", quiet, "no progress bar");
+  app.footer(
+      "Examples:\n"
+      "  graphdump watch dump/ --check nan,inf,overflow\n"
+      "  graphdump watch dump/ --check grad-vanish:1e-9,grad-explode:100\n"
+      "  graphdump watch dump/ --check weight-unchanged,weight-change:0.5 --json\n"
+      "Gradient kernels are those whose full name starts with Gradients/; weights are the\n"
+      "Parameter.* files, compared between consecutive dumped iterations.\n"
+      "Exit status: 0 no hit, 1 a watchpoint hit (or a file was skipped), 2 usage error.");
+  if (auto rc = ParseArgs(app, argc, argv)) return *rc;
+  auto checks = analysis::ParseWatchChecks(checks_text);
+  if (!checks.ok()) {
+    fmt::print(stderr, "graphdump watch: error: {}\n", checks.status().message());
+    return kExitUsage;
+  }
+  options.progress = !quiet;
+  int rc = kExitOk;
+  auto index = OpenDump("graphdump watch", dir, &rc);
+  if (!index) return rc;
+  const analysis::WatchResult result = analysis::RunWatch(*index, *checks, options);
+  if (json) {
+    fmt::print("{}\n", analysis::WatchResultJson(result));
+  } else {
+    fmt::print("watch {}: {} tensors checked, {} hit(s)\n", dir, result.tensors_checked,
+               result.hits.size());
+    for (size_t i = 0; i < result.hits.size() && i < 200; ++i) {
+      const auto& h = result.hits[i];
+      fmt::print("  {} it {} {} {} {}: [{}] {}\n", i == 0 ? "->" : "  ", h.iteration, h.kernel,
+                 h.is_input ? "input" : "output", h.slot, h.check, h.detail);
+    }
+    if (result.hits.size() > 200) fmt::print("  ... {} more\n", result.hits.size() - 200);
+    if (!result.hits.empty()) {
+      const auto& f = result.hits.front();
+      fmt::print("first hit: {} (rank {}, graph {}, iteration {}, {} {}){}: [{}] {}\n", f.kernel,
+                 f.rank, f.graph_id, f.iteration, f.is_input ? "input" : "output", f.slot,
+                 f.source_line.empty() ? "" : " at " + f.source_line, f.check, f.detail);
+    }
+  }
+  PrintSkipped("graphdump watch", result.skipped);
+  return result.hits.empty() && result.skipped.empty() ? kExitOk : kExitFinding;
+}
+
+}  // namespace graphdump::tools
