@@ -200,9 +200,12 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
 
 void ListKernels(const TorchModel& model) {
   for (const KernelInfo& k : model.graph().kernels) {
-    std::string where = k.source_trace.empty()
-                            ? "(no source)"
-                            : k.source_trace[0].file + ":" + std::to_string(k.source_trace[0].line);
+    std::string where = "(no source)";
+    if (!k.source_trace.empty()) {
+      const SourceLocation& loc = k.source_trace[0];
+      where = loc.file + ":" + std::to_string(loc.line) + " " +
+              loc.code.substr(0, loc.code.find('\n'));
+    }
     std::printf("%s\t%s\t%s\n", k.full_name.c_str(),
                 k.module_path.empty() ? "-" : k.module_path.c_str(), where.c_str());
   }

@@ -32,7 +32,7 @@ std::string ExecutionOrderCsv(const GraphInfo& graph);
 // The .ir text described above. Used when the host gives no ir_text of its own.
 std::string GenerateIrText(const GraphInfo& graph);
 
-// The graph as a serialized graphdump.proto.GraphProto (proto/graph.proto).
+// The graph as a serialized graphdump.proto.GraphProto (proto/graphdump_graph.proto).
 std::string SerializeGraphProto(const GraphInfo& graph);
 
 // "<Tensor[float32], (1, 3)>"

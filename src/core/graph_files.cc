@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "graph.pb.h"
+#include "graphdump_graph.pb.h"
 
 namespace graphdump {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "graph.pb.h"
+#include "graphdump_graph.pb.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/synthetic.h"
 #include "testing/fault_file_system.h"

@@ -48,14 +48,29 @@ std::string FormatScalar(const c10::IValue& v) {
   return out.str();
 }
 
+// A non-tensor argument's value when it is known before running: a constant, or a list of
+// constants (stride = [4, 4]); "<runtime>" otherwise.
+std::string StaticValueText(const Value* v) {
+  if (auto constant = torch::jit::toIValue(v)) return FormatScalar(*constant);
+  if (v->node()->kind() == c10::prim::ListConstruct) {
+    std::string text = "[";
+    for (const Value* e : v->node()->inputs()) {
+      auto constant = torch::jit::toIValue(e);
+      if (!constant) return "<runtime>";
+      text += (text.size() > 1 ? ", " : "") + FormatScalar(*constant);
+    }
+    return text + "]";
+  }
+  return "<runtime>";
+}
+
 // The non-tensor arguments of a kernel: constants by value, others as "<runtime>".
 std::map<std::string, std::string> KernelAttributes(const Node* node) {
   std::map<std::string, std::string> attrs;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     const Value* in = node->inputs()[i];
     if (IsTensorLike(in->type())) continue;
-    auto constant = torch::jit::toIValue(in);
-    attrs[torch_compat::ArgumentName(node, i)] = constant ? FormatScalar(*constant) : "<runtime>";
+    attrs[torch_compat::ArgumentName(node, i)] = StaticValueText(in);
   }
   return attrs;
 }

@@ -83,7 +83,12 @@ inline std::optional<SourceLocation> OriginalLocation(const torch::jit::SourceRa
   loc.file = std::get<0>(*flc);
   loc.line = static_cast<int>(std::get<1>(*flc));
   loc.column = static_cast<int>(std::get<2>(*flc));
-  loc.code = r.text().str();
+  // The whole line the range starts on (the range itself is often only the callee,
+  // `torch.matmul`), without its line break.
+  const auto& source = r.source();
+  std::string line = source->get_line(source->lineno_for_offset(r.start())).str();
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  loc.code = line.empty() ? r.text().str() : line;
   return loc;
 }
 
@@ -92,11 +97,15 @@ inline std::optional<SourceLocation> OriginalLocation(const torch::jit::SourceRa
 // frames are returned.
 inline std::vector<SourceLocation> SourceTrace(const torch::jit::Node* node) {
   std::vector<SourceLocation> trace;
-  auto own = OriginalLocation(node->sourceRange());
-  if (own && own->code.find("): ") != std::string::npos && own->code.find('\n') != std::string::npos) {
-    auto frames = ParseTracedStack(own->code);
-    if (!frames.empty()) return frames;
+  auto original = node->sourceRange().findSourceRangeThatGenerated();
+  if (original && original->source()) {
+    const std::string text = original->text().str();
+    if (text.find("): ") != std::string::npos && text.find('\n') != std::string::npos) {
+      auto frames = ParseTracedStack(text);
+      if (!frames.empty()) return frames;
+    }
   }
+  auto own = OriginalLocation(node->sourceRange());
   if (own) trace.push_back(*own);
   if (auto callstack = node->callstack()) {
     auto entries = (*callstack)->vec();

@@ -14,6 +14,7 @@ import gdtest
 
 CASES = [("ifloop", (2, 8)), ("alexnet", (1, 3, 64, 64)), ("resnet18", (1, 3, 64, 64)),
          ("mobilenet_v2", (1, 3, 64, 64))]
+OWN_KERNEL = re.compile(r"^[A-Za-z0-9_]+-op\d+$")
 NAME = re.compile(r"^[^.]+\.(?P<op>[^.]+)\.0\.0\.(?P<ts>\d+)\.output\.(?P<slot>\d+)\.")
 
 
@@ -38,7 +39,8 @@ def last_output_file(step_dir, prefix):
     for path in glob.glob(os.path.join(step_dir, "*.output.0.*.npy")):
         m = NAME.match(os.path.basename(path))
         op = m.group("op")
-        if not op.startswith(prefix) or "_" in op[len(prefix):]:
+        # The kernel itself, not one of a nested module: "{op_type}-op{N}" after the prefix.
+        if not op.startswith(prefix) or not OWN_KERNEL.match(op[len(prefix):]):
             continue
         key = (int(op.rsplit("-op", 1)[1]), int(m.group("ts")))
         if best is None or key > best[0]:
