@@ -52,10 +52,10 @@ def main():
             except Exception as e:  # noqa: BLE001: any failure to load is what we look for
                 bad.append(f"{path}: {e}")
         expect_eq(bad, [], "truncated or unreadable .npy files under final names")
-        # Step 0 of the killed rank is complete: its AllReduce outputs are there.
-        reduced = gdtest.files(os.path.join(dump, "rank_1", "Net", "0", "0",
-                                            "AllReduce.*.output.0.*.npy"))
-        expect(len(reduced) == 6, f"rank 1's step 0 all-reduce outputs: {len(reduced)}")
+        # The killed rank's writers may have lost queued files (asynchronous mode), never
+        # half-written ones; it did write some of step 0.
+        rank1 = gdtest.files(os.path.join(dump, "rank_1", "**", "*.npy"))
+        expect(len(rank1) > 0, "rank 1 wrote files before it was killed")
 
         # A rank that fails with an error exit code is named with its status.
         code, out, err = gdtest.run("train", model, "--steps", 1, "--input-shape", "7x3x16x16",
