@@ -65,6 +65,7 @@ int RunDemoSynthetic(int argc, char** argv) {
   SessionOptions session_options;
   session_options.config = parsed->config;
   if (async) session_options.config.enable = false;
+  session_options.model_name = "synthetic_mlp";
   StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(session_options));
   if (!session.ok()) {
     std::fprintf(stderr, "graphdump demo-synthetic: %s\n", session.status().message().c_str());

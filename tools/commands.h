@@ -17,6 +17,7 @@ struct Command {
 };
 
 int RunCheckConfig(int argc, char** argv);
+int RunConvert(int argc, char** argv);
 int RunDemoSynthetic(int argc, char** argv);
 int RunRun(int argc, char** argv);    // torch_commands.cc
 int RunTrain(int argc, char** argv);  // torch_commands.cc

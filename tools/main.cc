@@ -15,6 +15,8 @@ constexpr Command kCommands[] = {
      RunTrain},
     {"check-config", "validate a data_dump.json and print the effective configuration",
      RunCheckConfig},
+    {"convert", "convert Ascend dump files (NC1HWC0, FRACTAL_Z...) to .npy in host layout",
+     RunConvert},
     {"demo-synthetic", "dump a small synthetic graph through the session API", RunDemoSynthetic},
     {"ls", "list what a dump directory holds", RunLs},
     {"trace", "map a script line (FILE:LINE) to its kernels and dumped files", RunTrace},

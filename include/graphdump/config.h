@@ -65,6 +65,12 @@ struct DumpConfig {
   uint32_t overflow_number = 0;             // 0 unlimited
   uint64_t initial_iteration = 0;
   std::string file_format = "npy";          // "npy" or "bin"
+  // SPEC §10: set by the GE/TF-adapter dialect (ge_dialect.h). Files go to the GE layout
+  // {path}/{YYYYMMDDhhmmss}/{device_id}/{net_name}/{graph_id}/{iteration}/ instead of rank_{r}/,
+  // and data, control-flow and constant nodes are not dumped (GeSkipsOpType).
+  bool ge_layout = false;
+  // False for a configuration that exists but turns dumping off (GE dialect enable_dump false).
+  bool dump_enabled = true;
   // e2e_dump_settings
   bool enable = true;                       // true synchronous, false asynchronous
   bool trans_flag = true;

@@ -39,6 +39,9 @@ struct SessionOptions {
   int writer_threads = 2;                    // asynchronous mode
   size_t queue_bytes = size_t{256} << 20;    // asynchronous mode: bytes in flight before waiting
   std::string device_target = "cpu";         // written to .dump_metadata/config.json
+  // The net name when the configuration leaves it empty (the GE dialect's model_name): the
+  // host's model name, e.g. the .pt file's stem. "graph" when this is empty too.
+  std::string model_name;
   // Where warnings and the one-time disk error go (default: stderr, prefixed "graphdump: ").
   std::function<void(const std::string&)> log;
 };

@@ -84,7 +84,7 @@ bool IsNear(const std::string& key, const std::string& known) {
   return EditDistance(internal::AsciiLower(key), known) <= threshold;
 }
 
-// A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `an array [...]`.
+// A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `array [1,2]`.
 std::string Describe(const Json& value) {
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 57) + "...";

@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "graphdump/config.h"
+#include "graphdump/ge_dialect.h"
 
 namespace graphdump {
 namespace {
@@ -43,7 +44,18 @@ StatusOr<ParsedConfig> LoadConfigFile(const std::filesystem::path& file,
     return Status::IOError(name + ": cannot read the dump config file");
   }
   std::string text = bytes.str();
-  GRAPHDUMP_ASSIGN_OR_RETURN(ParsedConfig parsed, ParseConfig(text, name, diagnostic_path));
+  ParsedConfig parsed;
+  if (IsGeDumpConfig(text)) {
+    // The GE / TF-adapter dialect (SPEC §10); a disabled one still parses, but dumps nothing.
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> ge, ParseGeDumpConfig(text, name));
+    if (ge) {
+      parsed = std::move(*ge);
+    } else {
+      parsed.config.dump_enabled = false;
+    }
+  } else {
+    GRAPHDUMP_ASSIGN_OR_RETURN(parsed, ParseConfig(text, name, diagnostic_path));
+  }
   parsed.config.source_file = name;
   parsed.config.source_bytes = std::move(text);
   return parsed;

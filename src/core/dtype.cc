@@ -43,11 +43,6 @@ std::optional<DType> DTypeFromName(std::string_view name) {
   for (const DTypeInfo& info : kDTypeTable) {
     if (name == info.name || name == info.mindspore_cpu) return info.dtype;
   }
-  // Other spellings MindSpore and NumPy users meet: "Float" is MindSpore's float32 alias in
-  // some versions; "float"/"double"/"half" are the C and PyTorch names.
-  if (name == "half") return DType::kFloat16;
-  if (name == "float") return DType::kFloat32;
-  if (name == "double") return DType::kFloat64;
   return std::nullopt;
 }
 

@@ -126,12 +126,17 @@ class PosixFileSystem : public FileSystem {
   }
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    const std::string temp_path = TempPathFor(path);
-    const int fd =
-        ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
-    if (fd < 0) return ErrnoError("create", path, errno);
-    return std::unique_ptr<WritableFile>(
-        std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
+    // A temporary left by a crashed process with the same pid can collide: take the next name.
+    for (int attempt = 0;; ++attempt) {
+      const std::string temp_path = TempPathFor(path);
+      const int fd =
+          ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
+      if (fd >= 0) {
+        return std::unique_ptr<WritableFile>(
+            std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
+      }
+      if (errno != EEXIST || attempt == 100) return ErrnoError("create", path, errno);
+    }
   }
 
   Status AppendToFile(const std::string& path, const std::string& data) override {

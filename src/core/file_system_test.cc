@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -87,6 +88,16 @@ TEST(PosixFileSystemTest, FsyncCommitWorks) {
   auto fs = NewPosixFileSystem(/*fsync=*/true);
   ASSERT_TRUE(fs->WriteWholeFile(dir.Sub("f"), "data").ok());
   EXPECT_EQ(ReadFile(dir.Sub("f")), "data");
+}
+
+TEST(PosixFileSystemTest, StaleTemporaryDoesNotBlockWriting) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();  // its first temporary name ends in ".0"
+  const std::string stale = dir.Sub(".x.npy.tmp." + std::to_string(::getpid()) + ".0");
+  testing::WriteFile(stale, "left by a crash");
+  ASSERT_TRUE(fs->WriteWholeFile(dir.Sub("x.npy"), "new").ok());
+  EXPECT_EQ(ReadFile(dir.Sub("x.npy")), "new");
+  EXPECT_EQ(ReadFile(stale), "left by a crash");
 }
 
 TEST(PosixFileSystemTest, LongBasenameKeepsTemporaryNameWithinNameMax) {

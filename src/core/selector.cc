@@ -105,6 +105,7 @@ Selector::Selector(const DumpConfig& config) : impl_(std::make_unique<Impl>(conf
 Selector::~Selector() = default;
 
 bool Selector::RankDumps(uint32_t rank) const {
+  if (!impl_->config.dump_enabled) return false;
   const std::vector<uint32_t>& devices = impl_->config.support_device;
   return devices.empty() || std::find(devices.begin(), devices.end(), rank) != devices.end();
 }

@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "graphdump/ge_dialect.h"
 #include "graphdump/graph_files.h"
+#include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "graphdump/layout.h"
@@ -74,6 +76,14 @@ bool HasNonFiniteView(const TensorView& view) {
   return found;
 }
 
+// rank_{r} in MindSpore's layout; {YYYYMMDDhhmmss}/{device_id} in the GE layout, whose model
+// directories {net_name}/{graph_id}/{iteration} then follow exactly as in MindSpore's.
+std::string RootDir(const DumpConfig& config, uint32_t rank) {
+  if (!config.ge_layout) return RankDir(config.path, rank);
+  GeLayout layout{config.path, GeTimestampDirName(std::chrono::system_clock::now()), rank, ""};
+  return fmt::format("{}/{}/{}", layout.dump_path, layout.timestamp, rank);
+}
+
 class SessionImpl final : public DumpSession {
  public:
   SessionImpl(SessionOptions options, std::unique_ptr<Selector> selector)
@@ -81,7 +91,7 @@ class SessionImpl final : public DumpSession {
         config_(options_.config),
         selector_(std::move(selector)),
         fs_(options_.file_system ? options_.file_system : NewPosixFileSystem()),
-        root_(RankDir(config_.path, options_.rank)) {
+        root_(RootDir(config_, options_.rank)) {
     if (!config_.enable) {
       async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
                                              std::max<size_t>(1, options_.queue_bytes));
@@ -173,7 +183,9 @@ class SessionImpl final : public DumpSession {
     DumpKernel(kernel, &inputs, nullptr);
   }
 
-  bool WantsParameters() const override { return StepDumps() && config_.op_debug_mode == 0; }
+  bool WantsParameters() const override {
+    return StepDumps() && config_.op_debug_mode == 0 && !config_.ge_layout;
+  }
 
   void OnParameter(uint32_t graph_id, const std::string& name, const TensorView& value) override {
     if (!WantsParameters()) return;
@@ -187,7 +199,7 @@ class SessionImpl final : public DumpSession {
   }
 
   void OnConstant(uint32_t graph_id, uint32_t index, const TensorView& value) override {
-    if (failed_ || config_.saved_data == SavedData::kStatistic) return;
+    if (failed_ || config_.saved_data == SavedData::kStatistic || config_.ge_layout) return;
     TensorFileName file;
     file.op_type = "Parameter";
     file.op_name = fmt::format("data-{}", index);
@@ -320,17 +332,22 @@ class SessionImpl final : public DumpSession {
     TensorFileName file;
     file.op_type = SanitizeName(kernel.op_type.empty() ? OpTypeFromFullName(kernel.full_name)
                                                        : kernel.op_type);
+    if (config_.ge_layout && GeSkipsOpType(file.op_type)) return;
     file.op_name = SanitizeName(kernel.full_name);
     file.stream_id = kernel.stream_id;
     file.timestamp = NowMicros();
     ++kernels_dumped_;
+    const bool bin = config_.file_format == "bin";
+    if (bin && config_.saved_data != SavedData::kStatistic) {
+      EmitAscendFile(dir, file, kernel.full_name, inputs, outputs);
+    }
     for (int io = 0; io < 2; ++io) {
       const std::vector<TensorView>* list = io == 0 ? inputs : outputs;
       if (list == nullptr) continue;
       file.is_input = io == 0;
       for (uint32_t slot = 0; slot < list->size(); ++slot) {
         file.slot = slot;
-        EmitTensor(dir, file, (*list)[slot], /*statistics=*/true);
+        EmitTensor(dir, file, (*list)[slot], /*statistics=*/true, /*allow_npy=*/!bin);
       }
     }
     if (config_.save_kernel_args && !failed_ && EnsureDir(dir)) {
@@ -341,6 +358,44 @@ class SessionImpl final : public DumpSession {
       Status st = fs_->WriteWholeFile(dir + "/" + name, args.dump(4) + "\n");
       if (!st.ok()) Fail(st);
     }
+  }
+
+  // file_format "bin": one Ascend dump file per kernel with its inputs and outputs (SPEC §9).
+  void EmitAscendFile(const std::string& dir, const TensorFileName& file,
+                      const std::string& full_name, const std::vector<TensorView>* inputs,
+                      const std::vector<TensorView>* outputs) {
+    if (failed_ || !EnsureDir(dir)) return;
+    const std::string base = fmt::format("{}.{}.{}.{}.{}", file.op_type, file.op_name,
+                                         file.task_id, file.stream_id, file.timestamp);
+    const std::string path = dir + "/" + FileNameIn(dir, base, "");
+    const uint64_t time = file.timestamp;
+    std::vector<TensorView> in = inputs ? *inputs : std::vector<TensorView>();
+    std::vector<TensorView> out = outputs ? *outputs : std::vector<TensorView>();
+    auto write = [this, path, full_name, time](const std::vector<TensorView>& i,
+                                               const std::vector<TensorView>& o) {
+      if (failed_) return;
+      Status st = WriteAscendDumpFile(*fs_, path, full_name, time, i, o);
+      if (!st.ok()) return Fail(st);
+      ++files_;
+    };
+    if (!async_) return write(in, out);
+    // Asynchronous: copy now, as for .npy files.
+    auto owned = std::make_shared<std::vector<OwnedTensor>>();
+    size_t bytes = 1;
+    for (const auto* list : {&in, &out}) {
+      for (const TensorView& v : *list) {
+        owned->push_back(CopyContiguous(v));
+        bytes += owned->back().bytes.size();
+      }
+    }
+    const size_t inputs_count = in.size();
+    async_->Submit(bytes, [owned, inputs_count, write] {
+      std::vector<TensorView> i, o;
+      for (size_t k = 0; k < owned->size(); ++k) {
+        (k < inputs_count ? i : o).push_back((*owned)[k].View());
+      }
+      write(i, o);
+    });
   }
 
   StepDir* StepDirFor(const std::string& dir) {
@@ -355,7 +410,7 @@ class SessionImpl final : public DumpSession {
 
   // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row.
   void EmitTensor(const std::string& dir, TensorFileName file, const TensorView& original,
-                  bool statistics) {
+                  bool statistics, bool allow_npy = true) {
     if (failed_ || !EnsureDir(dir)) return;
     if (original.device != "cpu") {
       Log(fmt::format("skipping {}: tensor is on device '{}'; hand graphdump host tensors",
@@ -367,7 +422,7 @@ class SessionImpl final : public DumpSession {
     if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
     const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;
     TensorWriteOptions options;
-    options.write_npy = config_.saved_data != SavedData::kStatistic || !statistics;
+    options.write_npy = allow_npy && (config_.saved_data != SavedData::kStatistic || !statistics);
     options.compute_stats = want_stats;
     for (StatCategory c : config_.statistic_category) {
       options.with_md5 = options.with_md5 || (want_stats && c == StatCategory::kMd5);
@@ -501,6 +556,10 @@ class SessionImpl final : public DumpSession {
 }  // namespace
 
 StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options) {
+  if (options.config.net_name.empty()) {
+    options.config.net_name =
+        options.model_name.empty() ? std::string("graph") : SanitizeName(options.model_name);
+  }
   auto selector = std::make_unique<Selector>(options.config);
   if (!selector->RankDumps(options.rank)) return std::unique_ptr<DumpSession>();
   auto session = std::make_unique<SessionImpl>(std::move(options), std::move(selector));

@@ -241,6 +241,10 @@ TEST(TensorWriterTest, EveryDTypeAndLayoutLoadsInNumpy) {
       write(MakeTensor(dtype, {3, 3}, {16, 3}, 1), "sliced" + c, chunk);
       write(MakeTensor(dtype, {2, 3, 50}, {1, 2, 6}), "permuted" + c, chunk);
       write(MakeTensor(dtype, {3, 1, 4}, {4, 99, 1}), "size1dim" + c, chunk);
+      // The last two dimensions of a 2x30x40 buffer swapped (rows gathered in tiles), and a
+      // transpose whose row length does not divide the piece size.
+      write(MakeTensor(dtype, {2, 40, 30}, {1200, 1, 40}), "swapped" + c, chunk);
+      write(MakeTensor(dtype, {37, 3}, {1, 37}), "tall_transposed" + c, chunk);
     }
   }
   for (size_t chunk : {size_t{64}, size_t{1} << 20}) {

@@ -9,6 +9,27 @@
 namespace graphdump {
 namespace internal {
 
+// Calls `f(std::integral_constant<size_t, item>)` for the common element sizes, so that the
+// copies inside compile to single loads and stores; `f(0-sized tag)` never happens: other sizes
+// call `fallback()`.
+template <typename F, typename Fallback>
+void WithItemSize(size_t item, F&& f, Fallback&& fallback) {
+  switch (item) {
+    case 1:
+      return f(std::integral_constant<size_t, 1>());
+    case 2:
+      return f(std::integral_constant<size_t, 2>());
+    case 4:
+      return f(std::integral_constant<size_t, 4>());
+    case 8:
+      return f(std::integral_constant<size_t, 8>());
+    case 16:
+      return f(std::integral_constant<size_t, 16>());
+    default:
+      return fallback();
+  }
+}
+
 // Copies `n` elements of `item` bytes, `stride` elements apart, from `src` to `dst`.
 inline void GatherStrided(const uint8_t* src, int64_t stride, int64_t n, size_t item,
                           uint8_t* dst) {
@@ -17,25 +38,42 @@ inline void GatherStrided(const uint8_t* src, int64_t stride, int64_t n, size_t 
     return;
   }
   const int64_t step = stride * static_cast<int64_t>(item);
-  // Fixed-size memcpy calls compile to single loads and stores.
-  auto copy = [&](auto size_tag) {
-    constexpr size_t kSize = decltype(size_tag)::value;
-    for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * kSize, src + i * step, kSize);
-  };
-  switch (item) {
-    case 1:
-      return copy(std::integral_constant<size_t, 1>());
-    case 2:
-      return copy(std::integral_constant<size_t, 2>());
-    case 4:
-      return copy(std::integral_constant<size_t, 4>());
-    case 8:
-      return copy(std::integral_constant<size_t, 8>());
-    case 16:
-      return copy(std::integral_constant<size_t, 16>());
-    default:
-      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * item, src + i * step, item);
-  }
+  WithItemSize(
+      item,
+      [&](auto size_tag) {
+        constexpr size_t kSize = decltype(size_tag)::value;
+        for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * kSize, src + i * step, kSize);
+      },
+      [&] {
+        for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * item, src + i * step, item);
+      });
+}
+
+// Copies `rows` consecutive rows of `n` elements each, where the rows lie next to each other in
+// memory (unit stride between rows) and a row's elements lie `stride` apart: the layout of a
+// transposed matrix. Reads run along memory, `rows` elements at a time, instead of jumping
+// `stride` for every element.
+inline void GatherTile(const uint8_t* src, int64_t stride, int64_t n, int64_t rows, size_t item,
+                       uint8_t* dst) {
+  const int64_t step = stride * static_cast<int64_t>(item);
+  WithItemSize(
+      item,
+      [&](auto size_tag) {
+        constexpr size_t kSize = decltype(size_tag)::value;
+        for (int64_t j = 0; j < n; ++j) {
+          const uint8_t* column = src + j * step;
+          for (int64_t r = 0; r < rows; ++r) {
+            std::memcpy(dst + (r * n + j) * kSize, column + r * kSize, kSize);
+          }
+        }
+      },
+      [&] {
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t r = 0; r < rows; ++r) {
+            std::memcpy(dst + (r * n + j) * item, src + j * step + r * item, item);
+          }
+        }
+      });
 }
 
 }  // namespace internal
@@ -53,27 +91,51 @@ void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& 
     return;
   }
   // Strided gather: walk the rows of the innermost dimension in C order (an odometer over the
-  // outer dimensions), filling a buffer of whole elements.
+  // outer dimensions), filling a buffer of whole elements. When consecutive rows are adjacent in
+  // memory (a transpose), up to kTileRows rows are gathered together.
+  constexpr int64_t kTileRows = 16;
   const size_t rank = view.shape.size();
   const int64_t inner = view.shape[rank - 1];
   const int64_t inner_stride = view.strides[rank - 1];
+  const bool tiled = rank >= 2 && inner_stride != 1 && view.strides[rank - 2] == 1;
   const int64_t capacity = std::min<int64_t>(std::max<size_t>(1, chunk_bytes / item), count);
   std::vector<uint8_t> buffer(static_cast<size_t>(capacity) * item);
   std::vector<int64_t> index(rank - 1, 0);
   int64_t offset = 0;  // element offset of the current row's first element
   int64_t filled = 0;
-  for (int64_t row = 0, rows = count / inner; row < rows; ++row) {
-    for (int64_t j = 0; j < inner;) {
-      const int64_t n = std::min(inner - j, capacity - filled);
-      internal::GatherStrided(base + (offset + j * inner_stride) * static_cast<int64_t>(item),
-                              inner_stride, n, item, buffer.data() + filled * item);
-      filled += n;
-      j += n;
-      if (filled == capacity) {
-        visit(static_cast<const uint8_t*>(buffer.data()), buffer.size());
-        filled = 0;
-      }
+  auto flush_if_full = [&] {
+    if (filled == capacity) {
+      visit(static_cast<const uint8_t*>(buffer.data()), buffer.size());
+      filled = 0;
     }
+  };
+  const int64_t rows = count / inner;
+  for (int64_t row = 0; row < rows;) {
+    int64_t block = 1;
+    if (tiled) {
+      block = std::min(
+          {kTileRows, view.shape[rank - 2] - index[rank - 2], (capacity - filled) / inner});
+    }
+    if (block > 1) {
+      internal::GatherTile(base + offset * static_cast<int64_t>(item), inner_stride, inner, block,
+                           item, buffer.data() + filled * item);
+      filled += block * inner;
+      flush_if_full();
+      // Move to the block's last row; the odometer step below moves past it.
+      index[rank - 2] += block - 1;
+      offset += (block - 1) * view.strides[rank - 2];
+    } else {
+      for (int64_t j = 0; j < inner;) {
+        const int64_t n = std::min(inner - j, capacity - filled);
+        internal::GatherStrided(base + (offset + j * inner_stride) * static_cast<int64_t>(item),
+                                inner_stride, n, item, buffer.data() + filled * item);
+        filled += n;
+        j += n;
+        flush_if_full();
+      }
+      block = 1;
+    }
+    row += block;
     for (size_t d = rank - 1; d-- > 0;) {
       offset += view.strides[d];
       if (++index[d] < view.shape[d]) break;

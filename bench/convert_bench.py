@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""graphdump convert vs. a NumPy reshape/transpose converter on FRACTAL_Z / NC1HWC0 float16.
+
+Writes Ascend dump files (SPEC §9) holding float16 NC1HWC0 activations and FRACTAL_Z conv
+weights (channel counts not multiples of 16, so both converters must crop), then converts them
+to NCHW .npy files twice:
+  numpy:      one Python process doing what msaccucmp's converter does per tensor: read, reshape,
+              transpose, crop, np.save (the baseline)
+  graphdump:  graphdump convert DIR -o OUT -f NCHW (default threads, and -j 1)
+and checks that both produced the same arrays. Prints
+  bench: convert_vs_numpy ratio=X            (numpy seconds / graphdump seconds)
+  bench: convert_vs_numpy_1thread ratio=X
+  bench: convert_vs_numpy_cpu ratio=X        (CPU seconds, numpy / graphdump -j1: the number
+                                             that does not depend on other load on the machine)
+
+Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BENCH_CONVERT_MIB (total tensor MiB, default
+2048), GRAPHDUMP_BENCH_DIR (scratch directory, default $TMPDIR).
+"""
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BIN = os.environ.get("GRAPHDUMP_BIN", os.path.join(ROOT, "build", "tools", "graphdump"))
+TOTAL_MIB = int(os.environ.get("GRAPHDUMP_BENCH_CONVERT_MIB", "2048"))
+
+NC1HWC0, FRACTAL_Z, FLOAT16 = 3, 4, 2
+
+
+def load_proto():
+    out = tempfile.mkdtemp(prefix="dumpdata_pb_")
+    proto_dir = os.path.join(ROOT, "proto")
+    subprocess.run(["protoc", "--python_out=" + out, "-I", proto_dir,
+                    os.path.join(proto_dir, "dump_data.proto")], check=True)
+    sys.path.insert(0, out)
+    import dump_data_pb2
+    return dump_data_pb2
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def device_shape(fmt, shape):
+    n, c, h, w = shape
+    if fmt == NC1HWC0:
+        return (n, ceil_div(c, 16), h, w, 16)
+    return (ceil_div(c, 16) * h * w, ceil_div(n, 16), 16, 16)
+
+
+# (format, NCHW original shape): ~24.5 MiB activations and ~17 MiB weights.
+KINDS = [(NC1HWC0, (16, 250, 56, 56)), (FRACTAL_Z, (1000, 1000, 3, 3))]
+
+
+def write_dumps(pb, directory):
+    rng = np.random.default_rng(1)
+    total = 0
+    k = 0
+    pool = rng.integers(0, 0x3c00, size=32 << 20, dtype=np.uint16).tobytes()  # finite halves
+    while total < TOTAL_MIB << 20:
+        fmt, shape = KINDS[k % len(KINDS)]
+        dev = device_shape(fmt, shape)
+        size = int(np.prod(dev)) * 2
+        msg = pb.DumpData(version="2.0", dump_time=1700000000000000 + k, op_name="bench/op%d" % k)
+        t = msg.output.add()
+        t.data_type, t.format, t.size = FLOAT16, fmt, size
+        t.shape.dim.extend(dev)
+        t.original_shape.dim.extend(shape)
+        header = msg.SerializeToString()
+        name = "Conv2D.bench_Conv2D-op%d.0.0.%d" % (k, 1700000000000000 + k)
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(struct.pack("<Q", len(header)) + header)
+            left = size
+            while left:
+                chunk = min(left, len(pool))
+                f.write(pool[:chunk])
+                left -= chunk
+        total += size
+        k += 1
+    return total, k
+
+
+def numpy_convert(pb, src_dir, out_dir):
+    """The baseline: msaccucmp-style reshape/transpose/crop with NumPy, then np.save."""
+    for name in sorted(os.listdir(src_dir)):
+        raw = np.fromfile(os.path.join(src_dir, name), dtype=np.uint8)
+        (header_len,) = struct.unpack("<Q", raw[:8].tobytes())
+        msg = pb.DumpData()
+        msg.ParseFromString(raw[8:8 + header_len].tobytes())
+        offset = 8 + header_len
+        for i, t in enumerate(msg.output):
+            data = raw[offset:offset + t.size].view(np.float16).reshape(tuple(t.shape.dim))
+            offset += t.size
+            n, c, h, w = t.original_shape.dim
+            if t.format == NC1HWC0:
+                host = data.transpose(0, 1, 4, 2, 3).reshape(n, -1, h, w)[:, :c]
+            else:
+                c1 = t.shape.dim[0] // (h * w)
+                host = data.reshape(c1, h, w, -1, 16).transpose(3, 0, 4, 1, 2)
+                host = host.reshape(host.shape[0], c1 * 16, h, w)[:n, :c]
+            np.save(os.path.join(out_dir, "%s.output.%d.%s.npy" % (
+                name, i, "x".join(map(str, host.shape)))), np.ascontiguousarray(host))
+
+
+def timed(fn):
+    """(wall seconds, CPU seconds of this process and its children)."""
+    def cpu():
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    start, start_cpu = time.perf_counter(), cpu()
+    fn()
+    return time.perf_counter() - start, cpu() - start_cpu
+
+
+def main():
+    pb = load_proto()
+    scratch = tempfile.mkdtemp(prefix="convert_bench_", dir=os.environ.get("GRAPHDUMP_BENCH_DIR"))
+    try:
+        src = os.path.join(scratch, "dump")
+        os.makedirs(src)
+        total, files = write_dumps(pb, src)
+        out_np, out_gd, out_gd1 = (os.path.join(scratch, d) for d in ("np", "gd", "gd1"))
+        os.makedirs(out_np)
+        t_np = timed(lambda: numpy_convert(pb, src, out_np))
+        t_gd = timed(lambda: subprocess.run([BIN, "convert", src, "-o", out_gd, "-f", "NCHW",
+                                             "-q"], check=True, stdout=subprocess.DEVNULL))
+        t_gd1 = timed(lambda: subprocess.run([BIN, "convert", src, "-o", out_gd1, "-f", "NCHW",
+                                              "-q", "-j", "1"], check=True,
+                                             stdout=subprocess.DEVNULL))
+        for name in sorted(os.listdir(out_np))[:4]:  # same arrays from both converters
+            a, b = np.load(os.path.join(out_np, name)), np.load(os.path.join(out_gd, name))
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
+        mib = total / (1 << 20)
+        print("convert %d files, %.0f MiB float16 (NC1HWC0 %s, FRACTAL_Z %s), %d cores, "
+              "load average %.1f" % (files, mib, KINDS[0][1], KINDS[1][1], os.cpu_count(),
+                                     os.getloadavg()[0]))
+        for label, (wall, cpu) in (("numpy", t_np), ("graphdump convert", t_gd),
+                                   ("graphdump convert -j1", t_gd1)):
+            print("  %-22s wall %6.2f s (%6.0f MiB/s)  cpu %6.2f s" % (label, wall, mib / wall,
+                                                                       cpu))
+        print("bench: convert_vs_numpy ratio=%.2f" % (t_np[0] / t_gd[0]))
+        print("bench: convert_vs_numpy_1thread ratio=%.2f" % (t_np[0] / t_gd1[0]))
+        print("bench: convert_vs_numpy_cpu ratio=%.2f" % (t_np[1] / t_gd1[1]))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,352 @@
+#include "graphdump/analysis/ascend_convert.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "fmt/format.h"
+#include "graphdump/analysis/ascend_format.h"
+#include "graphdump/npy.h"
+
+namespace graphdump {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kMaxFileNameBytes = 255;
+
+// A read-only memory map of a whole file.
+class MappedFile {
+ public:
+  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(err));
+      return err == ENOENT ? Status::NotFound(message) : Status::IOError(message);
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::IOError(fmt::format("{}: stat failed: {}", path, std::strerror(err)));
+    }
+    auto file = std::unique_ptr<MappedFile>(new MappedFile);
+    file->size_ = static_cast<size_t>(st.st_size);
+    if (file->size_ > 0) {
+      void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+      if (p == MAP_FAILED) {
+        const int err = errno;
+        ::close(fd);
+        return Status::IOError(fmt::format("{}: mmap failed: {}", path, std::strerror(err)));
+      }
+      ::madvise(p, file->size_, MADV_SEQUENTIAL);
+      file->data_ = static_cast<const uint8_t*>(p);
+    }
+    ::close(fd);
+    return file;
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
+  const uint8_t* data() const { return data_ != nullptr ? data_ : &empty_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  uint8_t empty_ = 0;
+};
+
+std::string ShapeName(const std::vector<int64_t>& shape) {
+  return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+// A short stand-in for a name that is too long for the file system: a decimal FNV-1a hash, so
+// that converting the same file twice gives the same name, whatever the thread order.
+std::string ShortName(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{}.npy", h);
+}
+
+// mapping.csv lines collected while converting, written once per directory at the end.
+class MappingRegistry {
+ public:
+  void Add(const std::string& dir, const std::string& short_name, const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    lines_[dir].insert(short_name + "," + name);
+  }
+  Status Write(FileSystem& file_system) {
+    for (auto& [dir, lines] : lines_) {
+      const std::string path = dir + "/mapping.csv";
+      std::ifstream existing(path);
+      for (std::string line; std::getline(existing, line);) {
+        if (!line.empty()) lines.insert(line);
+      }
+      std::string text;
+      for (const std::string& line : lines) text += line + "\n";
+      GRAPHDUMP_RETURN_IF_ERROR(file_system.WriteWholeFile(path, text));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::set<std::string>> lines_;
+};
+
+// What one tensor becomes: the dtype and shape of the .npy and where its elements are.
+struct PreparedTensor {
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // memory layout of dtype, C order
+  int64_t count = 0;
+  // Holds converted data when `data` does not point into the file. Not zero-filled: the
+  // conversion writes every byte.
+  std::unique_ptr<uint8_t[]> storage;
+  bool converted = false;
+  std::string note;  // why it stays in device layout, when a conversion was asked for
+};
+
+std::string Describe(const AscendTensor& t) {
+  return fmt::format("{}[{}] ({} {} ({}))", t.io(), t.index, AscendFormatName(t.format),
+                     AscendDataTypeName(t.data_type), fmt::join(t.shape, ","));
+}
+
+int64_t Count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Puts `t` (bytes at `src`) into host layout when `convert` is set and a conversion exists.
+PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) {
+  PreparedTensor out;
+  std::optional<DType> dtype = AscendDataTypeToDType(t.data_type);
+  if (!dtype) {
+    out.dtype = DType::kUInt8;
+    out.shape = {static_cast<int64_t>(t.size)};
+    out.data = src;
+    out.count = static_cast<int64_t>(t.size);
+    out.note = fmt::format("NumPy has no type for {}: saved as {} raw bytes (uint8)",
+                           AscendDataTypeName(t.data_type), t.size);
+    return out;
+  }
+  out.dtype = *dtype;
+  out.shape = t.shape;
+  out.data = src;
+  out.count = Count(t.shape);
+  if (!convert || IsHostAscendFormat(t.format)) return out;
+  if (!IsConvertibleAscendFormat(t.format)) {
+    out.note = fmt::format("no conversion from {} to a host layout: saved in device layout",
+                           AscendFormatName(t.format));
+    return out;
+  }
+  if (t.original_shape.empty()) {
+    out.note = "original_shape is empty: saved in device layout";
+    return out;
+  }
+  if (DTypeBits(*dtype) % 8 != 0) {
+    out.note = fmt::format("packed {} elements cannot be rearranged: saved in device layout",
+                           AscendDataTypeName(t.data_type));
+    return out;
+  }
+  DeviceTensorDesc desc{t.format, DTypeBits(*dtype) / 8, t.shape, t.original_shape, t.sub_format};
+  StatusOr<std::vector<int64_t>> host = AscendHostShape(desc);
+  if (!host.ok()) {
+    out.note = host.status().message() + ": saved in device layout";
+    return out;
+  }
+  out.shape = *host;
+  out.count = Count(out.shape);
+  out.storage.reset(new uint8_t[static_cast<size_t>(out.count) * desc.item_bytes]);
+  Status status = ConvertToHostLayout(desc, src, out.storage.get());
+  GRAPHDUMP_CHECK(status.ok());  // AscendHostShape accepted the same description
+  out.data = out.storage.get();
+  out.converted = true;
+  return out;
+}
+
+class Converter {
+ public:
+  Converter(const AscendConvertOptions& options, FileSystem& file_system, MappingRegistry& mapping)
+      : options_(options), fs_(file_system), mapping_(mapping) {}
+
+  // Converts one file; returns the first error. Counts go to the atomics.
+  Status Convert(const AscendConvertJob& job) {
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(job.path));
+    GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
+                               ParseAscendDump(file->data(), file->size(), job.path));
+    const std::string dir = job.relative_dir.empty() ? options_.output_dir
+                                                     : options_.output_dir + "/" + job.relative_dir;
+    GRAPHDUMP_RETURN_IF_ERROR(fs_.CreateDirectories(dir));
+    const std::string basename = fs::path(job.path).filename().string();
+    for (const auto* list : {&dump.inputs, &dump.outputs}) {
+      for (const AscendTensor& t : *list) {
+        GRAPHDUMP_RETURN_IF_ERROR(WriteTensor(job.path, basename, dir, t, file->data() + t.offset));
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::atomic<size_t> tensors{0};
+  std::atomic<uint64_t> bytes_read{0};
+  std::atomic<uint64_t> bytes_written{0};
+  std::atomic<size_t> warnings{0};
+
+ private:
+  Status WriteTensor(const std::string& path, const std::string& basename, const std::string& dir,
+                     const AscendTensor& t, const uint8_t* src) {
+    const bool convert = !options_.target_format.empty();
+    PreparedTensor p = Prepare(t, src, convert);
+    if (!p.note.empty()) Warn(fmt::format("{}: {}: {}", path, Describe(t), p.note));
+    std::string name =
+        convert ? fmt::format("{}.{}.{}.{}.npy", basename, t.io(), t.index, ShapeName(p.shape))
+                : fmt::format("{}.{}.{}.npy", basename, t.io(), t.index);
+    if (name.size() > kMaxFileNameBytes) {
+      const std::string short_name = ShortName(name);
+      mapping_.Add(dir, short_name, name);
+      name = short_name;
+    }
+    const std::string header = NpyHeader(p.dtype, p.shape);
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out,
+                               fs_.NewWritableFile(dir + "/" + name));
+    GRAPHDUMP_RETURN_IF_ERROR(out->Append(header.data(), header.size()));
+    uint64_t payload = DTypeStorageBytes(p.dtype, p.count);
+    if (NpyPayloadIsIdentity(p.dtype)) {
+      GRAPHDUMP_RETURN_IF_ERROR(out->Append(p.data, payload));
+    } else {
+      std::vector<uint8_t> encoded;
+      EncodeNpyPayload(p.dtype, p.data, p.count, &encoded);
+      payload = encoded.size();
+      GRAPHDUMP_RETURN_IF_ERROR(out->Append(encoded.data(), encoded.size()));
+    }
+    GRAPHDUMP_RETURN_IF_ERROR(out->Commit());
+    tensors += 1;
+    bytes_read += t.size;
+    bytes_written += header.size() + payload;
+    return Status::Ok();
+  }
+
+  void Warn(const std::string& message) {
+    warnings += 1;
+    if (!options_.warn) return;
+    std::lock_guard<std::mutex> lock(warn_mu_);
+    options_.warn(message);
+  }
+
+  const AscendConvertOptions& options_;
+  FileSystem& fs_;
+  MappingRegistry& mapping_;
+  std::mutex warn_mu_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
+    const std::vector<std::string>& operands) {
+  std::vector<AscendConvertJob> jobs;
+  for (const std::string& operand : operands) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(operand, ec);
+    if (ec || !fs::exists(st)) {
+      return Status::NotFound(fmt::format("{}: no such file or directory", operand));
+    }
+    if (!fs::is_directory(st)) {
+      jobs.push_back({operand, ""});
+      continue;
+    }
+    for (auto it = fs::recursive_directory_iterator(operand, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+      if (!it->is_regular_file() || !LooksLikeAscendDumpName(it->path().filename().string())) {
+        continue;
+      }
+      std::string rel = fs::relative(it->path().parent_path(), operand).generic_string();
+      jobs.push_back({it->path().string(), rel == "." ? "" : rel});
+    }
+    if (ec) return Status::IOError(fmt::format("{}: cannot list: {}", operand, ec.message()));
+  }
+  std::sort(jobs.begin(), jobs.end(),
+            [](const AscendConvertJob& a, const AscendConvertJob& b) { return a.path < b.path; });
+  return jobs;
+}
+
+AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& jobs,
+                                        const AscendConvertOptions& options) {
+  std::shared_ptr<FileSystem> file_system =
+      options.file_system ? options.file_system : NewPosixFileSystem();
+  MappingRegistry mapping;
+  Converter converter(options, *file_system, mapping);
+  AscendConvertSummary summary;
+  std::mutex mu;  // guards summary and progress
+  std::atomic<size_t> next{0};
+  size_t done = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) {
+      Status status = converter.Convert(jobs[i]);
+      std::lock_guard<std::mutex> lock(mu);
+      if (status.ok()) {
+        ++summary.files;
+      } else {
+        summary.errors.push_back(status);
+      }
+      ++done;
+      if (options.progress) options.progress(done, jobs.size());
+    }
+  };
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(jobs.size())));
+  std::vector<std::thread> pool;
+  for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  Status mapping_status = mapping.Write(*file_system);
+  if (!mapping_status.ok()) summary.errors.push_back(mapping_status);
+  summary.tensors = converter.tensors;
+  summary.bytes_read = converter.bytes_read;
+  summary.bytes_written = converter.bytes_written;
+  summary.warnings = converter.warnings;
+  return summary;
+}
+
+StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
+                             ParseAscendDump(file->data(), file->size(), path));
+  const std::vector<AscendTensor>& list = is_input ? dump.inputs : dump.outputs;
+  if (index < 0 || static_cast<size_t>(index) >= list.size()) {
+    return Status::NotFound(fmt::format("{}: has {} {}s, no {} {}", path, list.size(),
+                                        is_input ? "input" : "output",
+                                        is_input ? "input" : "output", index));
+  }
+  const AscendTensor& t = list[index];
+  if (!AscendDataTypeToDType(t.data_type)) {
+    return Status::Unsupported(fmt::format("{}: {}: NumPy has no type for {}", path, Describe(t),
+                                           AscendDataTypeName(t.data_type)));
+  }
+  PreparedTensor p = Prepare(t, file->data() + t.offset, true);
+  AscendHostTensor out;
+  out.dtype = p.dtype;
+  out.shape = p.shape;
+  out.converted = p.converted;
+  out.note = p.note;
+  out.bytes.assign(p.data, p.data + DTypeStorageBytes(p.dtype, p.count));
+  return out;
+}
+
+}  // namespace graphdump

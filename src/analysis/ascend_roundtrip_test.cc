@@ -1,0 +1,89 @@
+// Round trip: files written by WriteAscendDumpFile (file_format "bin"), converted by
+// ConvertAscendDumps, equal the .npy the core's npy encoder makes of the same tensors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "graphdump/analysis/ascend_convert.h"
+#include "graphdump/internal/ascend_writer.h"
+#include "graphdump/internal/tensor_writer.h"
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+// What the core's tensor writer (used for file_format "npy") makes of `view`.
+std::string ExpectedNpy(const TensorView& view, const std::string& path) {
+  auto fs = NewPosixFileSystem();
+  StatusOr<TensorWriteResult> written = WriteTensor(*fs, path, view, TensorWriteOptions{});
+  EXPECT_TRUE(written.ok()) << written.status().message();
+  return testing::ReadFile(path);
+}
+
+TensorView View(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                const void* data) {
+  TensorView view;
+  view.dtype = dtype;
+  view.shape = std::move(shape);
+  view.strides = std::move(strides);
+  view.data = data;
+  return view;
+}
+
+TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
+  testing::TempDir dir;
+  std::vector<float> f32(2 * 3 * 4 * 5);
+  for (size_t i = 0; i < f32.size(); ++i) f32[i] = 0.25f * static_cast<float>(i) - 7.f;
+  std::vector<uint16_t> f16 = {0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x3555};
+  std::vector<uint16_t> bf16 = {0x3f80, 0xc040, 0x7f7f};
+  std::vector<int64_t> i64 = {-5};
+  // A transposed (non-contiguous) 3x2 view of a 2x3 int32 matrix.
+  std::vector<int32_t> i32 = {1, 2, 3, 4, 5, 6};
+
+  std::vector<TensorView> inputs(3), outputs(2);
+  inputs[0] = View(DType::kFloat32, {2, 3, 4, 5}, {}, f32.data());
+  inputs[1] = View(DType::kFloat16, {2, 3}, {}, f16.data());
+  inputs[2] = View(DType::kInt32, {3, 2}, {1, 3}, i32.data());
+  outputs[0] = View(DType::kBFloat16, {3}, {}, bf16.data());
+  outputs[1] = View(DType::kInt64, {}, {}, i64.data());
+
+  auto fs = NewPosixFileSystem();
+  const std::string name = "Conv2D.Default_net_Conv2D-op1.0.0.1700000000000001";
+  Status status = WriteAscendDumpFile(*fs, dir.Sub(name), "Default/net/Conv2D-op1",
+                                      1700000000000001, inputs, outputs);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  AscendConvertOptions options;
+  options.output_dir = dir.Sub("out");
+  options.target_format = "NCHW";
+  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), ""}}, options);
+  ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
+  EXPECT_EQ(summary.tensors, 5u);
+  EXPECT_EQ(summary.warnings, 0u);
+
+  struct Want {
+    std::string file;
+    const TensorView* view;
+  };
+  for (const Want& want : {Want{"input.0.2x3x4x5", &inputs[0]}, Want{"input.1.2x3", &inputs[1]},
+                           Want{"input.2.3x2", &inputs[2]}, Want{"output.0.3", &outputs[0]},
+                           Want{"output.1.", &outputs[1]}}) {
+    const std::string path = dir.Sub("out/" + name + "." + want.file + ".npy");
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    EXPECT_EQ(testing::ReadFile(path), ExpectedNpy(*want.view, dir.Sub(want.file + ".npy")))
+        << path;
+  }
+
+  // The reader sees the host formats the writer promised.
+  StatusOr<AscendDumpFile> header = ReadAscendDumpHeader(dir.Sub(name));
+  ASSERT_TRUE(header.ok()) << header.status().message();
+  EXPECT_EQ(header->op_name, "Default/net/Conv2D-op1");
+  EXPECT_EQ(AscendFormatName(header->inputs[0].format), "NCHW");
+  EXPECT_EQ(AscendFormatName(header->inputs[1].format), "ND");
+  EXPECT_EQ(header->inputs[0].original_shape, inputs[0].shape);
+  EXPECT_EQ(AscendDataTypeName(header->outputs[0].data_type), "BF16");
+}
+
+}  // namespace
+}  // namespace graphdump

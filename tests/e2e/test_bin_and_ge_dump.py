@@ -1,0 +1,68 @@
+"""file_format "bin" and the GE dialect through a real session run (demo-synthetic):
+convert of the .bin dump equals the .npy dump of the same run; the GE layout and selection."""
+import glob
+import json
+import os
+import re
+
+import numpy as np
+
+import gdtest as t
+
+work = t.temp_dir()
+try:
+    npy_dump, bin_dump = os.path.join(work, "npy"), os.path.join(work, "bin")
+    common = {"iteration": "1", "input_output": 0}
+    t.write_config(os.path.join(work, "npy.json"), npy_dump, common)
+    t.write_config(os.path.join(work, "bin.json"), bin_dump, dict(common, file_format="bin"))
+    for name in ("npy", "bin"):
+        t.run("demo-synthetic", "--config", os.path.join(work, name + ".json"), "--steps", "2", check=0)
+
+    bin_files = [f for f in t.files(bin_dump + "/rank_0/Net/0/1/*") if not f.endswith(".npy")]
+    t.expect_eq(len(bin_files), 9, "one .bin file per kernel")
+    t.expect(all(re.search(r"\.0\.0\.\d{16}$", f) for f in bin_files), "bin names end in task.stream.timestamp")
+    converted = os.path.join(work, "converted")
+    t.run("convert", *bin_files, "-o", converted, check=0)
+
+    key = lambda f: re.sub(r"\.\d{16}\.", ".T.", os.path.basename(f))
+    npy_files = [f for f in t.files(npy_dump + "/rank_0/Net/0/1/*.npy") if "/Parameter." not in f]
+    t.expect_eq(len(npy_files), 25, "kernel tensors in the npy dump")
+    conv = {re.sub(r"\.\d{16}\.", ".T.", os.path.basename(f)): f for f in t.files(converted + "/*.npy")}
+    for f in npy_files:
+        # npy: {type}.{name}.0.0.T.{io}.{slot}.DefaultFormat.{dtype}.npy -> convert: {type}.{name}.0.0.T.{io}.{slot}.npy
+        k = re.sub(r"\.DefaultFormat\.[a-z0-9]+\.npy$", ".npy", key(f))
+        t.expect(k in conv, f"converted file for {k}")
+        if k in conv:
+            a, b = np.load(f), np.load(conv[k])
+            t.expect(a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b),
+                     f"bin->convert equals npy for {k}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
+
+    # GE / TF-adapter dialect.
+    ge_dump = os.path.join(work, "ge")
+    ge_cfg = os.path.join(work, "ge.json")
+    with open(ge_cfg, "w") as f:
+        json.dump({"dump": {"enable_dump": True, "dump_path": ge_dump, "dump_step": "0|2",
+                            "dump_mode": "all",
+                            "dump_layer": "Default/fc1-Dense/MatMul-op0 ReLU-op2"}}, f)
+    t.run("demo-synthetic", "--config", ge_cfg, "--steps", "3", check=0)
+    sessions = glob.glob(ge_dump + "/*")
+    t.expect_eq(len(sessions), 1, "one session directory")
+    t.expect(re.fullmatch(r"\d{14}", os.path.basename(sessions[0])) is not None,
+             f"session directory is YYYYMMDDhhmmss: {sessions}")
+    model = os.path.join(sessions[0], "0", "synthetic_mlp", "0")
+    t.expect_eq(sorted(os.listdir(model)), ["0", "2"], "dump_step selects steps 0 and 2")
+    names = sorted(re.sub(r"\.\d{16}$", "", n) for n in os.listdir(os.path.join(model, "2")))
+    t.expect_eq(names, ["MatMul.Default_fc1-Dense_MatMul-op0.0.0", "ReLU.Default_relu-ReLU_ReLU-op2.0.0"],
+                "dump_layer selects two kernels; no parameter or constant files")
+    out = os.path.join(work, "ge_conv")
+    t.run("convert", os.path.join(model, "2"), "-o", out, check=0)
+    t.expect_eq(len(t.files(out + "/**/*.npy")), 5, "MatMul 2 inputs + 1 output, ReLU 1 + 1")
+
+    disabled = os.path.join(work, "off.json")
+    with open(disabled, "w") as f:
+        json.dump({"dump": {"enable_dump": False, "dump_path": os.path.join(work, "off")}}, f)
+    code, out_text, err = t.run("demo-synthetic", "--config", disabled, check=0)
+    t.expect(not os.path.exists(os.path.join(work, "off")), "enable_dump false writes nothing")
+finally:
+    t.cleanup(work)
+t.finish()
