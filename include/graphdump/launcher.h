@@ -23,7 +23,7 @@ struct LaunchOptions {
   int nproc = 1;                  // number of ranks, >= 1
   std::vector<std::string> argv;  // program (searched in PATH when it has no '/') and arguments
   std::string master_addr = "127.0.0.1";
-  uint16_t master_port = 0;       // 0: pick a free port
+  uint16_t master_port = 0;  // 0: pick a free port
   // After the first failure, how long the other ranks get between SIGTERM and SIGKILL.
   std::chrono::milliseconds grace{5000};
   // Where forwarded lines go (each already prefixed and ending in '\n'); null: the launcher's
@@ -36,8 +36,8 @@ struct LaunchOptions {
 // How one rank ended.
 struct RankExit {
   uint32_t rank = 0;
-  int exit_status = 0;  // when it exited
-  int signal = 0;       // when a signal ended it (0 otherwise)
+  int exit_status = 0;               // when it exited
+  int signal = 0;                    // when a signal ended it (0 otherwise)
   bool stopped_by_launcher = false;  // the launcher signalled it after another rank failed
 
   bool ok() const { return signal == 0 && exit_status == 0; }
@@ -46,9 +46,9 @@ struct RankExit {
 };
 
 struct LaunchResult {
-  std::vector<RankExit> ranks;   // indexed by rank
-  int first_failed_rank = -1;    // the rank whose failure stopped the job; -1 when all succeeded
-  std::string message;           // one line for people: "rank 1 killed by signal 9 (SIGKILL)..."
+  std::vector<RankExit> ranks;  // indexed by rank
+  int first_failed_rank = -1;   // the rank whose failure stopped the job; -1 when all succeeded
+  std::string message;          // one line for people: "rank 1 killed by signal 9 (SIGKILL)..."
 
   bool ok() const { return first_failed_rank < 0; }
 };

@@ -44,12 +44,9 @@ std::string Errno(const char* what) { return std::string(what) + ": " + std::str
 // The environment of rank `rank`: the launcher's own, with the rank variables replaced.
 std::vector<std::string> RankEnv(const LaunchOptions& options, uint16_t port, int rank) {
   const std::pair<const char*, std::string> vars[] = {
-      {kRankEnv, std::to_string(rank)},
-      {kWorldSizeEnv, std::to_string(options.nproc)},
-      {kLocalRankEnv, std::to_string(rank)},
-      {kLocalWorldSizeEnv, std::to_string(options.nproc)},
-      {kMasterAddrEnv, options.master_addr},
-      {kMasterPortEnv, std::to_string(port)},
+      {kRankEnv, std::to_string(rank)},      {kWorldSizeEnv, std::to_string(options.nproc)},
+      {kLocalRankEnv, std::to_string(rank)}, {kLocalWorldSizeEnv, std::to_string(options.nproc)},
+      {kMasterAddrEnv, options.master_addr}, {kMasterPortEnv, std::to_string(port)},
   };
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -210,14 +207,14 @@ void SignalRunning(std::vector<Rank>& ranks, int signal) {
 }
 
 std::string FailureMessage(const std::vector<Rank>& ranks, int cause) {
-  std::string message = "rank " + std::to_string(cause) + " failed: " +
-                        ranks[cause].exit.Describe() + " (world size " +
+  std::string message = "rank " + std::to_string(cause) +
+                        " failed: " + ranks[cause].exit.Describe() + " (world size " +
                         std::to_string(ranks.size()) + ")";
   std::string others;
   for (const Rank& rank : ranks) {
     if (static_cast<int>(rank.exit.rank) == cause || rank.exit.ok()) continue;
-    others += (others.empty() ? "" : ", ") + std::string("rank ") +
-              std::to_string(rank.exit.rank) + " " + rank.exit.Describe() +
+    others += (others.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank.exit.rank) +
+              " " + rank.exit.Describe() +
               (rank.exit.stopped_by_launcher ? " (stopped by the launcher)" : "");
   }
   if (!others.empty()) message += "; then " + others;

@@ -1,12 +1,11 @@
 #include "graphdump/launcher.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
 #include <mutex>
-
-#include <gtest/gtest.h>
 
 #include "graphdump/rank_environment.h"
 
@@ -38,7 +37,8 @@ bool Contains(const std::vector<std::string>& lines, const std::string& line) {
 TEST(LauncherTest, EveryRankGetsItsEnvironmentAndPrefixedOutput) {
   Captured captured;
   LaunchOptions options = Shell(
-      3, "echo \"r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK a=$MASTER_ADDR p=$MASTER_PORT\"; echo oops >&2",
+      3,
+      "echo \"r=$RANK w=$WORLD_SIZE l=$LOCAL_RANK a=$MASTER_ADDR p=$MASTER_PORT\"; echo oops >&2",
       &captured);
   options.master_port = 29123;
   StatusOr<LaunchResult> result = LaunchRanks(options);
@@ -87,8 +87,8 @@ TEST(LauncherTest, FailingRankStopsTheOthersAndIsNamed) {
 
 TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
   Captured captured;
-  StatusOr<LaunchResult> result = LaunchRanks(
-      Shell(2, "if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; exec sleep 60", &captured));
+  StatusOr<LaunchResult> result =
+      LaunchRanks(Shell(2, "if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; exec sleep 60", &captured));
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->first_failed_rank, 0);
   EXPECT_EQ(result->ranks[0].signal, SIGKILL);
@@ -98,8 +98,9 @@ TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
 
 TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   Captured captured;
-  LaunchOptions options = Shell(
-      2, "if [ \"$RANK\" = 0 ]; then exit 3; fi; trap '' TERM; while :; do sleep 0.1; done", &captured);
+  LaunchOptions options =
+      Shell(2, "if [ \"$RANK\" = 0 ]; then exit 3; fi; trap '' TERM; while :; do sleep 0.1; done",
+            &captured);
   options.grace = std::chrono::milliseconds(300);
   StatusOr<LaunchResult> result = LaunchRanks(options);
   ASSERT_TRUE(result.ok());

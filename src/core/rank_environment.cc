@@ -44,9 +44,8 @@ StatusOr<RankEnvironment> ParseRankEnvironment(const char* rank, const char* wor
         " not set; a rank of a multi-process job needs RANK, WORLD_SIZE, MASTER_ADDR and "
         "MASTER_PORT (as torchrun sets them), a single-process run needs none of them");
   }
-  GRAPHDUMP_ASSIGN_OR_RETURN(uint64_t size,
-                             ParseNumber(kWorldSizeEnv, world_size, 1, 1u << 20,
-                                         "a number of ranks from 1 to 1048576"));
+  GRAPHDUMP_ASSIGN_OR_RETURN(uint64_t size, ParseNumber(kWorldSizeEnv, world_size, 1, 1u << 20,
+                                                        "a number of ranks from 1 to 1048576"));
   GRAPHDUMP_ASSIGN_OR_RETURN(
       uint64_t r, ParseNumber(kRankEnv, rank, 0, size - 1,
                               "a rank from 0 to WORLD_SIZE-1 = " + std::to_string(size - 1)));

@@ -2,11 +2,10 @@
 
 #include <signal.h>
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-
 #include <cstdlib>
 #include <map>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "graphdump/session.h"
 #include "tensor_views.h"
@@ -129,9 +128,8 @@ StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const RankEnvironm
     store_options.timeout = timeout;
     impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& e) {
-    return Status::IOError(impl->Who() + ": cannot " +
-                           (env.rank == 0 ? "serve" : "reach") + " the rendezvous store at " +
-                           where + ": " + ErrorText(e));
+    return Status::IOError(impl->Who() + ": cannot " + (env.rank == 0 ? "serve" : "reach") +
+                           " the rendezvous store at " + where + ": " + ErrorText(e));
   }
   try {
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -141,8 +139,7 @@ StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const RankEnvironm
     if (interface != nullptr && *interface != '\0') {
       gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
     } else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
-      gloo_options->devices.push_back(
-          c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     } else {
       gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
@@ -197,24 +194,23 @@ Status ProcessGroup::Barrier() {
   return impl_->Run("barrier", [&] { return impl_->gloo->barrier(); });
 }
 
-StatusOr<std::pair<int64_t, int64_t>> ShardRows(int64_t batch, uint32_t rank,
-                                                uint32_t world_size) {
+StatusOr<std::pair<int64_t, int64_t>> ShardRows(int64_t batch, uint32_t rank, uint32_t world_size) {
   if (world_size == 0 || rank >= world_size) {
-    return Status::InvalidArgument("rank " + std::to_string(rank) + " is not below the world size " +
-                                   std::to_string(world_size));
+    return Status::InvalidArgument("rank " + std::to_string(rank) +
+                                   " is not below the world size " + std::to_string(world_size));
   }
   if (batch % world_size != 0) {
     return Status::InvalidArgument(
         "the batch of " + std::to_string(batch) + " rows cannot be split evenly over " +
-        std::to_string(world_size) + " ranks: use a batch size that is a multiple of the number "
+        std::to_string(world_size) +
+        " ranks: use a batch size that is a multiple of the number "
         "of ranks (the mean of the ranks' gradients equals the whole batch's gradient only then)");
   }
   const int64_t per_rank = batch / world_size;
   return std::make_pair(rank * per_rank, (rank + 1) * per_rank);
 }
 
-DataParallel::DataParallel(TorchModel* model, ProcessGroup* group)
-    : model_(model), group_(group) {}
+DataParallel::DataParallel(TorchModel* model, ProcessGroup* group) : model_(model), group_(group) {}
 DataParallel::~DataParallel() = default;
 
 StatusOr<std::unique_ptr<DataParallel>> DataParallel::Create(TorchModel* model,
@@ -242,8 +238,8 @@ void DataParallel::MaybeKillForTest() {
   const char* step = std::getenv(kTestKillStepEnv);
   if (rank == nullptr || step == nullptr) return;
   if (std::to_string(group_->rank()) == rank && std::to_string(steps_) == step) {
-    std::fprintf(stderr, "graphdump: %s set: rank %s kills itself in step %s\n",
-                 kTestKillRankEnv, rank, step);
+    std::fprintf(stderr, "graphdump: %s set: rank %s kills itself in step %s\n", kTestKillRankEnv,
+                 rank, step);
     std::fflush(stderr);
     raise(SIGKILL);
   }
@@ -255,9 +251,9 @@ Status DataParallel::ReduceGradients(const std::vector<std::string>& names,
   ++steps_;
   if (kernels_.empty()) {
     for (const std::string& name : names) {
-      kernels_.push_back(model_->AddHostKernel(
-          "Default/allreduce-DataParallel/" + Underscored(name), "AllReduce",
-          ModuleOfParameter(name)));
+      kernels_.push_back(
+          model_->AddHostKernel("Default/allreduce-DataParallel/" + Underscored(name), "AllReduce",
+                                ModuleOfParameter(name)));
     }
   }
   // Every rank must reduce the same list: a gradient that is undefined on this rank (a
@@ -305,8 +301,9 @@ StatusOr<std::unique_ptr<DataParallelJob>> JoinDataParallel(const RankEnvironmen
   auto job = std::make_unique<DataParallelJob>();
   job->env = env;
   if (data->dim() == 0 || labels->dim() == 0 || data->size(0) != labels->size(0)) {
-    return Status::InvalidArgument("data parallelism splits the batch along its first "
-                                   "dimension: data and labels need the same number of rows");
+    return Status::InvalidArgument(
+        "data parallelism splits the batch along its first "
+        "dimension: data and labels need the same number of rows");
   }
   GRAPHDUMP_ASSIGN_OR_RETURN(auto rows, ShardRows(data->size(0), env.rank, env.world_size));
   job->first_row = rows.first;

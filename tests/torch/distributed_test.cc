@@ -2,13 +2,12 @@
 // of a job (through the launcher), each running one DistributedRankBody test.
 #include "graphdump/torch/distributed.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
-
-#include <gtest/gtest.h>
 
 #include "graphdump/launcher.h"
 #include "graphdump/rank_environment.h"
@@ -149,7 +148,8 @@ TEST(DistributedTest, MissingRendezvousFails) {
   unsetenv("GRAPHDUMP_DIST_TIMEOUT");
   ASSERT_FALSE(group.ok());
   EXPECT_NE(group.status().message().find("rank 1 of 2: cannot reach the rendezvous store at "
-                                          "127.0.0.1:" + std::to_string(*port)),
+                                          "127.0.0.1:" +
+                                          std::to_string(*port)),
             std::string::npos)
       << group.status().message();
 }

@@ -79,8 +79,7 @@ class ProcessGroup {
 // contiguous shards, rank r gets [r*B/N, (r+1)*B/N). Returns InvalidArgument when `batch` is
 // not a multiple of `world_size` (the mean of unequal shards' gradients would not equal the
 // gradient of the whole batch).
-StatusOr<std::pair<int64_t, int64_t>> ShardRows(int64_t batch, uint32_t rank,
-                                                uint32_t world_size);
+StatusOr<std::pair<int64_t, int64_t>> ShardRows(int64_t batch, uint32_t rank, uint32_t world_size);
 
 // Data parallelism for a Trainer of `model`: the initial broadcast and the gradient all-reduce
 // kernels.
