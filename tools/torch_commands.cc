@@ -18,8 +18,11 @@
 
 #include "commands.h"
 #include "graphdump/config.h"
+#include "graphdump/launcher.h"
 #include "graphdump/npy.h"
+#include "graphdump/rank_environment.h"
 #include "graphdump/session.h"
+#include "graphdump/torch/distributed.h"
 #include "graphdump/torch/torch_model.h"
 #include "graphdump/torch/trainer.h"
 
@@ -136,10 +139,10 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
 }
 
 // The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
-// dumping is off.
+// dumping is off or `rank` is not in support_device. The dump goes to rank_{rank}.
 StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file,
-                                                   const std::string& model_path) {
-  if (config_file.empty()) return DumpSession::FromEnvironment(0);
+                                                   const std::string& model_path, uint32_t rank) {
+  if (config_file.empty()) return DumpSession::FromEnvironment(rank);
   const char* diag = std::getenv(kDiagnosticPathEnv);
   GRAPHDUMP_ASSIGN_OR_RETURN(ParsedConfig parsed, LoadConfigFile(config_file, diag ? diag : ""));
   for (const std::string& w : parsed.warnings) {
@@ -148,6 +151,7 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
   SessionOptions options;
   options.config = std::move(parsed.config);
   options.model_name = std::filesystem::path(model_path).stem().string();
+  options.rank = rank;
   return DumpSession::Open(std::move(options));
 }
 
@@ -227,9 +231,9 @@ struct Loaded {
   std::unique_ptr<DumpSession> session;
   std::unique_ptr<TorchModel> model;
 };
-StatusOr<Loaded> LoadModel(const CommonFlags& flags) {
+StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   Loaded loaded;
-  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session, OpenSession(flags.config, flags.model));
+  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session, OpenSession(flags.config, flags.model, rank));
   GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
   for (const std::string& path : flags.set_dump) {
     GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
@@ -276,7 +280,24 @@ examples:
       --config examples/data_dump.json
   graphdump train model.pt --data x.npy --labels y.npy --optimizer adam --lr 0.001 --steps 10
   graphdump train model.pt --steps 2 --input-shape 4x12 --classes 3 --save-model trained.pt
+
+multi-rank (data parallel, docs/distributed.md): --nproc N starts N ranks on this machine; each
+trains on rows [r*B/N, (r+1)*B/N) of the batch, gradients are averaged across ranks by
+AllReduce kernels, and rank r dumps into rank_{r} when support_device lists it. Without --nproc,
+RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (torchrun's variables) make this process one rank.
+  graphdump train model.pt --steps 3 --data x.npy --labels y.npy --config dump.json --nproc 2
+  RANK=1 WORLD_SIZE=2 MASTER_ADDR=host0 MASTER_PORT=29500 graphdump train model.pt ...
 )";
+
+// Runs this `graphdump train` command line as `nproc` ranks (without --nproc).
+int LaunchTrainRanks(int nproc, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> rank_argv = {"/proc/self/exe", "train"};
+  for (std::string& a : ArgsWithoutOption(args, "--nproc")) rank_argv.push_back(std::move(a));
+  std::printf("graphdump train: starting %d ranks on this machine\n", nproc);
+  std::fflush(stdout);
+  return LaunchRanks(nproc, rank_argv);
+}
 
 }  // namespace
 
@@ -369,7 +390,11 @@ int RunTrain(int argc, char** argv) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--lr", options.lr, "learning rate (default 0.01)");
   app.add_option("--momentum", options.momentum, "momentum of --optimizer momentum (0.9)");
-  app.add_option("--save-model", save_model, "save the trained module (torch.jit.save format)");
+  app.add_option("--save-model", save_model,
+                 "save the trained module (torch.jit.save format; rank 0 only)");
+  int nproc = 0;
+  app.add_option("--nproc", nproc, "start this many ranks on this machine (data parallel, gloo)")
+      ->check(CLI::Range(1, 1024));
   app.footer(kTrainFooter);
   try {
     app.parse(argc, argv);
@@ -379,6 +404,9 @@ int RunTrain(int argc, char** argv) {
   if (data_file.empty() != labels_file.empty()) {
     return Fail(command, Status::InvalidArgument("--data and --labels go together"));
   }
+  StatusOr<RankEnvironment> env = RankEnvironmentFromEnv();
+  if (!env.ok()) return Fail(command, env.status());
+  if (nproc > 0 && !env->distributed()) return LaunchTrainRanks(nproc, argc, argv);
   options.optimizer = optimizer == "adam"       ? OptimizerKind::kAdam
                       : optimizer == "momentum" ? OptimizerKind::kMomentum
                                                 : OptimizerKind::kSgd;
@@ -401,12 +429,22 @@ int RunTrain(int argc, char** argv) {
                                                    " must hold int64 class indices"));
     }
   }
-  auto loaded = LoadModel(flags);
+  auto loaded = LoadModel(flags, env->rank);
   if (!loaded.ok()) return Fail(command, loaded.status());
   TorchModel& model = *loaded->model;
   if (flags.list_kernels) {
     ListKernels(model);
     return kExitOk;
+  }
+  std::unique_ptr<DataParallelJob> job;
+  if (env->distributed()) {
+    const int64_t batch = data.dim() > 0 ? data.size(0) : 0;
+    auto joined = JoinDataParallel(*env, &model, &options, &data, &labels);
+    if (!joined.ok()) return Fail(command, joined.status());
+    job = std::move(*joined);
+    std::printf("rank %u/%u: training on rows [%lld, %lld) of the batch of %lld\n", env->rank,
+                env->world_size, static_cast<long long>(job->first_row),
+                static_cast<long long>(job->last_row), static_cast<long long>(batch));
   }
   auto trainer = Trainer::Create(&model, options);
   if (!trainer.ok()) return Fail(command, trainer.status());
@@ -425,7 +463,7 @@ int RunTrain(int argc, char** argv) {
                 s ? (" iteration " + std::to_string(s->CurrentIteration())).c_str() : "");
     std::fflush(stdout);
   }
-  if (code == kExitOk && !save_model.empty()) {
+  if (code == kExitOk && !save_model.empty() && env->rank == 0) {
     try {
       model.module().save(save_model);
     } catch (const std::exception& e) {

@@ -262,6 +262,7 @@ struct Trainer::Impl {
     }
     for (auto& [node, handle] : hooks) torch_compat::RemoveObserver(*node, handle);
     GRAPHDUMP_RETURN_IF_ERROR(backward_status);
+    if (options.gradient_hook) GRAPHDUMP_RETURN_IF_ERROR(options.gradient_hook(param_names, params));
     RegisterUpdateKernels();
     ++adam_step;
     for (size_t i = 0; i < params.size(); ++i) Update(i);

@@ -10,6 +10,7 @@
 #include <torch/script.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,11 @@ struct TrainerOptions {
   double beta1 = 0.9;     // kAdam
   double beta2 = 0.999;
   double eps = 1e-8;
+  // Called after backward and before the optimizer with the trainable parameters (their
+  // .grad() holds this step's gradients) and their names; may replace the gradients in place
+  // (data parallelism all-reduces them here, see distributed.h). An error fails the step.
+  std::function<Status(const std::vector<std::string>& names, std::vector<at::Tensor>& params)>
+      gradient_hook;
 };
 
 class Trainer {

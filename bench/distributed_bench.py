@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Step time of 2-rank data-parallel training with a statistic dump of every kernel, against the
+same training without dump.
+
+Runs `graphdump train MODEL --nproc 2` twice (no config; then saved_data "statistic", all
+kernels, all iterations), reads rank 0's per-step times from its output ("[rank 0] step k/N:
+... (T s)") and compares the median of steps 2..N (step 1 also compiles and registers the
+graph). Prints `bench: distributed_stat_dump ratio=X` (dumped / undumped; lower is better).
+
+Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
+demo_alexnet), BENCH_SHAPE (default 8x3x64x64, the combined batch), BENCH_STEPS (default 5),
+BENCH_NPROC (default 2).
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
+SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
+MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
+SHAPE = os.environ.get("BENCH_SHAPE", "8x3x64x64")
+STEPS = int(os.environ.get("BENCH_STEPS", "5"))
+NPROC = int(os.environ.get("BENCH_NPROC", "2"))
+STEP_LINE = re.compile(r"^\[rank 0\] step (\d+)/\d+:.*\(([0-9.]+) s\)")
+
+
+def train(model, config, work):
+    env = dict(os.environ)
+    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
+        env.pop(key, None)
+    args = [BIN, "train", model, "--steps", str(STEPS), "--input-shape", SHAPE, "--classes", "10",
+            "--nproc", str(NPROC)]
+    if config:
+        args += ["--config", config]
+    start = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
+    wall = time.monotonic() - start
+    if p.returncode != 0:
+        sys.exit(f"distributed_bench: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n"
+                 f"{p.stderr}")
+    steps = [float(m.group(2)) for line in p.stdout.splitlines()
+             if (m := STEP_LINE.match(line)) and int(m.group(1)) >= 2]
+    return (statistics.median(steps) if steps else wall / STEPS), wall
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="graphdump_dist_bench_")
+    try:
+        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
+                        work, MODEL], check=True, capture_output=True)
+        model = os.path.join(work, MODEL + ".pt")
+        config = os.path.join(work, "stat.json")
+        with open(config, "w") as f:
+            json.dump({"common_dump_settings": {
+                "dump_mode": 0, "path": os.path.join(work, "dump"), "net_name": "Net",
+                "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
+                "support_device": list(range(NPROC))}}, f)
+        train(model, None, work)  # warm the page cache
+        base, base_wall = train(model, None, work)
+        dumped, dumped_wall = train(model, config, work)
+        print(f"distributed_bench: {MODEL} batch {SHAPE} over {NPROC} ranks, {STEPS} steps: "
+              f"step {base * 1000:.1f} ms without dump, {dumped * 1000:.1f} ms with statistic "
+              f"dump (wall {base_wall:.1f} s / {dumped_wall:.1f} s)")
+        print(f"bench: distributed_stat_dump ratio={dumped / base:.3f}")
+    finally:
+        for root, dirs, files in os.walk(work):
+            for name in dirs + files:
+                os.chmod(os.path.join(root, name), 0o700)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

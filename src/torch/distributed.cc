@@ -1,0 +1,320 @@
+#include "graphdump/torch/distributed.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <map>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "graphdump/session.h"
+#include "tensor_views.h"
+
+namespace graphdump {
+namespace {
+
+// Test hook: GRAPHDUMP_TEST_KILL_RANK=r and GRAPHDUMP_TEST_KILL_STEP=s make rank r kill itself
+// with SIGKILL in step s (0-based), after its backward kernels were dumped and before the
+// all-reduce: the end-to-end tests check that the launcher reports it and that no dump file
+// is left truncated.
+constexpr char kTestKillRankEnv[] = "GRAPHDUMP_TEST_KILL_RANK";
+constexpr char kTestKillStepEnv[] = "GRAPHDUMP_TEST_KILL_STEP";
+
+std::string ErrorText(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    std::string text = c10_error->what_without_backtrace();
+    return text.substr(0, text.find('\n'));
+  }
+  return e.what();
+}
+
+std::string Underscored(std::string name) {
+  for (char& c : name) {
+    if (c == '.' || c == '/' || c == '\\' || c == ' ') c = '_';
+  }
+  return name;
+}
+
+std::string ModuleOfParameter(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? "" : name.substr(0, dot);
+}
+
+std::chrono::milliseconds TimeoutFromEnv(std::chrono::milliseconds fallback) {
+  const char* text = std::getenv(kDistTimeoutEnv);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(seconds > 0)) return fallback;
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+struct ProcessGroup::Impl {
+  RankEnvironment env;
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;  // null for a group of one
+
+  std::string Who() const {
+    return "rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);
+  }
+
+  // Runs a collective and waits for it; exceptions become an IOError naming the rank.
+  Status Run(const std::string& what,
+             const std::function<c10::intrusive_ptr<c10d::Work>()>& start) {
+    try {
+      c10::intrusive_ptr<c10d::Work> work = start();
+      work->wait();
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      return Status::IOError(Who() + ": " + what + " failed: " + ErrorText(e) +
+                             " (a peer rank died or did not answer within the timeout)");
+    }
+  }
+
+  // Groups tensors by dtype so that each dtype's tensors travel as one flat buffer.
+  static std::map<at::ScalarType, std::vector<size_t>> ByDtype(
+      const std::vector<at::Tensor>& tensors) {
+    std::map<at::ScalarType, std::vector<size_t>> groups;
+    for (size_t i = 0; i < tensors.size(); ++i) groups[tensors[i].scalar_type()].push_back(i);
+    return groups;
+  }
+
+  Status AllReduce(std::vector<at::Tensor>& tensors, bool mean) {
+    for (const at::Tensor& t : tensors) {
+      if (!t.defined() || !t.device().is_cpu() || t.layout() != at::kStrided) {
+        return Status::Unsupported(Who() + ": all-reduce needs defined dense CPU tensors");
+      }
+    }
+    if (!gloo) return Status::Ok();  // one rank: the sum and the mean are the tensor itself
+    for (auto& [dtype, indexes] : ByDtype(tensors)) {
+      std::vector<at::Tensor> flat_parts;
+      for (size_t i : indexes) flat_parts.push_back(tensors[i].detach().reshape({-1}));
+      std::vector<at::Tensor> buffer{at::cat(flat_parts)};
+      GRAPHDUMP_RETURN_IF_ERROR(Run("all-reduce of " + std::to_string(indexes.size()) +
+                                        " tensors (" + std::to_string(buffer[0].numel()) +
+                                        " elements)",
+                                    [&] { return gloo->allreduce(buffer); }));
+      if (mean) buffer[0].div_(static_cast<double>(env.world_size));
+      int64_t offset = 0;
+      at::NoGradGuard no_grad;
+      for (size_t i : indexes) {
+        at::Tensor& t = tensors[i];
+        t.detach().copy_(buffer[0].narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+ProcessGroup::ProcessGroup(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProcessGroup::~ProcessGroup() = default;
+
+StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const RankEnvironment& env,
+                                                              ProcessGroupOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->env = env;
+  if (env.world_size <= 1) return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
+  const std::chrono::milliseconds timeout = TimeoutFromEnv(options.timeout);
+  const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = env.master_port;
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = env.world_size;
+    store_options.waitWorkers = true;
+    store_options.timeout = timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    return Status::IOError(impl->Who() + ": cannot " + (env.rank == 0 ? "serve" : "reach") +
+                           " the rendezvous store at " + where + ": " + ErrorText(e));
+  }
+  try {
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+    // Ranks on one machine talk over loopback; across machines, GLOO_SOCKET_IFNAME names the
+    // interface, as with torch.distributed.
+    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+    if (interface != nullptr && *interface != '\0') {
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+    } else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    gloo_options->threads = 2;
+    impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        impl->store, static_cast<int>(env.rank), static_cast<int>(env.world_size), gloo_options);
+  } catch (const std::exception& e) {
+    return Status::IOError(impl->Who() + ": cannot connect the gloo process group through " +
+                           where + ": " + ErrorText(e));
+  }
+  return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
+}
+
+uint32_t ProcessGroup::rank() const { return impl_->env.rank; }
+uint32_t ProcessGroup::world_size() const { return impl_->env.world_size; }
+
+Status ProcessGroup::AllReduceMean(std::vector<at::Tensor>& tensors) {
+  return impl_->AllReduce(tensors, /*mean=*/true);
+}
+
+Status ProcessGroup::AllReduceSum(std::vector<at::Tensor>& tensors) {
+  return impl_->AllReduce(tensors, /*mean=*/false);
+}
+
+Status ProcessGroup::Broadcast(std::vector<at::Tensor>& tensors, uint32_t root) {
+  if (root >= impl_->env.world_size) {
+    return Status::InvalidArgument(impl_->Who() + ": broadcast root " + std::to_string(root) +
+                                   " is not a rank");
+  }
+  if (!impl_->gloo) return Status::Ok();
+  at::NoGradGuard no_grad;
+  for (auto& [dtype, indexes] : Impl::ByDtype(tensors)) {
+    std::vector<at::Tensor> flat_parts;
+    for (size_t i : indexes) flat_parts.push_back(tensors[i].detach().reshape({-1}));
+    std::vector<at::Tensor> buffer{at::cat(flat_parts)};
+    c10d::BroadcastOptions options;
+    options.rootRank = static_cast<int64_t>(root);
+    GRAPHDUMP_RETURN_IF_ERROR(impl_->Run("broadcast from rank " + std::to_string(root),
+                                         [&] { return impl_->gloo->broadcast(buffer, options); }));
+    int64_t offset = 0;
+    for (size_t i : indexes) {
+      at::Tensor& t = tensors[i];
+      t.detach().copy_(buffer[0].narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  }
+  return Status::Ok();
+}
+
+Status ProcessGroup::Barrier() {
+  if (!impl_->gloo) return Status::Ok();
+  return impl_->Run("barrier", [&] { return impl_->gloo->barrier(); });
+}
+
+StatusOr<std::pair<int64_t, int64_t>> ShardRows(int64_t batch, uint32_t rank, uint32_t world_size) {
+  if (world_size == 0 || rank >= world_size) {
+    return Status::InvalidArgument("rank " + std::to_string(rank) +
+                                   " is not below the world size " + std::to_string(world_size));
+  }
+  if (batch % world_size != 0) {
+    return Status::InvalidArgument(
+        "the batch of " + std::to_string(batch) + " rows cannot be split evenly over " +
+        std::to_string(world_size) +
+        " ranks: use a batch size that is a multiple of the number "
+        "of ranks (the mean of the ranks' gradients equals the whole batch's gradient only then)");
+  }
+  const int64_t per_rank = batch / world_size;
+  return std::make_pair(rank * per_rank, (rank + 1) * per_rank);
+}
+
+DataParallel::DataParallel(TorchModel* model, ProcessGroup* group) : model_(model), group_(group) {}
+DataParallel::~DataParallel() = default;
+
+StatusOr<std::unique_ptr<DataParallel>> DataParallel::Create(TorchModel* model,
+                                                             ProcessGroup* group) {
+  if (model == nullptr || group == nullptr) {
+    return Status::InvalidArgument("data parallelism needs a model and a process group");
+  }
+  return std::unique_ptr<DataParallel>(new DataParallel(model, group));
+}
+
+Status DataParallel::BroadcastParameters() {
+  std::vector<at::Tensor> tensors;
+  for (const auto& p : model_->module().named_parameters(/*recurse=*/true)) {
+    tensors.push_back(p.value);
+  }
+  for (const auto& b : model_->module().named_buffers(/*recurse=*/true)) {
+    tensors.push_back(b.value);
+  }
+  if (tensors.empty()) return Status::Ok();
+  return group_->Broadcast(tensors, 0);
+}
+
+void DataParallel::MaybeKillForTest() {
+  const char* rank = std::getenv(kTestKillRankEnv);
+  const char* step = std::getenv(kTestKillStepEnv);
+  if (rank == nullptr || step == nullptr) return;
+  if (std::to_string(group_->rank()) == rank && std::to_string(steps_) == step) {
+    std::fprintf(stderr, "graphdump: %s set: rank %s kills itself in step %s\n", kTestKillRankEnv,
+                 rank, step);
+    std::fflush(stderr);
+    raise(SIGKILL);
+  }
+}
+
+Status DataParallel::ReduceGradients(const std::vector<std::string>& names,
+                                     std::vector<at::Tensor>& params) {
+  MaybeKillForTest();
+  ++steps_;
+  if (kernels_.empty()) {
+    for (const std::string& name : names) {
+      kernels_.push_back(
+          model_->AddHostKernel("Default/allreduce-DataParallel/" + Underscored(name), "AllReduce",
+                                ModuleOfParameter(name)));
+    }
+  }
+  // Every rank must reduce the same list: a gradient that is undefined on this rank (a
+  // parameter unused in its forward) takes part as zeros.
+  std::vector<at::Tensor> grads;
+  for (at::Tensor& p : params) {
+    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  DumpSession* session = model_->session();
+  std::vector<bool> wanted(grads.size(), false);
+  std::vector<at::Tensor> local(grads.size());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    wanted[i] = session != nullptr && session->Wants(kernels_[i]);
+    if (wanted[i]) local[i] = grads[i].detach().clone();
+  }
+  GRAPHDUMP_RETURN_IF_ERROR(group_->AllReduceMean(grads));
+  if (session == nullptr) return Status::Ok();
+  const bool logical = true;  // the session applies trans_flag
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!wanted[i]) continue;
+    TensorView in, out;
+    std::vector<TensorView> inputs, outputs;
+    if (torch_internal::MakeView(local[i], logical, &in)) inputs.push_back(std::move(in));
+    if (torch_internal::MakeView(grads[i].detach(), logical, &out)) {
+      outputs.push_back(std::move(out));
+    }
+    session->OnKernelDone(kernels_[i], inputs, outputs);
+  }
+  return Status::Ok();
+}
+
+std::function<Status(const std::vector<std::string>&, std::vector<at::Tensor>&)>
+DataParallel::GradientHook() {
+  return [this](const std::vector<std::string>& names, std::vector<at::Tensor>& params) {
+    return ReduceGradients(names, params);
+  };
+}
+
+StatusOr<std::unique_ptr<DataParallelJob>> JoinDataParallel(const RankEnvironment& env,
+                                                            TorchModel* model,
+                                                            TrainerOptions* options,
+                                                            at::Tensor* data, at::Tensor* labels,
+                                                            ProcessGroupOptions group_options) {
+  auto job = std::make_unique<DataParallelJob>();
+  job->env = env;
+  if (data->dim() == 0 || labels->dim() == 0 || data->size(0) != labels->size(0)) {
+    return Status::InvalidArgument(
+        "data parallelism splits the batch along its first "
+        "dimension: data and labels need the same number of rows");
+  }
+  GRAPHDUMP_ASSIGN_OR_RETURN(auto rows, ShardRows(data->size(0), env.rank, env.world_size));
+  job->first_row = rows.first;
+  job->last_row = rows.second;
+  *data = data->narrow(0, rows.first, rows.second - rows.first).contiguous();
+  *labels = labels->narrow(0, rows.first, rows.second - rows.first).contiguous();
+  GRAPHDUMP_ASSIGN_OR_RETURN(job->group, ProcessGroup::Connect(env, group_options));
+  GRAPHDUMP_ASSIGN_OR_RETURN(job->data_parallel, DataParallel::Create(model, job->group.get()));
+  GRAPHDUMP_RETURN_IF_ERROR(job->data_parallel->BroadcastParameters());
+  options->gradient_hook = job->data_parallel->GradientHook();
+  return job;
+}
+
+}  // namespace graphdump
