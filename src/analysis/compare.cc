@@ -196,7 +196,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   std::unique_ptr<MappedNpy> na, nb;
   for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {
     if (t->path.empty()) continue;
-    auto opened = MappedNpy::Open(t->path);
+    auto opened = OpenTensor(*t);
     if (!opened.ok()) {
       out->mode = "skipped";
       out->verdict = Verdict::kWarning;

@@ -5,8 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
+#include "graphdump/analysis/ascend_index.h"
 #include "graphdump/layout.h"
 
 namespace graphdump::analysis {
@@ -240,7 +243,65 @@ bool RankId(const std::string& name, uint32_t* rank) {
   return true;
 }
 
+// GE-layout dumps and `graphdump convert` output (SPEC §9-10) in the index's terms. Returns
+// false when `dir` holds neither.
+bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
+  StatusOr<AscendIndex> ascend = IndexAscendDump(dir);
+  if (!ascend.ok() || ascend->entries.empty()) return false;
+  for (const std::string& problem : ascend->problems) index->skipped.push_back({problem, problem});
+  // rank -> graph -> iteration -> kernel (op name and timestamp) -> tensors
+  using Kernels = std::map<std::tuple<uint64_t, std::string, std::string>, KernelEntry>;
+  std::map<uint32_t, std::map<uint32_t, std::pair<std::string, std::map<uint64_t, Kernels>>>> tree;
+  std::string previous_path;
+  for (const AscendIndexEntry& e : ascend->entries) {
+    auto& [net, iterations] = tree[e.ge_layout ? e.device_id : 0][e.ge_layout ? e.model_id : 0];
+    net = e.ge_layout ? e.model_name : "converted";
+    KernelEntry& k = iterations[e.ge_layout ? e.data_index : 0][{e.timestamp, e.op_name, e.op_type}];
+    k.op_type = e.op_type;
+    k.op_name = k.full_name = e.op_name;
+    k.first_timestamp = e.timestamp;
+    TensorEntry t;
+    t.is_input = e.is_input;
+    t.slot = e.slot;
+    t.format = kDefaultFormat;
+    t.path = e.path;
+    t.in_dump_file = e.in_dump_file;
+    t.timestamp = e.timestamp;
+    // A dump file holds several tensors: its size counts once, with its first tensor.
+    std::error_code ec;
+    if (e.path != previous_path) t.file_bytes = fs::file_size(e.path, ec);
+    previous_path = e.path;
+    k.tensors.push_back(std::move(t));
+  }
+  for (auto& [rank, graphs] : tree) {
+    RankEntry r;
+    r.rank = rank;
+    r.dir = dir;
+    for (auto& [graph_id, net_and_iterations] : graphs) {
+      GraphEntry g;
+      g.graph_id = graph_id;
+      g.net_name = net_and_iterations.first;
+      for (auto& [iteration, kernels] : net_and_iterations.second) {
+        IterationEntry it;
+        it.iteration = static_cast<int64_t>(iteration);
+        it.dir = dir;
+        // Dump files carry no execution order: kernels follow their timestamps.
+        for (auto& [key, k] : kernels) it.kernels.push_back(std::move(k));
+        g.iterations.push_back(std::move(it));
+      }
+      r.graphs.push_back(std::move(g));
+    }
+    index->ranks.push_back(std::move(r));
+  }
+  return true;
+}
+
 }  // namespace
+
+StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor) {
+  if (tensor.in_dump_file) return MappedNpy::FromAscendDumpFile(tensor.path, tensor.is_input, tensor.slot);
+  return MappedNpy::Open(tensor.path);
+}
 
 std::string FileKernelName(const std::string& full_name) { return SanitizeName(full_name); }
 
@@ -306,6 +367,9 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir) {
   }
   size_t graphs = 0;
   for (const RankEntry& r : index.ranks) graphs += r.graphs.size();
+  if ((index.ranks.empty() || graphs == 0) && IndexAscendLayout(path.string(), &index)) {
+    return index;
+  }
   if (index.ranks.empty() || graphs == 0) {
     return Status::InvalidArgument(
         dir +

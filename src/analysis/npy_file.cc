@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "graphdump/analysis/ascend_convert.h"
+
 namespace graphdump::analysis {
 
 StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::Open(const std::string& path) {
@@ -49,8 +51,26 @@ StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::Open(const std::string& path) {
   return npy;
 }
 
+StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::FromAscendDumpFile(const std::string& path,
+                                                                   bool is_input, uint32_t slot) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(AscendHostTensor tensor,
+                             LoadAscendTensor(path, is_input, static_cast<int>(slot)));
+  std::unique_ptr<MappedNpy> npy(new MappedNpy());
+  npy->path_ = path;
+  int64_t count = 1;
+  for (int64_t d : tensor.shape) count *= d;
+  EncodeNpyPayload(tensor.dtype, tensor.bytes.data(), count, &npy->owned_);
+  npy->info_.dtype = NpyStoredDType(tensor.dtype);
+  npy->info_.descr = std::string(NpyDescr(tensor.dtype));
+  npy->info_.shape = tensor.shape;
+  npy->info_.data_offset = 0;
+  npy->info_.data_bytes = npy->owned_.size();
+  npy->base_ = npy->owned_.data();
+  return npy;
+}
+
 MappedNpy::~MappedNpy() {
-  if (base_ != nullptr) ::munmap(const_cast<uint8_t*>(base_), mapped_size_);
+  if (base_ != nullptr && mapped_size_ > 0) ::munmap(const_cast<uint8_t*>(base_), mapped_size_);
 }
 
 int64_t MappedNpy::NumElements() const {

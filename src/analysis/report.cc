@@ -233,7 +233,7 @@ std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, const std:
           if (out == k.tensors.end()) continue;
           TensorSummary sum;
           if (!out->path.empty()) {
-            auto npy = MappedNpy::Open(out->path);
+            auto npy = OpenTensor(*out);
             if (!npy.ok()) continue;
             sum = SummarizeTensor(**npy);
           } else if (out->stats) {

@@ -155,8 +155,8 @@ void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorSummar
 
 void CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<WatchCheck>& checks,
                  std::vector<WatchHit>* hits, std::vector<Skipped>* skipped, std::mutex* mu) {
-  auto cur = MappedNpy::Open(t.tensor->path);
-  auto prev = MappedNpy::Open(t.previous->path);
+  auto cur = OpenTensor(*t.tensor);
+  auto prev = OpenTensor(*t.previous);
   for (auto* r : {&cur, &prev}) {
     if (!r->ok()) {
       std::lock_guard<std::mutex> lock(*mu);
@@ -263,7 +263,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                 }
                 TensorSummary s;
                 if (!t.tensor->path.empty()) {
-                  auto npy = MappedNpy::Open(t.tensor->path);
+                  auto npy = OpenTensor(*t.tensor);
                   if (!npy.ok()) {
                     std::lock_guard<std::mutex> lock(mu);
                     result.skipped.push_back({t.tensor->path, npy.status().message()});

@@ -58,6 +58,38 @@ try:
     t.run("convert", os.path.join(model, "2"), "-o", out, check=0)
     t.expect_eq(len(t.files(out + "/**/*.npy")), 5, "MatMul 2 inputs + 1 output, ReLU 1 + 1")
 
+    # ls and compare read GE-layout dumps (raw dump files) and convert's output directly.
+    code, ls_out, err = t.run("ls", ge_dump, "--json", check=0)
+    graph = json.loads(ls_out)["ranks"][0]["graphs"][0]
+    t.expect_eq((graph["net_name"], [i["iteration"] for i in graph["iterations"]]),
+                ("synthetic_mlp", [0, 2]), "ls: model name and data_index of the GE layout")
+    t.expect_eq([(i["kernels"], i["tensors"]) for i in graph["iterations"]], [(2, 5), (2, 5)],
+                "ls: 2 kernels, 5 tensors per step")
+    t.expect(all(i["bytes"] > 0 for i in graph["iterations"]), "ls: bytes of the dump files")
+    code, ls_out, err = t.run("ls", converted, "--json", check=0)
+    it = json.loads(ls_out)["ranks"][0]["graphs"][0]["iterations"][0]
+    t.expect_eq((it["kernels"], it["tensors"]), (9, 25), "ls reads convert's output directory")
+    ge_same = os.path.join(work, "ge_same")
+    same_cfg = os.path.join(work, "ge_same.json")
+    with open(same_cfg, "w") as f:
+        json.dump({"dump": {"enable_dump": True, "dump_path": ge_same, "dump_step": "0|2",
+                            "dump_mode": "all",
+                            "dump_layer": "Default/fc1-Dense/MatMul-op0 ReLU-op2"}}, f)
+    t.run("demo-synthetic", "--config", same_cfg, "--steps", "3", check=0)
+    code, cmp_out, err = t.run("compare", ge_dump, ge_same)
+    t.expect_eq(code, 0, f"identical GE dumps compare equal: {cmp_out[-600:]} {err[-300:]}")
+    ge_bad = os.path.join(work, "ge_bad")
+    bad_cfg = os.path.join(work, "ge_bad.json")
+    with open(bad_cfg, "w") as f:
+        json.dump({"dump": {"enable_dump": True, "dump_path": ge_bad, "dump_step": "0|2",
+                            "dump_mode": "all",
+                            "dump_layer": "Default/fc1-Dense/MatMul-op0 ReLU-op2"}}, f)
+    t.run("demo-synthetic", "--config", bad_cfg, "--steps", "3", "--perturb-kernel", "2",
+          "--perturb", "0.5", "--fault-iteration", "2", check=0)
+    code, cmp_out, err = t.run("compare", ge_dump, ge_bad, "--json")
+    t.expect_eq(code, 1, "a perturbed GE dump fails the comparison")
+    t.expect("ReLU-op2" in cmp_out, f"the perturbed ReLU is reported: {cmp_out[:600]}")
+
     disabled = os.path.join(work, "off.json")
     with open(disabled, "w") as f:
         json.dump({"dump": {"enable_dump": False, "dump_path": os.path.join(work, "off")}}, f)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graphdump/dtype.h"
+#include "graphdump/analysis/npy_file.h"
 #include "graphdump/graph.h"
 #include "graphdump/status.h"
 
@@ -39,6 +40,7 @@ struct TensorEntry {
   uint64_t file_bytes = 0;
   uint64_t timestamp = 0;
   std::optional<StatisticRow> stats;
+  bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (SPEC §9)
 };
 
 // A kernel's tensors in one iteration.
@@ -89,8 +91,15 @@ struct DumpIndex {
   std::string SourceLine(const GraphEntry& graph, const std::string& full_name) const;
 };
 
+// The tensor an entry names, ready to read: a mapped .npy file, or the tensor read out of an
+// Ascend dump file. Errors name the file.
+StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
+
 // Indexes `dir`: a dump root holding rank_{id}/ directories, one rank_{id} directory, or a
-// {net_name} directory inside one. Returns kNotFound when `dir` does not exist and
+// {net_name} directory inside one. Failing those, a GE-layout dump ({YYYYMMDDhhmmss}/
+// {device_id}/{model_name}/{model_id}/{data_index}/ with Ascend dump files, SPEC §10) or a
+// directory written by `graphdump convert`: device_id is the rank, model_id the graph and
+// data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns kNotFound when `dir` does not exist and
 // kInvalidArgument "not a dump directory" (naming it and what was expected) when it holds no
 // dump. Unreadable or malformed pieces (a bad statistic.csv, an unparsable file name) are listed
 // in `skipped` and the rest is indexed.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "graphdump/npy.h"
 #include "graphdump/status.h"
@@ -17,6 +18,11 @@ class MappedNpy {
   // file, kCorrupt naming the file for a bad header or a file shorter than its header says
   // ("truncated: header promises N data bytes, file has M").
   static StatusOr<std::unique_ptr<MappedNpy>> Open(const std::string& path);
+  // Input or output `slot` of an Ascend dump file (SPEC §9) in host layout, held in memory in
+  // .npy storage form (bfloat16 as float32, int4 as int8) so it reads like a mapped .npy.
+  // Errors name the file.
+  static StatusOr<std::unique_ptr<MappedNpy>> FromAscendDumpFile(const std::string& path,
+                                                                 bool is_input, uint32_t slot);
   ~MappedNpy();
   MappedNpy(const MappedNpy&) = delete;
   MappedNpy& operator=(const MappedNpy&) = delete;
@@ -32,6 +38,7 @@ class MappedNpy {
   NpyInfo info_;
   const uint8_t* base_ = nullptr;
   size_t mapped_size_ = 0;
+  std::vector<uint8_t> owned_;  // FromAscendDumpFile: the tensor's bytes (not mapped)
 };
 
 }  // namespace graphdump::analysis
