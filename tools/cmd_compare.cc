@@ -51,7 +51,8 @@ bool ParseRankList(const std::string& text, std::vector<uint32_t>* ranks) {
     size_t comma = text.find(',', start);
     if (comma == std::string::npos) comma = text.size();
     const std::string item = text.substr(start, comma - start);
-    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos)
+    if (item.empty() || item.size() > 9 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
       return false;
     ranks->push_back(static_cast<uint32_t>(std::stoul(item)));
     start = comma + 1;
@@ -72,8 +73,8 @@ void PrintRanksText(const analysis::RankCompareResult& rr, const std::string& di
   for (const auto& k : r.kernels) {
     if (k.verdict == analysis::Verdict::kPass) continue;
     if (++shown > 20) break;
-    fmt::print("  {:7} it {} rank {} vs {} {}: {}\n", analysis::VerdictName(k.verdict),
-               k.iteration, k.rank, rr.reference_rank, k.name_a, k.reason);
+    fmt::print("  {:7} it {} rank {} vs {} {}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
+               k.rank, rr.reference_rank, k.name_a, k.reason);
   }
   if (shown > 20) fmt::print("  ... (see --out for every tensor)\n");
   for (size_t i = 0; i < r.unpaired.size() && i < 20; ++i) {

@@ -1,12 +1,13 @@
 // Cross-rank compare and per-rank watch over multi-rank dumps written by the real DumpSession:
 // rank 0 and rank 1 dump the synthetic graph (same seed: identical values) into one path, with
 // faults planted on one rank.
+#include "graphdump/analysis/rank_compare.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "graphdump/analysis/rank_compare.h"
 #include "graphdump/analysis/watch.h"
 #include "graphdump/config.h"
 #include "graphdump/session.h"
@@ -108,7 +109,8 @@ TEST(RankCompareTest, SelectsParametersAllReduceAndOptimizerKernels) {
   EXPECT_TRUE(IsRankSyncedKernel(k));
   k.full_name = k.op_name = "Default/fc2-Dense/MatMul-op3";
   EXPECT_FALSE(IsRankSyncedKernel(k));
-  k.full_name = k.op_name = "Gradients/Default/optimizer-SGD/X-op1";  // not under Default/optimizer-
+  k.full_name = k.op_name =
+      "Gradients/Default/optimizer-SGD/X-op1";  // not under Default/optimizer-
   EXPECT_FALSE(IsRankSyncedKernel(k));
 }
 

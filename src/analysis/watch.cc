@@ -316,11 +316,16 @@ std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
 namespace {
 
 nlohmann::json HitJson(const WatchHit& h) {
-  return {{"rank", h.rank},   {"graph_id", h.graph_id},
-          {"iteration", h.iteration}, {"order", h.order},
-          {"kernel", h.kernel},       {"io", h.is_input ? "input" : "output"},
-          {"slot", h.slot},           {"check", h.check},
-          {"detail", h.detail},       {"source_line", h.source_line},
+  return {{"rank", h.rank},
+          {"graph_id", h.graph_id},
+          {"iteration", h.iteration},
+          {"order", h.order},
+          {"kernel", h.kernel},
+          {"io", h.is_input ? "input" : "output"},
+          {"slot", h.slot},
+          {"check", h.check},
+          {"detail", h.detail},
+          {"source_line", h.source_line},
           {"path", h.path}};
 }
 
