@@ -1,11 +1,14 @@
 // graphdump compare A B: the first kernel where two runs part ways.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/rank_compare.h"
 
 namespace graphdump::tools {
 namespace {
@@ -41,6 +44,101 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
   }
 }
 
+// "0,1,3" -> {0, 1, 3}; empty text -> {} (every rank). False on a malformed list.
+bool ParseRankList(const std::string& text, std::vector<uint32_t>* ranks) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    if (item.empty() || item.size() > 9 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    ranks->push_back(static_cast<uint32_t>(std::stoul(item)));
+    start = comma + 1;
+    if (comma + 1 == text.size()) return false;  // trailing comma
+  }
+  return true;
+}
+
+void PrintRanksText(const analysis::RankCompareResult& rr, const std::string& dir) {
+  const analysis::CompareResult& r = rr.result;
+  fmt::print("compare ranks in {}: reference rank {}, compared rank(s) {}\n", dir,
+             rr.reference_rank, fmt::join(rr.compared_ranks, ", "));
+  fmt::print(
+      "synced kernels (parameters, AllReduce, optimizer outputs): {} compared ({} pass, {} "
+      "warning, {} error), {} unpaired\n",
+      r.kernels.size(), r.passed, r.warnings, r.errors, r.unpaired.size());
+  int shown = 0;
+  for (const auto& k : r.kernels) {
+    if (k.verdict == analysis::Verdict::kPass) continue;
+    if (++shown > 20) break;
+    fmt::print("  {:7} it {} rank {} vs {} {}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
+               k.rank, rr.reference_rank, k.name_a, k.reason);
+  }
+  if (shown > 20) fmt::print("  ... (see --out for every tensor)\n");
+  for (size_t i = 0; i < r.unpaired.size() && i < 20; ++i) {
+    const auto& u = r.unpaired[i];
+    fmt::print("  unpaired: only in rank {}: iteration {} {}\n",
+               u.side == 'A' ? u.rank : rr.reference_rank, u.iteration, u.full_name);
+  }
+  if (r.first_failure >= 0) {
+    const auto& f = r.kernels[r.first_failure];
+    double max_abs = 0;
+    for (const auto& t : f.tensors) max_abs = std::max(max_abs, t.metrics.max_abs_err);
+    fmt::print(
+        "first disagreement: iteration {}, {} (graph {}), rank {} vs rank {}, max abs err "
+        "{:.6g}{}\n  {}\n",
+        f.iteration, f.name_a, f.graph_id, f.rank, rr.reference_rank, max_abs,
+        f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
+  } else {
+    fmt::print("all ranks agree\n");
+  }
+}
+
+// graphdump compare DIR --ranks [LIST].
+int RunRanks(const std::string& dir, const std::string& ranks_text,
+             const analysis::CompareOptions& options, const std::string& out, bool json) {
+  analysis::RankCompareOptions rank_options;
+  rank_options.compare = options;
+  if (!ParseRankList(ranks_text, &rank_options.ranks)) {
+    fmt::print(stderr,
+               "graphdump compare: error: --ranks '{}': expected a comma-separated list of rank "
+               "ids such as 0,1 (or no value for every rank)\n",
+               ranks_text);
+    return kExitUsage;
+  }
+  int rc = kExitOk;
+  auto index = OpenDump("graphdump compare", dir, &rc);
+  if (!index) return rc;
+  auto result = analysis::CompareRanks(*index, rank_options);
+  if (!result.ok()) {
+    fmt::print(stderr, "graphdump compare: error: {}\n", result.status().message());
+    return kExitUsage;
+  }
+  const analysis::CompareResult& r = result->result;
+  if (!out.empty()) {
+    std::ofstream f(out, std::ios::binary | std::ios::trunc);
+    f << analysis::CompareResultCsv(r);
+    if (!f.good()) {
+      fmt::print(stderr, "graphdump compare: error: cannot write {}\n", out);
+      return kExitFailure;
+    }
+  }
+  if (json) {
+    fmt::print("{}\n", analysis::RankCompareResultJson(*result));
+  } else {
+    PrintRanksText(*result, dir);
+  }
+  PrintSkipped("graphdump compare", r.skipped);
+  if (r.kernels.empty()) {
+    fmt::print(stderr,
+               "graphdump compare: warning: no parameter, AllReduce or optimizer kernel was "
+               "dumped on two ranks\n");
+  }
+  return r.errors > 0 || !r.skipped.empty() || r.kernels.empty() ? kExitFinding : kExitOk;
+}
+
 }  // namespace
 
 int RunCompare(int argc, char** argv) {
@@ -49,12 +147,17 @@ int RunCompare(int argc, char** argv) {
       "shares within 0.1%/0.5%, |a-b| <= atol + rtol*|b|; report the first failing "
       "kernel in execution order with its source line.",
       "graphdump compare"};
-  std::string a, b, out;
+  std::string a, b, out, ranks_text;
   bool json = false, quiet = false;
   analysis::CompareOptions options;
   int64_t iteration = -1;
-  app.add_option("A", a, "dump under test (root or rank_{id})")->required();
-  app.add_option("B", b, "reference dump")->required();
+  app.add_option("A", a, "dump under test (root or rank_{id}); with --ranks the multi-rank dump")
+      ->required();
+  app.add_option("B", b, "reference dump (not with --ranks)");
+  app.add_option("--ranks", ranks_text,
+                 "cross-rank check inside dump A: parameters, AllReduce and optimizer outputs of "
+                 "every listed rank (default all) against the first one")
+      ->expected(0, 1);
   app.add_option("--iteration", iteration, "compare only this iteration (default: all common)");
   app.add_option("--atol", options.atol, "absolute tolerance")->capture_default_str();
   app.add_option("--rtol", options.rtol, "relative tolerance")->capture_default_str();
@@ -66,6 +169,13 @@ int RunCompare(int argc, char** argv) {
       "Examples:\n"
       "  graphdump compare dump_bf16/ dump_fp32/ --out diff.csv\n"
       "  graphdump compare run_a/rank_0 run_b/rank_0 --iteration 3 --atol 1e-3 --rtol 1e-2\n"
+      "  graphdump compare dump/ --ranks          (every rank against rank_0)\n"
+      "  graphdump compare dump/ --ranks=0,2,3 --json\n"
+      "--ranks checks one multi-rank dump: Parameter.* files, kernels whose full name contains\n"
+      "AllReduce and the outputs of Default/optimizer-* kernels must agree across data-parallel\n"
+      "ranks; each rank is compared against the first with --atol/--rtol, and the first\n"
+      "disagreement (iteration, kernel, ranks, max abs error) is reported. Put --ranks after DIR\n"
+      "or write --ranks=LIST.\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
       "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails, a file\n"
       "was skipped or nothing could be paired, 2 usage error (including a missing or non-dump\n"
@@ -77,6 +187,15 @@ int RunCompare(int argc, char** argv) {
     return kExitUsage;
   }
   options.progress = !quiet;
+  const bool ranks = app.count("--ranks") > 0;
+  if (ranks != b.empty()) {
+    fmt::print(stderr, "graphdump compare: error: {}\n",
+               ranks ? "--ranks takes one dump directory, got two (" + a + ", " + b + ")"
+                     : std::string("B is required: give a reference dump, or --ranks to check "
+                                   "the ranks of A against each other"));
+    return kExitUsage;
+  }
+  if (ranks) return RunRanks(a, ranks_text, options, out, json);
   int rc = kExitOk;
   auto ia = OpenDump("graphdump compare", a, &rc);
   if (!ia) return rc;

@@ -6,6 +6,29 @@
 #include "graphdump/analysis/watch.h"
 
 namespace graphdump::tools {
+namespace {
+
+void PrintFirstHit(const std::string& label, const analysis::WatchHit& f) {
+  fmt::print("{}: {} (rank {}, graph {}, iteration {}, {} {}){}: [{}] {}\n", label, f.kernel,
+             f.rank, f.graph_id, f.iteration, f.is_input ? "input" : "output", f.slot,
+             f.source_line.empty() ? "" : " at " + f.source_line, f.check, f.detail);
+}
+
+// Multi-rank dumps: the first hit of each rank, the rank that hit first on top.
+void PrintPerRank(const analysis::WatchResult& result) {
+  const std::vector<analysis::WatchHit> firsts = analysis::FirstHitPerRank(result);
+  fmt::print("first hit per rank ({} of {} ranks hit):\n", firsts.size(), result.ranks);
+  for (const analysis::WatchHit& h : firsts) {
+    fmt::print("  rank {}: it {} #{} {} {} {}: [{}] {}\n", h.rank, h.iteration, h.order, h.kernel,
+               h.is_input ? "input" : "output", h.slot, h.check, h.detail);
+  }
+  if (!firsts.empty()) {
+    PrintFirstHit(fmt::format("first rank to hit: rank {}; first hit", firsts.front().rank),
+                  firsts.front());
+  }
+}
+
+}  // namespace
 
 int RunWatch(int argc, char** argv) {
   CLI::App app{
@@ -32,6 +55,8 @@ int RunWatch(int argc, char** argv) {
       "  graphdump watch dump/ --check weight-unchanged,weight-change:0.5 --json\n"
       "Gradient kernels are those whose full name starts with Gradients/; weights are the\n"
       "Parameter.* files, compared between consecutive dumped iterations.\n"
+      "Over a dump root with several rank_{id} directories the first hit of each rank is\n"
+      "listed and the rank that hit first (earliest iteration, then execution order) named.\n"
       "Exit status: 0 no hit, 1 a watchpoint hit (or a file was skipped), 2 usage error.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   auto checks = analysis::ParseWatchChecks(checks_text);
@@ -55,11 +80,10 @@ int RunWatch(int argc, char** argv) {
                  h.is_input ? "input" : "output", h.slot, h.check, h.detail);
     }
     if (result.hits.size() > 200) fmt::print("  ... {} more\n", result.hits.size() - 200);
-    if (!result.hits.empty()) {
-      const auto& f = result.hits.front();
-      fmt::print("first hit: {} (rank {}, graph {}, iteration {}, {} {}){}: [{}] {}\n", f.kernel,
-                 f.rank, f.graph_id, f.iteration, f.is_input ? "input" : "output", f.slot,
-                 f.source_line.empty() ? "" : " at " + f.source_line, f.check, f.detail);
+    if (result.ranks > 1) {
+      PrintPerRank(result);
+    } else if (!result.hits.empty()) {
+      PrintFirstHit("first hit", result.hits.front());
     }
   }
   PrintSkipped("graphdump watch", result.skipped);

@@ -228,6 +228,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                      const WatchOptions& options) {
   WatchResult result;
   result.skipped = index.skipped;
+  result.ranks = index.ranks.size();
   bool tensor_checks = false, weight_checks = false;
   for (const WatchCheck& c : checks) {
     (c.kind == WatchKind::kWeightUnchanged || c.kind == WatchKind::kWeightChange ? weight_checks
@@ -296,21 +297,45 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   return result;
 }
 
+std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
+  auto key = [](const WatchHit& h) {
+    return std::make_tuple(h.iteration < 0, h.iteration, h.order, h.graph_id, h.rank);
+  };
+  std::map<uint32_t, const WatchHit*> first;  // hits are in execution order within a graph
+  for (const WatchHit& h : result.hits) {
+    auto [it, inserted] = first.emplace(h.rank, &h);
+    if (!inserted && key(h) < key(*it->second)) it->second = &h;
+  }
+  std::vector<WatchHit> firsts;
+  for (const auto& [rank, h] : first) firsts.push_back(*h);
+  std::sort(firsts.begin(), firsts.end(),
+            [&](const WatchHit& a, const WatchHit& b) { return key(a) < key(b); });
+  return firsts;
+}
+
+namespace {
+
+nlohmann::json HitJson(const WatchHit& h) {
+  return {{"rank", h.rank},
+          {"graph_id", h.graph_id},
+          {"iteration", h.iteration},
+          {"order", h.order},
+          {"kernel", h.kernel},
+          {"io", h.is_input ? "input" : "output"},
+          {"slot", h.slot},
+          {"check", h.check},
+          {"detail", h.detail},
+          {"source_line", h.source_line},
+          {"path", h.path}};
+}
+
+}  // namespace
+
 std::string WatchResultJson(const WatchResult& result) {
   using nlohmann::json;
   json hits = json::array();
   for (const WatchHit& h : result.hits) {
-    hits.push_back({{"rank", h.rank},
-                    {"graph_id", h.graph_id},
-                    {"iteration", h.iteration},
-                    {"order", h.order},
-                    {"kernel", h.kernel},
-                    {"io", h.is_input ? "input" : "output"},
-                    {"slot", h.slot},
-                    {"check", h.check},
-                    {"detail", h.detail},
-                    {"source_line", h.source_line},
-                    {"path", h.path}});
+    hits.push_back(HitJson(h));
   }
   json skipped = json::array();
   for (const Skipped& s : result.skipped)
@@ -319,6 +344,14 @@ std::string WatchResultJson(const WatchResult& result) {
             {"hits", hits},
             {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
             {"skipped", skipped}};
+  if (result.ranks > 1) {
+    const std::vector<WatchHit> firsts = FirstHitPerRank(result);
+    json per_rank = json::array();
+    for (const WatchHit& h : firsts) per_rank.push_back(HitJson(h));
+    j["first_hit_per_rank"] = per_rank;
+    j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
+    if (!firsts.empty()) j["first_hit"] = per_rank[0];
+  }
   return j.dump(2);
 }
 

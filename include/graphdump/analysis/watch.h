@@ -55,11 +55,19 @@ struct WatchResult {
   std::vector<WatchHit> hits;  // execution order: rank, graph, iteration, order, io, slot
   std::vector<Skipped> skipped;
   int64_t tensors_checked = 0;
+  size_t ranks = 0;  // rank_{id} directories in the index
 };
 
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);
 
+// The first hit of each rank (earliest iteration, then execution order, then graph id; constants,
+// iteration -1, count as latest), ordered the same way so the rank that hit first comes first.
+std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
+
+// The result as JSON. With more than one rank in the index, "first_hit" is the earliest hit of any
+// rank (FirstHitPerRank's first) and "first_hit_per_rank" (in that order) and "first_rank" (null
+// without hits) are added.
 std::string WatchResultJson(const WatchResult& result);
 
 }  // namespace graphdump::analysis

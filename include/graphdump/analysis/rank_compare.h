@@ -1,0 +1,41 @@
+// Cross-rank agreement within one multi-rank dump (issue 6): the tensors data parallelism keeps
+// identical on every rank (parameters, all-reduce outputs, optimizer outputs) compared between
+// each rank and the first one, with the metrics and tolerances of graphdump compare.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/dump_index.h"
+
+namespace graphdump::analysis {
+
+// True for the kernels whose dumped values must agree across data-parallel ranks: Parameter.*
+// files, kernels whose full name contains "AllReduce", and kernels under "Default/optimizer-".
+bool IsRankSyncedKernel(const KernelEntry& kernel);
+
+struct RankCompareOptions {
+  CompareOptions compare;       // iteration, tolerances, threads, progress
+  std::vector<uint32_t> ranks;  // ranks to check; empty: every rank in the dump
+};
+
+struct RankCompareResult {
+  uint32_t reference_rank = 0;           // the first checked rank; every other is compared to it
+  std::vector<uint32_t> compared_ranks;  // the others, ascending
+  // Kernels of all compared ranks: KernelComparison::rank is the compared rank (side A), the
+  // reference is side B. Sorted by graph, iteration, execution order, then rank, so
+  // `first_failure` is the earliest disagreement.
+  CompareResult result;
+};
+
+// Compares the rank-synced kernels (outputs only for all-reduce and optimizer kernels) of every
+// rank in `options.ranks` against the first one. Errors: kInvalidArgument when fewer than two
+// ranks are available or a requested rank is not in the dump (naming it and listing those found).
+StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index, const RankCompareOptions& options);
+
+// RankCompareResult as JSON: CompareResultJson's object plus "reference_rank" and
+// "compared_ranks".
+std::string RankCompareResultJson(const RankCompareResult& result);
+
+}  // namespace graphdump::analysis

@@ -1,0 +1,115 @@
+// Cross-rank compare: each rank's synced kernels against the first rank's, via CompareDumps.
+#include "graphdump/analysis/rank_compare.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+namespace graphdump::analysis {
+namespace {
+
+bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+// The rank-synced part of one rank, as a one-rank index CompareDumps can pair.
+DumpIndex SyncedPart(const DumpIndex& index, const RankEntry& rank) {
+  DumpIndex out;
+  out.root = index.root;
+  RankEntry r = rank;
+  for (GraphEntry& g : r.graphs) {
+    for (IterationEntry& it : g.iterations) {
+      std::vector<KernelEntry> kept;
+      for (KernelEntry& k : it.kernels) {
+        if (!IsRankSyncedKernel(k)) continue;
+        if (!k.is_parameter) {
+          std::erase_if(k.tensors, [](const TensorEntry& t) { return t.is_input; });
+        }
+        if (!k.tensors.empty()) kept.push_back(std::move(k));
+      }
+      it.kernels = std::move(kept);
+    }
+  }
+  out.ranks.push_back(std::move(r));
+  return out;
+}
+
+std::string RankList(const DumpIndex& index) {
+  std::string s;
+  for (const RankEntry& r : index.ranks) s += (s.empty() ? "" : ", ") + std::to_string(r.rank);
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+bool IsRankSyncedKernel(const KernelEntry& kernel) {
+  if (kernel.is_parameter) return true;
+  for (const std::string* name : {&kernel.full_name, &kernel.op_name}) {
+    if (Contains(*name, "AllReduce")) return true;
+    if (name->rfind("Default/optimizer-", 0) == 0 || name->rfind("Default_optimizer-", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
+                                         const RankCompareOptions& options) {
+  std::vector<const RankEntry*> ranks;
+  if (options.ranks.empty()) {
+    for (const RankEntry& r : index.ranks) ranks.push_back(&r);
+  } else {
+    for (uint32_t id : options.ranks) {
+      auto it = std::find_if(index.ranks.begin(), index.ranks.end(),
+                             [&](const RankEntry& r) { return r.rank == id; });
+      if (it == index.ranks.end()) {
+        return Status::InvalidArgument("--ranks: rank " + std::to_string(id) + " is not in " +
+                                       index.root + " (ranks found: " + RankList(index) + ")");
+      }
+      if (std::find(ranks.begin(), ranks.end(), &*it) == ranks.end()) ranks.push_back(&*it);
+    }
+  }
+  if (ranks.size() < 2) {
+    return Status::InvalidArgument("cross-rank compare needs at least two ranks; " + index.root +
+                                   " has rank_{id} directories for: " + RankList(index));
+  }
+  RankCompareResult out;
+  out.reference_rank = ranks[0]->rank;
+  CompareResult& merged = out.result;
+  merged.skipped = index.skipped;
+  const DumpIndex reference = SyncedPart(index, *ranks[0]);
+  for (size_t i = 1; i < ranks.size(); ++i) {
+    out.compared_ranks.push_back(ranks[i]->rank);
+    CompareResult r = CompareDumps(SyncedPart(index, *ranks[i]), reference, options.compare);
+    for (KernelComparison& k : r.kernels) merged.kernels.push_back(std::move(k));
+    for (UnpairedKernel& u : r.unpaired) merged.unpaired.push_back(std::move(u));
+    for (Skipped& s : r.skipped) merged.skipped.push_back(std::move(s));
+    merged.passed += r.passed;
+    merged.warnings += r.warnings;
+    merged.errors += r.errors;
+  }
+  std::stable_sort(merged.kernels.begin(), merged.kernels.end(),
+                   [](const KernelComparison& x, const KernelComparison& y) {
+                     auto key = [](const KernelComparison& k) {
+                       return std::make_tuple(k.graph_id, k.iteration < 0, k.iteration, k.order,
+                                              k.rank);
+                     };
+                     return key(x) < key(y);
+                   });
+  for (size_t i = 0; i < merged.kernels.size(); ++i) {
+    if (merged.kernels[i].verdict == Verdict::kError) {
+      merged.first_failure = static_cast<int64_t>(i);
+      break;
+    }
+  }
+  return out;
+}
+
+std::string RankCompareResultJson(const RankCompareResult& result) {
+  nlohmann::json j = nlohmann::json::parse(CompareResultJson(result.result));
+  j["reference_rank"] = result.reference_rank;
+  j["compared_ranks"] = result.compared_ranks;
+  return j.dump(2);
+}
+
+}  // namespace graphdump::analysis
