@@ -8,6 +8,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -15,6 +16,10 @@
 #include <sstream>
 
 #include "graphdump/status.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace graphdump {
 namespace {
@@ -101,6 +106,75 @@ void AccumulateReal(const uint8_t* p, size_t n, Read read, bool floating, Totals
   }
 }
 
+#if defined(__SSE2__)
+// float32 with SSE2 (baseline on x86-64): four elements per vector, comparisons and max/min in
+// float (exact), sums and squares widened to double, counts in 32-bit lanes flushed every block.
+// Infinities are counted directly, so the data is read once.
+void AccumulateFloat32(const uint8_t* p, size_t n, Totals* totals) {
+  constexpr size_t kStep = 8;
+  constexpr size_t kBlock = size_t{1} << 16;  // elements per flush of the 32-bit counters
+  const __m128 zero = _mm_setzero_ps();
+  const __m128 inf = _mm_set1_ps(std::numeric_limits<float>::infinity());
+  const __m128 minus_inf = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+  __m128 max = minus_inf, min = inf;
+  __m128d sum[4] = {_mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd()};
+  __m128d squares[4] = {sum[0], sum[1], sum[2], sum[3]};
+  const auto* f = reinterpret_cast<const float*>(p);
+  const size_t vector_end = n - n % kStep;
+  alignas(16) uint32_t lanes[4];
+  auto flush = [&](__m128i counter, uint64_t* total) {
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), counter);
+    *total += uint64_t{lanes[0]} + lanes[1] + lanes[2] + lanes[3];
+  };
+  for (size_t block = 0; block < vector_end; block += kBlock) {
+    const size_t end = std::min(vector_end, block + kBlock);
+    __m128i negative = _mm_setzero_si128(), positive = negative, zeros = negative;
+    __m128i negative_inf = negative, positive_inf = negative;
+    for (size_t i = block; i < end; i += kStep) {
+      const __m128 v[2] = {_mm_loadu_ps(f + i), _mm_loadu_ps(f + i + 4)};
+      for (int k = 0; k < 2; ++k) {
+        max = _mm_max_ps(v[k], max);  // a NaN in v[k] yields the old max: skipped
+        min = _mm_min_ps(v[k], min);
+        negative = _mm_sub_epi32(negative, _mm_castps_si128(_mm_cmplt_ps(v[k], zero)));
+        positive = _mm_sub_epi32(positive, _mm_castps_si128(_mm_cmpgt_ps(v[k], zero)));
+        zeros = _mm_sub_epi32(zeros, _mm_castps_si128(_mm_cmpeq_ps(v[k], zero)));
+        negative_inf = _mm_sub_epi32(negative_inf, _mm_castps_si128(_mm_cmpeq_ps(v[k], minus_inf)));
+        positive_inf = _mm_sub_epi32(positive_inf, _mm_castps_si128(_mm_cmpeq_ps(v[k], inf)));
+        const __m128d low = _mm_cvtps_pd(v[k]);
+        const __m128d high = _mm_cvtps_pd(_mm_movehl_ps(v[k], v[k]));
+        sum[2 * k] = _mm_add_pd(sum[2 * k], low);
+        sum[2 * k + 1] = _mm_add_pd(sum[2 * k + 1], high);
+        squares[2 * k] = _mm_add_pd(squares[2 * k], _mm_mul_pd(low, low));
+        squares[2 * k + 1] = _mm_add_pd(squares[2 * k + 1], _mm_mul_pd(high, high));
+      }
+    }
+    flush(negative, &totals->negative);
+    flush(positive, &totals->positive);
+    flush(zeros, &totals->zero);
+    flush(negative_inf, &totals->negative_inf);
+    flush(positive_inf, &totals->positive_inf);
+  }
+  alignas(16) float max_lanes[4], min_lanes[4];
+  _mm_store_ps(max_lanes, max);
+  _mm_store_ps(min_lanes, min);
+  alignas(16) double pair[2];
+  for (int k = 0; k < 4; ++k) {
+    _mm_store_pd(pair, sum[k]);
+    totals->sum += pair[0] + pair[1];
+    _mm_store_pd(pair, squares[k]);
+    totals->sum_squares += pair[0] + pair[1];
+    totals->max = std::max(totals->max, static_cast<double>(max_lanes[k]));
+    totals->min = std::min(totals->min, static_cast<double>(min_lanes[k]));
+  }
+  totals->count += vector_end;
+  if (vector_end < n) AccumulateReal(p + 4 * vector_end, n - vector_end, ReadAs<float>(), true, totals);
+}
+#else
+void AccumulateFloat32(const uint8_t* p, size_t n, Totals* totals) {
+  AccumulateReal(p, n, ReadAs<float>(), true, totals);
+}
+#endif
+
 // 16-bit floats: widened to float32 a block at a time (a loop the compiler vectorizes), then
 // accumulated by the float32 loop.
 template <float (*kWiden)(uint16_t)>
@@ -186,7 +260,7 @@ void Accumulate(DType dtype, const uint8_t* p, int64_t elements, Totals* totals)
     case DType::kBFloat16:
       return AccumulateWidened<BFloat16ToFloat>(p, n, totals);
     case DType::kFloat32:
-      return AccumulateReal(p, n, ReadAs<float>(), true, totals);
+      return AccumulateFloat32(p, n, totals);
     case DType::kFloat64:
       return AccumulateReal(p, n, ReadAs<double>(), true, totals);
     case DType::kComplex64:
