@@ -441,11 +441,21 @@ class SessionImpl final : public DumpSession {
     row.data_size = view.ContiguousBytes();
     row.dtype = view.dtype;
     row.shape = view.shape;
+    // Statistics other than md5 do not depend on element order: a statistic-only write of a
+    // transposed or channels-last tensor reads it in storage order, which is plain memory when
+    // the layout is dense (a transposed weight), instead of gathering it element by element.
+    if (!options.write_npy && !options.with_md5) {
+      std::string unused_format;
+      view = StorageOrderView(view, &unused_format);
+    }
 
     const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
     StepDir* sd = want_stats ? StepDirFor(dir) : nullptr;
     const uint64_t seq = next_seq_++;
-    if (!async_) {
+    // A statistic-only tensor is reduced here even in asynchronous mode: reading it once costs
+    // no more than the copy a queued write needs, and skips allocating and filling that copy
+    // (a statistic dump of every kernel otherwise copied the whole step's tensors).
+    if (!async_ || !options.write_npy) {
       WriteOne(path, view, options, row, sd, seq);
       return;
     }

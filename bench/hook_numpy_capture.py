@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""graphdump's kernel dump against the capture a PyTorch user writes by hand.
+
+The hand-written capture: the same model (the eager module examples/make_models.py scripts,
+loaded with the .pt's weights), a forward hook on every module that numpy.save()s each input and
+output tensor, and plain SGD training (lr 0.01, cross-entropy) on the same batch for the same
+number of steps. graphdump: `graphdump train MODEL.pt --data --labels` with saved_data "tensor"
+of every kernel, forward and backward and optimizer (asynchronous mode).
+
+Step 0 is left out of both captures (hooks are attached after it; graphdump dumps iterations
+1..STEPS-1), and each capture is charged the time it adds to its own undumped training:
+hook seconds = hooked steps - plain steps (same process), graphdump seconds = wall with dump -
+wall without dump (includes the queue drain at exit). Prints bytes written and seconds per byte
+of both and `bench: graphdump_vs_hook_numpy ratio=X` (hook seconds per byte / graphdump seconds
+per byte; > 1 means graphdump is faster per byte), and checks that graphdump wrote more bytes
+than the hooks (it also writes backward and optimizer kernels).
+
+Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
+demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_DIR.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
+SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
+MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
+SHAPE = [int(d) for d in os.environ.get("BENCH_SHAPE", "8x3x64x64").split("x")]
+STEPS = max(2, int(os.environ.get("BENCH_STEPS", "4")))
+CLASSES = 10
+
+
+def graphdump_train(model, data, labels, config, work):
+    """Wall seconds of `graphdump train` (with `config`, or without dump)."""
+    env = dict(os.environ)
+    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
+        env.pop(key, None)
+    args = [BIN, "train", model, "--steps", str(STEPS), "--data", data, "--labels", labels]
+    if config:
+        args += ["--config", config]
+    start = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
+    wall = time.monotonic() - start
+    if p.returncode != 0:
+        sys.exit(f"hook_numpy_capture: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n"
+                 f"{p.stderr}")
+    return wall
+
+
+def npy_bytes(root):
+    total = 0
+    for d, _, files in os.walk(root):
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".npy"))
+    return total
+
+
+def hook_train(model_path, x, y, out_dir):
+    """Trains in Python; returns (seconds of steps 1.. without hooks, with hooks)."""
+    sys.path.insert(0, os.path.join(SOURCE, "examples"))
+    import make_models  # noqa: E402  (the eager definition of the scripted model)
+
+    def run(capture):
+        net = make_models.eager(MODEL)
+        net.load_state_dict(torch.jit.load(model_path).state_dict())
+        net.train()
+        opt = torch.optim.SGD(net.parameters(), lr=0.01, foreach=False)
+        handles = []
+        state = {"step": 0, "seq": 0}
+
+        def save(name, kind, tensors):
+            for i, t in enumerate(tensors):
+                if isinstance(t, torch.Tensor):
+                    d = os.path.join(out_dir, str(state["step"]))
+                    np.save(os.path.join(d, f"{state['seq']}.{name}.{kind}.{i}.npy"),
+                            t.detach().cpu().numpy())
+                    state["seq"] += 1
+
+        def hook(name):
+            def fn(module, inputs, output):
+                outs = output if isinstance(output, (tuple, list)) else (output,)
+                save(name or "model", "input", inputs)
+                save(name or "model", "output", outs)
+            return fn
+
+        seconds = 0.0
+        for step in range(STEPS):
+            if step == 1 and capture:
+                handles = [m.register_forward_hook(hook(n)) for n, m in net.named_modules()]
+            state["step"] = step
+            if capture:
+                os.makedirs(os.path.join(out_dir, str(step)), exist_ok=True)
+            start = time.monotonic()
+            opt.zero_grad()
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            if step >= 1:
+                seconds += time.monotonic() - start
+        for h in handles:
+            h.remove()
+        return seconds
+
+    return run(False), run(True)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="graphdump_hook_bench_", dir=os.environ.get("BENCH_DIR"))
+    try:
+        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
+                        work, MODEL], check=True, capture_output=True)
+        model = os.path.join(work, MODEL + ".pt")
+        torch.manual_seed(0)
+        x = torch.randn(*SHAPE)
+        y = torch.randint(0, CLASSES, (SHAPE[0],))
+        data, labels = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
+        np.save(data, x.numpy())
+        np.save(labels, y.numpy())
+        config = os.path.join(work, "dump.json")
+        with open(config, "w") as f:
+            json.dump({"common_dump_settings": {
+                "dump_mode": 0, "path": os.path.join(work, "graphdump"), "net_name": "Net",
+                "iteration": f"1-{STEPS - 1}", "saved_data": "tensor", "input_output": 0,
+                "kernels": [], "support_device": [0]}}, f)
+
+        graphdump_train(model, data, labels, None, work)  # warm the page cache
+        gd_base = graphdump_train(model, data, labels, None, work)
+        gd_dump = graphdump_train(model, data, labels, config, work)
+        gd_bytes = npy_bytes(os.path.join(work, "graphdump"))
+        gd_seconds = max(gd_dump - gd_base, 1e-3)
+
+        hook_dir = os.path.join(work, "hooks")
+        plain, hooked = hook_train(model, x, y, hook_dir)
+        hook_bytes = npy_bytes(hook_dir)
+        hook_seconds = max(hooked - plain, 1e-3)
+
+        gd_spb, hook_spb = gd_seconds / gd_bytes, hook_seconds / hook_bytes
+        print(f"hook_numpy_capture: {MODEL} batch {'x'.join(map(str, SHAPE))}, {STEPS} steps, "
+              f"steps 1..{STEPS - 1} captured")
+        print(f"hook_numpy_capture: graphdump (forward+backward+optimizer) {gd_bytes / 1e6:.1f} MB "
+              f"in +{gd_seconds:.2f} s ({gd_base:.2f} s -> {gd_dump:.2f} s wall): "
+              f"{gd_spb * 1e9:.3f} ns/byte")
+        print(f"hook_numpy_capture: forward hooks + numpy.save {hook_bytes / 1e6:.1f} MB in "
+              f"+{hook_seconds:.2f} s ({plain:.2f} s -> {hooked:.2f} s): "
+              f"{hook_spb * 1e9:.3f} ns/byte")
+        print(f"bench: graphdump_vs_hook_numpy ratio={hook_spb / gd_spb:.3f}")
+        if gd_bytes <= hook_bytes:
+            sys.exit(f"hook_numpy_capture: graphdump wrote {gd_bytes} bytes, not more than the "
+                     f"hooks' {hook_bytes}")
+    finally:
+        for root, dirs, files in os.walk(work):
+            for name in dirs + files:
+                os.chmod(os.path.join(root, name), 0o700)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+#!/usr/bin/python3
+"""Training with every kernel dumped, against plain training and against `dd`.
+
+Trains the demo AlexNet (examples/make_models.py) with `graphdump train` three ways, side by
+side in one run of this script, all asynchronous dump (dump_mode 0, no e2e settings):
+
+  1. no dump;
+  2. saved_data "tensor", every kernel, iterations 1..STEPS-1 (step 0 also runs the shape pass
+     and compiles, so it is left out of the measurement by not dumping it);
+  3. saved_data "statistic" (default categories), every kernel, iterations 1..STEPS-1.
+
+Dump throughput: the bytes run 2 wrote divided by the time the dump added to the run (wall time
+of run 2 minus wall time of run 1: it includes the queue drain at exit). `dd` then writes the
+same number of bytes to a file in the same directory with the same sync policy (graphdump does
+not fsync by default; neither does dd here) and the ratio of the two rates is printed as
+`bench: train_dump_vs_dd ratio=X` (target >= 0.7).
+
+Step time: the median per-step time the CLI prints ("step k/N: ... (T s)") over steps 2..N of
+run 3 against run 1, printed as `bench: train_statistic_vs_nodump ratio=X` (target <= 1.15).
+
+Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
+demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 5), BENCH_DIR (where to
+write; default a temporary directory).
+"""
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
+SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
+MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
+SHAPE = os.environ.get("BENCH_SHAPE", "8x3x64x64")
+STEPS = max(3, int(os.environ.get("BENCH_STEPS", "5")))
+STEP_LINE = re.compile(r"^step (\d+)/\d+:.*\(([0-9.]+) s\)")
+
+
+def train(model, config, work):
+    """Runs graphdump train; returns (median step time of steps 2..N, wall seconds)."""
+    env = dict(os.environ)
+    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
+        env.pop(key, None)
+    args = [BIN, "train", model, "--steps", str(STEPS), "--input-shape", SHAPE, "--classes", "10"]
+    if config:
+        args += ["--config", config]
+    start = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
+    wall = time.monotonic() - start
+    if p.returncode != 0:
+        sys.exit(f"train_dump_bench: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n"
+                 f"{p.stderr}")
+    steps = [float(m.group(2)) for line in p.stdout.splitlines()
+             if (m := STEP_LINE.match(line)) and int(m.group(1)) >= 2]
+    return statistics.median(steps), wall
+
+
+def write_config(work, name, saved_data):
+    path = os.path.join(work, name + ".json")
+    with open(path, "w") as f:
+        json.dump({"common_dump_settings": {
+            "dump_mode": 0, "path": os.path.join(work, name), "net_name": "Net",
+            "iteration": f"1-{STEPS - 1}", "saved_data": saved_data, "input_output": 0,
+            "kernels": [], "support_device": [0]}}, f)
+    return path
+
+
+def tree_bytes(root):
+    total = 0
+    for d, _, files in os.walk(root):
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".npy"))
+    return total
+
+
+def dd_seconds(directory, size):
+    """Seconds `dd` takes to write `size` bytes (1 MiB blocks) to a new file in `directory`."""
+    out = os.path.join(directory, "dd.bin")
+    mib = 1 << 20
+    start = time.monotonic()
+    subprocess.run(["dd", "if=/dev/zero", f"of={out}", f"bs={mib}",
+                    f"count={max(1, (size + mib - 1) // mib)}"], check=True, capture_output=True)
+    seconds = time.monotonic() - start
+    os.remove(out)
+    return seconds
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="graphdump_train_dump_bench_", dir=os.environ.get("BENCH_DIR"))
+    try:
+        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
+                        work, MODEL], check=True, capture_output=True)
+        model = os.path.join(work, MODEL + ".pt")
+        tensor_cfg = write_config(work, "tensor", "tensor")
+        stat_cfg = write_config(work, "statistic", "statistic")
+        train(model, None, work)  # warm the page cache
+        base_step, base_wall = train(model, None, work)
+        tensor_step, tensor_wall = train(model, tensor_cfg, work)
+        stat_step, stat_wall = train(model, stat_cfg, work)
+
+        dumped = tree_bytes(os.path.join(work, "tensor"))
+        extra = max(tensor_wall - base_wall, 1e-3)
+        dump_rate = dumped / extra
+        dd = dd_seconds(os.path.join(work, "tensor"), dumped)
+        dd_rate = dumped / dd
+        print(f"train_dump_bench: {MODEL} batch {SHAPE}, {STEPS} steps, iterations 1-{STEPS - 1} "
+              f"dumped: {dumped / 1e6:.1f} MB of .npy; wall {base_wall:.2f} s without dump, "
+              f"{tensor_wall:.2f} s with tensor dump (+{extra:.2f} s) -> {dump_rate / 1e6:.0f} MB/s; "
+              f"dd wrote the same bytes in {dd:.2f} s -> {dd_rate / 1e6:.0f} MB/s")
+        print(f"train_dump_bench: median step (steps 2..{STEPS}) {base_step * 1000:.1f} ms without "
+              f"dump, {tensor_step * 1000:.1f} ms tensor dump, {stat_step * 1000:.1f} ms "
+              f"statistic dump (wall {stat_wall:.2f} s)")
+        print(f"bench: train_dump_vs_dd ratio={dump_rate / dd_rate:.3f}")
+        print(f"bench: train_statistic_vs_nodump ratio={stat_step / base_step:.3f}")
+    finally:
+        for root, dirs, files in os.walk(work):
+            for name in dirs + files:
+                os.chmod(os.path.join(root, name), 0o700)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
