@@ -2,7 +2,7 @@
 """Training with every kernel dumped, against plain training and against `dd`.
 
 Trains the demo AlexNet (examples/make_models.py) with `graphdump train` three ways, side by
-side in one run of this script, all asynchronous dump (dump_mode 0, no e2e settings):
+side in one run of this script, all asynchronous dump (dump_mode 0, e2e_dump_settings.enable false):
 
   1. no dump;
   2. saved_data "tensor", every kernel, iterations 1..STEPS-1 (step 0 also runs the shape pass
@@ -65,7 +65,8 @@ def write_config(work, name, saved_data):
         json.dump({"common_dump_settings": {
             "dump_mode": 0, "path": os.path.join(work, name), "net_name": "Net",
             "iteration": f"1-{STEPS - 1}", "saved_data": saved_data, "input_output": 0,
-            "kernels": [], "support_device": [0]}}, f)
+            "kernels": [], "support_device": [0]},
+            "e2e_dump_settings": {"enable": False}}, f)
     return path
 
 
