@@ -1,0 +1,57 @@
+"""The analysis tools over real model runs (graphdump train on small_cnn): identical runs
+compare equal; a run whose data holds a NaN is caught by watch at the first kernel that reads
+it and differs from the clean run from that kernel on; trace maps a script line to kernels."""
+import json
+import os
+
+import numpy as np
+
+import gdmodels
+import gdtest as t
+
+work = t.temp_dir()
+try:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 3, 16, 16)).astype(np.float32)
+    y = np.array([0, 3, 1, 4], dtype=np.int64)
+    bad = x.copy()
+    bad[1, 2, 3, 4] = np.nan
+    for name, data in (("x", x), ("bad", bad)):
+        np.save(os.path.join(work, name + ".npy"), data)
+    np.save(os.path.join(work, "y.npy"), y)
+
+    def train(name, data):
+        dump = os.path.join(work, name)
+        cfg = t.write_config(os.path.join(work, name + ".json"), dump, {"iteration": "0|1"})
+        t.run("train", gdmodels.model_path("small_cnn"), "--data", os.path.join(work, data + ".npy"),
+              "--labels", os.path.join(work, "y.npy"), "--steps", "2", "--lr", "0.01",
+              "--config", cfg, env=gdmodels.env_one_thread(), check=0)
+        return dump
+
+    a, b, nan = train("a", "x"), train("b", "x"), train("nan", "bad")
+
+    code, out, err = t.run("compare", a, b, "--json")
+    t.expect_eq(code, 0, f"two identical training runs compare equal: {err[-400:]}")
+    result = json.loads(out)
+    t.expect(json.dumps(result).count("Gradients/") > 0, "backward kernels are compared too")
+
+    code, out, err = t.run("watch", nan, "--check", "nan")
+    t.expect_eq(code, 1, "watch exits 1 on the planted NaN")
+    first = [line for line in out.splitlines() if "first" in line.lower()]
+    t.expect(any("conv2d" in line and "iteration 0" in line for line in first),
+             f"first NaN hit is the first conv2d in iteration 0: {first} / {out[:800]}")
+    code, out, err = t.run("watch", a, "--check", "nan,inf")
+    t.expect_eq(code, 0, f"no hit on the clean run: {out[:400]}")
+
+    code, out, err = t.run("compare", a, nan, "--json")
+    t.expect_eq(code, 1, "the NaN run differs from the clean one")
+    t.expect("conv2d" in json.dumps(json.loads(out).get("first_failure", json.loads(out))),
+             f"first divergence names the first conv2d: {out[:600]}")
+
+    line = gdmodels.source_line("x = self.pool(F.relu(self.conv1(x)))")
+    code, out, err = t.run("trace", a, f"make_models.py:{line}", "--json")
+    t.expect_eq(code, 0, f"trace finds kernels for make_models.py:{line}: {err[-300:]}")
+    t.expect("conv2d" in out and "relu" in out, f"trace lists conv2d and relu: {out[:600]}")
+finally:
+    t.cleanup(work)
+t.finish()
