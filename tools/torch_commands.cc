@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "graphdump/config.h"
+#include "graphdump/ge_dialect.h"
 #include "graphdump/launcher.h"
 #include "graphdump/npy.h"
 #include "graphdump/rank_environment.h"
@@ -140,11 +141,25 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
 
 // The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
 // dumping is off or `rank` is not in support_device. The dump goes to rank_{rank}.
+// With --enable-dump, the GE / TF-adapter options given as flags (SPEC §10) instead.
 StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file,
+                                                   const GeDumpOptions& ge,
                                                    const std::string& model_path, uint32_t rank) {
-  if (config_file.empty()) return DumpSession::FromEnvironment(rank);
-  const char* diag = std::getenv(kDiagnosticPathEnv);
-  GRAPHDUMP_ASSIGN_OR_RETURN(ParsedConfig parsed, LoadConfigFile(config_file, diag ? diag : ""));
+  ParsedConfig parsed;
+  if (ge.enable_dump) {
+    if (!config_file.empty()) {
+      return Status::InvalidArgument("--enable-dump and --config both give a dump configuration; "
+                                     "use one of them");
+    }
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> ge_config,
+                               GeOptionsToConfig(ge, "command line"));
+    parsed = std::move(*ge_config);
+  } else if (config_file.empty()) {
+    return DumpSession::FromEnvironment(rank);
+  } else {
+    const char* diag = std::getenv(kDiagnosticPathEnv);
+    GRAPHDUMP_ASSIGN_OR_RETURN(parsed, LoadConfigFile(config_file, diag ? diag : ""));
+  }
   for (const std::string& w : parsed.warnings) {
     std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
   }
@@ -194,6 +209,7 @@ struct CommonFlags {
   std::string model;
   std::string config;
   std::vector<std::string> set_dump;
+  GeDumpOptions ge;  // the GE / TF-adapter dialect as flags
   std::string input_shape;
   int steps = 1;
   uint64_t seed = 0;
@@ -205,6 +221,13 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
   app.add_option("--config", f->config,
                  "data_dump.json (default: $GRAPHDUMP_CONFIG or $MINDSPORE_DUMP_CONFIG; "
                  "neither set: no dump)");
+  app.add_flag("--enable-dump", f->ge.enable_dump,
+               "GE / TF-adapter dialect (SPEC §10): dump in the GE layout to --dump-path");
+  app.add_option("--dump-path", f->ge.dump_path, "GE dialect: dump root");
+  app.add_option("--dump-step", f->ge.dump_step, "GE dialect: steps, e.g. \"0|5|10\" (default all)");
+  app.add_option("--dump-mode", f->ge.dump_mode, "GE dialect: input, output (default) or all");
+  app.add_option("--dump-layer", f->ge.dump_layer,
+                 "GE dialect: space-separated kernel names (default every kernel)");
   app.add_option("--set-dump", f->set_dump,
                  "mark a module path (e.g. features.0) for dump_mode 2; repeatable");
   app.add_option("--steps", f->steps, "number of steps")->check(CLI::PositiveNumber);
@@ -233,7 +256,8 @@ struct Loaded {
 };
 StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   Loaded loaded;
-  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session, OpenSession(flags.config, flags.model, rank));
+  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session,
+                             OpenSession(flags.config, flags.ge, flags.model, rank));
   GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
   for (const std::string& path : flags.set_dump) {
     GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
