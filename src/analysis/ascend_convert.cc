@@ -1,4 +1,5 @@
 #include "graphdump/analysis/ascend_convert.h"
+#include "graphdump/analysis/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -23,53 +24,12 @@
 namespace graphdump {
 namespace {
 
+using analysis::MappedFile;
+
 namespace fs = std::filesystem;
 
 constexpr size_t kMaxFileNameBytes = 255;
 
-// A read-only memory map of a whole file.
-class MappedFile {
- public:
-  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      const int err = errno;
-      std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(err));
-      return err == ENOENT ? Status::NotFound(message) : Status::IOError(message);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      return Status::IOError(fmt::format("{}: stat failed: {}", path, std::strerror(err)));
-    }
-    auto file = std::unique_ptr<MappedFile>(new MappedFile);
-    file->size_ = static_cast<size_t>(st.st_size);
-    if (file->size_ > 0) {
-      void* p = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-      if (p == MAP_FAILED) {
-        const int err = errno;
-        ::close(fd);
-        return Status::IOError(fmt::format("{}: mmap failed: {}", path, std::strerror(err)));
-      }
-      ::madvise(p, file->size_, MADV_SEQUENTIAL);
-      file->data_ = static_cast<const uint8_t*>(p);
-    }
-    ::close(fd);
-    return file;
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
-  }
-  const uint8_t* data() const { return data_ != nullptr ? data_ : &empty_; }
-  size_t size() const { return size_; }
-
- private:
-  MappedFile() = default;
-  const uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-  uint8_t empty_ = 0;
-};
 
 std::string ShapeName(const std::vector<int64_t>& shape) {
   return fmt::format("{}", fmt::join(shape, "x"));
@@ -188,7 +148,8 @@ class Converter {
 
   // Converts one file; returns the first error. Counts go to the atomics.
   Status Convert(const AscendConvertJob& job) {
-    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(job.path));
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file,
+                               MappedFile::Open(job.path, /*populate=*/true));
     GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
                                ParseAscendDump(file->data(), file->size(), job.path));
     const std::string dir = job.relative_dir.empty() ? options_.output_dir
@@ -325,7 +286,7 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
 }
 
 StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path, /*populate=*/true));
   GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
                              ParseAscendDump(file->data(), file->size(), path));
   const std::vector<AscendTensor>& list = is_input ? dump.inputs : dump.outputs;

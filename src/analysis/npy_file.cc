@@ -1,11 +1,5 @@
 #include "graphdump/analysis/npy_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 
 #include "graphdump/analysis/ascend_convert.h"
@@ -13,35 +7,12 @@
 namespace graphdump::analysis {
 
 StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string message = path + ": cannot open: " + std::strerror(err);
-    return err == ENOENT ? Status::NotFound(message) : Status::IOError(message);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::IOError(path + ": cannot stat: " + std::strerror(err));
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
   std::unique_ptr<MappedNpy> npy(new MappedNpy());
   npy->path_ = path;
-  if (size > 0) {
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return Status::IOError(path + ": cannot map: " + std::strerror(err));
-    }
-    ::madvise(map, size, MADV_SEQUENTIAL);
-    npy->base_ = static_cast<const uint8_t*>(map);
-    npy->mapped_size_ = size;
-  }
-  ::close(fd);
-  static const uint8_t kEmpty[1] = {0};
-  GRAPHDUMP_ASSIGN_OR_RETURN(npy->info_, ParseNpyHeader(size ? npy->base_ : kEmpty, size, path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(npy->file_, MappedFile::Open(path));
+  npy->base_ = npy->file_->data();
+  const size_t size = npy->file_->size();
+  GRAPHDUMP_ASSIGN_OR_RETURN(npy->info_, ParseNpyHeader(npy->base_, size, path));
   const size_t available = size - npy->info_.data_offset;
   if (npy->info_.data_bytes > available) {
     return Status::Corrupt(path + ": truncated .npy: header promises " +
@@ -69,9 +40,7 @@ StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::FromAscendDumpFile(const std::st
   return npy;
 }
 
-MappedNpy::~MappedNpy() {
-  if (base_ != nullptr && mapped_size_ > 0) ::munmap(const_cast<uint8_t*>(base_), mapped_size_);
-}
+MappedNpy::~MappedNpy() = default;
 
 int64_t MappedNpy::NumElements() const {
   int64_t n = 1;

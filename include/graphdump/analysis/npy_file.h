@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/analysis/mapped_file.h"
 #include "graphdump/npy.h"
 #include "graphdump/status.h"
 
@@ -37,8 +38,8 @@ class MappedNpy {
   std::string path_;
   NpyInfo info_;
   const uint8_t* base_ = nullptr;
-  size_t mapped_size_ = 0;
-  std::vector<uint8_t> owned_;  // FromAscendDumpFile: the tensor's bytes (not mapped)
+  std::unique_ptr<MappedFile> file_;  // Open: the mapped file
+  std::vector<uint8_t> owned_;        // FromAscendDumpFile: the tensor's bytes
 };
 
 }  // namespace graphdump::analysis

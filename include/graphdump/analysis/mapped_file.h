@@ -1,0 +1,33 @@
+// A whole file mapped read-only into memory: the one place the analysis tools map files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "graphdump/status.h"
+
+namespace graphdump::analysis {
+
+class MappedFile {
+ public:
+  // Maps `path`. kNotFound when it does not exist, kIOError (naming the file and the system's
+  // reason) when it cannot be opened or mapped. `populate` reads the pages in at once.
+  static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path, bool populate = false);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  // The bytes; a valid pointer even for an empty file.
+  const uint8_t* data() const { return data_ != nullptr ? data_ : &empty_; }
+  size_t size() const { return size_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  uint8_t empty_ = 0;
+};
+
+}  // namespace graphdump::analysis
