@@ -148,8 +148,9 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
   ParsedConfig parsed;
   if (ge.enable_dump) {
     if (!config_file.empty()) {
-      return Status::InvalidArgument("--enable-dump and --config both give a dump configuration; "
-                                     "use one of them");
+      return Status::InvalidArgument(
+          "--enable-dump and --config both give a dump configuration; "
+          "use one of them");
     }
     GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> ge_config,
                                GeOptionsToConfig(ge, "command line"));
@@ -224,7 +225,8 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
   app.add_flag("--enable-dump", f->ge.enable_dump,
                "GE / TF-adapter dialect (SPEC §10): dump in the GE layout to --dump-path");
   app.add_option("--dump-path", f->ge.dump_path, "GE dialect: dump root");
-  app.add_option("--dump-step", f->ge.dump_step, "GE dialect: steps, e.g. \"0|5|10\" (default all)");
+  app.add_option("--dump-step", f->ge.dump_step,
+                 "GE dialect: steps, e.g. \"0|5|10\" (default all)");
   app.add_option("--dump-mode", f->ge.dump_mode, "GE dialect: input, output (default) or all");
   app.add_option("--dump-layer", f->ge.dump_layer,
                  "GE dialect: space-separated kernel names (default every kernel)");

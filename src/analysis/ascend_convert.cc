@@ -1,5 +1,4 @@
 #include "graphdump/analysis/ascend_convert.h"
-#include "graphdump/analysis/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -19,6 +18,7 @@
 
 #include "fmt/format.h"
 #include "graphdump/analysis/ascend_format.h"
+#include "graphdump/analysis/mapped_file.h"
 #include "graphdump/npy.h"
 
 namespace graphdump {
@@ -29,7 +29,6 @@ using analysis::MappedFile;
 namespace fs = std::filesystem;
 
 constexpr size_t kMaxFileNameBytes = 255;
-
 
 std::string ShapeName(const std::vector<int64_t>& shape) {
   return fmt::format("{}", fmt::join(shape, "x"));
@@ -286,7 +285,8 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
 }
 
 StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path, /*populate=*/true));
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file,
+                             MappedFile::Open(path, /*populate=*/true));
   GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
                              ParseAscendDump(file->data(), file->size(), path));
   const std::vector<AscendTensor>& list = is_input ? dump.inputs : dump.outputs;

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <unordered_map>
 
@@ -256,7 +256,8 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
   for (const AscendIndexEntry& e : ascend->entries) {
     auto& [net, iterations] = tree[e.ge_layout ? e.device_id : 0][e.ge_layout ? e.model_id : 0];
     net = e.ge_layout ? e.model_name : "converted";
-    KernelEntry& k = iterations[e.ge_layout ? e.data_index : 0][{e.timestamp, e.op_name, e.op_type}];
+    KernelEntry& k =
+        iterations[e.ge_layout ? e.data_index : 0][{e.timestamp, e.op_name, e.op_type}];
     k.op_type = e.op_type;
     k.op_name = k.full_name = e.op_name;
     k.first_timestamp = e.timestamp;
@@ -299,7 +300,8 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
 }  // namespace
 
 StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor) {
-  if (tensor.in_dump_file) return MappedNpy::FromAscendDumpFile(tensor.path, tensor.is_input, tensor.slot);
+  if (tensor.in_dump_file)
+    return MappedNpy::FromAscendDumpFile(tensor.path, tensor.is_input, tensor.slot);
   return MappedNpy::Open(tensor.path);
 }
 

@@ -26,8 +26,8 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path, 
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->size_ = static_cast<size_t>(st.st_size);
   if (file->size_ > 0) {
-    void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0),
-                       fd, 0);
+    void* map =
+        ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0), fd, 0);
     if (map == MAP_FAILED) {
       const int err = errno;
       ::close(fd);

@@ -1,16 +1,16 @@
 // DumpSession: selection, naming and writing of a dump (SPEC §5-8). See session.h for the hooks.
 #include "graphdump/session.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <unordered_set>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "graphdump/ge_dialect.h"
 #include "graphdump/graph_files.h"
@@ -276,7 +276,8 @@ class SessionImpl final : public DumpSession {
       failed_ = true;
       first_error_ = status;
     }
-    Log(fmt::format("dumping stopped: {}. Files written before this error are complete; "
+    Log(
+        fmt::format("dumping stopped: {}. Files written before this error are complete; "
                     "nothing more is dumped in this run (see {}/.dump_metadata/INCOMPLETE).",
                     status.message(), root_));
     const std::string text = fmt::format(
@@ -297,8 +298,10 @@ class SessionImpl final : public DumpSession {
       st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "ir"),
                                g.ir_text.empty() ? GenerateIrText(g) : g.ir_text);
     }
-    if (st.ok()) st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "pb"), SerializeGraphProto(g));
-    if (st.ok()) st = fs_->WriteWholeFile(ExecutionOrderPath(root_, g.graph_id), ExecutionOrderCsv(g));
+    if (st.ok())
+      st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "pb"), SerializeGraphProto(g));
+    if (st.ok())
+      st = fs_->WriteWholeFile(ExecutionOrderPath(root_, g.graph_id), ExecutionOrderCsv(g));
     if (!st.ok()) Fail(st);
   }
 
@@ -365,8 +368,8 @@ class SessionImpl final : public DumpSession {
                       const std::string& full_name, const std::vector<TensorView>* inputs,
                       const std::vector<TensorView>* outputs) {
     if (failed_ || !EnsureDir(dir)) return;
-    const std::string base = fmt::format("{}.{}.{}.{}.{}", file.op_type, file.op_name,
-                                         file.task_id, file.stream_id, file.timestamp);
+    const std::string base = fmt::format("{}.{}.{}.{}.{}", file.op_type, file.op_name, file.task_id,
+                                         file.stream_id, file.timestamp);
     const std::string path = dir + "/" + FileNameIn(dir, base, "");
     const uint64_t time = file.timestamp;
     std::vector<TensorView> in = inputs ? *inputs : std::vector<TensorView>();
@@ -580,7 +583,8 @@ StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options)
 StatusOr<std::unique_ptr<DumpSession>> DumpSession::FromEnvironment(uint32_t rank) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> parsed, LoadConfigFromEnvironment());
   if (!parsed) return std::unique_ptr<DumpSession>();
-  for (const std::string& w : parsed->warnings) std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
+  for (const std::string& w : parsed->warnings)
+    std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
   SessionOptions options;
   options.config = std::move(parsed->config);
   options.rank = rank;
