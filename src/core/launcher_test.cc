@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "graphdump/rank_environment.h"
+#include "testing/testing.h"
 
 namespace graphdump {
 namespace {
@@ -98,9 +99,14 @@ TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
 
 TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   Captured captured;
-  LaunchOptions options =
-      Shell(2, "if [ \"$RANK\" = 0 ]; then exit 3; fi; trap '' TERM; while :; do sleep 0.1; done",
-            &captured);
+  // Rank 0 fails only once rank 1 ignores SIGTERM, so the launcher must escalate to SIGKILL.
+  testing::TempDir dir;
+  const std::string ready = dir.Sub("ready");
+  LaunchOptions options = Shell(2,
+                                "if [ \"$RANK\" = 0 ]; then while [ ! -f " + ready +
+                                    " ]; do sleep 0.02; done; exit 3; fi; trap '' TERM; touch " +
+                                    ready + "; while :; do sleep 0.1; done",
+                                &captured);
   options.grace = std::chrono::milliseconds(300);
   StatusOr<LaunchResult> result = LaunchRanks(options);
   ASSERT_TRUE(result.ok());
