@@ -21,15 +21,7 @@ std::string ExpectedNpy(const TensorView& view, const std::string& path) {
   return testing::ReadFile(path);
 }
 
-TensorView View(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                const void* data) {
-  TensorView view;
-  view.dtype = dtype;
-  view.shape = std::move(shape);
-  view.strides = std::move(strides);
-  view.data = data;
-  return view;
-}
+using testing::MakeView;
 
 TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
   testing::TempDir dir;
@@ -42,11 +34,11 @@ TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
   std::vector<int32_t> i32 = {1, 2, 3, 4, 5, 6};
 
   std::vector<TensorView> inputs(3), outputs(2);
-  inputs[0] = View(DType::kFloat32, {2, 3, 4, 5}, {}, f32.data());
-  inputs[1] = View(DType::kFloat16, {2, 3}, {}, f16.data());
-  inputs[2] = View(DType::kInt32, {3, 2}, {1, 3}, i32.data());
-  outputs[0] = View(DType::kBFloat16, {3}, {}, bf16.data());
-  outputs[1] = View(DType::kInt64, {}, {}, i64.data());
+  inputs[0] = MakeView(DType::kFloat32, {2, 3, 4, 5}, {}, f32.data());
+  inputs[1] = MakeView(DType::kFloat16, {2, 3}, {}, f16.data());
+  inputs[2] = MakeView(DType::kInt32, {3, 2}, {1, 3}, i32.data());
+  outputs[0] = MakeView(DType::kBFloat16, {3}, {}, bf16.data());
+  outputs[1] = MakeView(DType::kInt64, {}, {}, i64.data());
 
   auto fs = NewPosixFileSystem();
   const std::string name = "Conv2D.Default_net_Conv2D-op1.0.0.1700000000000001";

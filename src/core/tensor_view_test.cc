@@ -5,38 +5,32 @@
 #include <cstring>
 #include <numeric>
 
+#include "testing/testing.h"
+
 namespace graphdump {
 namespace {
 
-TensorView View(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                const void* data) {
-  TensorView view;
-  view.dtype = dtype;
-  view.shape = std::move(shape);
-  view.strides = std::move(strides);
-  view.data = data;
-  return view;
-}
+using testing::MakeView;
 
 TEST(TensorViewTest, ElementsAndContiguity) {
-  EXPECT_EQ(View(DType::kFloat32, {}, {}, nullptr).NumElements(), 1);
-  EXPECT_EQ(View(DType::kFloat32, {2, 0, 3}, {}, nullptr).NumElements(), 0);
-  EXPECT_EQ(View(DType::kFloat32, {2, 3, 4}, {}, nullptr).NumElements(), 24);
-  EXPECT_TRUE(View(DType::kFloat32, {2, 3}, {3, 1}, nullptr).IsContiguous());
-  EXPECT_FALSE(View(DType::kFloat32, {2, 3}, {1, 2}, nullptr).IsContiguous());
-  EXPECT_FALSE(View(DType::kFloat32, {2, 3}, {6, 2}, nullptr).IsContiguous());
-  EXPECT_TRUE(View(DType::kFloat32, {2, 1, 3}, {3, 77, 1}, nullptr).IsContiguous());
-  EXPECT_TRUE(View(DType::kFloat32, {0, 3}, {1, 9}, nullptr).IsContiguous());
-  EXPECT_EQ(View(DType::kFloat64, {2, 3}, {}, nullptr).ContiguousBytes(), 48u);
-  EXPECT_EQ(View(DType::kInt4, {5}, {}, nullptr).ContiguousBytes(), 3u);
+  EXPECT_EQ(MakeView(DType::kFloat32, {}, {}, nullptr).NumElements(), 1);
+  EXPECT_EQ(MakeView(DType::kFloat32, {2, 0, 3}, {}, nullptr).NumElements(), 0);
+  EXPECT_EQ(MakeView(DType::kFloat32, {2, 3, 4}, {}, nullptr).NumElements(), 24);
+  EXPECT_TRUE(MakeView(DType::kFloat32, {2, 3}, {3, 1}, nullptr).IsContiguous());
+  EXPECT_FALSE(MakeView(DType::kFloat32, {2, 3}, {1, 2}, nullptr).IsContiguous());
+  EXPECT_FALSE(MakeView(DType::kFloat32, {2, 3}, {6, 2}, nullptr).IsContiguous());
+  EXPECT_TRUE(MakeView(DType::kFloat32, {2, 1, 3}, {3, 77, 1}, nullptr).IsContiguous());
+  EXPECT_TRUE(MakeView(DType::kFloat32, {0, 3}, {1, 9}, nullptr).IsContiguous());
+  EXPECT_EQ(MakeView(DType::kFloat64, {2, 3}, {}, nullptr).ContiguousBytes(), 48u);
+  EXPECT_EQ(MakeView(DType::kInt4, {5}, {}, nullptr).ContiguousBytes(), 3u);
 }
 
 TEST(TensorViewTest, CopyContiguousGathersInCOrder) {
   std::vector<int16_t> storage(12);
   std::iota(storage.begin(), storage.end(), 0);  // a 3x4 matrix
   // Its transpose (4x3) and its columns 1 and 3 (3x2).
-  const OwnedTensor t = CopyContiguous(View(DType::kInt16, {4, 3}, {1, 4}, storage.data()));
-  const OwnedTensor c = CopyContiguous(View(DType::kInt16, {3, 2}, {4, 2}, storage.data() + 1));
+  const OwnedTensor t = CopyContiguous(MakeView(DType::kInt16, {4, 3}, {1, 4}, storage.data()));
+  const OwnedTensor c = CopyContiguous(MakeView(DType::kInt16, {3, 2}, {4, 2}, storage.data() + 1));
   std::vector<int16_t> tv(12), cv(6);
   ASSERT_EQ(t.bytes.size(), 24u);
   ASSERT_EQ(c.bytes.size(), 12u);
@@ -55,8 +49,8 @@ TEST(TensorViewTest, ChunksEndOnElementBoundaries) {
   std::vector<float> storage(100);
   std::iota(storage.begin(), storage.end(), 0.0f);
   for (bool strided : {false, true}) {
-    const TensorView view = strided ? View(DType::kFloat32, {10, 5}, {1, 20}, storage.data())
-                                    : View(DType::kFloat32, {25}, {}, storage.data());
+    const TensorView view = strided ? MakeView(DType::kFloat32, {10, 5}, {1, 20}, storage.data())
+                                    : MakeView(DType::kFloat32, {25}, {}, storage.data());
     std::vector<float> seen;
     ForEachContiguousChunk(view, 7, [&](const uint8_t* bytes, size_t n) {
       EXPECT_EQ(n, 4u);  // 7 bytes hold one float32
@@ -71,7 +65,7 @@ TEST(TensorViewTest, ChunksEndOnElementBoundaries) {
     }
   }
   size_t total = 0, calls = 0;
-  ForEachContiguousChunk(View(DType::kFloat32, {10, 5}, {1, 20}, storage.data()), 64,
+  ForEachContiguousChunk(MakeView(DType::kFloat32, {10, 5}, {1, 20}, storage.data()), 64,
                          [&](const uint8_t*, size_t n) {
                            EXPECT_EQ(n % 4, 0u);
                            EXPECT_LE(n, 64u);
@@ -80,7 +74,7 @@ TEST(TensorViewTest, ChunksEndOnElementBoundaries) {
                          });
   EXPECT_EQ(total, 200u);
   EXPECT_EQ(calls, 4u);  // 3 full pieces of 16 elements, then 2 elements
-  ForEachContiguousChunk(View(DType::kFloat32, {0, 5}, {1, 20}, nullptr), 64,
+  ForEachContiguousChunk(MakeView(DType::kFloat32, {0, 5}, {1, 20}, nullptr), 64,
                          [&](const uint8_t*, size_t) { ADD_FAILURE() << "no data expected"; });
 }
 

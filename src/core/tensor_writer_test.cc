@@ -157,16 +157,7 @@ TestTensor MakeInt4(std::vector<int64_t> shape) {
   return t;
 }
 
-TensorView View(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                const void* data, std::string device = "cpu") {
-  TensorView view;
-  view.dtype = dtype;
-  view.shape = std::move(shape);
-  view.strides = std::move(strides);
-  view.data = data;
-  view.device = std::move(device);
-  return view;
-}
+using testing::MakeView;
 
 std::string ShapeTuple(const std::vector<int64_t>& shape) {
   std::string text = "(";
@@ -263,10 +254,10 @@ TEST(TensorWriterTest, BFloat16AndInt4ValuesAreWidened) {
   auto fs = NewPosixFileSystem();
   // bfloat16 0x3fc0 = 1.5, 0xc2f7 = -123.5, 0x7f80 = inf, 0x0001 = smallest subnormal.
   const uint16_t bf16[] = {0x3fc0, 0xc2f7, 0x7f80, 0x0001};
-  TensorView bview = View(DType::kBFloat16, {4}, {}, bf16);
+  TensorView bview = MakeView(DType::kBFloat16, {4}, {}, bf16);
   // int4 bytes: (1, -1), (7, -8), (0, junk): values 1 -1 7 -8 0.
   const uint8_t int4[] = {0xf1, 0x87, 0xa0};
-  TensorView iview = View(DType::kInt4, {5}, {}, int4);
+  TensorView iview = MakeView(DType::kInt4, {5}, {}, int4);
   ASSERT_TRUE(WriteTensor(*fs, dir.Sub("b.npy"), bview, {}).ok());
   ASSERT_TRUE(WriteTensor(*fs, dir.Sub("i.npy"), iview, {}).ok());
   const auto result = RunPython(R"PY(
@@ -344,18 +335,18 @@ TEST(TensorWriterTest, RejectsMalformedViews) {
   TempDir dir;
   auto fs = NewPosixFileSystem();
   const float data[4] = {};
-  TensorView bad_strides = View(DType::kFloat32, {2, 2}, {1}, data);
+  TensorView bad_strides = MakeView(DType::kFloat32, {2, 2}, {1}, data);
   auto r1 = WriteTensor(*fs, dir.Sub("a.npy"), bad_strides, {});
   EXPECT_EQ(r1.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r1.status().message().find(dir.Sub("a.npy")), std::string::npos);
-  TensorView null_data = View(DType::kFloat32, {2}, {}, nullptr);
+  TensorView null_data = MakeView(DType::kFloat32, {2}, {}, nullptr);
   EXPECT_EQ(WriteTensor(*fs, dir.Sub("b.npy"), null_data, {}).status().code(),
             StatusCode::kInvalidArgument);
-  TensorView gpu = View(DType::kFloat32, {2}, {}, data, "cuda:0");
+  TensorView gpu = MakeView(DType::kFloat32, {2}, {}, data, "cuda:0");
   auto r3 = WriteTensor(*fs, dir.Sub("c.npy"), gpu, {});
   EXPECT_EQ(r3.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(r3.status().message().find("cuda:0"), std::string::npos);
-  TensorView strided_int4 = View(DType::kInt4, {2, 2}, {1, 2}, data);
+  TensorView strided_int4 = MakeView(DType::kInt4, {2, 2}, {1, 2}, data);
   EXPECT_EQ(WriteTensor(*fs, dir.Sub("d.npy"), strided_int4, {}).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(testing::ListFilesRecursive(dir.path()).empty());

@@ -60,10 +60,22 @@ CommandResult RunCommand(const std::string& command) {
   if (pipe == nullptr) return result;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.output.append(buffer.data(), n);
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+TensorView MakeView(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                    const void* data, std::string device) {
+  TensorView view;
+  view.dtype = dtype;
+  view.shape = std::move(shape);
+  view.strides = std::move(strides);
+  view.data = data;
+  view.device = std::move(device);
+  return view;
 }
 
 std::string SourceDir() {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/tensor_view.h"
+
 namespace graphdump::testing {
 
 // A fresh directory under $TMPDIR, removed (files made writable first) when destroyed.
@@ -37,6 +39,10 @@ CommandResult RunCommand(const std::string& command);
 // Runs a Python snippet with $GRAPHDUMP_PYTHON (default /usr/bin/python3); `args` become
 // sys.argv[1:]. The script should print what the test then checks.
 CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
+
+// A host TensorView of `data` (strides in elements; empty means C-contiguous).
+TensorView MakeView(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                    const void* data, std::string device = "cpu");
 
 // The project's source directory ($GRAPHDUMP_SOURCE_DIR).
 std::string SourceDir();
