@@ -93,7 +93,7 @@ TensorView TransposedView() {
 void WriteOnce(const TensorView& view, const std::string& name) {
   auto fs = NewPosixFileSystem();
   TensorWriteOptions options;
-  options.compute_stats = true;
+  options.stats = StatsRequest{};
   const std::string path = BenchDir() + "/" + name + ".npy";
   auto result = WriteTensor(*fs, path, view, options);
   if (!result.ok()) std::fprintf(stderr, "%s\n", result.status().message().c_str());

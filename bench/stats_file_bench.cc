@@ -1,9 +1,11 @@
-// Helper of bench/stats_vs_numpy.py: times ComputeStats (the eleven statistics, no md5) over the
-// float32 data of a .npy file, mapped into memory. Not a benchmark on its own: without an argument
-// it prints a note and exits 0 (scripts/bench runs every program under build/bench).
+// Helper of bench/stats_vs_numpy.py: times ComputeStats (no md5) over the float32 data of a .npy
+// file, mapped into memory. Not a benchmark on its own: without an argument it prints a note and
+// exits 0 (scripts/bench runs every program under build/bench).
 //
-//   stats_file_bench FILE.npy [REPETITIONS]   prints "seconds=S" (best of REPETITIONS) and the
-//                                             statistics, one "name=value" per line
+//   stats_file_bench FILE.npy [REPETITIONS [all|values]]
+//       all (default): the eleven statistics; values: what the default statistic_category
+//       (max, min, l2norm) needs. Prints "seconds=S" (best of REPETITIONS), "kernels=K" and the
+//       statistics, one "name=value" per line.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,7 +35,7 @@ int64_t NpyDataOffset(const uint8_t* p, size_t size) {
   return header;
 }
 
-int Run(const char* path, int repetitions) {
+int Run(const char* path, int repetitions, bool counts) {
   const int fd = open(path, O_RDONLY);
   struct stat st {};
   if (fd < 0 || fstat(fd, &st) != 0) {
@@ -58,11 +60,12 @@ int Run(const char* path, int repetitions) {
   TensorStats stats;
   for (int i = 0; i < repetitions; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    stats = ComputeStats(DType::kFloat32, bytes + offset, elements, /*with_md5=*/false);
+    stats = ComputeStats(DType::kFloat32, bytes + offset, elements,
+                         StatsRequest{.counts = counts, .md5 = false});
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     best = std::min(best, took.count());
   }
-  std::printf("seconds=%.6f\n", best);
+  std::printf("seconds=%.6f\nkernels=%s\n", best, std::string(StatsKernels()).c_str());
   std::printf("count=%llu\nmax=%.17g\nmin=%.17g\navg=%.17g\nl2norm=%.17g\n",
               static_cast<unsigned long long>(stats.count), stats.max, stats.min, stats.avg,
               stats.l2norm);
@@ -86,5 +89,6 @@ int main(int argc, char** argv) {
     std::printf("stats_file_bench: helper of bench/stats_vs_numpy.py (needs FILE.npy); skipped\n");
     return 0;
   }
-  return graphdump::Run(argv[1], argc > 2 ? std::atoi(argv[2]) : 5);
+  const bool counts = argc <= 3 || std::strcmp(argv[3], "values") != 0;
+  return graphdump::Run(argv[1], argc > 2 ? std::atoi(argv[2]) : 5, counts);
 }

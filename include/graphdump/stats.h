@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphdump/config.h"
@@ -14,22 +15,33 @@
 namespace graphdump {
 
 struct TensorStats {
-  uint64_t count = 0;
+  uint64_t count = 0;  // always computed
   double max = 0, min = 0, avg = 0, l2norm = 0;  // nan when any element is NaN
   uint64_t negative_count = 0;      // x < 0, -inf included ("negative zero count")
   uint64_t positive_count = 0;      // x > 0, +inf included ("positive zero count")
   uint64_t nan_count = 0;
   uint64_t negative_inf_count = 0;
   uint64_t positive_inf_count = 0;
-  uint64_t zero_count = 0;
+  uint64_t zero_count = 0;          // the counts above: 0 unless StatsRequest::counts
   std::string md5;                  // lower-case hex; empty when not requested
+};
+
+// What a StatsAccumulator computes beyond count, max, min, avg and l2norm (which are always
+// computed: one cheap pass of max, min, sum and sum of squares with a check for NaN). The six
+// element counts and the md5 cost more, so they are computed only when asked for.
+struct StatsRequest {
+  bool counts = true;  // negative/positive/zero/NaN/-inf/+inf counts
+  bool md5 = false;
+
+  // What the statistic.csv columns `categories` need.
+  static StatsRequest For(const std::vector<StatCategory>& categories);
 };
 
 // Accumulates statistics over a tensor's bytes fed in C order, in pieces that end on element
 // boundaries. Complex values contribute their real parts to max/min/avg and |z|^2 to l2norm.
 class StatsAccumulator {
  public:
-  StatsAccumulator(DType dtype, bool with_md5);
+  StatsAccumulator(DType dtype, StatsRequest request);
   ~StatsAccumulator();
   StatsAccumulator(const StatsAccumulator&) = delete;
   StatsAccumulator& operator=(const StatsAccumulator&) = delete;
@@ -45,7 +57,13 @@ class StatsAccumulator {
 };
 
 // Statistics of a whole contiguous buffer (convenience for tests and the analysis tools).
+TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, StatsRequest request);
+// Every statistic, with or without the md5.
 TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5);
+
+// The float32 kernels the statistics run on this machine: "avx2" (AVX2 and FMA), "sse2" (x86-64
+// baseline, or forced by the environment variable GRAPHDUMP_SIMD=sse2) or "scalar".
+std::string_view StatsKernels();
 
 // Whether any element of a floating (or complex) buffer is NaN or +-Inf. Integers: false.
 bool HasNonFinite(DType dtype, const void* data, int64_t elements);

@@ -101,7 +101,7 @@ std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy
   std::map<std::string, double> out;
   if (npy) {
     // The core's statistics, so a file side is summarised exactly as statistic.csv would be.
-    StatsAccumulator acc(npy->info().dtype, /*with_md5=*/false);
+    StatsAccumulator acc(npy->info().dtype, StatsRequest{});
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
     const TensorStats s = acc.Finish();
     out["Max Value"] = s.max;

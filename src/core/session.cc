@@ -426,10 +426,7 @@ class SessionImpl final : public DumpSession {
     const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;
     TensorWriteOptions options;
     options.write_npy = allow_npy && (config_.saved_data != SavedData::kStatistic || !statistics);
-    options.compute_stats = want_stats;
-    for (StatCategory c : config_.statistic_category) {
-      options.with_md5 = options.with_md5 || (want_stats && c == StatCategory::kMd5);
-    }
+    if (want_stats) options.stats = StatsRequest::For(config_.statistic_category);
     options.max_elements = config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
     if (!options.write_npy && !want_stats) return;
 
@@ -447,7 +444,7 @@ class SessionImpl final : public DumpSession {
     // Statistics other than md5 do not depend on element order: a statistic-only write of a
     // transposed or channels-last tensor reads it in storage order, which is plain memory when
     // the layout is dense (a transposed weight), instead of gathering it element by element.
-    if (!options.write_npy && !options.with_md5) {
+    if (!options.write_npy && !options.stats->md5) {
       std::string unused_format;
       view = StorageOrderView(view, &unused_format);
     }

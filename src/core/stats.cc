@@ -4,6 +4,9 @@
 //  - NaN fails x < 0, x > 0 and x == 0, so nan_count = count - negative - positive - zero;
 //  - an infinity makes the running sum non-finite, so only a piece whose sum is not finite is
 //    scanned a second time to count infinities.
+// float32 (and float16/bfloat16, widened to it) has vector kernels: SSE2, which every x86-64
+// has, and AVX2+FMA chosen at run time. Without StatsRequest::counts the float32 kernel keeps
+// only max, min, the sums and a NaN flag, which is about half the work per element.
 #include "graphdump/stats.h"
 
 #include <openssl/evp.h>
@@ -11,14 +14,16 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <string_view>
 
 #include "graphdump/status.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 namespace graphdump {
@@ -32,7 +37,8 @@ struct Totals {
   uint64_t count = 0;
   uint64_t negative = 0, positive = 0, zero = 0;
   uint64_t negative_inf = 0, positive_inf = 0;
-  uint64_t nan = 0;  // only maintained by the complex path
+  uint64_t nan = 0;     // only maintained by the complex path
+  bool any_nan = false;  // maintained by every path
   double sum = 0, sum_squares = 0;
   double max = -kInf, min = kInf;
 };
@@ -86,6 +92,7 @@ void AccumulateReal(const uint8_t* p, size_t n, Read read, bool floating, Totals
   }
   for (; i < n; ++i) add(0, read(p, i));
   double piece_sum = 0;
+  uint64_t ordered = 0;  // elements that are not NaN
   for (size_t lane = 0; lane < kLanes; ++lane) {
     piece_sum += sum[lane];
     totals->sum_squares += squares[lane];
@@ -94,8 +101,10 @@ void AccumulateReal(const uint8_t* p, size_t n, Read read, bool floating, Totals
     totals->negative += negative[lane];
     totals->positive += positive[lane];
     totals->zero += zero[lane];
+    ordered += negative[lane] + positive[lane] + zero[lane];
   }
   totals->sum += piece_sum;
+  totals->any_nan = totals->any_nan || ordered != n;
   totals->count += n;
   if (floating && !std::isfinite(piece_sum)) {
     for (size_t j = 0; j < n; ++j) {
@@ -106,28 +115,53 @@ void AccumulateReal(const uint8_t* p, size_t n, Read read, bool floating, Totals
   }
 }
 
-#if defined(__SSE2__)
+// float32 without element counts: max, min, sums and the NaN flag. Scalar; the vector kernels
+// use it for their last few elements.
+void AccumulateFloat32Values(const uint8_t* p, size_t n, Totals* totals) {
+  const ReadAs<float> read;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = read(p, i);
+    if (std::isnan(x)) {
+      totals->any_nan = true;
+      continue;
+    }
+    totals->sum += x;
+    totals->sum_squares += x * x;
+    totals->max = std::max(totals->max, x);
+    totals->min = std::min(totals->min, x);
+  }
+  totals->count += n;
+}
+
+void AccumulateFloat32Counts(const uint8_t* p, size_t n, Totals* totals) {
+  AccumulateReal(p, n, ReadAs<float>(), true, totals);
+}
+
+#if defined(__x86_64__)
+constexpr size_t kCounterBlock = size_t{1} << 16;  // elements per flush of 32-bit count lanes
+
 // float32 with SSE2 (baseline on x86-64): four elements per vector, comparisons and max/min in
 // float (exact), sums and squares widened to double, counts in 32-bit lanes flushed every block.
 // Infinities are counted directly, so the data is read once.
-void AccumulateFloat32(const uint8_t* p, size_t n, Totals* totals) {
+void AccumulateFloat32Sse2(const uint8_t* p, size_t n, Totals* totals) {
+  const auto* f = reinterpret_cast<const float*>(p);
   constexpr size_t kStep = 8;
-  constexpr size_t kBlock = size_t{1} << 16;  // elements per flush of the 32-bit counters
   const __m128 zero = _mm_setzero_ps();
   const __m128 inf = _mm_set1_ps(std::numeric_limits<float>::infinity());
   const __m128 minus_inf = _mm_set1_ps(-std::numeric_limits<float>::infinity());
   __m128 max = minus_inf, min = inf;
   __m128d sum[4] = {_mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd(), _mm_setzero_pd()};
   __m128d squares[4] = {sum[0], sum[1], sum[2], sum[3]};
-  const auto* f = reinterpret_cast<const float*>(p);
   const size_t vector_end = n - n % kStep;
   alignas(16) uint32_t lanes[4];
   auto flush = [&](__m128i counter, uint64_t* total) {
     _mm_store_si128(reinterpret_cast<__m128i*>(lanes), counter);
-    *total += uint64_t{lanes[0]} + lanes[1] + lanes[2] + lanes[3];
+    const uint64_t block_total = uint64_t{lanes[0]} + lanes[1] + lanes[2] + lanes[3];
+    *total += block_total;
+    return block_total;
   };
-  for (size_t block = 0; block < vector_end; block += kBlock) {
-    const size_t end = std::min(vector_end, block + kBlock);
+  for (size_t block = 0; block < vector_end; block += kCounterBlock) {
+    const size_t end = std::min(vector_end, block + kCounterBlock);
     __m128i negative = _mm_setzero_si128(), positive = negative, zeros = negative;
     __m128i negative_inf = negative, positive_inf = negative;
     for (size_t i = block; i < end; i += kStep) {
@@ -148,9 +182,9 @@ void AccumulateFloat32(const uint8_t* p, size_t n, Totals* totals) {
         squares[2 * k + 1] = _mm_add_pd(squares[2 * k + 1], _mm_mul_pd(high, high));
       }
     }
-    flush(negative, &totals->negative);
-    flush(positive, &totals->positive);
-    flush(zeros, &totals->zero);
+    const uint64_t ordered = flush(negative, &totals->negative) +
+                             flush(positive, &totals->positive) + flush(zeros, &totals->zero);
+    totals->any_nan = totals->any_nan || ordered != end - block;
     flush(negative_inf, &totals->negative_inf);
     flush(positive_inf, &totals->positive_inf);
   }
@@ -167,18 +201,156 @@ void AccumulateFloat32(const uint8_t* p, size_t n, Totals* totals) {
     totals->min = std::min(totals->min, static_cast<double>(min_lanes[k]));
   }
   totals->count += vector_end;
-  if (vector_end < n) AccumulateReal(p + 4 * vector_end, n - vector_end, ReadAs<float>(), true, totals);
+  AccumulateFloat32Counts(p + 4 * vector_end, n - vector_end, totals);
+}
+
+// Adds the lanes of AVX2 accumulators to `totals`: eight float max/min lanes, and four double
+// lanes in each of `sums` and `squares`.
+template <size_t kSums>
+__attribute__((target("avx2,fma"))) void AddAvx2Lanes(__m256 max, __m256 min,
+                                                      const __m256d (&sums)[kSums],
+                                                      const __m256d (&squares)[kSums],
+                                                      Totals* totals) {
+  alignas(32) float max_lanes[8], min_lanes[8];
+  _mm256_store_ps(max_lanes, max);
+  _mm256_store_ps(min_lanes, min);
+  for (int k = 0; k < 8; ++k) {
+    totals->max = std::max(totals->max, static_cast<double>(max_lanes[k]));
+    totals->min = std::min(totals->min, static_cast<double>(min_lanes[k]));
+  }
+  alignas(32) double quad[4];
+  for (size_t k = 0; k < kSums; ++k) {
+    _mm256_store_pd(quad, sums[k]);
+    totals->sum += (quad[0] + quad[1]) + (quad[2] + quad[3]);
+    _mm256_store_pd(quad, squares[k]);
+    totals->sum_squares += (quad[0] + quad[1]) + (quad[2] + quad[3]);
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline __m256i AsInt(__m256 mask) {
+  return _mm256_castps_si256(mask);
+}
+
+// Adds the eight 32-bit lanes of `counter` to `total`; returns their sum.
+__attribute__((target("avx2,fma"))) inline uint64_t AddCountLanes(__m256i counter,
+                                                                  uint64_t* total) {
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), counter);
+  uint64_t sum = 0;
+  for (uint32_t lane : lanes) sum += lane;
+  *total += sum;
+  return sum;
+}
+
+// float32 with AVX2 and FMA, every statistic: the SSE2 kernel eight elements wide.
+__attribute__((target("avx2,fma"))) void AccumulateFloat32Avx2(const uint8_t* p, size_t n, Totals* totals) {
+  const auto* f = reinterpret_cast<const float*>(p);
+  constexpr size_t kStep = 16;
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 max = minus_inf, min = inf;
+  __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                     _mm256_setzero_pd()};
+  __m256d squares[4] = {sums[0], sums[1], sums[2], sums[3]};
+  const size_t vector_end = n - n % kStep;
+  for (size_t block = 0; block < vector_end; block += kCounterBlock) {
+    const size_t end = std::min(vector_end, block + kCounterBlock);
+    __m256i negative = _mm256_setzero_si256(), positive = negative, zeros = negative;
+    __m256i negative_inf = negative, positive_inf = negative;
+    for (size_t i = block; i < end; i += kStep) {
+      const __m256 v[2] = {_mm256_loadu_ps(f + i), _mm256_loadu_ps(f + i + 8)};
+      for (int k = 0; k < 2; ++k) {
+        max = _mm256_max_ps(v[k], max);  // a NaN in v[k] yields the old max: skipped
+        min = _mm256_min_ps(v[k], min);
+        // A true comparison is all ones, -1 as an integer: subtracting it counts one.
+        negative = _mm256_sub_epi32(negative, AsInt(_mm256_cmp_ps(v[k], zero, _CMP_LT_OQ)));
+        positive = _mm256_sub_epi32(positive, AsInt(_mm256_cmp_ps(v[k], zero, _CMP_GT_OQ)));
+        zeros = _mm256_sub_epi32(zeros, AsInt(_mm256_cmp_ps(v[k], zero, _CMP_EQ_OQ)));
+        negative_inf =
+            _mm256_sub_epi32(negative_inf, AsInt(_mm256_cmp_ps(v[k], minus_inf, _CMP_EQ_OQ)));
+        positive_inf = _mm256_sub_epi32(positive_inf, AsInt(_mm256_cmp_ps(v[k], inf, _CMP_EQ_OQ)));
+        const __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(v[k]));
+        const __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(v[k], 1));
+        sums[2 * k] = _mm256_add_pd(sums[2 * k], low);
+        sums[2 * k + 1] = _mm256_add_pd(sums[2 * k + 1], high);
+        squares[2 * k] = _mm256_fmadd_pd(low, low, squares[2 * k]);
+        squares[2 * k + 1] = _mm256_fmadd_pd(high, high, squares[2 * k + 1]);
+      }
+    }
+    const uint64_t ordered = AddCountLanes(negative, &totals->negative) +
+                             AddCountLanes(positive, &totals->positive) +
+                             AddCountLanes(zeros, &totals->zero);
+    totals->any_nan = totals->any_nan || ordered != end - block;
+    AddCountLanes(negative_inf, &totals->negative_inf);
+    AddCountLanes(positive_inf, &totals->positive_inf);
+  }
+  AddAvx2Lanes(max, min, sums, squares, totals);
+  totals->count += vector_end;
+  AccumulateFloat32Counts(p + 4 * vector_end, n - vector_end, totals);
+}
+
+// float32 with AVX2 and FMA, values only: max, min, sums and squares (exact in double: a float
+// squared fits in 48 bits) and one unordered compare per two vectors for the NaN flag.
+__attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8_t* p, size_t n, Totals* totals) {
+  const auto* f = reinterpret_cast<const float*>(p);
+  constexpr size_t kStep = 16;
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 max[2] = {_mm256_sub_ps(_mm256_setzero_ps(), inf), _mm256_sub_ps(_mm256_setzero_ps(), inf)};
+  __m256 min[2] = {inf, inf};
+  __m256 unordered = _mm256_setzero_ps();
+  __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                     _mm256_setzero_pd()};
+  __m256d squares[4] = {sums[0], sums[1], sums[2], sums[3]};
+  const size_t vector_end = n - n % kStep;
+  for (size_t i = 0; i < vector_end; i += kStep) {
+    const __m256 v[2] = {_mm256_loadu_ps(f + i), _mm256_loadu_ps(f + i + 8)};
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v[0], v[1], _CMP_UNORD_Q));
+    for (int k = 0; k < 2; ++k) {
+      max[k] = _mm256_max_ps(v[k], max[k]);
+      min[k] = _mm256_min_ps(v[k], min[k]);
+      const __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(v[k]));
+      const __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(v[k], 1));
+      sums[2 * k] = _mm256_add_pd(sums[2 * k], low);
+      sums[2 * k + 1] = _mm256_add_pd(sums[2 * k + 1], high);
+      squares[2 * k] = _mm256_fmadd_pd(low, low, squares[2 * k]);
+      squares[2 * k + 1] = _mm256_fmadd_pd(high, high, squares[2 * k + 1]);
+    }
+  }
+  // A NaN makes the sums NaN too, but they are not reported then: max/min/avg/l2norm all read nan.
+  totals->any_nan = totals->any_nan || _mm256_movemask_ps(unordered) != 0;
+  AddAvx2Lanes(_mm256_max_ps(max[0], max[1]), _mm256_min_ps(min[0], min[1]), sums, squares,
+               totals);
+  totals->count += vector_end;
+  AccumulateFloat32Values(p + 4 * vector_end, n - vector_end, totals);
+}
+
+// GRAPHDUMP_SIMD=sse2 keeps to the baseline kernels (the tests check both on any machine).
+bool HasAvx2() {
+  static const bool has = [] {
+    const char* choice = std::getenv("GRAPHDUMP_SIMD");
+    if (choice != nullptr && std::string_view(choice) == "sse2") return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
+void AccumulateFloat32(const uint8_t* p, size_t n, bool counts, Totals* totals) {
+  if (!HasAvx2()) return AccumulateFloat32Sse2(p, n, totals);
+  if (counts) return AccumulateFloat32Avx2(p, n, totals);
+  AccumulateFloat32ValuesAvx2(p, n, totals);
 }
 #else
-void AccumulateFloat32(const uint8_t* p, size_t n, Totals* totals) {
-  AccumulateReal(p, n, ReadAs<float>(), true, totals);
+void AccumulateFloat32(const uint8_t* p, size_t n, bool counts, Totals* totals) {
+  if (counts) return AccumulateFloat32Counts(p, n, totals);
+  AccumulateFloat32Values(p, n, totals);
 }
 #endif
 
 // 16-bit floats: widened to float32 a block at a time (a loop the compiler vectorizes), then
-// accumulated by the float32 loop.
+// accumulated by the float32 kernel.
 template <float (*kWiden)(uint16_t)>
-void AccumulateWidened(const uint8_t* p, size_t n, Totals* totals) {
+void AccumulateWidened(const uint8_t* p, size_t n, bool counts, Totals* totals) {
   constexpr size_t kBlock = 2048;
   uint16_t halves[kBlock];
   float floats[kBlock];
@@ -186,7 +358,7 @@ void AccumulateWidened(const uint8_t* p, size_t n, Totals* totals) {
     const size_t m = std::min(kBlock, n - start);
     std::memcpy(halves, p + 2 * start, 2 * m);
     for (size_t i = 0; i < m; ++i) floats[i] = kWiden(halves[i]);
-    AccumulateReal(reinterpret_cast<const uint8_t*>(floats), m, ReadAs<float>(), true, totals);
+    AccumulateFloat32(reinterpret_cast<const uint8_t*>(floats), m, counts, totals);
   }
 }
 
@@ -201,6 +373,7 @@ void AccumulateComplex(const uint8_t* p, size_t n, Totals* totals) {
     ++totals->count;
     if (std::isnan(re) || std::isnan(im)) {
       ++totals->nan;
+      totals->any_nan = true;
       continue;
     }
     totals->sum += re;
@@ -234,7 +407,7 @@ void AccumulateInt4(const uint8_t* p, int64_t elements, Totals* totals) {
   }
 }
 
-void Accumulate(DType dtype, const uint8_t* p, int64_t elements, Totals* totals) {
+void Accumulate(DType dtype, const uint8_t* p, int64_t elements, bool counts, Totals* totals) {
   const size_t n = static_cast<size_t>(elements);
   switch (dtype) {
     case DType::kBool:
@@ -256,11 +429,11 @@ void Accumulate(DType dtype, const uint8_t* p, int64_t elements, Totals* totals)
     case DType::kUInt64:
       return AccumulateReal(p, n, ReadAs<uint64_t>(), false, totals);
     case DType::kFloat16:
-      return AccumulateWidened<HalfToFloat>(p, n, totals);
+      return AccumulateWidened<HalfToFloat>(p, n, counts, totals);
     case DType::kBFloat16:
-      return AccumulateWidened<BFloat16ToFloat>(p, n, totals);
+      return AccumulateWidened<BFloat16ToFloat>(p, n, counts, totals);
     case DType::kFloat32:
-      return AccumulateFloat32(p, n, totals);
+      return AccumulateFloat32(p, n, counts, totals);
     case DType::kFloat64:
       return AccumulateReal(p, n, ReadAs<double>(), true, totals);
     case DType::kComplex64:
@@ -298,13 +471,43 @@ bool AnyExponentAllOnes(const uint8_t* p, size_t n, Bits mask) {
 
 struct StatsAccumulator::Impl {
   DType dtype;
+  bool counts = true;
   Totals totals;
   EVP_MD_CTX* md5 = nullptr;  // null when md5 was not requested
 };
 
-StatsAccumulator::StatsAccumulator(DType dtype, bool with_md5) : impl_(std::make_unique<Impl>()) {
+StatsRequest StatsRequest::For(const std::vector<StatCategory>& categories) {
+  StatsRequest request;
+  request.counts = false;
+  for (StatCategory category : categories) {
+    switch (category) {
+      case StatCategory::kMax:
+      case StatCategory::kMin:
+      case StatCategory::kAvg:
+      case StatCategory::kCount:
+      case StatCategory::kL2Norm:
+        break;
+      case StatCategory::kMd5:
+        request.md5 = true;
+        break;
+      case StatCategory::kNegativeZeroCount:
+      case StatCategory::kPositiveZeroCount:
+      case StatCategory::kNanCount:
+      case StatCategory::kNegativeInfCount:
+      case StatCategory::kPositiveInfCount:
+      case StatCategory::kZeroCount:
+        request.counts = true;
+        break;
+    }
+  }
+  return request;
+}
+
+StatsAccumulator::StatsAccumulator(DType dtype, StatsRequest request)
+    : impl_(std::make_unique<Impl>()) {
   impl_->dtype = dtype;
-  if (with_md5) {
+  impl_->counts = request.counts;
+  if (request.md5) {
     impl_->md5 = EVP_MD_CTX_new();
     GRAPHDUMP_CHECK(impl_->md5 != nullptr);
     GRAPHDUMP_CHECK(EVP_DigestInit_ex(impl_->md5, EVP_md5(), nullptr) == 1);
@@ -318,20 +521,22 @@ StatsAccumulator::~StatsAccumulator() {
 void StatsAccumulator::Update(const uint8_t* bytes, size_t size, int64_t elements) {
   if (elements <= 0) return;
   if (impl_->md5 != nullptr) GRAPHDUMP_CHECK(EVP_DigestUpdate(impl_->md5, bytes, size) == 1);
-  Accumulate(impl_->dtype, bytes, elements, &impl_->totals);
+  Accumulate(impl_->dtype, bytes, elements, impl_->counts, &impl_->totals);
 }
 
 TensorStats StatsAccumulator::Finish() {
   const Totals& t = impl_->totals;
   TensorStats stats;
   stats.count = t.count;
-  stats.negative_count = t.negative;
-  stats.positive_count = t.positive;
-  stats.zero_count = t.zero;
-  stats.nan_count = IsComplex(impl_->dtype) ? t.nan : t.count - t.negative - t.positive - t.zero;
-  stats.negative_inf_count = t.negative_inf;
-  stats.positive_inf_count = t.positive_inf;
-  if (stats.nan_count > 0) {
+  if (impl_->counts) {
+    stats.negative_count = t.negative;
+    stats.positive_count = t.positive;
+    stats.zero_count = t.zero;
+    stats.nan_count = IsComplex(impl_->dtype) ? t.nan : t.count - t.negative - t.positive - t.zero;
+    stats.negative_inf_count = t.negative_inf;
+    stats.positive_inf_count = t.positive_inf;
+  }
+  if (t.any_nan) {
     stats.max = stats.min = stats.avg = stats.l2norm = kNaN;
   } else if (t.count > 0) {
     stats.max = t.max;
@@ -350,11 +555,23 @@ TensorStats StatsAccumulator::Finish() {
   return stats;
 }
 
-TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5) {
-  StatsAccumulator accumulator(dtype, with_md5);
+TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, StatsRequest request) {
+  StatsAccumulator accumulator(dtype, request);
   accumulator.Update(static_cast<const uint8_t*>(data), DTypeStorageBytes(dtype, elements),
                      elements);
   return accumulator.Finish();
+}
+
+TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5) {
+  return ComputeStats(dtype, data, elements, StatsRequest{.counts = true, .md5 = with_md5});
+}
+
+std::string_view StatsKernels() {
+#if defined(__x86_64__)
+  return HasAvx2() ? "avx2" : "sse2";
+#else
+  return "scalar";
+#endif
 }
 
 bool HasNonFinite(DType dtype, const void* data, int64_t elements) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -176,6 +177,26 @@ void ExpectMatches(const TensorStats& s, std::istringstream& line, const std::st
   EXPECT_EQ(s.md5, word[12]) << name;
 }
 
+// A values-only result against the full one: the same values, no counts.
+void ExpectSameValues(const TensorStats& values, const TensorStats& full, const std::string& name) {
+  EXPECT_EQ(values.count, full.count) << name;
+  if (std::isnan(full.max)) {
+    EXPECT_TRUE(std::isnan(values.max) && std::isnan(values.min) && std::isnan(values.avg) &&
+                std::isnan(values.l2norm))
+        << name;
+  } else {
+    EXPECT_EQ(values.max, full.max) << name;
+    EXPECT_EQ(values.min, full.min) << name;
+    ExpectClose(values.avg, full.avg, name + " avg");
+    ExpectClose(values.l2norm, full.l2norm, name + " l2norm");
+  }
+  EXPECT_EQ(values.negative_count + values.positive_count + values.zero_count + values.nan_count +
+                values.negative_inf_count + values.positive_inf_count,
+            0u)
+      << name;
+  EXPECT_TRUE(values.md5.empty()) << name;
+}
+
 TEST(StatsTest, MatchesNumpyForRandomTensors) {
   std::vector<RandomTensor> tensors;
   uint32_t seed = 1;
@@ -207,7 +228,7 @@ TEST(StatsTest, MatchesNumpyForRandomTensors) {
     // Whole buffer at once, and fed in uneven pieces (as the writer's chunks arrive).
     std::istringstream whole(text), pieces(text);
     ExpectMatches(ComputeStats(t.dtype, t.bytes.data(), t.count, true), whole, t.name, t.name);
-    StatsAccumulator accumulator(t.dtype, true);
+    StatsAccumulator accumulator(t.dtype, StatsRequest{.counts = true, .md5 = true});
     const int64_t piece = 998;  // even, so int4 pieces stay on byte boundaries
     for (int64_t start = 0; start < t.count; start += piece) {
       const int64_t n = std::min(piece, t.count - start);
@@ -216,6 +237,59 @@ TEST(StatsTest, MatchesNumpyForRandomTensors) {
                          n);
     }
     ExpectMatches(accumulator.Finish(), pieces, t.name, t.name + " (pieces)");
+    ExpectSameValues(ComputeStats(t.dtype, t.bytes.data(), t.count, StatsRequest{.counts = false}),
+                     ComputeStats(t.dtype, t.bytes.data(), t.count, false), t.name + " (values)");
+  }
+}
+
+// Values only, NaN at each position of a float32 buffer of 37 elements (two vector steps of the
+// AVX2 kernel and a tail), and in a float16 buffer (widened to float32).
+TEST(StatsTest, ValuesOnlySeesNanAnywhere) {
+  std::vector<float> floats(37);
+  for (size_t i = 0; i < floats.size(); ++i) floats[i] = static_cast<float>(i) - 20.5f;
+  const TensorStats clean =
+      ComputeStats(DType::kFloat32, floats.data(), 37, StatsRequest{.counts = false});
+  EXPECT_EQ(clean.max, 15.5);
+  EXPECT_EQ(clean.min, -20.5);
+  EXPECT_DOUBLE_EQ(clean.avg, -2.5);
+  EXPECT_EQ(clean.nan_count, 0u);
+  EXPECT_EQ(clean.zero_count, 0u);
+  for (size_t i = 0; i < floats.size(); ++i) {
+    std::vector<float> with_nan = floats;
+    with_nan[i] = std::numeric_limits<float>::quiet_NaN();
+    const TensorStats s =
+        ComputeStats(DType::kFloat32, with_nan.data(), 37, StatsRequest{.counts = false});
+    EXPECT_TRUE(std::isnan(s.max) && std::isnan(s.min) && std::isnan(s.avg) &&
+                std::isnan(s.l2norm))
+        << "NaN at " << i;
+    EXPECT_EQ(s.count, 37u);
+  }
+  const uint16_t halves[] = {0x3c00, 0x7e00, 0xc000};  // 1, NaN, -2
+  EXPECT_TRUE(std::isnan(ComputeStats(DType::kFloat16, halves, 3, StatsRequest{.counts = false}).max));
+  const TensorStats h = ComputeStats(DType::kFloat16, halves, 1, StatsRequest{.counts = false});
+  EXPECT_EQ(h.max, 1.0);
+}
+
+TEST(StatsTest, RequestForCategories) {
+  using C = StatCategory;
+  const StatsRequest values = StatsRequest::For({C::kMax, C::kMin, C::kL2Norm, C::kAvg, C::kCount});
+  EXPECT_FALSE(values.counts);
+  EXPECT_FALSE(values.md5);
+  EXPECT_TRUE(StatsRequest::For({C::kMax, C::kZeroCount}).counts);
+  EXPECT_TRUE(StatsRequest::For({C::kNanCount}).counts);
+  EXPECT_TRUE(StatsRequest::For({C::kPositiveInfCount}).counts);
+  const StatsRequest md5 = StatsRequest::For({C::kMd5});
+  EXPECT_TRUE(md5.md5);
+  EXPECT_FALSE(md5.counts);
+}
+
+// The ctest entry core_stats_sse2 runs these tests again with GRAPHDUMP_SIMD=sse2.
+TEST(StatsTest, KernelChoiceFollowsEnvironment) {
+  const char* choice = std::getenv("GRAPHDUMP_SIMD");
+  if (choice != nullptr && std::string(choice) == "sse2") {
+    EXPECT_EQ(StatsKernels(), "sse2");
+  } else {
+    EXPECT_NE(StatsKernels(), "");
   }
 }
 

@@ -109,7 +109,7 @@ StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
     sink->AddHeader(NpyHeader(view.dtype, sampled ? std::vector<int64_t>{file_count} : view.shape));
   }
   std::optional<StatsAccumulator> stats;
-  if (options.compute_stats || options.with_md5) stats.emplace(view.dtype, options.with_md5);
+  if (options.stats) stats.emplace(view.dtype, *options.stats);
 
   const bool packed = view.dtype == DType::kInt4;
   const size_t item = packed ? 1 : DTypeBits(view.dtype) / 8;

@@ -278,8 +278,7 @@ TEST(TensorWriterTest, SampleModeWritesThePrefixAndStatsCoverAll) {
   auto fs = NewPosixFileSystem();
   TensorWriteOptions options;
   options.max_elements = 7;
-  options.compute_stats = true;
-  options.with_md5 = true;
+  options.stats = StatsRequest{.counts = true, .md5 = true};
   const TestTensor contiguous = MakeTensor(DType::kFloat32, {4, 5});
   const TestTensor transposed = MakeTensor(DType::kFloat32, {5, 4}, {1, 5});
   const TestTensor small = MakeTensor(DType::kFloat32, {7});
@@ -288,7 +287,7 @@ TEST(TensorWriterTest, SampleModeWritesThePrefixAndStatsCoverAll) {
   auto b = WriteTensor(*fs, dir.Sub("b.npy"), transposed.view, options);
   auto c = WriteTensor(*fs, dir.Sub("c.npy"), small.view, options);
   auto d = WriteTensor(*fs, dir.Sub("d.npy"), int4.view, options);
-  options.compute_stats = options.with_md5 = false;
+  options.stats.reset();
   auto e = WriteTensor(*fs, dir.Sub("e.npy"), contiguous.view, options);
   ASSERT_TRUE(a.ok() && b.ok() && c.ok() && d.ok() && e.ok());
   EXPECT_EQ(a->stats.count, 20u);
@@ -311,7 +310,7 @@ TEST(TensorWriterTest, StatisticOnlyWritesNoFile) {
   const TestTensor t = MakeTensor(DType::kInt32, {3, 3}, {16, 3}, 1);
   TensorWriteOptions options;
   options.write_npy = false;
-  options.compute_stats = true;
+  options.stats = StatsRequest{};
   auto result = WriteTensor(*fs, dir.Sub("x.npy"), t.view, options);
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(result->file_bytes, 0u);

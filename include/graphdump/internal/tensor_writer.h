@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "graphdump/file_system.h"
@@ -17,10 +18,9 @@ namespace graphdump {
 struct TensorWriteOptions {
   // Write the .npy file at `path`. False for saved_data "statistic": statistics only, no file.
   bool write_npy = true;
-  // Compute the statistics of TensorStats (all of them; the caller picks its columns).
-  bool compute_stats = false;
-  // Compute the md5 of the tensor's bytes as stored in memory, in C order.
-  bool with_md5 = false;
+  // The statistics of TensorStats to compute (the md5 is of the tensor's bytes as stored in
+  // memory, in C order); none when empty.
+  std::optional<StatsRequest> stats;
   // 0 writes every element. N > 0 is sample mode: a tensor with more than N elements is written
   // as its first N elements in C order with shape (N,). Statistics still cover the whole tensor.
   int64_t max_elements = 0;
@@ -29,7 +29,7 @@ struct TensorWriteOptions {
 };
 
 struct TensorWriteResult {
-  TensorStats stats;        // default values unless compute_stats or with_md5
+  TensorStats stats;        // default values unless `stats` was requested
   uint64_t file_bytes = 0;  // size of the .npy file written (0 when write_npy is false)
 };
 
