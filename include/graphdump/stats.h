@@ -15,15 +15,15 @@
 namespace graphdump {
 
 struct TensorStats {
-  uint64_t count = 0;  // always computed
+  uint64_t count = 0;                            // always computed
   double max = 0, min = 0, avg = 0, l2norm = 0;  // nan when any element is NaN
-  uint64_t negative_count = 0;      // x < 0, -inf included ("negative zero count")
-  uint64_t positive_count = 0;      // x > 0, +inf included ("positive zero count")
+  uint64_t negative_count = 0;                   // x < 0, -inf included ("negative zero count")
+  uint64_t positive_count = 0;                   // x > 0, +inf included ("positive zero count")
   uint64_t nan_count = 0;
   uint64_t negative_inf_count = 0;
   uint64_t positive_inf_count = 0;
-  uint64_t zero_count = 0;          // the counts above: 0 unless StatsRequest::counts
-  std::string md5;                  // lower-case hex; empty when not requested
+  uint64_t zero_count = 0;  // the counts above: 0 unless StatsRequest::counts
+  std::string md5;          // lower-case hex; empty when not requested
 };
 
 // What a StatsAccumulator computes beyond count, max, min, avg and l2norm (which are always

@@ -40,6 +40,8 @@ struct OwnedTensor {
 // Copies `view` into C order. Non-contiguous views are gathered element by element.
 // REQUIRES: view.data is host memory; int4 views are contiguous.
 OwnedTensor CopyContiguous(const TensorView& view);
+// The same into `out`, which has room for view.ContiguousBytes().
+void CopyContiguousTo(const TensorView& view, uint8_t* out);
 
 // Calls `visit(const uint8_t* bytes, size_t n)` with the tensor's bytes in C order, in pieces of
 // at most `chunk_bytes` (a contiguous tensor is passed through without copying). Pieces always

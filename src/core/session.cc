@@ -16,6 +16,7 @@
 #include "graphdump/graph_files.h"
 #include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/async_writer.h"
+#include "graphdump/internal/buffer_pool.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "graphdump/layout.h"
 #include "graphdump/selector.h"
@@ -91,7 +92,8 @@ class SessionImpl final : public DumpSession {
         config_(options_.config),
         selector_(std::move(selector)),
         fs_(options_.file_system ? options_.file_system : NewPosixFileSystem()),
-        root_(RootDir(config_, options_.rank)) {
+        root_(RootDir(config_, options_.rank)),
+        buffers_(std::max<size_t>(1, options_.queue_bytes)) {
     if (!config_.enable) {
       async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
                                              std::max<size_t>(1, options_.queue_bytes));
@@ -383,22 +385,31 @@ class SessionImpl final : public DumpSession {
     };
     if (!async_) return write(in, out);
     // Asynchronous: copy now, as for .npy files.
-    auto owned = std::make_shared<std::vector<OwnedTensor>>();
+    auto copies = std::make_shared<std::vector<QueuedCopy>>();
     size_t bytes = 1;
-    for (const auto* list : {&in, &out}) {
-      for (const TensorView& v : *list) {
-        owned->push_back(CopyContiguous(v));
-        bytes += owned->back().bytes.size();
+    for (std::vector<TensorView>* list : {&in, &out}) {
+      for (TensorView& v : *list) {
+        copies->push_back(Copy(v));
+        v = copies->back().view;
+        bytes += v.ContiguousBytes();
       }
     }
-    const size_t inputs_count = in.size();
-    async_->Submit(bytes, [owned, inputs_count, write] {
-      std::vector<TensorView> i, o;
-      for (size_t k = 0; k < owned->size(); ++k) {
-        (k < inputs_count ? i : o).push_back((*owned)[k].View());
-      }
-      write(i, o);
-    });
+    async_->Submit(bytes, [copies, in, out, write] { write(in, out); });
+  }
+
+  // A C-order copy of a tensor in a pooled buffer, for a queued write.
+  struct QueuedCopy {
+    BufferPool::Buffer buffer;
+    TensorView view;  // over `buffer`
+  };
+
+  QueuedCopy Copy(const TensorView& view) {
+    QueuedCopy copy{buffers_.Take(view.ContiguousBytes()), TensorView{}};
+    CopyContiguousTo(view, copy.buffer.data());
+    copy.view.dtype = view.dtype;
+    copy.view.shape = view.shape;
+    copy.view.data = copy.buffer.data();
+    return copy;
   }
 
   StepDir* StepDirFor(const std::string& dir) {
@@ -460,13 +471,13 @@ class SessionImpl final : public DumpSession {
       return;
     }
     // Asynchronous: copy now, so later in-place kernels cannot change what is written.
-    auto owned = std::make_shared<OwnedTensor>(CopyContiguous(view));
+    auto copy = std::make_shared<QueuedCopy>(Copy(view));
     if (sd) {
       std::lock_guard<std::mutex> lock(mu_);
       ++sd->pending;
     }
-    async_->Submit(owned->bytes.size() + 1, [=, this] {
-      WriteOne(path, owned->View(), options, row, sd, seq);
+    async_->Submit(copy->view.ContiguousBytes() + 1, [=, this] {
+      WriteOne(path, copy->view, options, row, sd, seq);
       if (sd) FinishPending(sd);
     });
   }
@@ -541,6 +552,7 @@ class SessionImpl final : public DumpSession {
   std::unique_ptr<Selector> selector_;
   std::shared_ptr<FileSystem> fs_;
   const std::string root_;
+  BufferPool buffers_;  // before async_: its queued jobs hold buffers until they have run
   std::unique_ptr<AsyncWriter> async_;
 
   // Executor-thread state.

@@ -37,7 +37,7 @@ struct Totals {
   uint64_t count = 0;
   uint64_t negative = 0, positive = 0, zero = 0;
   uint64_t negative_inf = 0, positive_inf = 0;
-  uint64_t nan = 0;     // only maintained by the complex path
+  uint64_t nan = 0;      // only maintained by the complex path
   bool any_nan = false;  // maintained by every path
   double sum = 0, sum_squares = 0;
   double max = -kInf, min = kInf;
@@ -243,7 +243,8 @@ __attribute__((target("avx2,fma"))) inline uint64_t AddCountLanes(__m256i counte
 }
 
 // float32 with AVX2 and FMA, every statistic: the SSE2 kernel eight elements wide.
-__attribute__((target("avx2,fma"))) void AccumulateFloat32Avx2(const uint8_t* p, size_t n, Totals* totals) {
+__attribute__((target("avx2,fma"))) void AccumulateFloat32Avx2(const uint8_t* p, size_t n,
+                                                               Totals* totals) {
   const auto* f = reinterpret_cast<const float*>(p);
   constexpr size_t kStep = 16;
   const __m256 zero = _mm256_setzero_ps();
@@ -292,11 +293,13 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32Avx2(const uint8_t* p,
 
 // float32 with AVX2 and FMA, values only: max, min, sums and squares (exact in double: a float
 // squared fits in 48 bits) and one unordered compare per two vectors for the NaN flag.
-__attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8_t* p, size_t n, Totals* totals) {
+__attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8_t* p, size_t n,
+                                                                     Totals* totals) {
   const auto* f = reinterpret_cast<const float*>(p);
   constexpr size_t kStep = 16;
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 max[2] = {_mm256_sub_ps(_mm256_setzero_ps(), inf), _mm256_sub_ps(_mm256_setzero_ps(), inf)};
+  __m256 max[2] = {_mm256_sub_ps(_mm256_setzero_ps(), inf),
+                   _mm256_sub_ps(_mm256_setzero_ps(), inf)};
   __m256 min[2] = {inf, inf};
   __m256 unordered = _mm256_setzero_ps();
   __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
@@ -319,8 +322,7 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8
   }
   // A NaN makes the sums NaN too, but they are not reported then: max/min/avg/l2norm all read nan.
   totals->any_nan = totals->any_nan || _mm256_movemask_ps(unordered) != 0;
-  AddAvx2Lanes(_mm256_max_ps(max[0], max[1]), _mm256_min_ps(min[0], min[1]), sums, squares,
-               totals);
+  AddAvx2Lanes(_mm256_max_ps(max[0], max[1]), _mm256_min_ps(min[0], min[1]), sums, squares, totals);
   totals->count += vector_end;
   AccumulateFloat32Values(p + 4 * vector_end, n - vector_end, totals);
 }

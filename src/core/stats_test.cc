@@ -259,13 +259,13 @@ TEST(StatsTest, ValuesOnlySeesNanAnywhere) {
     with_nan[i] = std::numeric_limits<float>::quiet_NaN();
     const TensorStats s =
         ComputeStats(DType::kFloat32, with_nan.data(), 37, StatsRequest{.counts = false});
-    EXPECT_TRUE(std::isnan(s.max) && std::isnan(s.min) && std::isnan(s.avg) &&
-                std::isnan(s.l2norm))
+    EXPECT_TRUE(std::isnan(s.max) && std::isnan(s.min) && std::isnan(s.avg) && std::isnan(s.l2norm))
         << "NaN at " << i;
     EXPECT_EQ(s.count, 37u);
   }
   const uint16_t halves[] = {0x3c00, 0x7e00, 0xc000};  // 1, NaN, -2
-  EXPECT_TRUE(std::isnan(ComputeStats(DType::kFloat16, halves, 3, StatsRequest{.counts = false}).max));
+  EXPECT_TRUE(
+      std::isnan(ComputeStats(DType::kFloat16, halves, 3, StatsRequest{.counts = false}).max));
   const TensorStats h = ComputeStats(DType::kFloat16, halves, 1, StatsRequest{.counts = false});
   EXPECT_EQ(h.max, 1.0);
 }

@@ -1,5 +1,6 @@
 #include "graphdump/tensor_view.h"
 
+#include <cstring>
 #include <string>
 
 namespace graphdump {
@@ -37,11 +38,16 @@ OwnedTensor CopyContiguous(const TensorView& view) {
   OwnedTensor owned;
   owned.dtype = view.dtype;
   owned.shape = view.shape;
-  owned.bytes.reserve(view.ContiguousBytes());
-  ForEachContiguousChunk(view, size_t{1} << 20, [&](const uint8_t* bytes, size_t n) {
-    owned.bytes.insert(owned.bytes.end(), bytes, bytes + n);
-  });
+  owned.bytes.resize(view.ContiguousBytes());
+  CopyContiguousTo(view, owned.bytes.data());
   return owned;
+}
+
+void CopyContiguousTo(const TensorView& view, uint8_t* out) {
+  ForEachContiguousChunk(view, size_t{1} << 20, [&](const uint8_t* bytes, size_t n) {
+    std::memcpy(out, bytes, n);
+    out += n;
+  });
 }
 
 std::string ShapeToString(const std::vector<int64_t>& shape) {
