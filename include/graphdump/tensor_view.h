@@ -10,6 +10,22 @@
 
 namespace graphdump {
 
+// Where a view's bytes come from, for hosts that know when their tensors change (LibTorch does,
+// with each storage's version counter). The session uses it to reuse the statistics of bytes it
+// has already read in the step: a kernel's output read again as the next kernel's input, a
+// weight read by several kernels, the copy of an input taken before an in-place kernel.
+struct TensorOrigin {
+  // Identifies the allocation holding the bytes by its address (`storage.get()`); holding the
+  // pointer keeps that address from being given to another allocation (LibTorch: a weak
+  // reference to the StorageImpl). Null: unknown, and nothing is reused.
+  std::shared_ptr<const void> storage;
+  // Must change whenever the allocation's bytes may have changed.
+  uint64_t version = 0;
+  // Byte offset of the view's first element in the allocation. A copy of a view may claim its
+  // original's origin when it has the same dtype, shape and strides (the same bytes).
+  int64_t offset = 0;
+};
+
 struct TensorView {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;    // empty for a scalar
@@ -19,6 +35,7 @@ struct TensorView {
   // Keeps the storage behind `data` alive until the session no longer needs it (the host puts
   // its tensor handle here). May be null when the host guarantees the lifetime itself.
   std::shared_ptr<const void> keep_alive;
+  TensorOrigin origin;  // optional
 
   int64_t NumElements() const;
   // True when the elements lie in C order without gaps (always true for int4, which must be

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -17,6 +18,7 @@
 #include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/internal/buffer_pool.h"
+#include "graphdump/internal/stats_cache.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "graphdump/layout.h"
 #include "graphdump/selector.h"
@@ -152,6 +154,7 @@ class SessionImpl final : public DumpSession {
     iteration_ = config_.initial_iteration + steps_completed_;
     step_graph_ = graph_id;
     step_dumps_ = !failed_ && selector_->IterationDumps(iteration_);
+    stats_cache_.Clear();
   }
 
   uint64_t CurrentIteration() const override { return iteration_; }
@@ -219,6 +222,7 @@ class SessionImpl final : public DumpSession {
       if (!st.ok()) Fail(st);
     }
     EndStepDirs();
+    stats_cache_.Clear();
     ++steps_completed_;
     step_dumps_ = false;
   }
@@ -465,8 +469,18 @@ class SessionImpl final : public DumpSession {
     const uint64_t seq = next_seq_++;
     // A statistic-only tensor is reduced here even in asynchronous mode: reading it once costs
     // no more than the copy a queued write needs, and skips allocating and filling that copy
-    // (a statistic dump of every kernel otherwise copied the whole step's tensors).
-    if (!async_ || !options.write_npy) {
+    // (a statistic dump of every kernel otherwise copied the whole step's tensors). Bytes
+    // already reduced in this step (the previous kernel's output) are not read again.
+    if (!options.write_npy) {
+      if (const TensorStats* known = stats_cache_.Find(view, *options.stats)) {
+        AddStatisticRow(row, *known, sd, seq);
+        return;
+      }
+      std::optional<TensorStats> stats = WriteOne(path, view, options, row, sd, seq);
+      if (stats) stats_cache_.Insert(view, *options.stats, *stats);
+      return;
+    }
+    if (!async_) {
       WriteOne(path, view, options, row, sd, seq);
       return;
     }
@@ -482,23 +496,29 @@ class SessionImpl final : public DumpSession {
     });
   }
 
-  void WriteOne(const std::string& path, const TensorView& view, const TensorWriteOptions& options,
-                const StatRowInfo& row, StepDir* sd, uint64_t seq) {
-    if (failed_) return;
+  // Writes one tensor; returns its statistics unless the write failed.
+  std::optional<TensorStats> WriteOne(const std::string& path, const TensorView& view,
+                                      const TensorWriteOptions& options, const StatRowInfo& row,
+                                      StepDir* sd, uint64_t seq) {
+    if (failed_) return std::nullopt;
     StatusOr<TensorWriteResult> result = WriteTensor(*fs_, path, view, options);
     if (!result.ok()) {
       Fail(result.status());
-      return;
+      return std::nullopt;
     }
     if (result->file_bytes > 0) {
       ++files_;
       bytes_ += result->file_bytes;
     }
-    if (sd) {
-      std::string line = StatisticCsvRow(row, result->stats, config_.statistic_category);
-      std::lock_guard<std::mutex> lock(mu_);
-      sd->rows.emplace(seq, std::move(line));
-    }
+    if (sd) AddStatisticRow(row, result->stats, sd, seq);
+    return std::move(result->stats);
+  }
+
+  void AddStatisticRow(const StatRowInfo& row, const TensorStats& stats, StepDir* sd,
+                       uint64_t seq) {
+    std::string line = StatisticCsvRow(row, stats, config_.statistic_category);
+    std::lock_guard<std::mutex> lock(mu_);
+    sd->rows.emplace(seq, std::move(line));
   }
 
   void FinishPending(StepDir* sd) {
@@ -566,6 +586,7 @@ class SessionImpl final : public DumpSession {
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
+  StatsCache stats_cache_;  // statistic-only tensors reduced in this step
 
   // Shared with writer threads.
   mutable std::mutex mu_;

@@ -1,15 +1,14 @@
 #include "graphdump/session.h"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <regex>
 #include <thread>
 
-#include <gtest/gtest.h>
-
-#include "graphdump_graph.pb.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/synthetic.h"
+#include "graphdump_graph.pb.h"
 #include "testing/fault_file_system.h"
 #include "testing/testing.h"
 
@@ -61,7 +60,8 @@ void RunSynthetic(const DumpConfig& config, SyntheticOptions options = {},
 // File names with the 16-digit microsecond timestamps replaced by "T".
 std::vector<std::string> WithoutTimestamps(const std::vector<std::string>& files) {
   std::vector<std::string> out;
-  for (const std::string& f : files) out.push_back(std::regex_replace(f, std::regex(R"(\.\d{16}\.)"), ".T."));
+  for (const std::string& f : files)
+    out.push_back(std::regex_replace(f, std::regex(R"(\.\d{16}\.)"), ".T."));
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -89,12 +89,10 @@ TEST(SessionTest, SyncAndAsyncWriteTheSameFilesAndBytes) {
   auto async_files = ListFilesRecursive(async_dir.path());
   ASSERT_EQ(WithoutTimestamps(sync_files), WithoutTimestamps(async_files));
   ASSERT_EQ(sync_files.size(), 3u * 30 + 7);  // 29 tensors + statistic.csv per iteration; 7 others
-  std::sort(sync_files.begin(), sync_files.end(), [](auto& a, auto& b) {
-    return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0];
-  });
-  std::sort(async_files.begin(), async_files.end(), [](auto& a, auto& b) {
-    return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0];
-  });
+  std::sort(sync_files.begin(), sync_files.end(),
+            [](auto& a, auto& b) { return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0]; });
+  std::sort(async_files.begin(), async_files.end(),
+            [](auto& a, auto& b) { return WithoutTimestamps({a})[0] < WithoutTimestamps({b})[0]; });
   for (size_t i = 0; i < sync_files.size(); ++i) {
     std::string a = ReadFile(sync_dir.Sub(sync_files[i]));
     std::string b = ReadFile(async_dir.Sub(async_files[i]));
@@ -112,22 +110,45 @@ TEST(SessionTest, WritesMindSporeLayout) {
   const std::string rank = dir.Sub("rank_0");
   auto files = ListFilesRecursive(rank);
 
-  EXPECT_EQ(ReadFile(rank + "/.dump_metadata/data_dump.json"), ConfigJson(dir.path(), R"(, "iteration": "0|2")"));
-  EXPECT_NE(ReadFile(rank + "/.dump_metadata/config.json").find("\"device_target\": \"cpu\""), std::string::npos);
+  EXPECT_EQ(ReadFile(rank + "/.dump_metadata/data_dump.json"),
+            ConfigJson(dir.path(), R"(, "iteration": "0|2")"));
+  EXPECT_NE(ReadFile(rank + "/.dump_metadata/config.json").find("\"device_target\": \"cpu\""),
+            std::string::npos);
   // Iterations 0 and 2 only; 9 kernels with their inputs and outputs, 4 parameters.
   EXPECT_EQ(Matching(files, R"(^Net/0/1/)").size(), 0u);
   auto it0 = Matching(files, R"(^Net/0/0/.*\.npy$)");
   EXPECT_EQ(it0.size(), 16u + 9 + 4);  // inputs, outputs, parameters
-  EXPECT_EQ(Matching(files, R"(^Net/0/0/MatMul\.Default_fc1-Dense_MatMul-op0\.0\.0\.\d{16}\.input\.1\.DefaultFormat\.float32\.npy$)").size(), 1u);
-  EXPECT_EQ(Matching(files, R"(^Net/0/0/Cast\.Default_Cast-op5\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float16\.npy$)").size(), 1u);
-  EXPECT_EQ(Matching(files, R"(^Net/0/2/Parameter\.fc1_weight\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy$)").size(), 1u);
-  EXPECT_EQ(Matching(files, R"(^Net/0/constants/Parameter\.data-0\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy$)").size(), 1u);
+  EXPECT_EQ(
+      Matching(
+          files,
+          R"(^Net/0/0/MatMul\.Default_fc1-Dense_MatMul-op0\.0\.0\.\d{16}\.input\.1\.DefaultFormat\.float32\.npy$)")
+          .size(),
+      1u);
+  EXPECT_EQ(
+      Matching(
+          files,
+          R"(^Net/0/0/Cast\.Default_Cast-op5\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float16\.npy$)")
+          .size(),
+      1u);
+  EXPECT_EQ(
+      Matching(
+          files,
+          R"(^Net/0/2/Parameter\.fc1_weight\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy$)")
+          .size(),
+      1u);
+  EXPECT_EQ(
+      Matching(
+          files,
+          R"(^Net/0/constants/Parameter\.data-0\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy$)")
+          .size(),
+      1u);
   // saved_data "tensor": no statistic.csv.
   EXPECT_EQ(Matching(files, "statistic.csv").size(), 0u);
 
   EXPECT_EQ(ReadFile(rank + "/execution_order/ms_global_execution_order_graph_0.csv"), "0\n1\n2\n");
   const std::string order = ReadFile(rank + "/execution_order/ms_execution_order_graph_0.csv");
-  EXPECT_EQ(order.rfind("NodeExecutionOrder-FullNameWithScope\nDefault/fc1-Dense/MatMul-op0\n", 0), 0u);
+  EXPECT_EQ(order.rfind("NodeExecutionOrder-FullNameWithScope\nDefault/fc1-Dense/MatMul-op0\n", 0),
+            0u);
   const std::string ir = ReadFile(rank + "/graphs/ms_output_trace_code_graph_0.ir");
   EXPECT_NE(ir.find("# Fullname with scope: (Default/fc2-Dense/MatMul-op3)\n"
                     "      # In file synthetic_mlp.py(14)/x = self.fc2(x)/"),
@@ -161,7 +182,8 @@ print(x.shape, w.shape, y.shape, y.dtype, np.allclose(x @ w, y, rtol=1e-5, atol=
 h = np.load(glob.glob(d + '/Cast.Default_Cast-op5.*.output.0.*.npy')[0])
 o = np.load(glob.glob(d + '/Cast.Default_Cast-op5.*.input.0.*.npy')[0])
 print(h.dtype, np.array_equal(o.astype(np.float16), h))
-)", {dir.Sub("rank_0/Net/0/1")});
+)",
+                              {dir.Sub("rank_0/Net/0/1")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "(4, 8) (8, 16) (4, 16) float32 True\nfloat16 True\n");
 }
@@ -193,9 +215,10 @@ TEST(SessionTest, RankOutsideSupportDeviceDumpsNothing) {
 TEST(SessionTest, KernelSelectionByTypeRegexAndSetDump) {
   TempDir dir;
   std::vector<std::string> log;
-  RunSynthetic(Parse(ConfigJson(dir.path(), R"json(, "dump_mode": 1, "iteration": "0", "input_output": 2,
+  RunSynthetic(
+      Parse(ConfigJson(dir.path(), R"json(, "dump_mode": 1, "iteration": "0", "input_output": 2,
       "kernels": ["relu", "name-regex(Default/fc2-Dense/.+)", "Default/Cast-op5", "NoSuchOp"])json")),
-               {}, &log);
+      {}, &log);
   auto files = Matching(ListFilesRecursive(dir.Sub("rank_0/Net/0/0")), R"(\.npy$)");
   files = Matching(files, "^(?!Parameter)");
   EXPECT_EQ(WithoutTimestamps(files),
@@ -207,7 +230,8 @@ TEST(SessionTest, KernelSelectionByTypeRegexAndSetDump) {
   EXPECT_NE(std::find(log.begin(), log.end(), "unused kernel in config: NoSuchOp"), log.end());
 
   TempDir marked;
-  auto session = OpenSession(Parse(ConfigJson(marked.path(), R"(, "dump_mode": 2, "iteration": "0", "input_output": 2)")));
+  auto session = OpenSession(
+      Parse(ConfigJson(marked.path(), R"(, "dump_mode": 2, "iteration": "0", "input_output": 2)")));
   session->SetDump("fc2");
   ASSERT_TRUE(RunSyntheticGraph(*session, {}).ok());
   ASSERT_TRUE(session->Close().ok());
@@ -225,17 +249,64 @@ TEST(SessionTest, StatisticOnlyWritesCsvRowsWithoutTensors) {
   EXPECT_EQ(files, std::vector<std::string>{"statistic.csv"});
   const std::string csv = ReadFile(it + "/statistic.csv");
   EXPECT_EQ(csv.rfind("Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,"
-                      "Shape,Max Value,Count,MD5\n", 0), 0u);
+                      "Shape,Max Value,Count,MD5\n",
+                      0),
+            0u);
   // 4 parameters + 9 kernels' 16 inputs and 9 outputs.
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 + 16 + 9);
-  EXPECT_TRUE(std::regex_search(csv, std::regex(R"re(\nCast,Default_Cast-op5,0,0,\d{16},output,0,32,float16,"\(4,4\)",[^,]+,16,[0-9a-f]{32},\n)re"))) << csv;
+  EXPECT_TRUE(std::regex_search(
+      csv,
+      std::regex(
+          R"re(\nCast,Default_Cast-op5,0,0,\d{16},output,0,32,float16,"\(4,4\)",[^,]+,16,[0-9a-f]{32},\n)re")))
+      << csv;
+}
+
+// Statistic-only rows for bytes already reduced in the step come from the first reduction:
+// shown here by handing the second kernel different bytes under the same origin, which a host
+// must never do (it would bump the version), so the row can only come from the cache.
+TEST(SessionTest, StatisticsOfTheSameOriginAreReusedWithinAStep) {
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
+      "input_output": 0, "statistic_category": ["max", "min"])")));
+  GraphInfo graph = SyntheticGraph({});
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  std::vector<float> first = {1, 2, 3, 4}, second = {10, 20, 30, 40};
+  auto storage = std::make_shared<int>(0);
+  auto with_origin = [&](std::vector<float>& data, uint64_t version) {
+    TensorView view = testing::MakeView(DType::kFloat32, {4}, {}, data.data());
+    view.origin = TensorOrigin{storage, version, 0};
+    return view;
+  };
+  KernelInfo k0 = graph.kernels[0], k1 = graph.kernels[1], k2 = graph.kernels[2];
+  for (int step = 0; step < 2; ++step) {
+    session->BeginStep(0);
+    session->OnKernelDone(k0, {}, {with_origin(step == 0 ? first : second, 1)});
+    session->OnKernelDone(k1, {with_origin(second, 1)}, {});  // the same origin: reused
+    session->OnKernelDone(k2, {with_origin(second, 2)}, {});  // written since: read again
+    session->EndStep(0);
+  }
+  ASSERT_TRUE(session->Close().ok());
+  for (const char* it : {"0", "1"}) {
+    const std::string csv = ReadFile(dir.Sub(std::string("rank_0/Net/0/") + it + "/statistic.csv"));
+    std::vector<std::string> values;
+    std::regex value(R"re("\(4\)",([^,]+),([^,]+),\n)re");
+    for (auto m = std::sregex_iterator(csv.begin(), csv.end(), value); m != std::sregex_iterator();
+         ++m) {
+      values.push_back((*m)[1].str() + "/" + (*m)[2].str());
+    }
+    // Step 1 starts over: nothing survives EndStep.
+    const std::string reused = std::string(it) == "0" ? "4/1" : "40/10";
+    EXPECT_EQ(values, (std::vector<std::string>{reused, reused, "40/10"})) << csv;
+  }
 }
 
 TEST(SessionTest, OverflowModeDumpsOnlyOverflowingKernels) {
   TempDir dir;
   SyntheticOptions options;
   options.input_scale = 1e5f;  // the float16 cast of fc2's output overflows
-  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "op_debug_mode": 3, "overflow_number": 2, "input_output": 2)")), options);
+  RunSynthetic(Parse(ConfigJson(
+                   dir.path(), R"(, "op_debug_mode": 3, "overflow_number": 2, "input_output": 2)")),
+               options);
   auto files = Matching(ListFilesRecursive(dir.Sub("rank_0/Net")), R"(\.npy$)");
   files = Matching(files, "^(?!0/constants)");
   // Two overflowing kernels (overflow_number) in iterations 0 and 1, inputs and outputs both.
@@ -250,7 +321,8 @@ TEST(SessionTest, OverflowModeDumpsOnlyOverflowingKernels) {
 TEST(SessionTest, ExceptionModeDumpsTheFailedKernelsInputs) {
   TempDir dir;
   std::vector<std::string> log;
-  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"(, "op_debug_mode": 4, "iteration": "5")")), &log);
+  auto session =
+      OpenSession(Parse(ConfigJson(dir.path(), R"(, "op_debug_mode": 4, "iteration": "5")")), &log);
   GraphInfo graph = SyntheticGraph({});
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   session->BeginStep(0);
@@ -258,8 +330,8 @@ TEST(SessionTest, ExceptionModeDumpsTheFailedKernelsInputs) {
   k.index = 3;
   EXPECT_FALSE(session->Wants(k));
   std::vector<float> a(6, 1.5f), b(3, -2.0f);
-  TensorView va{DType::kFloat32, {2, 3}, {}, a.data(), "cpu", nullptr};
-  TensorView vb{DType::kFloat32, {3}, {}, b.data(), "cpu", nullptr};
+  TensorView va = testing::MakeView(DType::kFloat32, {2, 3}, {}, a.data());
+  TensorView vb = testing::MakeView(DType::kFloat32, {3}, {}, b.data());
   session->OnKernelFailed(k, {va, vb}, "shape mismatch");
   session->EndStep(0);
   ASSERT_TRUE(session->Close().ok());
@@ -282,7 +354,8 @@ x = np.load(glob.glob(d + '/MatMul.Default_fc1-Dense_MatMul-op0.*.input.0.*.npy'
 w = np.load(glob.glob(d + '/MatMul.Default_fc1-Dense_MatMul-op0.*.input.1.*.npy')[0])
 b = np.load(glob.glob(d + '/Parameter.fc2_bias.*.npy')[0])
 print(x.shape, w.shape, b.shape)
-)", {dir.Sub("rank_0/Net/0/0")});
+)",
+                              {dir.Sub("rank_0/Net/0/0")});
   EXPECT_EQ(r.output, "(5,) (5,) (4,)\n");
 }
 
@@ -305,7 +378,7 @@ std::vector<std::string> DumpKernelNamed(const std::string& root, const std::str
   session->BeginStep(0);
   k.index = 0;
   std::vector<int32_t> v = {1, 2, 3};
-  session->OnKernelDone(k, {}, {TensorView{DType::kInt32, {3}, {}, v.data(), "cpu", nullptr}});
+  session->OnKernelDone(k, {}, {testing::MakeView(DType::kInt32, {3}, {}, v.data())});
   session->EndStep(0);
   EXPECT_TRUE(session->Close().ok());
   return ListFilesRecursive(root);
@@ -317,20 +390,25 @@ TEST(SessionTest, LongNamesGoThroughMappingCsv) {
   auto files = DumpKernelNamed(dir.path(), name);
   EXPECT_EQ(Matching(files, R"(^rank_0/Net/0/0/0\.npy$)").size(), 1u);
   const std::string mapping = ReadFile(dir.Sub("rank_0/Net/0/0/mapping.csv"));
-  EXPECT_TRUE(std::regex_match(mapping, std::regex(R"(0\.npy,MatMul\.Default_a{300}_MatMul-op7\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.int32\.npy\n)")))
+  EXPECT_TRUE(std::regex_match(
+      mapping,
+      std::regex(
+          R"(0\.npy,MatMul\.Default_a{300}_MatMul-op7\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.int32\.npy\n)")))
       << mapping;
 }
 
 TEST(SessionTest, HostileKernelNamesStayInsideTheDumpRoot) {
   TempDir dir;
   const std::string root = dir.Sub("root");
-  for (const std::string& name : {std::string("../../x"), std::string("a/../../../../etc/passwd-op1"),
-                                  std::string("..\\..\\evil"), std::string("/abs/..")}) {
+  for (const std::string& name :
+       {std::string("../../x"), std::string("a/../../../../etc/passwd-op1"),
+        std::string("..\\..\\evil"), std::string("/abs/..")}) {
     TempDir fresh;
     auto files = DumpKernelNamed(fresh.Sub("root"), name);
     auto outside = ListFilesRecursive(fresh.path());
     for (const std::string& f : outside) EXPECT_EQ(f.rfind("root/rank_0/", 0), 0u) << f;
-    EXPECT_EQ(Matching(files, R"(Net/0/0/.*\.output\.0\.DefaultFormat\.int32\.npy$)").size(), 1u) << name;
+    EXPECT_EQ(Matching(files, R"(Net/0/0/.*\.output\.0\.DefaultFormat\.int32\.npy$)").size(), 1u)
+        << name;
   }
 }
 
@@ -344,7 +422,8 @@ for f in glob.glob(sys.argv[1] + '/**/*.npy', recursive=True):
     n += 1
 temps = [f for f in glob.glob(sys.argv[1] + '/**/.*', recursive=True) if '.tmp' in f]
 print(n > 0, temps)
-)", {dir});
+)",
+                              {dir});
   EXPECT_EQ(r.output, "True []\n") << r.output;
 }
 
@@ -357,7 +436,8 @@ TEST_P(DiskFullTest, StopsDumpingKeepsFilesAndLetsTheRunContinue) {
   fault->FailOnFile(40);  // the 40th file of the dump cannot be created
   std::vector<std::string> log;
   SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), "", async ? R"({"enable": false})" : R"({"enable": true})"));
+  options.config =
+      Parse(ConfigJson(dir.path(), "", async ? R"({"enable": false})" : R"({"enable": true})"));
   options.file_system = fault;
   options.log = [&](const std::string& m) { log.push_back(m); };
   auto session = DumpSession::Open(options);
@@ -365,8 +445,10 @@ TEST_P(DiskFullTest, StopsDumpingKeepsFilesAndLetsTheRunContinue) {
   ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());  // the run itself goes on
   Status closed = (*session)->Close();
   EXPECT_EQ(closed.code(), StatusCode::kIOError);
-  EXPECT_NE(closed.message().find("No space left on device"), std::string::npos) << closed.message();
-  EXPECT_NE(closed.message().find(dir.path() + "/rank_0/Net/0/"), std::string::npos) << closed.message();
+  EXPECT_NE(closed.message().find("No space left on device"), std::string::npos)
+      << closed.message();
+  EXPECT_NE(closed.message().find(dir.path() + "/rank_0/Net/0/"), std::string::npos)
+      << closed.message();
   ASSERT_EQ(log.size(), 1u);  // one message, not one per tensor
   EXPECT_NE(log[0].find("dumping stopped"), std::string::npos);
   const std::string incomplete = ReadFile(dir.Sub("rank_0/.dump_metadata/INCOMPLETE"));
@@ -383,7 +465,8 @@ TEST_P(DiskFullTest, ByteBudgetExhaustedMidFile) {
   auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
   fault->FailAfterBytes(6000);  // runs out in the middle of a tensor file
   SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), "", GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
+  options.config = Parse(
+      ConfigJson(dir.path(), "", GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
   options.file_system = fault;
   options.log = [](const std::string&) {};
   auto session = DumpSession::Open(options);

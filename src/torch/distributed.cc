@@ -266,18 +266,26 @@ Status DataParallel::ReduceGradients(const std::vector<std::string>& names,
   DumpSession* session = model_->session();
   std::vector<bool> wanted(grads.size(), false);
   std::vector<at::Tensor> local(grads.size());
+  std::vector<TensorOrigin> local_origin(grads.size());
   for (size_t i = 0; i < grads.size(); ++i) {
     wanted[i] = session != nullptr && session->Wants(kernels_[i]);
-    if (wanted[i]) local[i] = grads[i].detach().clone();
+    if (wanted[i]) {
+      local[i] = grads[i].detach().clone();
+      local_origin[i] = torch_internal::OriginOf(grads[i]);
+    }
   }
   GRAPHDUMP_RETURN_IF_ERROR(group_->AllReduceMean(grads));
+  // The collective wrote the gradients through raw pointers: count it as a write (OriginOf).
+  for (at::Tensor& g : grads) g.unsafeGetTensorImpl()->bump_version();
   if (session == nullptr) return Status::Ok();
   const bool logical = true;  // the session applies trans_flag
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!wanted[i]) continue;
     TensorView in, out;
     std::vector<TensorView> inputs, outputs;
-    if (torch_internal::MakeView(local[i], logical, &in)) inputs.push_back(std::move(in));
+    if (torch_internal::MakeViewOfCopy(local[i], grads[i], local_origin[i], logical, &in)) {
+      inputs.push_back(std::move(in));
+    }
     if (torch_internal::MakeView(grads[i].detach(), logical, &out)) {
       outputs.push_back(std::move(out));
     }

@@ -184,7 +184,12 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
                            step.written_inputs.end();
       // An in-place kernel's input is dumped as it was before the kernel changed it.
       if (written && stack[i].isTensor()) {
-        AppendViews(c10::IValue(stack[i].toTensor().clone()), logical_layout_, &input_views);
+        const at::Tensor& original = stack[i].toTensor();
+        TensorView view;
+        if (MakeViewOfCopy(original.clone(), original, OriginOf(original), logical_layout_,
+                           &view)) {
+          input_views.push_back(std::move(view));
+        }
       } else {
         AppendViews(stack[i], logical_layout_, &input_views);
       }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <memory>
@@ -13,6 +14,27 @@
 #include "torch_compat.h"
 
 namespace graphdump::torch_internal {
+
+// Where the bytes of `tensor` come from (TensorOrigin): its storage, pinned by a weak reference,
+// its version counter, and its offset. Empty for tensors without a version counter (inference
+// tensors, and anything under InferenceMode, where in-place writes may not be counted): their
+// statistics are never reused. Writes that bypass the counter (through .data, or by a library
+// handed the raw pointer, like a collective) must be followed by TensorImpl::bump_version().
+inline TensorOrigin OriginOf(const at::Tensor& tensor) {
+  TensorOrigin origin;
+  if (c10::InferenceMode::is_enabled() || tensor.is_inference() || !tensor.has_storage()) {
+    return origin;
+  }
+  const c10::Storage& storage = tensor.storage();
+  if (storage.data() == nullptr) return origin;
+  auto weak =
+      std::make_shared<c10::weak_intrusive_ptr<c10::StorageImpl>>(storage.getWeakStorageImpl());
+  origin.storage = std::shared_ptr<const void>(weak, storage.unsafeGetStorageImpl());
+  origin.version = tensor.unsafeGetTensorImpl()->version_counter().current_version();
+  origin.offset =
+      static_cast<const char*>(tensor.data_ptr()) - static_cast<const char*>(storage.data());
+  return origin;
+}
 
 // A view of `tensor` that keeps it alive. With `logical_layout` (trans_flag true) the view has
 // the tensor's logical shape and strides, so the session writes it in logical (NCHW) order.
@@ -47,7 +69,23 @@ inline bool MakeView(const at::Tensor& tensor, bool logical_layout, TensorView* 
   view->strides = std::move(strides);
   view->data = host.data_ptr();
   view->device = tensor.device().str();
+  // A copy made here to reach the CPU has no origin of its own worth remembering.
+  if (host.is_same(tensor)) view->origin = OriginOf(tensor);
   view->keep_alive = std::make_shared<at::Tensor>(std::move(host));
+  return true;
+}
+
+// A view of `copy`, a clone of `original` taken before something writes `original` in place,
+// that claims `original_origin` (OriginOf(original) when the copy was taken) when the two have
+// the same layout: the statistics the session computed for the original's bytes then stand for
+// the copy's, and are not computed again.
+inline bool MakeViewOfCopy(const at::Tensor& copy, const at::Tensor& original,
+                           TensorOrigin original_origin, bool logical_layout, TensorView* view) {
+  if (!MakeView(copy, logical_layout, view)) return false;
+  const bool same_layout = copy.sizes() == original.sizes() &&
+                           copy.strides() == original.strides() &&
+                           copy.scalar_type() == original.scalar_type();
+  view->origin = same_layout ? std::move(original_origin) : TensorOrigin{};
   return true;
 }
 

@@ -182,11 +182,21 @@ struct Trainer::Impl {
     if (!grad.defined()) return;
     const KernelInfo& kernel = update_kernels[i];
     const bool wants = Wants(kernel);
-    std::vector<at::Tensor> inputs;
+    // The inputs the update writes are copied now, each copy claiming its original's origin.
+    std::vector<TensorView> inputs;
+    auto add_copy = [&](const at::Tensor& original) {
+      const at::Tensor t = original.detach();
+      TensorView view;
+      if (torch_internal::MakeViewOfCopy(t.clone(), t, torch_internal::OriginOf(t), logical_layout,
+                                         &view)) {
+        inputs.push_back(std::move(view));
+      }
+    };
     if (wants) {
-      inputs = {p.detach().clone(), grad};
-      if (state1[i].defined()) inputs.push_back(state1[i].clone());
-      if (state2[i].defined()) inputs.push_back(state2[i].clone());
+      add_copy(p);
+      for (TensorView& view : Views({grad})) inputs.push_back(std::move(view));
+      if (state1[i].defined()) add_copy(state1[i]);
+      if (state2[i].defined()) add_copy(state2[i]);
     }
     at::NoGradGuard no_grad;
     at::Tensor w = p.detach();
@@ -223,7 +233,7 @@ struct Trainer::Impl {
       std::vector<at::Tensor> outputs{w};
       if (state1[i].defined()) outputs.push_back(state1[i]);
       if (state2[i].defined()) outputs.push_back(state2[i]);
-      session->OnKernelDone(kernel, Views(inputs), Views(outputs));
+      session->OnKernelDone(kernel, inputs, Views(outputs));
     }
   }
 
@@ -262,7 +272,14 @@ struct Trainer::Impl {
     }
     for (auto& [node, handle] : hooks) torch_compat::RemoveObserver(*node, handle);
     GRAPHDUMP_RETURN_IF_ERROR(backward_status);
-    if (options.gradient_hook) GRAPHDUMP_RETURN_IF_ERROR(options.gradient_hook(param_names, params));
+    if (options.gradient_hook) {
+      GRAPHDUMP_RETURN_IF_ERROR(options.gradient_hook(param_names, params));
+      // The hook may have written the gradients through raw pointers (a collective does):
+      // count it as a write, so no statistic of the old values is reused (OriginOf).
+      for (at::Tensor& p : params) {
+        if (p.grad().defined()) p.grad().unsafeGetTensorImpl()->bump_version();
+      }
+    }
     RegisterUpdateKernels();
     ++adam_step;
     for (size_t i = 0; i < params.size(); ++i) Update(i);

@@ -1,0 +1,51 @@
+// The statistics a session has already computed in the current step, found again by where the
+// bytes come from (TensorView::origin). A statistic dump of every kernel reads most tensors two
+// or three times otherwise: as a kernel's output, as the next kernel's input, as a parameter.
+// Used on the executor thread only.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "graphdump/stats.h"
+#include "graphdump/tensor_view.h"
+
+namespace graphdump {
+
+class StatsCache {
+ public:
+  // The statistics recorded for the same bytes (same origin, version, offset, dtype, shape and
+  // strides) and the same request, or null. Views without an origin, and md5 requests (the
+  // md5 depends on the order the bytes are visited in), never match.
+  const TensorStats* Find(const TensorView& view, const StatsRequest& request) const;
+  // Records `stats` for `view`; ignored where Find would never match.
+  void Insert(const TensorView& view, const StatsRequest& request, const TensorStats& stats);
+  // Forgets everything (at each step's end: nothing is assumed to survive a step).
+  void Clear() { entries_.clear(); }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  struct Key {
+    const void* storage;
+    uint64_t version;
+    int64_t offset;
+    DType dtype;
+    bool counts;
+    std::vector<int64_t> shape;
+    std::vector<int64_t> strides;  // explicit, 0 for dimensions of size 1
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Entry {
+    TensorStats stats;
+    std::shared_ptr<const void> storage;  // pins the identity of Key::storage
+  };
+  static bool Cacheable(const TensorView& view, const StatsRequest& request);
+  static Key KeyOf(const TensorView& view, const StatsRequest& request);
+
+  std::map<Key, Entry> entries_;
+};
+
+}  // namespace graphdump

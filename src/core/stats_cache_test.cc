@@ -1,0 +1,88 @@
+#include "graphdump/internal/stats_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+TensorView ViewWithOrigin(std::shared_ptr<const void> storage, uint64_t version, int64_t offset,
+                          std::vector<int64_t> shape, std::vector<int64_t> strides = {}) {
+  static const float kData[64] = {};
+  TensorView view = testing::MakeView(DType::kFloat32, std::move(shape), std::move(strides), kData);
+  view.origin.storage = std::move(storage);
+  view.origin.version = version;
+  view.origin.offset = offset;
+  return view;
+}
+
+TensorStats StatsWithMax(double max) {
+  TensorStats stats;
+  stats.max = max;
+  stats.count = 6;
+  return stats;
+}
+
+TEST(StatsCacheTest, FindsTheSameBytesOnly) {
+  auto storage = std::make_shared<int>(0);
+  const StatsRequest values{.counts = false, .md5 = false};
+  StatsCache cache;
+  const TensorView view = ViewWithOrigin(storage, 3, 16, {2, 3});
+  EXPECT_EQ(cache.Find(view, values), nullptr);
+  cache.Insert(view, values, StatsWithMax(7.0));
+  ASSERT_NE(cache.Find(view, values), nullptr);
+  EXPECT_EQ(cache.Find(view, values)->max, 7.0);
+  // The same layout spelled with explicit strides, and a size-1 dimension with any stride.
+  EXPECT_NE(cache.Find(ViewWithOrigin(storage, 3, 16, {2, 3}, {3, 1}), values), nullptr);
+  const TensorView column = ViewWithOrigin(storage, 3, 16, {6, 1}, {1, 1});
+  cache.Insert(column, values, StatsWithMax(8.0));
+  EXPECT_EQ(cache.Find(ViewWithOrigin(storage, 3, 16, {6, 1}, {1, 99}), values)->max, 8.0);
+
+  // Anything else that could mean other bytes misses.
+  EXPECT_EQ(cache.Find(ViewWithOrigin(storage, 4, 16, {2, 3}), values), nullptr);  // written
+  EXPECT_EQ(cache.Find(ViewWithOrigin(storage, 3, 0, {2, 3}), values), nullptr);   // offset
+  EXPECT_EQ(cache.Find(ViewWithOrigin(storage, 3, 16, {3, 2}), values), nullptr);  // shape
+  EXPECT_EQ(cache.Find(ViewWithOrigin(storage, 3, 16, {2, 3}, {1, 2}), values), nullptr);
+  EXPECT_EQ(cache.Find(ViewWithOrigin(std::make_shared<int>(0), 3, 16, {2, 3}), values), nullptr);
+  EXPECT_EQ(cache.Find(view, StatsRequest{.counts = true, .md5 = false}), nullptr);
+  TensorView other_dtype = view;
+  other_dtype.dtype = DType::kInt32;
+  EXPECT_EQ(cache.Find(other_dtype, values), nullptr);
+
+  cache.Clear();
+  EXPECT_EQ(cache.Find(view, values), nullptr);
+}
+
+TEST(StatsCacheTest, NeverMatchesWithoutOriginOrForMd5) {
+  StatsCache cache;
+  const StatsRequest md5{.counts = false, .md5 = true};
+  const TensorView view = ViewWithOrigin(std::make_shared<int>(0), 1, 0, {4});
+  cache.Insert(view, md5, StatsWithMax(1.0));
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.Find(view, md5), nullptr);
+  TensorView anonymous = view;
+  anonymous.origin.storage = nullptr;
+  cache.Insert(anonymous, StatsRequest{}, StatsWithMax(1.0));
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.Find(anonymous, StatsRequest{}), nullptr);
+}
+
+TEST(StatsCacheTest, HoldsTheStorageIdentity) {
+  StatsCache cache;
+  std::weak_ptr<int> watch;
+  {
+    auto storage = std::make_shared<int>(0);
+    watch = storage;
+    cache.Insert(ViewWithOrigin(storage, 1, 0, {4}), StatsRequest{}, StatsWithMax(1.0));
+  }
+  // The host dropped its reference: the cache's keeps the address from being reused.
+  EXPECT_FALSE(watch.expired());
+  cache.Clear();
+  EXPECT_TRUE(watch.expired());
+}
+
+}  // namespace
+}  // namespace graphdump
