@@ -19,8 +19,10 @@ struct Command {
 int RunCheckConfig(int argc, char** argv);
 int RunConvert(int argc, char** argv);
 int RunDemoSynthetic(int argc, char** argv);
-int RunRun(int argc, char** argv);    // torch_commands.cc
-int RunTrain(int argc, char** argv);  // torch_commands.cc
+int RunRun(int argc, char** argv);         // torch_exec.cc: executes graphdump-torch run
+int RunTrain(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch train
+int RunTorchRun(int argc, char** argv);    // torch_commands.cc, in graphdump-torch
+int RunTorchTrain(int argc, char** argv);  // torch_commands.cc, in graphdump-torch
 int RunLs(int argc, char** argv);
 int RunTrace(int argc, char** argv);
 int RunCompare(int argc, char** argv);

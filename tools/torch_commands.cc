@@ -327,7 +327,7 @@ int LaunchTrainRanks(int nproc, int argc, char** argv) {
 
 }  // namespace
 
-int RunRun(int argc, char** argv) {
+int RunTorchRun(int argc, char** argv) {
   const std::string command = argv[0];
   CLI::App app(
       "Run a TorchScript model's forward graph kernel by kernel, dumping the kernels "
@@ -393,7 +393,7 @@ int RunRun(int argc, char** argv) {
   return FinishSession(command, loaded->session.get(), code);
 }
 
-int RunTrain(int argc, char** argv) {
+int RunTorchTrain(int argc, char** argv) {
   const std::string command = argv[0];
   CLI::App app(
       "Train a TorchScript model with graphdump's executor, dumping forward, backward "

@@ -19,6 +19,7 @@
 #include "fmt/format.h"
 #include "graphdump/analysis/ascend_format.h"
 #include "graphdump/analysis/mapped_file.h"
+#include "graphdump/internal/buffer_pool.h"
 #include "graphdump/npy.h"
 
 namespace graphdump {
@@ -74,9 +75,9 @@ struct PreparedTensor {
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // memory layout of dtype, C order
   int64_t count = 0;
-  // Holds converted data when `data` does not point into the file. Not zero-filled: the
-  // conversion writes every byte.
-  std::unique_ptr<uint8_t[]> storage;
+  // Holds converted data when `data` does not point into the file: a buffer reused from one
+  // tensor to the next (no page faults after the first). The conversion writes every byte.
+  BufferPool::Buffer storage;
   bool converted = false;
   std::string note;  // why it stays in device layout, when a conversion was asked for
 };
@@ -93,7 +94,8 @@ int64_t Count(const std::vector<int64_t>& shape) {
 }
 
 // Puts `t` (bytes at `src`) into host layout when `convert` is set and a conversion exists.
-PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) {
+PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert,
+                       BufferPool& buffers) {
   PreparedTensor out;
   std::optional<DType> dtype = AscendDataTypeToDType(t.data_type);
   if (!dtype) {
@@ -132,10 +134,10 @@ PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) 
   }
   out.shape = *host;
   out.count = Count(out.shape);
-  out.storage.reset(new uint8_t[static_cast<size_t>(out.count) * desc.item_bytes]);
-  Status status = ConvertToHostLayout(desc, src, out.storage.get());
+  out.storage = buffers.Take(static_cast<size_t>(out.count) * desc.item_bytes);
+  Status status = ConvertToHostLayout(desc, src, out.storage.data());
   GRAPHDUMP_CHECK(status.ok());  // AscendHostShape accepted the same description
-  out.data = out.storage.get();
+  out.data = out.storage.data();
   out.converted = true;
   return out;
 }
@@ -169,10 +171,12 @@ class Converter {
   std::atomic<size_t> warnings{0};
 
  private:
+  // Converted tensors' buffers, reused across tensors and threads (a few in flight per thread).
+  BufferPool buffers_{size_t{256} << 20};
   Status WriteTensor(const std::string& path, const std::string& basename, const std::string& dir,
                      const AscendTensor& t, const uint8_t* src) {
     const bool convert = !options_.target_format.empty();
-    PreparedTensor p = Prepare(t, src, convert);
+    PreparedTensor p = Prepare(t, src, convert, buffers_);
     if (!p.note.empty()) Warn(fmt::format("{}: {}: {}", path, Describe(t), p.note));
     std::string name =
         convert ? fmt::format("{}.{}.{}.{}.npy", basename, t.io(), t.index, ShapeName(p.shape))
@@ -300,7 +304,8 @@ StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_inp
     return Status::Unsupported(fmt::format("{}: {}: NumPy has no type for {}", path, Describe(t),
                                            AscendDataTypeName(t.data_type)));
   }
-  PreparedTensor p = Prepare(t, file->data() + t.offset, true);
+  BufferPool buffers(0);  // one tensor: nothing to reuse
+  PreparedTensor p = Prepare(t, file->data() + t.offset, true, buffers);
   AscendHostTensor out;
   out.dtype = p.dtype;
   out.shape = p.shape;

@@ -308,6 +308,11 @@ void RunC1HWNCoC0(const Plan& p, const T* src, T* dst) {
   }
 }
 
+// Output channels outer: each one's (C, D, H, W) block is written whole, front to back, and the
+// next output channel reads the neighbouring C0 elements of the same source cache lines. (With
+// input channels outer, the old order, each pass wrote 288 bytes every 18 KB across the whole
+// output: 1.7x slower on FRACTAL_Z (1000, 1000, 3, 3); blocks of 32 output channels were slower
+// than one at a time.)
 template <typename T>
 void RunFractalZ(const Plan& p, const T* src, T* dst) {
   const int64_t cout = p.n / p.groups;
@@ -315,17 +320,17 @@ void RunFractalZ(const Plan& p, const T* src, T* dst) {
   for (int64_t g = 0; g < p.groups; ++g) {
     const int64_t e = g % p.e_mult;
     const int64_t cube = g / p.e_mult;
-    for (int64_t d = 0; d < p.d; ++d) {
-      const int64_t ci_end = e * p.c + p.c;
+    const int64_t ci_end = e * p.c + p.c;
+    for (int64_t n = 0; n < cout; ++n) {
+      T* out = dst + (g * cout + n) * p.c * p.d * p.hw;
       for (int64_t ci = e * p.c; ci < ci_end;) {
         const int64_t c1 = ci / p.c0, c0 = ci % p.c0;
         const int64_t cols = std::min(p.c0 - c0, ci_end - ci);
-        const T* block = src + ((cube * p.d + d) * p.c1 + c1) * p.hw * np_c0 + c0;
         const int64_t c_host = ci - e * p.c;
-        for (int64_t n = 0; n < cout; ++n) {
-          Transpose(block + (e * cout + n) * p.c0, np_c0, 1,
-                    dst + (((g * cout + n) * p.c + c_host) * p.d + d) * p.hw, p.d * p.hw, p.hw,
-                    cols);
+        for (int64_t d = 0; d < p.d; ++d) {
+          const T* block = src + ((cube * p.d + d) * p.c1 + c1) * p.hw * np_c0 + c0;
+          Transpose(block + (e * cout + n) * p.c0, np_c0, 1, out + (c_host * p.d + d) * p.hw,
+                    p.d * p.hw, p.hw, cols);
         }
         ci += cols;
       }

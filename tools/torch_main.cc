@@ -1,0 +1,26 @@
+// graphdump-torch: the commands that need LibTorch. `graphdump run|train ARGS` executes
+// `graphdump-torch run|train ARGS`; the ranks of `train --nproc` execute it again.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  using namespace graphdump::tools;
+  const struct {
+    const char* name;
+    int (*run)(int, char**);
+  } commands[] = {{"run", RunTorchRun}, {"train", RunTorchTrain}};
+  for (const auto& c : commands) {
+    if (argc >= 2 && std::strcmp(argv[1], c.name) == 0) {
+      std::string name = std::string("graphdump ") + c.name;  // what the user typed
+      argv[1] = name.data();
+      return c.run(argc - 1, argv + 1);
+    }
+  }
+  std::fprintf(stderr,
+               "graphdump-torch: the LibTorch half of graphdump; use `graphdump run` or "
+               "`graphdump train` (graphdump --help)\n");
+  return kExitUsage;
+}
