@@ -14,12 +14,13 @@ BENCH_NPROC (default 2).
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import benchutil  # noqa: E402
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
 SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
@@ -31,19 +32,11 @@ STEP_LINE = re.compile(r"^\[rank 0\] step (\d+)/\d+:.*\(([0-9.]+) s\)")
 
 
 def train(model, config, work):
-    env = dict(os.environ)
-    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
-        env.pop(key, None)
     args = [BIN, "train", model, "--steps", str(STEPS), "--input-shape", SHAPE, "--classes", "10",
             "--nproc", str(NPROC)]
     if config:
         args += ["--config", config]
-    start = time.monotonic()
-    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
-    wall = time.monotonic() - start
-    if p.returncode != 0:
-        sys.exit(f"distributed_bench: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n"
-                 f"{p.stderr}")
+    p, wall = benchutil.run_graphdump("distributed_bench", args, work)
     steps = [float(m.group(2)) for line in p.stdout.splitlines()
              if (m := STEP_LINE.match(line)) and int(m.group(1)) >= 2]
     return (statistics.median(steps) if steps else wall / STEPS), wall
@@ -69,10 +62,7 @@ def main():
               f"dump (wall {base_wall:.1f} s / {dumped_wall:.1f} s)")
         print(f"bench: distributed_stat_dump ratio={dumped / base:.3f}")
     finally:
-        for root, dirs, files in os.walk(work):
-            for name in dirs + files:
-                os.chmod(os.path.join(root, name), 0o700)
-        shutil.rmtree(work, ignore_errors=True)
+        benchutil.remove_tree(work)
 
 
 if __name__ == "__main__":

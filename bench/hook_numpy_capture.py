@@ -20,12 +20,13 @@ demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_D
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import benchutil  # noqa: E402
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -40,18 +41,10 @@ CLASSES = 10
 
 def graphdump_train(model, data, labels, config, work):
     """Wall seconds of `graphdump train` (with `config`, or without dump)."""
-    env = dict(os.environ)
-    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
-        env.pop(key, None)
     args = [BIN, "train", model, "--steps", str(STEPS), "--data", data, "--labels", labels]
     if config:
         args += ["--config", config]
-    start = time.monotonic()
-    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
-    wall = time.monotonic() - start
-    if p.returncode != 0:
-        sys.exit(f"hook_numpy_capture: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n"
-                 f"{p.stderr}")
+    p, wall = benchutil.run_graphdump("hook_numpy_capture", args, work)
     return wall
 
 
@@ -155,10 +148,7 @@ def main():
             sys.exit(f"hook_numpy_capture: graphdump wrote {gd_bytes} bytes, not more than the "
                      f"hooks' {hook_bytes}")
     finally:
-        for root, dirs, files in os.walk(work):
-            for name in dirs + files:
-                os.chmod(os.path.join(root, name), 0o700)
-        shutil.rmtree(work, ignore_errors=True)
+        benchutil.remove_tree(work)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,14 @@ write; default a temporary directory).
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import benchutil  # noqa: E402
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
 SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
@@ -42,18 +44,10 @@ STEP_LINE = re.compile(r"^step (\d+)/\d+:.*\(([0-9.]+) s\)")
 
 def train(model, config, work):
     """Runs graphdump train; returns (median step time of steps 2..N, wall seconds)."""
-    env = dict(os.environ)
-    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
-        env.pop(key, None)
     args = [BIN, "train", model, "--steps", str(STEPS), "--input-shape", SHAPE, "--classes", "10"]
     if config:
         args += ["--config", config]
-    start = time.monotonic()
-    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
-    wall = time.monotonic() - start
-    if p.returncode != 0:
-        sys.exit(f"train_dump_bench: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n"
-                 f"{p.stderr}")
+    p, wall = benchutil.run_graphdump("train_dump_bench", args, work)
     steps = [float(m.group(2)) for line in p.stdout.splitlines()
              if (m := STEP_LINE.match(line)) and int(m.group(1)) >= 2]
     return statistics.median(steps), wall
@@ -117,10 +111,7 @@ def main():
         print(f"bench: train_dump_vs_dd ratio={dump_rate / dd_rate:.3f}")
         print(f"bench: train_statistic_vs_nodump ratio={stat_step / base_step:.3f}")
     finally:
-        for root, dirs, files in os.walk(work):
-            for name in dirs + files:
-                os.chmod(os.path.join(root, name), 0o700)
-        shutil.rmtree(work, ignore_errors=True)
+        benchutil.remove_tree(work)
 
 
 if __name__ == "__main__":

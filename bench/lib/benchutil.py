@@ -1,0 +1,29 @@
+"""Helpers the benchmark scripts of bench/ share (scripts/bench runs only bench/*.py, not this)."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+
+def run_graphdump(name, args, work):
+    """Runs `args` (the graphdump CLI and its arguments) in `work` without the dump variables of
+    the caller's environment; exits naming the script `name` when it fails. Returns
+    (CompletedProcess, wall seconds)."""
+    env = dict(os.environ)
+    for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
+        env.pop(key, None)
+    start = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=work)
+    wall = time.monotonic() - start
+    if p.returncode != 0:
+        sys.exit(f"{name}: {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p, wall
+
+
+def remove_tree(path):
+    """Removes a scratch directory holding a dump (its files and directories are read-only)."""
+    for root, dirs, files in os.walk(path):
+        for entry in dirs + files:
+            os.chmod(os.path.join(root, entry), 0o700)
+    shutil.rmtree(path, ignore_errors=True)
