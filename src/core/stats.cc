@@ -204,6 +204,17 @@ void AccumulateFloat32Sse2(const uint8_t* p, size_t n, Totals* totals) {
   AccumulateFloat32Counts(p + 4 * vector_end, n - vector_end, totals);
 }
 
+// Adds the eight floats of `v`, widened to double, to two lanes of sums and of squares.
+__attribute__((target("avx2,fma"))) inline void AddSumsAvx2(__m256 v, __m256d* sums,
+                                                            __m256d* squares) {
+  const __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+  const __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+  sums[0] = _mm256_add_pd(sums[0], low);
+  sums[1] = _mm256_add_pd(sums[1], high);
+  squares[0] = _mm256_fmadd_pd(low, low, squares[0]);
+  squares[1] = _mm256_fmadd_pd(high, high, squares[1]);
+}
+
 // Adds the lanes of AVX2 accumulators to `totals`: eight float max/min lanes, and four double
 // lanes in each of `sums` and `squares`.
 template <size_t kSums>
@@ -271,12 +282,7 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32Avx2(const uint8_t* p,
         negative_inf =
             _mm256_sub_epi32(negative_inf, AsInt(_mm256_cmp_ps(v[k], minus_inf, _CMP_EQ_OQ)));
         positive_inf = _mm256_sub_epi32(positive_inf, AsInt(_mm256_cmp_ps(v[k], inf, _CMP_EQ_OQ)));
-        const __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(v[k]));
-        const __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(v[k], 1));
-        sums[2 * k] = _mm256_add_pd(sums[2 * k], low);
-        sums[2 * k + 1] = _mm256_add_pd(sums[2 * k + 1], high);
-        squares[2 * k] = _mm256_fmadd_pd(low, low, squares[2 * k]);
-        squares[2 * k + 1] = _mm256_fmadd_pd(high, high, squares[2 * k + 1]);
+        AddSumsAvx2(v[k], &sums[2 * k], &squares[2 * k]);
       }
     }
     const uint64_t ordered = AddCountLanes(negative, &totals->negative) +
@@ -298,8 +304,8 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8
   const auto* f = reinterpret_cast<const float*>(p);
   constexpr size_t kStep = 16;
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 max[2] = {_mm256_sub_ps(_mm256_setzero_ps(), inf),
-                   _mm256_sub_ps(_mm256_setzero_ps(), inf)};
+  const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 max[2] = {minus_inf, minus_inf};
   __m256 min[2] = {inf, inf};
   __m256 unordered = _mm256_setzero_ps();
   __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
@@ -312,12 +318,7 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8
     for (int k = 0; k < 2; ++k) {
       max[k] = _mm256_max_ps(v[k], max[k]);
       min[k] = _mm256_min_ps(v[k], min[k]);
-      const __m256d low = _mm256_cvtps_pd(_mm256_castps256_ps128(v[k]));
-      const __m256d high = _mm256_cvtps_pd(_mm256_extractf128_ps(v[k], 1));
-      sums[2 * k] = _mm256_add_pd(sums[2 * k], low);
-      sums[2 * k + 1] = _mm256_add_pd(sums[2 * k + 1], high);
-      squares[2 * k] = _mm256_fmadd_pd(low, low, squares[2 * k]);
-      squares[2 * k + 1] = _mm256_fmadd_pd(high, high, squares[2 * k + 1]);
+      AddSumsAvx2(v[k], &sums[2 * k], &squares[2 * k]);
     }
   }
   // A NaN makes the sums NaN too, but they are not reported then: max/min/avg/l2norm all read nan.
