@@ -274,9 +274,7 @@ Status DataParallel::ReduceGradients(const std::vector<std::string>& names,
       local_origin[i] = torch_internal::OriginOf(grads[i]);
     }
   }
-  GRAPHDUMP_RETURN_IF_ERROR(group_->AllReduceMean(grads));
-  // The collective wrote the gradients through raw pointers: count it as a write (OriginOf).
-  for (at::Tensor& g : grads) g.unsafeGetTensorImpl()->bump_version();
+  GRAPHDUMP_RETURN_IF_ERROR(group_->AllReduceMean(grads));  // copy_ back: versions bumped
   if (session == nullptr) return Status::Ok();
   const bool logical = true;  // the session applies trans_flag
   for (size_t i = 0; i < grads.size(); ++i) {

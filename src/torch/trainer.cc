@@ -274,8 +274,8 @@ struct Trainer::Impl {
     GRAPHDUMP_RETURN_IF_ERROR(backward_status);
     if (options.gradient_hook) {
       GRAPHDUMP_RETURN_IF_ERROR(options.gradient_hook(param_names, params));
-      // The hook may have written the gradients through raw pointers (a collective does):
-      // count it as a write, so no statistic of the old values is reused (OriginOf).
+      // A hook may write the gradients behind their version counters (a library handed the
+      // raw pointer): count it as a write, so no statistic of the old values is reused.
       for (at::Tensor& p : params) {
         if (p.grad().defined()) p.grad().unsafeGetTensorImpl()->bump_version();
       }
