@@ -45,19 +45,9 @@ struct TensorView {
   size_t ContiguousBytes() const;
 };
 
-// Owns a C-contiguous copy of a tensor's bytes, as produced for asynchronous writing.
-struct OwnedTensor {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;
-  std::vector<uint8_t> bytes;  // C order, memory layout of `dtype`
-
-  TensorView View() const;
-};
-
-// Copies `view` into C order. Non-contiguous views are gathered element by element.
+// Copies `view` into C order at `out`, which has room for view.ContiguousBytes() (the
+// asynchronous writer's copies). Non-contiguous views are gathered element by element.
 // REQUIRES: view.data is host memory; int4 views are contiguous.
-OwnedTensor CopyContiguous(const TensorView& view);
-// The same into `out`, which has room for view.ContiguousBytes().
 void CopyContiguousTo(const TensorView& view, uint8_t* out);
 
 // Calls `visit(const uint8_t* bytes, size_t n)` with the tensor's bytes in C order, in pieces of

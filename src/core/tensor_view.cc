@@ -26,23 +26,6 @@ bool TensorView::IsContiguous() const {
 
 size_t TensorView::ContiguousBytes() const { return DTypeStorageBytes(dtype, NumElements()); }
 
-TensorView OwnedTensor::View() const {
-  TensorView view;
-  view.dtype = dtype;
-  view.shape = shape;
-  view.data = bytes.data();
-  return view;
-}
-
-OwnedTensor CopyContiguous(const TensorView& view) {
-  OwnedTensor owned;
-  owned.dtype = view.dtype;
-  owned.shape = view.shape;
-  owned.bytes.resize(view.ContiguousBytes());
-  CopyContiguousTo(view, owned.bytes.data());
-  return owned;
-}
-
 void CopyContiguousTo(const TensorView& view, uint8_t* out) {
   ForEachContiguousChunk(view, size_t{1} << 20, [&](const uint8_t* bytes, size_t n) {
     std::memcpy(out, bytes, n);
