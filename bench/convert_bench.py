@@ -31,6 +31,8 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "lib"))
+import benchutil  # noqa: E402
 ROOT = os.path.dirname(HERE)
 BIN = os.environ.get("GRAPHDUMP_BIN", os.path.join(ROOT, "build", "tools", "graphdump"))
 TOTAL_MIB = int(os.environ.get("GRAPHDUMP_BENCH_CONVERT_MIB", "2048"))
@@ -156,9 +158,8 @@ def main():
         # transposes would cost on one thread).
         shutil.rmtree(out_gd1)
         out_bytes = sum(os.path.getsize(os.path.join(out_np, f)) for f in os.listdir(out_np))
-        t_dd = clean_start(lambda: subprocess.run(
-            ["dd", "if=/dev/zero", "of=" + os.path.join(scratch, "dd.bin"), "bs=4M",
-             "count=%d" % -(-out_bytes // (4 << 20))], check=True, capture_output=True))
+        t_dd = clean_start(lambda: benchutil.dd_write(os.path.join(scratch, "dd.bin"), out_bytes,
+                                                      4 << 20))
         mib = total / (1 << 20)
         print("convert %d files, %.0f MiB float16 (NC1HWC0 %s, FRACTAL_Z %s), %d cores, "
               "load average %.1f" % (files, mib, KINDS[0][1], KINDS[1][1], os.cpu_count(),

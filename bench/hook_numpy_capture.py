@@ -44,7 +44,7 @@ def graphdump_train(model, data, labels, config, work):
     args = [BIN, "train", model, "--steps", str(STEPS), "--data", data, "--labels", labels]
     if config:
         args += ["--config", config]
-    p, wall = benchutil.run_graphdump("hook_numpy_capture", args, work)
+    _, wall = benchutil.run_graphdump("hook_numpy_capture", args, work)
     return wall
 
 

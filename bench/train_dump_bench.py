@@ -74,10 +74,8 @@ def tree_bytes(root):
 def dd_seconds(directory, size):
     """Seconds `dd` takes to write `size` bytes (1 MiB blocks) to a new file in `directory`."""
     out = os.path.join(directory, "dd.bin")
-    mib = 1 << 20
     start = time.monotonic()
-    subprocess.run(["dd", "if=/dev/zero", f"of={out}", f"bs={mib}",
-                    f"count={max(1, (size + mib - 1) // mib)}"], check=True, capture_output=True)
+    benchutil.dd_write(out, size, 1 << 20)
     seconds = time.monotonic() - start
     os.remove(out)
     return seconds

@@ -21,6 +21,13 @@ def run_graphdump(name, args, work):
     return p, wall
 
 
+def dd_write(path, size, block):
+    """Writes at least `size` zero bytes to `path` with dd, in blocks of `block` bytes: the
+    baseline the write benchmarks compare against (no sync, like graphdump by default)."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={path}", f"bs={block}",
+                    f"count={max(1, -(-size // block))}"], check=True, capture_output=True)
+
+
 def remove_tree(path):
     """Removes a scratch directory holding a dump (its files and directories are read-only)."""
     for root, dirs, files in os.walk(path):
