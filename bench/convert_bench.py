@@ -15,6 +15,8 @@ and checks that both produced the same arrays. Prints
   bench: convert_write_floor_vs_numpy ratio=X  (numpy seconds / dd writing the output's bytes:
                                              the ratio a single-threaded converter with free
                                              transposes would reach)
+  bench: convert_write_floor_2streams_vs_numpy ratio=X  (the same with two dd's writing half
+                                             each at once: the floor for two threads)
 
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BENCH_CONVERT_MIB (total tensor MiB, default
 2048), GRAPHDUMP_BENCH_DIR (scratch directory, default $TMPDIR).
@@ -26,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import numpy as np
@@ -160,18 +163,32 @@ def main():
         out_bytes = sum(os.path.getsize(os.path.join(out_np, f)) for f in os.listdir(out_np))
         t_dd = clean_start(lambda: benchutil.dd_write(os.path.join(scratch, "dd.bin"), out_bytes,
                                                       4 << 20))
+        os.remove(os.path.join(scratch, "dd.bin"))
+
+        def two_streams():  # the floor for two threads: two dd's writing half each at once
+            halves = [threading.Thread(target=benchutil.dd_write,
+                                       args=(os.path.join(scratch, "dd%d.bin" % k),
+                                             out_bytes // 2, 4 << 20)) for k in range(2)]
+            for t in halves:
+                t.start()
+            for t in halves:
+                t.join()
+
+        t_dd2 = clean_start(two_streams)
         mib = total / (1 << 20)
         print("convert %d files, %.0f MiB float16 (NC1HWC0 %s, FRACTAL_Z %s), %d cores, "
               "load average %.1f" % (files, mib, KINDS[0][1], KINDS[1][1], os.cpu_count(),
                                      os.getloadavg()[0]))
         for label, (wall, cpu) in (("numpy", t_np), ("graphdump convert", t_gd),
-                                   ("graphdump convert -j1", t_gd1), ("dd (write only)", t_dd)):
+                                   ("graphdump convert -j1", t_gd1), ("dd (write only)", t_dd),
+                                   ("2 dd's, half each", t_dd2)):
             print("  %-22s wall %6.2f s (%6.0f MiB/s)  cpu %6.2f s" % (label, wall, mib / wall,
                                                                        cpu))
         print("bench: convert_vs_numpy ratio=%.2f" % (t_np[0] / t_gd[0]))
         print("bench: convert_vs_numpy_1thread ratio=%.2f" % (t_np[0] / t_gd1[0]))
         print("bench: convert_vs_numpy_cpu ratio=%.2f" % (t_np[1] / t_gd1[1]))
         print("bench: convert_write_floor_vs_numpy ratio=%.2f" % (t_np[0] / t_dd[0]))
+        print("bench: convert_write_floor_2streams_vs_numpy ratio=%.2f" % (t_np[0] / t_dd2[0]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
