@@ -11,7 +11,6 @@ Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
 demo_alexnet), BENCH_SHAPE (default 8x3x64x64, the combined batch), BENCH_STEPS (default 5),
 BENCH_NPROC (default 2).
 """
-import json
 import os
 import re
 import statistics
@@ -48,12 +47,9 @@ def main():
         subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
                         work, MODEL], check=True, capture_output=True)
         model = os.path.join(work, MODEL + ".pt")
-        config = os.path.join(work, "stat.json")
-        with open(config, "w") as f:
-            json.dump({"common_dump_settings": {
-                "dump_mode": 0, "path": os.path.join(work, "dump"), "net_name": "Net",
-                "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
-                "support_device": list(range(NPROC))}}, f)
+        config = benchutil.write_dump_config(os.path.join(work, "stat.json"),
+                                             os.path.join(work, "dump"), "statistic", "all",
+                                             devices=range(NPROC))
         train(model, None, work)  # warm the page cache
         base, base_wall = train(model, None, work)
         dumped, dumped_wall = train(model, config, work)

@@ -5,7 +5,7 @@ The hand-written capture: the same model (the eager module examples/make_models.
 loaded with the .pt's weights), a forward hook on every module that numpy.save()s each input and
 output tensor, and plain SGD training (lr 0.01, cross-entropy) on the same batch for the same
 number of steps. graphdump: `graphdump train MODEL.pt --data --labels` with saved_data "tensor"
-of every kernel, forward and backward and optimizer (asynchronous mode).
+of every kernel, forward and backward and optimizer (synchronous mode, the default).
 
 Step 0 is left out of both captures (hooks are attached after it; graphdump dumps iterations
 1..STEPS-1), and each capture is charged the time it adds to its own undumped training:
@@ -18,7 +18,6 @@ than the hooks (it also writes backward and optimizer kernels).
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
 demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_DIR.
 """
-import json
 import os
 import subprocess
 import sys
@@ -46,13 +45,6 @@ def graphdump_train(model, data, labels, config, work):
         args += ["--config", config]
     _, wall = benchutil.run_graphdump("hook_numpy_capture", args, work)
     return wall
-
-
-def npy_bytes(root):
-    total = 0
-    for d, _, files in os.walk(root):
-        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".npy"))
-    return total
 
 
 def hook_train(model_path, x, y, out_dir):
@@ -116,22 +108,19 @@ def main():
         data, labels = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
         np.save(data, x.numpy())
         np.save(labels, y.numpy())
-        config = os.path.join(work, "dump.json")
-        with open(config, "w") as f:
-            json.dump({"common_dump_settings": {
-                "dump_mode": 0, "path": os.path.join(work, "graphdump"), "net_name": "Net",
-                "iteration": f"1-{STEPS - 1}", "saved_data": "tensor", "input_output": 0,
-                "kernels": [], "support_device": [0]}}, f)
+        config = benchutil.write_dump_config(os.path.join(work, "dump.json"),
+                                             os.path.join(work, "graphdump"), "tensor",
+                                             f"1-{STEPS - 1}")
 
         graphdump_train(model, data, labels, None, work)  # warm the page cache
         gd_base = graphdump_train(model, data, labels, None, work)
         gd_dump = graphdump_train(model, data, labels, config, work)
-        gd_bytes = npy_bytes(os.path.join(work, "graphdump"))
+        gd_bytes = benchutil.npy_bytes(os.path.join(work, "graphdump"))
         gd_seconds = max(gd_dump - gd_base, 1e-3)
 
         hook_dir = os.path.join(work, "hooks")
         plain, hooked = hook_train(model, x, y, hook_dir)
-        hook_bytes = npy_bytes(hook_dir)
+        hook_bytes = benchutil.npy_bytes(hook_dir)
         hook_seconds = max(hooked - plain, 1e-3)
 
         gd_spb, hook_spb = gd_seconds / gd_bytes, hook_seconds / hook_bytes

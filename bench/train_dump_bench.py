@@ -22,7 +22,6 @@ Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
 demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 5), BENCH_DIR (where to
 write; default a temporary directory).
 """
-import json
 import os
 import re
 import statistics
@@ -54,21 +53,9 @@ def train(model, config, work):
 
 
 def write_config(work, name, saved_data):
-    path = os.path.join(work, name + ".json")
-    with open(path, "w") as f:
-        json.dump({"common_dump_settings": {
-            "dump_mode": 0, "path": os.path.join(work, name), "net_name": "Net",
-            "iteration": f"1-{STEPS - 1}", "saved_data": saved_data, "input_output": 0,
-            "kernels": [], "support_device": [0]},
-            "e2e_dump_settings": {"enable": False}}, f)
-    return path
-
-
-def tree_bytes(root):
-    total = 0
-    for d, _, files in os.walk(root):
-        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".npy"))
-    return total
+    return benchutil.write_dump_config(os.path.join(work, name + ".json"),
+                                       os.path.join(work, name), saved_data, f"1-{STEPS - 1}",
+                                       asynchronous=True)
 
 
 def dd_seconds(directory, size):
@@ -94,7 +81,7 @@ def main():
         tensor_step, tensor_wall = train(model, tensor_cfg, work)
         stat_step, stat_wall = train(model, stat_cfg, work)
 
-        dumped = tree_bytes(os.path.join(work, "tensor"))
+        dumped = benchutil.npy_bytes(os.path.join(work, "tensor"))
         extra = max(tensor_wall - base_wall, 1e-3)
         dump_rate = dumped / extra
         dd = dd_seconds(os.path.join(work, "tensor"), dumped)

@@ -1,4 +1,5 @@
 """Helpers the benchmark scripts of bench/ share (scripts/bench runs only bench/*.py, not this)."""
+import json
 import os
 import shutil
 import subprocess
@@ -26,6 +27,28 @@ def dd_write(path, size, block):
     baseline the write benchmarks compare against (no sync, like graphdump by default)."""
     subprocess.run(["dd", "if=/dev/zero", f"of={path}", f"bs={block}",
                     f"count={max(1, -(-size // block))}"], check=True, capture_output=True)
+
+
+def write_dump_config(path, dump_path, saved_data, iteration, devices=(0,), asynchronous=False):
+    """Writes a data_dump.json that dumps every kernel's inputs and outputs (dump_mode 0) of
+    `iteration` to `dump_path`; `asynchronous` sets e2e_dump_settings.enable false."""
+    config = {"common_dump_settings": {
+        "dump_mode": 0, "path": dump_path, "net_name": "Net", "iteration": iteration,
+        "saved_data": saved_data, "input_output": 0, "kernels": [],
+        "support_device": list(devices)}}
+    if asynchronous:
+        config["e2e_dump_settings"] = {"enable": False}
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return path
+
+
+def npy_bytes(root):
+    """Bytes of every .npy file under `root`."""
+    total = 0
+    for d, _, files in os.walk(root):
+        total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".npy"))
+    return total
 
 
 def remove_tree(path):
