@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -73,12 +74,10 @@ class MappingRegistry {
 struct PreparedTensor {
   DType dtype = DType::kUInt8;
   std::vector<int64_t> shape;
-  const uint8_t* data = nullptr;  // memory layout of dtype, C order
+  const uint8_t* data = nullptr;  // memory layout of dtype, C order, or device layout to convert
   int64_t count = 0;
-  // Holds converted data when `data` does not point into the file: a buffer reused from one
-  // tensor to the next (no page faults after the first). The conversion writes every byte.
-  BufferPool::Buffer storage;
-  bool converted = false;
+  std::optional<DeviceTensorDesc> conversion;  // set: `data` is converted on the way out
+  HostRows rows;                               // with `conversion`: the units it is done in
   std::string note;  // why it stays in device layout, when a conversion was asked for
 };
 
@@ -94,8 +93,7 @@ int64_t Count(const std::vector<int64_t>& shape) {
 }
 
 // Puts `t` (bytes at `src`) into host layout when `convert` is set and a conversion exists.
-PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert,
-                       BufferPool& buffers) {
+PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) {
   PreparedTensor out;
   std::optional<DType> dtype = AscendDataTypeToDType(t.data_type);
   if (!dtype) {
@@ -127,18 +125,15 @@ PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert,
     return out;
   }
   DeviceTensorDesc desc{t.format, DTypeBits(*dtype) / 8, t.shape, t.original_shape, t.sub_format};
-  StatusOr<std::vector<int64_t>> host = AscendHostShape(desc);
-  if (!host.ok()) {
-    out.note = host.status().message() + ": saved in device layout";
+  StatusOr<HostRows> rows = AscendHostRows(desc);
+  if (!rows.ok()) {
+    out.note = rows.status().message() + ": saved in device layout";
     return out;
   }
-  out.shape = *host;
+  out.shape = t.original_shape;
   out.count = Count(out.shape);
-  out.storage = buffers.Take(static_cast<size_t>(out.count) * desc.item_bytes);
-  Status status = ConvertToHostLayout(desc, src, out.storage.data());
-  GRAPHDUMP_CHECK(status.ok());  // AscendHostShape accepted the same description
-  out.data = out.storage.data();
-  out.converted = true;
+  out.rows = *rows;
+  out.conversion = std::move(desc);
   return out;
 }
 
@@ -171,12 +166,14 @@ class Converter {
   std::atomic<size_t> warnings{0};
 
  private:
-  // Converted tensors' buffers, reused across tensors and threads (a few in flight per thread).
-  BufferPool buffers_{size_t{256} << 20};
+  // A converted tensor is written about kSliceBytes at a time (whole host rows, at least one),
+  // each slice converted into a buffer that is still in cache when write() copies it.
+  static constexpr size_t kSliceBytes = size_t{1} << 20;
+  BufferPool slices_{size_t{64} << 20};
   Status WriteTensor(const std::string& path, const std::string& basename, const std::string& dir,
                      const AscendTensor& t, const uint8_t* src) {
     const bool convert = !options_.target_format.empty();
-    PreparedTensor p = Prepare(t, src, convert, buffers_);
+    PreparedTensor p = Prepare(t, src, convert);
     if (!p.note.empty()) Warn(fmt::format("{}: {}: {}", path, Describe(t), p.note));
     std::string name =
         convert ? fmt::format("{}.{}.{}.{}.npy", basename, t.io(), t.index, ShapeName(p.shape))
@@ -190,14 +187,33 @@ class Converter {
     GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out,
                                fs_.NewWritableFile(dir + "/" + name));
     GRAPHDUMP_RETURN_IF_ERROR(out->Append(header.data(), header.size()));
-    uint64_t payload = DTypeStorageBytes(p.dtype, p.count);
-    if (NpyPayloadIsIdentity(p.dtype)) {
-      GRAPHDUMP_RETURN_IF_ERROR(out->Append(p.data, payload));
-    } else {
-      std::vector<uint8_t> encoded;
-      EncodeNpyPayload(p.dtype, p.data, p.count, &encoded);
-      payload = encoded.size();
-      GRAPHDUMP_RETURN_IF_ERROR(out->Append(encoded.data(), encoded.size()));
+    uint64_t payload = 0;
+    std::vector<uint8_t> encoded;
+    // Elements [first, first + count) of the host tensor, at `data`, in its memory layout.
+    auto append = [&](const uint8_t* data, int64_t count) -> Status {
+      if (NpyPayloadIsIdentity(p.dtype)) {
+        payload += DTypeStorageBytes(p.dtype, count);
+        return out->Append(data, DTypeStorageBytes(p.dtype, count));
+      }
+      EncodeNpyPayload(p.dtype, data, count, &encoded);
+      payload += encoded.size();
+      return out->Append(encoded.data(), encoded.size());
+    };
+    if (!p.conversion) {
+      GRAPHDUMP_RETURN_IF_ERROR(append(p.data, p.count));
+    } else if (p.rows.count > 0) {
+      const size_t row_bytes = static_cast<size_t>(p.rows.elements) * p.conversion->item_bytes;
+      int64_t slice_rows = static_cast<int64_t>(kSliceBytes / std::max<size_t>(row_bytes, 1));
+      if (slice_rows >= 16) slice_rows -= slice_rows % 16;  // whole FRACTAL_Z N0 tiles
+      slice_rows = std::max<int64_t>(1, slice_rows);
+      BufferPool::Buffer slice =
+          slices_.Take(static_cast<size_t>(std::min(slice_rows, p.rows.count)) * row_bytes);
+      for (int64_t first = 0; first < p.rows.count; first += slice_rows) {
+        const int64_t last = std::min(p.rows.count, first + slice_rows);
+        GRAPHDUMP_RETURN_IF_ERROR(
+            ConvertHostRows(*p.conversion, p.data, first, last, slice.data()));
+        GRAPHDUMP_RETURN_IF_ERROR(append(slice.data(), (last - first) * p.rows.elements));
+      }
     }
     GRAPHDUMP_RETURN_IF_ERROR(out->Commit());
     tensors += 1;
@@ -304,14 +320,18 @@ StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_inp
     return Status::Unsupported(fmt::format("{}: {}: NumPy has no type for {}", path, Describe(t),
                                            AscendDataTypeName(t.data_type)));
   }
-  BufferPool buffers(0);  // one tensor: nothing to reuse
-  PreparedTensor p = Prepare(t, file->data() + t.offset, true, buffers);
+  PreparedTensor p = Prepare(t, file->data() + t.offset, true);
   AscendHostTensor out;
   out.dtype = p.dtype;
   out.shape = p.shape;
-  out.converted = p.converted;
+  out.converted = p.conversion.has_value();
   out.note = p.note;
-  out.bytes.assign(p.data, p.data + DTypeStorageBytes(p.dtype, p.count));
+  if (!p.conversion) {
+    out.bytes.assign(p.data, p.data + DTypeStorageBytes(p.dtype, p.count));
+    return out;
+  }
+  out.bytes.resize(DTypeStorageBytes(p.dtype, p.count));
+  GRAPHDUMP_RETURN_IF_ERROR(ConvertToHostLayout(*p.conversion, p.data, out.bytes.data()));
   return out;
 }
 

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "graphdump/internal/cpu.h"
 #include "graphdump/status.h"
 
 #if defined(__x86_64__)
@@ -328,18 +329,8 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8
   AccumulateFloat32Values(p + 4 * vector_end, n - vector_end, totals);
 }
 
-// GRAPHDUMP_SIMD=sse2 keeps to the baseline kernels (the tests check both on any machine).
-bool HasAvx2() {
-  static const bool has = [] {
-    const char* choice = std::getenv("GRAPHDUMP_SIMD");
-    if (choice != nullptr && std::string_view(choice) == "sse2") return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return has;
-}
-
 void AccumulateFloat32(const uint8_t* p, size_t n, bool counts, Totals* totals) {
-  if (!HasAvx2()) return AccumulateFloat32Sse2(p, n, totals);
+  if (!UseAvx2()) return AccumulateFloat32Sse2(p, n, totals);
   if (counts) return AccumulateFloat32Avx2(p, n, totals);
   AccumulateFloat32ValuesAvx2(p, n, totals);
 }
@@ -571,7 +562,7 @@ TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool w
 
 std::string_view StatsKernels() {
 #if defined(__x86_64__)
-  return HasAvx2() ? "avx2" : "sse2";
+  return UseAvx2() ? "avx2" : "sse2";
 #else
   return "scalar";
 #endif

@@ -44,9 +44,25 @@ bool IsHostAscendFormat(int format);
 // not agree or the element size is not 1, 2, 4, 8 or 16 bytes.
 StatusOr<std::vector<int64_t>> AscendHostShape(const DeviceTensorDesc& desc);
 
+// The host tensor seen as `count` equal rows of `elements` each, the unit ConvertHostRows works
+// in: the outermost host dimension (N) for the 4-D and 5-D formats, every row of W elements
+// for FRACTAL_NZ. {0, 0} for an empty host shape. Same checks and errors as AscendHostShape.
+struct HostRows {
+  int64_t count = 0;
+  int64_t elements = 0;
+};
+StatusOr<HostRows> AscendHostRows(const DeviceTensorDesc& desc);
+
 // Converts device bytes `src` (the product of desc.shape elements) into host layout at `dst`
 // (the product of the host shape elements, C order). Runs the checks of AscendHostShape first.
 // REQUIRES: `dst` holds the host shape's element count times item_bytes.
 Status ConvertToHostLayout(const DeviceTensorDesc& desc, const uint8_t* src, uint8_t* dst);
+
+// Converts host rows [first, last) only (see AscendHostRows): `dst` receives
+// (last - first) x elements x item_bytes bytes, what ConvertToHostLayout writes from row
+// `first` on. A converter writes a tensor a few cache-sized slices at a time this way, each
+// written out while it is still in cache. kInvalidArgument for rows outside the tensor.
+Status ConvertHostRows(const DeviceTensorDesc& desc, const uint8_t* src, int64_t first,
+                       int64_t last, uint8_t* dst);
 
 }  // namespace graphdump
