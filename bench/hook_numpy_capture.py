@@ -2,18 +2,25 @@
 """graphdump's kernel dump against the capture a PyTorch user writes by hand.
 
 The hand-written capture: the same model (the eager module examples/make_models.py scripts,
-loaded with the .pt's weights), a forward hook on every module that numpy.save()s each input and
-output tensor, and plain SGD training (lr 0.01, cross-entropy) on the same batch for the same
-number of steps. graphdump: `graphdump train MODEL.pt --data --labels` with saved_data "tensor"
-of every kernel, forward and backward and optimizer (synchronous mode, the default).
+loaded with the .pt's weights), plain SGD training (lr 0.01, cross-entropy) on the same batch for
+the same number of steps, and numpy.save() of what graphdump's dump holds, as a PyTorch user
+gets it by hand: on every leaf module a forward hook saving its inputs, its own parameters and
+its outputs, and a full backward hook saving the gradients it receives and sends; after
+backward() every parameter's gradient, after step() every updated parameter (in-place ReLUs
+made out-of-place, which full backward hooks require). graphdump:
+`graphdump train MODEL.pt --data --labels` with saved_data "tensor" of every kernel, forward,
+backward and optimizer, in asynchronous mode (e2e_dump_settings.enable false: files written by
+a background thread while training goes on) and in synchronous mode (the default: written on
+the training thread, as the hooks are).
 
 Step 0 is left out of both captures (hooks are attached after it; graphdump dumps iterations
 1..STEPS-1), and each capture is charged the time it adds to its own undumped training:
 hook seconds = hooked steps - plain steps (same process), graphdump seconds = wall with dump -
 wall without dump (includes the queue drain at exit). Prints bytes written and seconds per byte
-of both and `bench: graphdump_vs_hook_numpy ratio=X` (hook seconds per byte / graphdump seconds
-per byte; > 1 means graphdump is faster per byte), and checks that graphdump wrote more bytes
-than the hooks (it also writes backward and optimizer kernels).
+of each and `bench: graphdump_vs_hook_numpy ratio=X` (asynchronous) and
+`bench: graphdump_vs_hook_numpy_sync ratio=X` (hook seconds per byte / graphdump seconds per
+byte; > 1 means graphdump is faster per byte), and checks that graphdump wrote more bytes than
+the hooks.
 
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
 demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_DIR.
@@ -68,17 +75,32 @@ def hook_train(model_path, x, y, out_dir):
                             t.detach().cpu().numpy())
                     state["seq"] += 1
 
-        def hook(name):
+        def forward_hook(name):
             def fn(module, inputs, output):
                 outs = output if isinstance(output, (tuple, list)) else (output,)
-                save(name or "model", "input", inputs)
-                save(name or "model", "output", outs)
+                save(name, "input", inputs)
+                save(name, "parameter", list(module.parameters(recurse=False)))
+                save(name, "output", outs)
             return fn
 
+        def backward_hook(name):
+            def fn(module, grad_input, grad_output):
+                save(name, "grad_output", grad_output)
+                save(name, "grad_input", grad_input)
+            return fn
+
+        leaves = [(n, m) for n, m in net.named_modules() if not list(m.children())]
+        # Full backward hooks refuse in-place modules ("Output 0 of BackwardHookFunctionBackward
+        # is a view and is being modified inplace"): a user turns them off, in both runs.
+        for _, m in leaves:
+            if getattr(m, "inplace", False):
+                m.inplace = False
         seconds = 0.0
         for step in range(STEPS):
             if step == 1 and capture:
-                handles = [m.register_forward_hook(hook(n)) for n, m in net.named_modules()]
+                for n, m in leaves:
+                    handles.append(m.register_forward_hook(forward_hook(n)))
+                    handles.append(m.register_full_backward_hook(backward_hook(n)))
             state["step"] = step
             if capture:
                 os.makedirs(os.path.join(out_dir, str(step)), exist_ok=True)
@@ -86,7 +108,12 @@ def hook_train(model_path, x, y, out_dir):
             opt.zero_grad()
             loss = F.cross_entropy(net(x), y)
             loss.backward()
+            params = list(net.named_parameters())
+            if capture and step >= 1:
+                save("optimizer", "gradient", [p.grad for _, p in params])
             opt.step()
+            if capture and step >= 1:
+                save("optimizer", "updated", [p for _, p in params])
             if step >= 1:
                 seconds += time.monotonic() - start
         for h in handles:
@@ -108,34 +135,36 @@ def main():
         data, labels = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
         np.save(data, x.numpy())
         np.save(labels, y.numpy())
-        config = benchutil.write_dump_config(os.path.join(work, "dump.json"),
-                                             os.path.join(work, "graphdump"), "tensor",
-                                             f"1-{STEPS - 1}")
-
-        graphdump_train(model, data, labels, None, work)  # warm the page cache
-        gd_base = graphdump_train(model, data, labels, None, work)
-        gd_dump = graphdump_train(model, data, labels, config, work)
-        gd_bytes = benchutil.npy_bytes(os.path.join(work, "graphdump"))
-        gd_seconds = max(gd_dump - gd_base, 1e-3)
-
         hook_dir = os.path.join(work, "hooks")
         plain, hooked = hook_train(model, x, y, hook_dir)
         hook_bytes = benchutil.npy_bytes(hook_dir)
         hook_seconds = max(hooked - plain, 1e-3)
-
-        gd_spb, hook_spb = gd_seconds / gd_bytes, hook_seconds / hook_bytes
+        hook_spb = hook_seconds / hook_bytes
         print(f"hook_numpy_capture: {MODEL} batch {'x'.join(map(str, SHAPE))}, {STEPS} steps, "
               f"steps 1..{STEPS - 1} captured")
-        print(f"hook_numpy_capture: graphdump (forward+backward+optimizer) {gd_bytes / 1e6:.1f} MB "
-              f"in +{gd_seconds:.2f} s ({gd_base:.2f} s -> {gd_dump:.2f} s wall): "
-              f"{gd_spb * 1e9:.3f} ns/byte")
-        print(f"hook_numpy_capture: forward hooks + numpy.save {hook_bytes / 1e6:.1f} MB in "
+        print(f"hook_numpy_capture: module hooks + numpy.save {hook_bytes / 1e6:.1f} MB in "
               f"+{hook_seconds:.2f} s ({plain:.2f} s -> {hooked:.2f} s): "
               f"{hook_spb * 1e9:.3f} ns/byte")
-        print(f"bench: graphdump_vs_hook_numpy ratio={hook_spb / gd_spb:.3f}")
-        if gd_bytes <= hook_bytes:
-            sys.exit(f"hook_numpy_capture: graphdump wrote {gd_bytes} bytes, not more than the "
-                     f"hooks' {hook_bytes}")
+
+        graphdump_train(model, data, labels, None, work)  # warm the page cache
+        for mode, asynchronous, suffix in (("asynchronous", True, ""),
+                                           ("synchronous", False, "_sync")):
+            dump_dir = os.path.join(work, "graphdump_" + mode)
+            config = benchutil.write_dump_config(os.path.join(work, mode + ".json"), dump_dir,
+                                                 "tensor", f"1-{STEPS - 1}",
+                                                 asynchronous=asynchronous)
+            gd_base = graphdump_train(model, data, labels, None, work)
+            gd_dump = graphdump_train(model, data, labels, config, work)
+            gd_bytes = benchutil.npy_bytes(dump_dir)
+            gd_seconds = max(gd_dump - gd_base, 1e-3)
+            gd_spb = gd_seconds / gd_bytes
+            print(f"hook_numpy_capture: graphdump {mode} (forward+backward+optimizer) "
+                  f"{gd_bytes / 1e6:.1f} MB in +{gd_seconds:.2f} s ({gd_base:.2f} s -> "
+                  f"{gd_dump:.2f} s wall): {gd_spb * 1e9:.3f} ns/byte")
+            print(f"bench: graphdump_vs_hook_numpy{suffix} ratio={hook_spb / gd_spb:.3f}")
+            if gd_bytes <= hook_bytes:
+                sys.exit(f"hook_numpy_capture: graphdump wrote {gd_bytes} bytes, not more than "
+                         f"the hooks' {hook_bytes}")
     finally:
         benchutil.remove_tree(work)
 
