@@ -14,7 +14,6 @@ BENCH_NPROC (default 2).
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -22,7 +21,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import benchutil  # noqa: E402
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
-SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
 MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
 SHAPE = os.environ.get("BENCH_SHAPE", "8x3x64x64")
 STEPS = int(os.environ.get("BENCH_STEPS", "5"))
@@ -44,9 +42,7 @@ def train(model, config, work):
 def main():
     work = tempfile.mkdtemp(prefix="graphdump_dist_bench_")
     try:
-        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
-                        work, MODEL], check=True, capture_output=True)
-        model = os.path.join(work, MODEL + ".pt")
+        model = benchutil.make_model(work, MODEL)
         config = benchutil.write_dump_config(os.path.join(work, "stat.json"),
                                              os.path.join(work, "dump"), "statistic", "all",
                                              devices=range(NPROC))

@@ -26,7 +26,6 @@ Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
 demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_DIR.
 """
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +37,6 @@ import torch
 import torch.nn.functional as F
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
-SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
 MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
 SHAPE = [int(d) for d in os.environ.get("BENCH_SHAPE", "8x3x64x64").split("x")]
 STEPS = max(2, int(os.environ.get("BENCH_STEPS", "4")))
@@ -56,7 +54,7 @@ def graphdump_train(model, data, labels, config, work):
 
 def hook_train(model_path, x, y, out_dir):
     """Trains in Python; returns (seconds of steps 1.. without hooks, with hooks)."""
-    sys.path.insert(0, os.path.join(SOURCE, "examples"))
+    sys.path.insert(0, os.path.join(benchutil.SOURCE, "examples"))
     import make_models  # noqa: E402  (the eager definition of the scripted model)
 
     def run(capture):
@@ -126,9 +124,7 @@ def hook_train(model_path, x, y, out_dir):
 def main():
     work = tempfile.mkdtemp(prefix="graphdump_hook_bench_", dir=os.environ.get("BENCH_DIR"))
     try:
-        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
-                        work, MODEL], check=True, capture_output=True)
-        model = os.path.join(work, MODEL + ".pt")
+        model = benchutil.make_model(work, MODEL)
         torch.manual_seed(0)
         x = torch.randn(*SHAPE)
         y = torch.randint(0, CLASSES, (SHAPE[0],))

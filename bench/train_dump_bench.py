@@ -28,7 +28,6 @@ demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 5), BENCH_R
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,7 +36,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import benchutil  # noqa: E402
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
-SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(__file__)) or ".")
 MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
 SHAPE = os.environ.get("BENCH_SHAPE", "8x3x64x64")
 STEPS = max(3, int(os.environ.get("BENCH_STEPS", "5")))
@@ -75,9 +73,7 @@ def dd_seconds(directory, size):
 def main():
     work = tempfile.mkdtemp(prefix="graphdump_train_dump_bench_", dir=os.environ.get("BENCH_DIR"))
     try:
-        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"),
-                        work, MODEL], check=True, capture_output=True)
-        model = os.path.join(work, MODEL + ".pt")
+        model = benchutil.make_model(work, MODEL)
         tensor_cfg = write_config(work, "tensor", "tensor")
         stat_cfg = write_config(work, "statistic", "statistic")
         train(model, None, work)  # warm the page cache

@@ -6,6 +6,18 @@ import subprocess
 import sys
 import time
 
+# The repository whose examples/ the benchmarks use (GRAPHDUMP_SOURCE_DIR, else the one holding
+# this file).
+SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR",
+                        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def make_model(work, name):
+    """Makes model `name` with examples/make_models.py into `work`; returns the .pt path."""
+    subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"), work,
+                    name], check=True, capture_output=True)
+    return os.path.join(work, name + ".pt")
+
 
 def run_graphdump(name, args, work):
     """Runs `args` (the graphdump CLI and its arguments) in `work` without the dump variables of
