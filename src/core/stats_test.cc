@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -239,6 +240,83 @@ TEST(StatsTest, MatchesNumpyForRandomTensors) {
     ExpectMatches(accumulator.Finish(), pieces, t.name, t.name + " (pieces)");
     ExpectSameValues(ComputeStats(t.dtype, t.bytes.data(), t.count, StatsRequest{.counts = false}),
                      ComputeStats(t.dtype, t.bytes.data(), t.count, false), t.name + " (values)");
+  }
+}
+
+// Tensors of a few MiB, which StatsAccumulator::Update reduces in 1 MiB pieces on several
+// threads: the same statistics as NumPy, bit for bit the same on every run, and the same as
+// feeding the bytes one whole piece per call.
+TEST(StatsTest, LargeTensorsInPiecesOnHelperThreads) {
+  std::vector<RandomTensor> tensors = {
+      MakeRandom(DType::kFloat32, 700001, Specials::kNone, 101),
+      MakeRandom(DType::kFloat32, 700001, Specials::kInf, 102),
+      MakeRandom(DType::kFloat32, 700001, Specials::kInfAndNaN, 103),
+      MakeRandom(DType::kFloat16, 1300001, Specials::kInfAndNaN, 104),
+      MakeRandom(DType::kFloat64, 300001, Specials::kNone, 105),
+      MakeRandom(DType::kInt8, 3000001, Specials::kNone, 106),
+      MakeRandom(DType::kComplex64, 300001, Specials::kNone, 107),
+  };
+  testing::TempDir dir;
+  std::string list;
+  for (RandomTensor& t : tensors) {
+    t.name += "_" + std::to_string(t.count);
+    const std::string path = dir.Sub(t.name + ".bin");
+    testing::WriteFile(path, std::string(t.bytes.begin(), t.bytes.end()));
+    list += t.name + "\t" + std::string(DTypeName(t.dtype)) + "\t" + std::to_string(t.count) +
+            "\t" + path + "\n";
+  }
+  testing::WriteFile(dir.Sub("list.txt"), list);
+  const testing::CommandResult numpy = testing::RunPython(kNumpyStats, {dir.Sub("list.txt")});
+  ASSERT_EQ(numpy.exit_code, 0) << numpy.output;
+  std::istringstream lines(numpy.output);
+  auto same_bits = [](const TensorStats& a, const TensorStats& b) {
+    auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
+    return a.count == b.count && bits(a.max) == bits(b.max) && bits(a.min) == bits(b.min) &&
+           bits(a.avg) == bits(b.avg) && bits(a.l2norm) == bits(b.l2norm) &&
+           a.negative_count == b.negative_count && a.positive_count == b.positive_count &&
+           a.zero_count == b.zero_count && a.nan_count == b.nan_count &&
+           a.negative_inf_count == b.negative_inf_count &&
+           a.positive_inf_count == b.positive_inf_count;
+  };
+  for (const RandomTensor& t : tensors) {
+    std::string text;
+    ASSERT_TRUE(std::getline(lines, text)) << t.name;
+    std::istringstream whole(text);
+    const TensorStats first = ComputeStats(t.dtype, t.bytes.data(), t.count, true);
+    ExpectMatches(first, whole, t.name, t.name);
+    for (int run = 0; run < 8; ++run) {
+      EXPECT_TRUE(same_bits(ComputeStats(t.dtype, t.bytes.data(), t.count, true), first))
+          << t.name << " run " << run;
+    }
+    StatsAccumulator by_piece(t.dtype, StatsRequest{.counts = true});
+    const int64_t piece = static_cast<int64_t>((size_t{1} << 20) / (DTypeBits(t.dtype) / 8));
+    for (int64_t start = 0; start < t.count; start += piece) {
+      const int64_t n = std::min(piece, t.count - start);
+      by_piece.Update(t.bytes.data() + DTypeStorageBytes(t.dtype, start),
+                      DTypeStorageBytes(t.dtype, n), n);
+    }
+    EXPECT_TRUE(same_bits(by_piece.Finish(), first)) << t.name << " fed piece by piece";
+  }
+}
+
+// A NaN or the maximum in any piece of a large tensor reaches the result.
+TEST(StatsTest, LargeTensorEveryPieceCounts) {
+  const int64_t piece = (int64_t{1} << 20) / 4;
+  std::vector<float> floats(3 * piece + 5);
+  for (size_t i = 0; i < floats.size(); ++i) floats[i] = static_cast<float>(i % 1000) - 500.0f;
+  for (int64_t at : {int64_t{0}, piece - 1, piece, 2 * piece + 7, 3 * piece + 4}) {
+    std::vector<float> v = floats;
+    v[at] = 1e6f;
+    const TensorStats s = ComputeStats(DType::kFloat32, v.data(), static_cast<int64_t>(v.size()),
+                                       StatsRequest{.counts = false});
+    EXPECT_EQ(s.max, 1e6) << "maximum at " << at;
+    EXPECT_EQ(s.min, -500.0) << "maximum at " << at;
+    v[at] = std::numeric_limits<float>::quiet_NaN();
+    const TensorStats n = ComputeStats(DType::kFloat32, v.data(), static_cast<int64_t>(v.size()),
+                                       StatsRequest{.counts = true});
+    EXPECT_TRUE(std::isnan(n.max)) << "NaN at " << at;
+    EXPECT_EQ(n.nan_count, 1u) << "NaN at " << at;
+    EXPECT_EQ(n.count, v.size());
   }
 }
 
