@@ -145,6 +145,11 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
 StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file,
                                                    const GeDumpOptions& ge,
                                                    const std::string& model_path, uint32_t rank) {
+  SessionOptions options;
+  options.model_name = std::filesystem::path(model_path).stem().string();
+  // Between steps the CLI only writes parameters and optimizer state with ATen in-place calls,
+  // which bump version counters.
+  options.stats_across_steps = true;
   ParsedConfig parsed;
   if (ge.enable_dump) {
     if (!config_file.empty()) {
@@ -156,7 +161,7 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
                                GeOptionsToConfig(ge, "command line"));
     parsed = std::move(*ge_config);
   } else if (config_file.empty()) {
-    return DumpSession::FromEnvironment(rank);
+    return DumpSession::FromEnvironment(rank, std::move(options));
   } else {
     const char* diag = std::getenv(kDiagnosticPathEnv);
     GRAPHDUMP_ASSIGN_OR_RETURN(parsed, LoadConfigFile(config_file, diag ? diag : ""));
@@ -164,9 +169,7 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
   for (const std::string& w : parsed.warnings) {
     std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
   }
-  SessionOptions options;
   options.config = std::move(parsed.config);
-  options.model_name = std::filesystem::path(model_path).stem().string();
   options.rank = rank;
   return DumpSession::Open(std::move(options));
 }

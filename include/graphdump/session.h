@@ -44,6 +44,12 @@ struct SessionOptions {
   std::string model_name;
   // Where warnings and the one-time disk error go (default: stderr, prefixed "graphdump: ").
   std::function<void(const std::string&)> log;
+  // Statistics are found again by storage and version (TensorOrigin). Within a step the host's
+  // kernels all bump versions when they write. Set this when the host's code between steps does
+  // too (no writes through Tensor::data() or raw pointers; graphdump's CLI qualifies): then the
+  // statistics of tensors unchanged since the last step, such as the parameters the optimizer
+  // updated, are not computed again.
+  bool stats_across_steps = false;
 };
 
 // What the session wrote, for the host's summary.
@@ -60,7 +66,9 @@ class DumpSession {
  public:
   // Opens a session from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG. Returns null (not an error)
   // when dumping is off or this rank is not in support_device.
-  static StatusOr<std::unique_ptr<DumpSession>> FromEnvironment(uint32_t rank);
+  // `options` supplies everything but the configuration and rank.
+  static StatusOr<std::unique_ptr<DumpSession>> FromEnvironment(uint32_t rank,
+                                                                SessionOptions options = {});
   // Opens a session with an explicit configuration. Returns null when the rank does not dump.
   static StatusOr<std::unique_ptr<DumpSession>> Open(SessionOptions options);
 
@@ -88,6 +96,13 @@ class DumpSession {
   // from a registered graph. In overflow mode only kernels with a NaN/Inf output are written.
   virtual void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                             const std::vector<TensorView>& outputs) = 0;
+
+  // Would OnKernelDone(kernel, ...) read the bytes of `input` as one of its inputs? False when
+  // the kernel's inputs are not dumped in this step, or when only statistics are saved and the
+  // statistics of these bytes (same TensorOrigin) are already known. A kernel about to write
+  // `input` in place must hand OnKernelDone a copy taken before it ran, unless this is false:
+  // then `input` itself may be handed over, written or not. Holds until EndStep.
+  virtual bool ReadsInput(const KernelInfo& kernel, const TensorView& input) = 0;
 
   // op_debug_mode 4: dumps the inputs of a kernel that failed. Does nothing in other modes.
   virtual void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,

@@ -154,7 +154,6 @@ class SessionImpl final : public DumpSession {
     iteration_ = config_.initial_iteration + steps_completed_;
     step_graph_ = graph_id;
     step_dumps_ = !failed_ && selector_->IterationDumps(iteration_);
-    stats_cache_.Clear();
   }
 
   uint64_t CurrentIteration() const override { return iteration_; }
@@ -179,6 +178,13 @@ class SessionImpl final : public DumpSession {
     }
     DumpKernel(kernel, selector_->DumpInputs() ? &inputs : nullptr,
                selector_->DumpOutputs() ? &outputs : nullptr);
+  }
+
+  bool ReadsInput(const KernelInfo& kernel, const TensorView& input) override {
+    if (!Wants(kernel) || !selector_->DumpInputs()) return false;
+    if (config_.saved_data != SavedData::kStatistic || input.device != "cpu") return true;
+    const StatsRequest request = StatsRequest::For(config_.statistic_category);
+    return request.md5 || stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
   }
 
   void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
@@ -222,7 +228,7 @@ class SessionImpl final : public DumpSession {
       if (!st.ok()) Fail(st);
     }
     EndStepDirs();
-    stats_cache_.Clear();
+    stats_cache_.EndStep(options_.stats_across_steps);
     ++steps_completed_;
     step_dumps_ = false;
   }
@@ -426,6 +432,14 @@ class SessionImpl final : public DumpSession {
     return sd.get();
   }
 
+  // What a statistic-only row without md5 reduces: the bytes in storage order.
+  TensorView StatisticOnlyView(const TensorView& original) const {
+    std::string unused_format;
+    const TensorView view =
+        config_.trans_flag ? original : StorageOrderView(original, &unused_format);
+    return StorageOrderView(view, &unused_format);
+  }
+
   // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row.
   void EmitTensor(const std::string& dir, TensorFileName file, const TensorView& original,
                   bool statistics, bool allow_npy = true) {
@@ -459,10 +473,7 @@ class SessionImpl final : public DumpSession {
     // Statistics other than md5 do not depend on element order: a statistic-only write of a
     // transposed or channels-last tensor reads it in storage order, which is plain memory when
     // the layout is dense (a transposed weight), instead of gathering it element by element.
-    if (!options.write_npy && !options.stats->md5) {
-      std::string unused_format;
-      view = StorageOrderView(view, &unused_format);
-    }
+    if (!options.write_npy && !options.stats->md5) view = StatisticOnlyView(original);
 
     const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
     StepDir* sd = want_stats ? StepDirFor(dir) : nullptr;
@@ -586,7 +597,7 @@ class SessionImpl final : public DumpSession {
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
-  StatsCache stats_cache_;  // statistic-only tensors reduced in this step
+  StatsCache stats_cache_;  // statistic-only tensors reduced in this step (and the last)
 
   // Shared with writer threads.
   mutable std::mutex mu_;
@@ -610,12 +621,12 @@ StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options)
   return std::unique_ptr<DumpSession>(std::move(session));
 }
 
-StatusOr<std::unique_ptr<DumpSession>> DumpSession::FromEnvironment(uint32_t rank) {
+StatusOr<std::unique_ptr<DumpSession>> DumpSession::FromEnvironment(uint32_t rank,
+                                                                    SessionOptions options) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> parsed, LoadConfigFromEnvironment());
   if (!parsed) return std::unique_ptr<DumpSession>();
   for (const std::string& w : parsed->warnings)
     std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
-  SessionOptions options;
   options.config = std::move(parsed->config);
   options.rank = rank;
   return Open(std::move(options));

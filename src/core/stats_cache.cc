@@ -3,7 +3,7 @@
 namespace graphdump {
 namespace {
 
-// Bounds the memory of a step with very many kernels; a full cache starts over.
+// Bounds the memory of a step with very many kernels.
 constexpr size_t kMaxEntries = size_t{1} << 16;
 
 }  // namespace
@@ -34,17 +34,27 @@ StatsCache::Key StatsCache::KeyOf(const TensorView& view, const StatsRequest& re
   return key;
 }
 
-const TensorStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) const {
+const TensorStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
   if (!Cacheable(view, request)) return nullptr;
   auto it = entries_.find(KeyOf(view, request));
-  return it == entries_.end() ? nullptr : &it->second.stats;
+  if (it == entries_.end()) return nullptr;
+  it->second.used = true;
+  return &it->second.stats;
 }
 
 void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
                         const TensorStats& stats) {
   if (!Cacheable(view, request)) return;
-  if (entries_.size() >= kMaxEntries) entries_.clear();
+  // A full cache records nothing more this step: what it holds stays found (ReadsInput's
+  // promise) until EndStep drops what the step did not use.
+  if (entries_.size() >= kMaxEntries) return;
   entries_.insert_or_assign(KeyOf(view, request), Entry{stats, view.origin.storage});
+}
+
+void StatsCache::EndStep(bool keep) {
+  if (!keep) return Clear();
+  std::erase_if(entries_, [](const auto& entry) { return !entry.second.used; });
+  for (auto& [key, entry] : entries_) entry.used = false;
 }
 
 }  // namespace graphdump

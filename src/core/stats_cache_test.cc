@@ -84,5 +84,35 @@ TEST(StatsCacheTest, HoldsTheStorageIdentity) {
   EXPECT_TRUE(watch.expired());
 }
 
+// Kept into the next step: what was found or recorded during a step stays for the next one;
+// the rest goes, and releases its storage. Without `keep` everything goes.
+TEST(StatsCacheTest, EndStepKeepsWhatTheStepUsed) {
+  const StatsRequest values{.counts = false};
+  StatsCache cache;
+  std::weak_ptr<int> watch_activation;
+  auto parameter = std::make_shared<int>(0);
+  {
+    auto activation = std::make_shared<int>(0);
+    watch_activation = activation;
+    cache.Insert(ViewWithOrigin(activation, 1, 0, {4}), values, StatsWithMax(1.0));
+  }
+  cache.Insert(ViewWithOrigin(parameter, 7, 0, {4}), values, StatsWithMax(2.0));
+  cache.EndStep(/*keep=*/true);  // both recorded in step 0: both kept
+  EXPECT_EQ(cache.size(), 2u);
+  // Step 1 reads the parameter again, not the activation.
+  ASSERT_NE(cache.Find(ViewWithOrigin(parameter, 7, 0, {4}), values), nullptr);
+  cache.EndStep(/*keep=*/true);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_TRUE(watch_activation.expired());
+  EXPECT_EQ(cache.Find(ViewWithOrigin(parameter, 7, 0, {4}), values)->max, 2.0);
+  // A step that uses nothing empties it.
+  cache.EndStep(/*keep=*/true);
+  cache.EndStep(/*keep=*/true);
+  EXPECT_EQ(cache.size(), 0u);
+  cache.Insert(ViewWithOrigin(parameter, 8, 0, {4}), values, StatsWithMax(3.0));
+  cache.EndStep(/*keep=*/false);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
 }  // namespace
 }  // namespace graphdump

@@ -184,10 +184,8 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
                            step.written_inputs.end();
       // An in-place kernel's input is dumped as it was before the kernel changed it.
       if (written && stack[i].isTensor()) {
-        const at::Tensor& original = stack[i].toTensor();
         TensorView view;
-        if (MakeViewOfCopy(original.clone(), original, OriginOf(original), logical_layout_,
-                           &view)) {
+        if (MakeViewBeforeWrite(*session_, kernel, stack[i].toTensor(), logical_layout_, &view)) {
           input_views.push_back(std::move(view));
         }
       } else {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graphdump/graph.h"
+#include "graphdump/session.h"
 #include "graphdump/tensor_view.h"
 #include "torch_compat.h"
 
@@ -87,6 +88,19 @@ inline bool MakeViewOfCopy(const at::Tensor& copy, const at::Tensor& original,
                            copy.scalar_type() == original.scalar_type();
   view->origin = same_layout ? std::move(original_origin) : TensorOrigin{};
   return true;
+}
+
+// A view of `original` as it is now, for `kernel`, which is about to write it in place: a view
+// of `original` itself when the session will not read the bytes (DumpSession::ReadsInput; a
+// statistic dump whose statistics of these bytes are known) or the view is a copy already (a
+// device tensor), else of a copy taken now that claims the original's origin.
+inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
+                                const at::Tensor& original, bool logical_layout, TensorView* view) {
+  if (!MakeView(original, logical_layout, view)) return false;
+  // Off the CPU, MakeView has copied the tensor to it already.
+  if (!original.device().is_cpu() || !session.ReadsInput(kernel, *view)) return true;
+  TensorOrigin origin = view->origin;
+  return MakeViewOfCopy(original.clone(), original, std::move(origin), logical_layout, view);
 }
 
 // Appends views of every tensor in `value` (a tensor, or a list/tuple of tensors).

@@ -182,13 +182,12 @@ struct Trainer::Impl {
     if (!grad.defined()) return;
     const KernelInfo& kernel = update_kernels[i];
     const bool wants = Wants(kernel);
-    // The inputs the update writes are copied now, each copy claiming its original's origin.
+    // The inputs the update writes, as they are before it (copies, unless not read).
     std::vector<TensorView> inputs;
     auto add_copy = [&](const at::Tensor& original) {
-      const at::Tensor t = original.detach();
       TensorView view;
-      if (torch_internal::MakeViewOfCopy(t.clone(), t, torch_internal::OriginOf(t), logical_layout,
-                                         &view)) {
+      if (torch_internal::MakeViewBeforeWrite(*session, kernel, original.detach(), logical_layout,
+                                              &view)) {
         inputs.push_back(std::move(view));
       }
     };

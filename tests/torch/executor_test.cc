@@ -41,6 +41,7 @@ class RecordingSession : public DumpSession {
                     const std::vector<TensorView>& out) override {
     done_.push_back({k.full_name, in, out});
   }
+  bool ReadsInput(const KernelInfo&, const TensorView&) override { return true; }
   void OnKernelFailed(const KernelInfo& k, const std::vector<TensorView>& in,
                       const std::string& error) override {
     failed_.push_back({k.full_name, in, {}});

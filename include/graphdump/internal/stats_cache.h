@@ -1,6 +1,8 @@
-// The statistics a session has already computed in the current step, found again by where the
-// bytes come from (TensorView::origin). A statistic dump of every kernel reads most tensors two
-// or three times otherwise: as a kernel's output, as the next kernel's input, as a parameter.
+// The statistics a session has already computed, found again by where the bytes come from
+// (TensorView::origin). A statistic dump of every kernel reads most tensors two or three times
+// otherwise: as a kernel's output, as the next kernel's input, as a parameter. Entries may be
+// kept into the next step (SessionOptions::stats_across_steps): a parameter updated by the
+// optimizer is then not read again as the next step's parameter and forward input.
 // Used on the executor thread only.
 #pragma once
 
@@ -20,10 +22,12 @@ class StatsCache {
   // The statistics recorded for the same bytes (same origin, version, offset, dtype, shape and
   // strides) and the same request, or null. Views without an origin, and md5 requests (the
   // md5 depends on the order the bytes are visited in), never match.
-  const TensorStats* Find(const TensorView& view, const StatsRequest& request) const;
+  const TensorStats* Find(const TensorView& view, const StatsRequest& request);
   // Records `stats` for `view`; ignored where Find would never match.
   void Insert(const TensorView& view, const StatsRequest& request, const TensorStats& stats);
-  // Forgets everything (at each step's end: nothing is assumed to survive a step).
+  // At a step's end: forgets everything, or with `keep`, the entries neither found nor
+  // recorded during the step (what is still in use stays; a finished step's activations go).
+  void EndStep(bool keep);
   void Clear() { entries_.clear(); }
   size_t size() const { return entries_.size(); }
 
@@ -41,6 +45,7 @@ class StatsCache {
   struct Entry {
     TensorStats stats;
     std::shared_ptr<const void> storage;  // pins the identity of Key::storage
+    bool used = true;                     // found or recorded in the current step
   };
   static bool Cacheable(const TensorView& view, const StatsRequest& request);
   static Key KeyOf(const TensorView& view, const StatsRequest& request);
