@@ -236,6 +236,10 @@ TEST(TensorWriterTest, EveryDTypeAndLayoutLoadsInNumpy) {
       // transpose whose row length does not divide the piece size.
       write(MakeTensor(dtype, {2, 40, 30}, {1200, 1, 40}), "swapped" + c, chunk);
       write(MakeTensor(dtype, {37, 3}, {1, 37}), "tall_transposed" + c, chunk);
+      // Tiles of 16 rows and a last one of 3 or 5, rows of 45 or 100 elements: whole 8x8
+      // blocks and every kind of remainder of the vector transposes.
+      write(MakeTensor(dtype, {3, 67, 45}, {3015, 1, 67}), "swapped_large" + c, chunk);
+      write(MakeTensor(dtype, {37, 100}, {1, 37}), "wide_transposed" + c, chunk);
     }
   }
   for (size_t chunk : {size_t{64}, size_t{1} << 20}) {

@@ -49,12 +49,18 @@ inline void GatherStrided(const uint8_t* src, int64_t stride, int64_t n, size_t 
       });
 }
 
+// GatherTile for 4-byte elements with AVX2 (8x8 blocks transposed in registers); false, with
+// nothing done, where this machine has no such kernel. In tensor_view.cc.
+bool GatherTileVector(const uint8_t* src, int64_t stride, int64_t n, int64_t rows, size_t item,
+                      uint8_t* dst);
+
 // Copies `rows` consecutive rows of `n` elements each, where the rows lie next to each other in
 // memory (unit stride between rows) and a row's elements lie `stride` apart: the layout of a
 // transposed matrix. Reads run along memory, `rows` elements at a time, instead of jumping
 // `stride` for every element.
 inline void GatherTile(const uint8_t* src, int64_t stride, int64_t n, int64_t rows, size_t item,
                        uint8_t* dst) {
+  if (GatherTileVector(src, stride, n, rows, item, dst)) return;
   const int64_t step = stride * static_cast<int64_t>(item);
   WithItemSize(
       item,
