@@ -20,12 +20,15 @@ wall without dump (includes the queue drain at exit). Prints bytes written and s
 of each and `bench: graphdump_vs_hook_numpy ratio=X` (asynchronous) and
 `bench: graphdump_vs_hook_numpy_sync ratio=X` (hook seconds per byte / graphdump seconds per
 byte; > 1 means graphdump is faster per byte), and checks that graphdump wrote more bytes than
-the hooks.
+the hooks. The whole comparison runs BENCH_ROUNDS times and the ratios printed are the medians
+of the rounds' ratios: this machine's write speed moves by tens of percent between minutes.
 
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_SOURCE_DIR; BENCH_MODEL (default
-demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_DIR.
+demo_alexnet), BENCH_SHAPE (default 8x3x64x64), BENCH_STEPS (default 4), BENCH_ROUNDS (default
+3), BENCH_DIR.
 """
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -40,6 +43,7 @@ BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
 MODEL = os.environ.get("BENCH_MODEL", "demo_alexnet")
 SHAPE = [int(d) for d in os.environ.get("BENCH_SHAPE", "8x3x64x64").split("x")]
 STEPS = max(2, int(os.environ.get("BENCH_STEPS", "4")))
+ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
 CLASSES = 10
 
 
@@ -131,36 +135,48 @@ def main():
         data, labels = os.path.join(work, "x.npy"), os.path.join(work, "y.npy")
         np.save(data, x.numpy())
         np.save(labels, y.numpy())
-        hook_dir = os.path.join(work, "hooks")
-        plain, hooked = hook_train(model, x, y, hook_dir)
-        hook_bytes = benchutil.npy_bytes(hook_dir)
-        hook_seconds = max(hooked - plain, 1e-3)
-        hook_spb = hook_seconds / hook_bytes
-        print(f"hook_numpy_capture: {MODEL} batch {'x'.join(map(str, SHAPE))}, {STEPS} steps, "
-              f"steps 1..{STEPS - 1} captured")
-        print(f"hook_numpy_capture: module hooks + numpy.save {hook_bytes / 1e6:.1f} MB in "
-              f"+{hook_seconds:.2f} s ({plain:.2f} s -> {hooked:.2f} s): "
-              f"{hook_spb * 1e9:.3f} ns/byte")
-
         graphdump_train(model, data, labels, None, work)  # warm the page cache
-        for mode, asynchronous, suffix in (("asynchronous", True, ""),
-                                           ("synchronous", False, "_sync")):
-            dump_dir = os.path.join(work, "graphdump_" + mode)
-            config = benchutil.write_dump_config(os.path.join(work, mode + ".json"), dump_dir,
-                                                 "tensor", f"1-{STEPS - 1}",
-                                                 asynchronous=asynchronous)
-            gd_base = graphdump_train(model, data, labels, None, work)
-            gd_dump = graphdump_train(model, data, labels, config, work)
-            gd_bytes = benchutil.npy_bytes(dump_dir)
-            gd_seconds = max(gd_dump - gd_base, 1e-3)
-            gd_spb = gd_seconds / gd_bytes
-            print(f"hook_numpy_capture: graphdump {mode} (forward+backward+optimizer) "
-                  f"{gd_bytes / 1e6:.1f} MB in +{gd_seconds:.2f} s ({gd_base:.2f} s -> "
-                  f"{gd_dump:.2f} s wall): {gd_spb * 1e9:.3f} ns/byte")
-            print(f"bench: graphdump_vs_hook_numpy{suffix} ratio={hook_spb / gd_spb:.3f}")
-            if gd_bytes <= hook_bytes:
-                sys.exit(f"hook_numpy_capture: graphdump wrote {gd_bytes} bytes, not more than "
-                         f"the hooks' {hook_bytes}")
+        modes = (("asynchronous", True, ""), ("synchronous", False, "_sync"))
+        ratios = {suffix: [] for _, _, suffix in modes}
+        for round_index in range(ROUNDS):
+            # One round: the hooks, then each graphdump mode, each against its own undumped
+            # training run right before it.
+            hook_dir = os.path.join(work, "hooks")
+            plain, hooked = hook_train(model, x, y, hook_dir)
+            hook_bytes = benchutil.npy_bytes(hook_dir)
+            benchutil.remove_tree(hook_dir)
+            hook_seconds = max(hooked - plain, 1e-3)
+            hook_spb = hook_seconds / hook_bytes
+            print(f"hook_numpy_capture: round {round_index + 1}/{ROUNDS}: module hooks + "
+                  f"numpy.save {hook_bytes / 1e6:.1f} MB in +{hook_seconds:.2f} s "
+                  f"({plain:.2f} s -> {hooked:.2f} s): {hook_spb * 1e9:.3f} ns/byte")
+            for mode, asynchronous, suffix in modes:
+                dump_dir = os.path.join(work, "graphdump_" + mode)
+                config = benchutil.write_dump_config(os.path.join(work, mode + ".json"),
+                                                     dump_dir, "tensor", f"1-{STEPS - 1}",
+                                                     asynchronous=asynchronous)
+                gd_base = graphdump_train(model, data, labels, None, work)
+                gd_dump = graphdump_train(model, data, labels, config, work)
+                gd_bytes = benchutil.npy_bytes(dump_dir)
+                benchutil.remove_tree(dump_dir)
+                gd_seconds = max(gd_dump - gd_base, 1e-3)
+                gd_spb = gd_seconds / gd_bytes
+                ratios[suffix].append(hook_spb / gd_spb)
+                print(f"hook_numpy_capture: round {round_index + 1}/{ROUNDS}: graphdump {mode} "
+                      f"(forward+backward+optimizer) {gd_bytes / 1e6:.1f} MB in "
+                      f"+{gd_seconds:.2f} s ({gd_base:.2f} s -> {gd_dump:.2f} s wall): "
+                      f"{gd_spb * 1e9:.3f} ns/byte")
+                if gd_bytes <= hook_bytes:
+                    sys.exit(f"hook_numpy_capture: graphdump wrote {gd_bytes} bytes, not more "
+                             f"than the hooks' {hook_bytes}")
+        print(f"hook_numpy_capture: {MODEL} batch {'x'.join(map(str, SHAPE))}, {STEPS} steps, "
+              f"steps 1..{STEPS - 1} captured; per-round ratios (hook s/byte over graphdump "
+              f"s/byte): " + "; ".join(
+                  f"{mode} " + ", ".join(f"{r:.2f}" for r in ratios[suffix])
+                  for mode, _, suffix in modes))
+        for _, _, suffix in modes:
+            print(f"bench: graphdump_vs_hook_numpy{suffix} "
+                  f"ratio={statistics.median(ratios[suffix]):.3f}")
     finally:
         benchutil.remove_tree(work)
 
