@@ -7,7 +7,9 @@ to NCHW .npy files twice:
   numpy:      one Python process doing what msaccucmp's converter does per tensor: read, reshape,
               transpose, crop, np.save (the baseline)
   graphdump:  graphdump convert DIR -o OUT -f NCHW (default threads, and -j 1)
-and checks that both produced the same arrays. Prints
+and checks that both produced the same arrays. Everything runs BENCH_ROUNDS times (default 3),
+back to back, and each ratio printed is the median of the rounds' ratios (the rounds' values
+are printed before): this machine's speed moves by tens of percent between minutes. Prints
   bench: convert_vs_numpy ratio=X            (numpy seconds / graphdump seconds)
   bench: convert_vs_numpy_1thread ratio=X
   bench: convert_vs_numpy_cpu ratio=X        (CPU seconds, numpy / graphdump -j1: the number
@@ -19,11 +21,12 @@ and checks that both produced the same arrays. Prints
                                              each at once: the floor for two threads)
 
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BENCH_CONVERT_MIB (total tensor MiB, default
-2048), GRAPHDUMP_BENCH_DIR (scratch directory, default $TMPDIR).
+2048), GRAPHDUMP_BENCH_DIR (scratch directory, default $TMPDIR), BENCH_ROUNDS.
 """
 import os
 import resource
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -38,6 +41,7 @@ sys.path.insert(0, os.path.join(HERE, "lib"))
 import benchutil  # noqa: E402
 ROOT = os.path.dirname(HERE)
 BIN = os.environ.get("GRAPHDUMP_BIN", os.path.join(ROOT, "build", "tools", "graphdump"))
+ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
 TOTAL_MIB = int(os.environ.get("GRAPHDUMP_BENCH_CONVERT_MIB", "2048"))
 
 NC1HWC0, FRACTAL_Z, FLOAT16 = 3, 4, 2
@@ -118,6 +122,16 @@ def numpy_convert(pb, src_dir, out_dir):
                 name, i, "x".join(map(str, host.shape)))), np.ascontiguousarray(host))
 
 
+# Printed ratios: numerator label, denominator label, 0 for wall or 1 for CPU seconds.
+RATIOS = {
+    "convert_vs_numpy": ("numpy", "graphdump convert", 0),
+    "convert_vs_numpy_1thread": ("numpy", "graphdump convert -j1", 0),
+    "convert_vs_numpy_cpu": ("numpy", "graphdump convert -j1", 1),
+    "convert_write_floor_vs_numpy": ("numpy", "dd (write only)", 0),
+    "convert_write_floor_2streams_vs_numpy": ("numpy", "2 dd's, half each", 0),
+}
+
+
 def timed(fn):
     """(wall seconds, CPU seconds of this process and its children)."""
     def cpu():
@@ -137,7 +151,6 @@ def main():
         os.makedirs(src)
         total, files = write_dumps(pb, src)
         out_np, out_gd, out_gd1 = (os.path.join(scratch, d) for d in ("np", "gd", "gd1"))
-        os.makedirs(out_np)
 
         # Every run starts with no dirty page cache: the kernel throttles a writer once enough
         # earlier output waits for the disk, which would penalise whichever side ran later.
@@ -145,50 +158,64 @@ def main():
             os.sync()
             return timed(fn)
 
-        t_np = clean_start(lambda: numpy_convert(pb, src, out_np))
-        t_gd = clean_start(lambda: subprocess.run([BIN, "convert", src, "-o", out_gd, "-f",
-                                                   "NCHW", "-q"], check=True,
-                                                  stdout=subprocess.DEVNULL))
-        for name in sorted(os.listdir(out_np))[:4]:  # same arrays from both converters
-            a, b = np.load(os.path.join(out_np, name)), np.load(os.path.join(out_gd, name))
-            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
-        shutil.rmtree(out_gd)
-        t_gd1 = clean_start(lambda: subprocess.run([BIN, "convert", src, "-o", out_gd1, "-f",
-                                                    "NCHW", "-q", "-j", "1"], check=True,
-                                                   stdout=subprocess.DEVNULL))
-        # The floor of any converter that writes these files through the page cache: dd
-        # writing the same number of bytes in one stream (what a converter with free
-        # transposes would cost on one thread).
-        shutil.rmtree(out_gd1)
-        out_bytes = sum(os.path.getsize(os.path.join(out_np, f)) for f in os.listdir(out_np))
-        t_dd = clean_start(lambda: benchutil.dd_write(os.path.join(scratch, "dd.bin"), out_bytes,
-                                                      4 << 20))
-        os.remove(os.path.join(scratch, "dd.bin"))
+        def graphdump(out, *flags):
+            subprocess.run([BIN, "convert", src, "-o", out, "-f", "NCHW", "-q", *flags],
+                           check=True, stdout=subprocess.DEVNULL)
 
-        def two_streams():  # the floor for two threads: two dd's writing half each at once
-            halves = [threading.Thread(target=benchutil.dd_write,
-                                       args=(os.path.join(scratch, "dd%d.bin" % k),
-                                             out_bytes // 2, 4 << 20)) for k in range(2)]
-            for t in halves:
-                t.start()
-            for t in halves:
-                t.join()
+        def one_round(check):
+            """{label: (wall, cpu)} of every converter and floor, run back to back."""
+            os.makedirs(out_np)
+            t = {"numpy": clean_start(lambda: numpy_convert(pb, src, out_np)),
+                 "graphdump convert": clean_start(lambda: graphdump(out_gd))}
+            if check:
+                for name in sorted(os.listdir(out_np))[:4]:  # same arrays from both converters
+                    a = np.load(os.path.join(out_np, name))
+                    b = np.load(os.path.join(out_gd, name))
+                    assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
+            shutil.rmtree(out_gd)
+            t["graphdump convert -j1"] = clean_start(lambda: graphdump(out_gd1, "-j", "1"))
+            shutil.rmtree(out_gd1)
+            # The floor of any converter that writes these files through the page cache: dd
+            # writing the same number of bytes in one stream (what a converter with free
+            # transposes would cost on one thread).
+            out_bytes = sum(os.path.getsize(os.path.join(out_np, f)) for f in os.listdir(out_np))
+            shutil.rmtree(out_np)
+            t["dd (write only)"] = clean_start(lambda: benchutil.dd_write(
+                os.path.join(scratch, "dd.bin"), out_bytes, 4 << 20))
+            os.remove(os.path.join(scratch, "dd.bin"))
 
-        t_dd2 = clean_start(two_streams)
+            def two_streams():  # the floor for two threads: two dd's writing half each at once
+                halves = [threading.Thread(target=benchutil.dd_write,
+                                           args=(os.path.join(scratch, "dd%d.bin" % k),
+                                                 out_bytes // 2, 4 << 20)) for k in range(2)]
+                for h in halves:
+                    h.start()
+                for h in halves:
+                    h.join()
+
+            t["2 dd's, half each"] = clean_start(two_streams)
+            for k in range(2):
+                os.remove(os.path.join(scratch, "dd%d.bin" % k))
+            return t
+
         mib = total / (1 << 20)
         print("convert %d files, %.0f MiB float16 (NC1HWC0 %s, FRACTAL_Z %s), %d cores, "
-              "load average %.1f" % (files, mib, KINDS[0][1], KINDS[1][1], os.cpu_count(),
-                                     os.getloadavg()[0]))
-        for label, (wall, cpu) in (("numpy", t_np), ("graphdump convert", t_gd),
-                                   ("graphdump convert -j1", t_gd1), ("dd (write only)", t_dd),
-                                   ("2 dd's, half each", t_dd2)):
-            print("  %-22s wall %6.2f s (%6.0f MiB/s)  cpu %6.2f s" % (label, wall, mib / wall,
-                                                                       cpu))
-        print("bench: convert_vs_numpy ratio=%.2f" % (t_np[0] / t_gd[0]))
-        print("bench: convert_vs_numpy_1thread ratio=%.2f" % (t_np[0] / t_gd1[0]))
-        print("bench: convert_vs_numpy_cpu ratio=%.2f" % (t_np[1] / t_gd1[1]))
-        print("bench: convert_write_floor_vs_numpy ratio=%.2f" % (t_np[0] / t_dd[0]))
-        print("bench: convert_write_floor_2streams_vs_numpy ratio=%.2f" % (t_np[0] / t_dd2[0]))
+              "load average %.1f, %d rounds" % (files, mib, KINDS[0][1], KINDS[1][1],
+                                                os.cpu_count(), os.getloadavg()[0], ROUNDS))
+        ratios = {name: [] for name in RATIOS}
+        for r in range(ROUNDS):
+            t = one_round(check=r == 0)
+            print("round %d/%d" % (r + 1, ROUNDS))
+            for label, (wall, cpu) in t.items():
+                print("  %-22s wall %6.2f s (%6.0f MiB/s)  cpu %6.2f s" % (label, wall,
+                                                                           mib / wall, cpu))
+            for name, (num, den, index) in RATIOS.items():
+                ratios[name].append(t[num][index] / t[den][index])
+        for name, values in ratios.items():
+            print("convert_bench: %s in each round: %s" % (name, ", ".join("%.2f" % v
+                                                                         for v in values)))
+        for name, values in ratios.items():
+            print("bench: %s ratio=%.2f" % (name, statistics.median(values)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
