@@ -178,8 +178,20 @@ MODELS = ["alexnet", "demo_alexnet", "resnet18", "mobilenet_v2", "ifloop", "fail
 
 
 def main(argv):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
+    def usage_error(message):
+        print(f"make_models.py: {message}\n{__doc__}", file=sys.stderr)
+        sys.exit(2)
+
     if len(argv) < 2:
-        raise SystemExit(__doc__)
+        usage_error("missing OUT_DIR")
+    if argv[1].startswith("-"):
+        usage_error(f"unknown option '{argv[1]}'")
+    unknown = [name for name in argv[2:] if name not in MODELS]
+    if unknown:  # before writing anything
+        usage_error(f"unknown model '{unknown[0]}'; known: {', '.join(MODELS)}")
     out_dir = argv[1]
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)
