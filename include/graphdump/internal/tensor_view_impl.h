@@ -99,7 +99,7 @@ void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& 
   // Strided gather: walk the rows of the innermost dimension in C order (an odometer over the
   // outer dimensions), filling a buffer of whole elements. When consecutive rows are adjacent in
   // memory (a transpose), up to kTileRows rows are gathered together.
-  constexpr int64_t kTileRows = 64;
+  constexpr int64_t kTileRows = 16;
   const size_t rank = view.shape.size();
   const int64_t inner = view.shape[rank - 1];
   const int64_t inner_stride = view.strides[rank - 1];
