@@ -144,6 +144,20 @@ for line in open(sys.argv[1]).read().splitlines():
           int((x == np.inf).sum()), int((x == 0).sum()), hashlib.md5(raw).hexdigest())
 )PY";
 
+// Runs kNumpyStats over `tensors`, written to a temporary directory: one line per tensor.
+testing::CommandResult NumpyStatsOf(const std::vector<RandomTensor>& tensors) {
+  testing::TempDir dir;
+  std::string list;
+  for (const RandomTensor& t : tensors) {
+    const std::string path = dir.Sub(t.name + ".bin");
+    testing::WriteFile(path, std::string(t.bytes.begin(), t.bytes.end()));
+    list += t.name + "\t" + std::string(DTypeName(t.dtype)) + "\t" + std::to_string(t.count) +
+            "\t" + path + "\n";
+  }
+  testing::WriteFile(dir.Sub("list.txt"), list);
+  return testing::RunPython(kNumpyStats, {dir.Sub("list.txt")});
+}
+
 void ExpectClose(double actual, double expected, const std::string& what) {
   if (std::isnan(expected)) {
     EXPECT_TRUE(std::isnan(actual)) << what << ": " << actual;
@@ -211,16 +225,7 @@ TEST(StatsTest, MatchesNumpyForRandomTensors) {
         DType::kUInt16, DType::kUInt32, DType::kUInt64, DType::kInt4, DType::kComplex64}) {
     tensors.push_back(MakeRandom(dtype, 10007, Specials::kNone, seed++));
   }
-  testing::TempDir dir;
-  std::string list;
-  for (const RandomTensor& t : tensors) {
-    const std::string path = dir.Sub(t.name + ".bin");
-    testing::WriteFile(path, std::string(t.bytes.begin(), t.bytes.end()));
-    list += t.name + "\t" + std::string(DTypeName(t.dtype)) + "\t" + std::to_string(t.count) +
-            "\t" + path + "\n";
-  }
-  testing::WriteFile(dir.Sub("list.txt"), list);
-  const testing::CommandResult numpy = testing::RunPython(kNumpyStats, {dir.Sub("list.txt")});
+  const testing::CommandResult numpy = NumpyStatsOf(tensors);
   ASSERT_EQ(numpy.exit_code, 0) << numpy.output;
   std::istringstream lines(numpy.output);
   for (const RandomTensor& t : tensors) {
@@ -256,17 +261,8 @@ TEST(StatsTest, LargeTensorsInPiecesOnHelperThreads) {
       MakeRandom(DType::kInt8, 3000001, Specials::kNone, 106),
       MakeRandom(DType::kComplex64, 300001, Specials::kNone, 107),
   };
-  testing::TempDir dir;
-  std::string list;
-  for (RandomTensor& t : tensors) {
-    t.name += "_" + std::to_string(t.count);
-    const std::string path = dir.Sub(t.name + ".bin");
-    testing::WriteFile(path, std::string(t.bytes.begin(), t.bytes.end()));
-    list += t.name + "\t" + std::string(DTypeName(t.dtype)) + "\t" + std::to_string(t.count) +
-            "\t" + path + "\n";
-  }
-  testing::WriteFile(dir.Sub("list.txt"), list);
-  const testing::CommandResult numpy = testing::RunPython(kNumpyStats, {dir.Sub("list.txt")});
+  for (RandomTensor& t : tensors) t.name += "_" + std::to_string(t.count);
+  const testing::CommandResult numpy = NumpyStatsOf(tensors);
   ASSERT_EQ(numpy.exit_code, 0) << numpy.output;
   std::istringstream lines(numpy.output);
   auto same_bits = [](const TensorStats& a, const TensorStats& b) {
