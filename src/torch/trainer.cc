@@ -184,7 +184,7 @@ struct Trainer::Impl {
     const bool wants = Wants(kernel);
     // The inputs the update writes, as they are before it (copies, unless not read).
     std::vector<TensorView> inputs;
-    auto add_copy = [&](const at::Tensor& original) {
+    auto add_before_update = [&](const at::Tensor& original) {
       TensorView view;
       if (torch_internal::MakeViewBeforeWrite(*session, kernel, original.detach(), logical_layout,
                                               &view)) {
@@ -192,10 +192,10 @@ struct Trainer::Impl {
       }
     };
     if (wants) {
-      add_copy(p);
+      add_before_update(p);
       for (TensorView& view : Views({grad})) inputs.push_back(std::move(view));
-      if (state1[i].defined()) add_copy(state1[i]);
-      if (state2[i].defined()) add_copy(state2[i]);
+      if (state1[i].defined()) add_before_update(state1[i]);
+      if (state2[i].defined()) add_before_update(state2[i]);
     }
     at::NoGradGuard no_grad;
     at::Tensor w = p.detach();
