@@ -38,13 +38,19 @@ try:
                      f"bin->convert equals npy for {k}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}")
 
     # GE / TF-adapter dialect.
-    ge_dump = os.path.join(work, "ge")
-    ge_cfg = os.path.join(work, "ge.json")
-    with open(ge_cfg, "w") as f:
-        json.dump({"dump": {"enable_dump": True, "dump_path": ge_dump, "dump_step": "0|2",
-                            "dump_mode": "all",
-                            "dump_layer": "Default/fc1-Dense/MatMul-op0 ReLU-op2"}}, f)
-    t.run("demo-synthetic", "--config", ge_cfg, "--steps", "3", check=0)
+    def ge_demo_dump(name):
+        """Runs demo-synthetic with a GE-dialect configuration (steps 0 and 2, two kernels);
+        returns the dump path."""
+        dump = os.path.join(work, name)
+        cfg = os.path.join(work, name + ".json")
+        with open(cfg, "w") as f:
+            json.dump({"dump": {"enable_dump": True, "dump_path": dump, "dump_step": "0|2",
+                                "dump_mode": "all",
+                                "dump_layer": "Default/fc1-Dense/MatMul-op0 ReLU-op2"}}, f)
+        t.run("demo-synthetic", "--config", cfg, "--steps", "3", check=0)
+        return dump
+
+    ge_dump = ge_demo_dump("ge")
     sessions = glob.glob(ge_dump + "/*")
     t.expect_eq(len(sessions), 1, "one session directory")
     t.expect(re.fullmatch(r"\d{14}", os.path.basename(sessions[0])) is not None,
@@ -69,13 +75,7 @@ try:
     code, ls_out, err = t.run("ls", converted, "--json", check=0)
     it = json.loads(ls_out)["ranks"][0]["graphs"][0]["iterations"][0]
     t.expect_eq((it["kernels"], it["tensors"]), (9, 25), "ls reads convert's output directory")
-    ge_same = os.path.join(work, "ge_same")
-    same_cfg = os.path.join(work, "ge_same.json")
-    with open(same_cfg, "w") as f:
-        json.dump({"dump": {"enable_dump": True, "dump_path": ge_same, "dump_step": "0|2",
-                            "dump_mode": "all",
-                            "dump_layer": "Default/fc1-Dense/MatMul-op0 ReLU-op2"}}, f)
-    t.run("demo-synthetic", "--config", same_cfg, "--steps", "3", check=0)
+    ge_same = ge_demo_dump("ge_same")
     code, cmp_out, err = t.run("compare", ge_dump, ge_same)
     t.expect_eq(code, 0, f"identical GE dumps compare equal: {cmp_out[-600:]} {err[-300:]}")
     ge_bad = os.path.join(work, "ge_bad")
