@@ -7,9 +7,13 @@ to NCHW .npy files twice:
   numpy:      one Python process doing what msaccucmp's converter does per tensor: read, reshape,
               transpose, crop, np.save (the baseline)
   graphdump:  graphdump convert DIR -o OUT -f NCHW (default threads, and -j 1)
-and checks that both produced the same arrays. Everything runs BENCH_ROUNDS times (default 3),
-back to back, and each ratio printed is the median of the rounds' ratios (the rounds' values
-are printed before): this machine's speed moves by tens of percent between minutes. Prints
+and checks (in the first round) that every array both converters wrote is the same. Every timed
+run starts from the same state: the previous run's output deleted and no dirty pages (os.sync).
+A converter that runs while another's 2 GiB of output still fills the page cache pays for
+reclaiming it: graphdump's two threads took twice their usual CPU that way when they ran right
+after NumPy. Everything runs BENCH_ROUNDS times (default 3), back to back, and each ratio
+printed is the median of the rounds' ratios (the rounds' values are printed before): this
+machine's speed moves by tens of percent between minutes. Prints
   bench: convert_vs_numpy ratio=X            (numpy seconds / graphdump seconds)
   bench: convert_vs_numpy_1thread ratio=X
   bench: convert_vs_numpy_cpu ratio=X        (CPU seconds, numpy / graphdump -j1: the number
@@ -23,6 +27,7 @@ are printed before): this machine's speed moves by tens of percent between minut
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BENCH_CONVERT_MIB (total tensor MiB, default
 2048), GRAPHDUMP_BENCH_DIR (scratch directory, default $TMPDIR), BENCH_ROUNDS.
 """
+import hashlib
 import os
 import resource
 import shutil
@@ -162,24 +167,36 @@ def main():
             subprocess.run([BIN, "convert", src, "-o", out, "-f", "NCHW", "-q", *flags],
                            check=True, stdout=subprocess.DEVNULL)
 
+        def arrays(out):
+            """{file name: (dtype, shape, digest of the data)} of every .npy under `out`."""
+            found = {}
+            for name in sorted(os.listdir(out)):
+                a = np.load(os.path.join(out, name), mmap_mode="r")
+                found[name] = (a.dtype.str, a.shape,
+                               hashlib.blake2b(np.ascontiguousarray(a)).hexdigest())
+            return found
+
         def one_round(check):
-            """{label: (wall, cpu)} of every converter and floor, run back to back."""
+            """{label: (wall, cpu)} of every converter and floor, run back to back, each after
+            the previous one's output was deleted."""
             os.makedirs(out_np)
-            t = {"numpy": clean_start(lambda: numpy_convert(pb, src, out_np)),
-                 "graphdump convert": clean_start(lambda: graphdump(out_gd))}
-            if check:
-                for name in sorted(os.listdir(out_np))[:4]:  # same arrays from both converters
-                    a = np.load(os.path.join(out_np, name))
-                    b = np.load(os.path.join(out_gd, name))
-                    assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), name
-            shutil.rmtree(out_gd)
-            t["graphdump convert -j1"] = clean_start(lambda: graphdump(out_gd1, "-j", "1"))
-            shutil.rmtree(out_gd1)
+            t = {"numpy": clean_start(lambda: numpy_convert(pb, src, out_np))}
+            out_bytes = sum(os.path.getsize(os.path.join(out_np, f)) for f in os.listdir(out_np))
+            expected = arrays(out_np) if check else None
+            shutil.rmtree(out_np)
+            for label, out, flags in (("graphdump convert", out_gd, ()),
+                                      ("graphdump convert -j1", out_gd1, ("-j", "1"))):
+                t[label] = clean_start(lambda: graphdump(out, *flags))
+                if check:
+                    got = arrays(out)
+                    missing = sorted(got.keys() ^ expected.keys())
+                    assert not missing, (label, "files only one converter wrote", missing[:4])
+                    bad = [name for name in got if got[name] != expected[name]]
+                    assert not bad, (label, "differs from numpy", bad[:4])
+                shutil.rmtree(out)
             # The floor of any converter that writes these files through the page cache: dd
             # writing the same number of bytes in one stream (what a converter with free
             # transposes would cost on one thread).
-            out_bytes = sum(os.path.getsize(os.path.join(out_np, f)) for f in os.listdir(out_np))
-            shutil.rmtree(out_np)
             t["dd (write only)"] = clean_start(lambda: benchutil.dd_write(
                 os.path.join(scratch, "dd.bin"), out_bytes, 4 << 20))
             os.remove(os.path.join(scratch, "dd.bin"))
