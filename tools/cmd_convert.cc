@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "fmt/format.h"
 #include "graphdump/analysis/ascend_convert.h"
+#include "graphdump/file_system.h"
 
 namespace graphdump::tools {
 namespace {
@@ -28,7 +29,8 @@ FRACTAL_NZ, C1HWNCoC0, NDC1HWC0) become host layout cropped to original_shape, n
 warning. float16 stays float16; bfloat16 is written as float32. Names over 255 bytes become
 {number}.npy, listed in mapping.csv.
 
-Exit status: 0 all converted, 2 usage error, 3 a file could not be read or written.
+Exit status: 0 all converted, 2 usage error (bad option, no input found, an -o that cannot be
+a directory), 3 a file could not be read or written.
 
 Examples:
   graphdump convert dump/ -o npy/ -f NCHW
@@ -92,6 +94,12 @@ int RunConvert(int argc, char** argv) {
   if (jobs->empty()) {
     std::fprintf(stderr, "graphdump convert: no dump files found in %s\n",
                  fmt::format("{}", fmt::join(operands, " ")).c_str());
+    return kExitUsage;
+  }
+  // An unusable -o fails once, before any file is read, rather than once per file.
+  if (Status made = NewPosixFileSystem()->CreateDirectories(output_dir); !made.ok()) {
+    std::fprintf(stderr, "graphdump convert: -o %s: %s\n", output_dir.c_str(),
+                 made.message().c_str());
     return kExitUsage;
   }
   AscendConvertOptions options;

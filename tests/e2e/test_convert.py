@@ -89,6 +89,15 @@ def main():
         assert rc == 2 and "NHWC" in out and "NCHW" in out, out
         rc, out = run("convert", os.path.join(tmp, "missing"), "-o", os.path.join(tmp, "x"))
         assert rc == 2 and "missing" in out, out
+        # An -o that cannot be a directory: one error naming it, before any file is read.
+        blocker = os.path.join(tmp, "a_file")
+        open(blocker, "w").close()
+        for target in (blocker, os.path.join(blocker, "sub")):
+            rc, out = run("convert", dump, "-o", target, "-f", "NCHW")
+            assert rc == 2 and "-o " + target in out, out
+            assert blocker + " exists and is not a directory" in out, out
+            assert len(out.strip().splitlines()) == 1, out
+            assert "converted" not in out, out
         rc, out = run("convert", "--help")
         assert rc == 0 and "Examples" in out, out
     print("ok")
