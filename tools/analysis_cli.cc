@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "graphdump/file_system.h"
 
 namespace graphdump::tools {
 
@@ -14,6 +15,22 @@ std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   return std::nullopt;
+}
+
+bool CheckOutputPath(const std::string& command, const std::string& option,
+                     const std::string& path) {
+  if (path.empty()) return true;
+  const std::string problem = OutputPathProblem(path);
+  if (problem.empty()) return true;
+  fmt::print(stderr, "{}: error: {} {}: {}\n", command, option, path, problem);
+  return false;
+}
+
+int WriteOutput(const std::string& command, const std::string& path, const std::string& text) {
+  const Status written = WriteUserFile(path, {text});
+  if (written.ok()) return kExitOk;
+  fmt::print(stderr, "{}: error: {}\n", command, written.message());
+  return kExitFailure;
 }
 
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,

@@ -18,6 +18,16 @@ std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
                                             int* exit_code);
 
+// False, after printing "<command>: error: <option> <path>: <why>", when `path` cannot be
+// written (OutputPathProblem); an empty `path` (option not given) is fine. Commands call it
+// before their long work, so a typo in an output path does not cost a whole comparison.
+bool CheckOutputPath(const std::string& command, const std::string& option,
+                     const std::string& path);
+
+// Writes `text` as `path` (WriteUserFile: no partial file on failure). Returns kExitOk, or
+// prints the error and returns kExitFailure.
+int WriteOutput(const std::string& command, const std::string& path, const std::string& text);
+
 // Prints the skipped files ("skipped FILE: reason") to stderr.
 void PrintSkipped(const std::string& command, const std::vector<analysis::Skipped>& skipped);
 

@@ -3,7 +3,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "analysis_cli.h"
 #include "commands.h"
@@ -118,12 +117,8 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
   }
   const analysis::CompareResult& r = result->result;
   if (!out.empty()) {
-    std::ofstream f(out, std::ios::binary | std::ios::trunc);
-    f << analysis::CompareResultCsv(r);
-    if (!f.good()) {
-      fmt::print(stderr, "graphdump compare: error: cannot write {}\n", out);
-      return kExitFailure;
-    }
+    const std::string csv = analysis::CompareResultCsv(r);
+    if (int written = WriteOutput("graphdump compare", out, csv)) return written;
   }
   if (json) {
     fmt::print("{}\n", analysis::RankCompareResultJson(*result));
@@ -179,7 +174,8 @@ int RunCompare(int argc, char** argv) {
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
       "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails, a file\n"
       "was skipped or nothing could be paired, 2 usage error (including a missing or non-dump\n"
-      "directory).");
+      "directory, or an --out whose directory is missing or not writable), 3 --out could not be\n"
+      "written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (iteration >= 0) options.iteration = iteration;
   if (!(options.atol >= 0) || !(options.rtol >= 0)) {
@@ -195,6 +191,7 @@ int RunCompare(int argc, char** argv) {
                                    "the ranks of A against each other"));
     return kExitUsage;
   }
+  if (!CheckOutputPath("graphdump compare", "--out", out)) return kExitUsage;
   if (ranks) return RunRanks(a, ranks_text, options, out, json);
   int rc = kExitOk;
   auto ia = OpenDump("graphdump compare", a, &rc);
@@ -203,12 +200,8 @@ int RunCompare(int argc, char** argv) {
   if (!ib) return rc;
   const analysis::CompareResult result = analysis::CompareDumps(*ia, *ib, options);
   if (!out.empty()) {
-    std::ofstream f(out, std::ios::binary | std::ios::trunc);
-    f << analysis::CompareResultCsv(result);
-    if (!f.good()) {
-      fmt::print(stderr, "graphdump compare: error: cannot write {}\n", out);
-      return kExitFailure;
-    }
+    const std::string csv = analysis::CompareResultCsv(result);
+    if (int written = WriteOutput("graphdump compare", out, csv)) return written;
   }
   if (json) {
     fmt::print("{}\n", analysis::CompareResultJson(result));

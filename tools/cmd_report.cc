@@ -1,8 +1,6 @@
 // graphdump report: one self-contained HTML page with plots.
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/report.h"
@@ -33,7 +31,8 @@ int RunReport(int argc, char** argv) {
       "Examples:\n"
       "  graphdump report dump/ -o report.html\n"
       "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --kernels conv\n"
-      "Exit status: 0 written, 2 usage error, 3 the file could not be written.");
+      "Exit status: 0 written, 2 usage error (including an -o whose directory is missing or not\n"
+      "writable), 3 the file could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (dir.empty() == compare.empty()) {
     fmt::print(stderr, "graphdump report: error: give either DIR or --compare A B\n");
@@ -44,6 +43,7 @@ int RunReport(int argc, char** argv) {
     fmt::print(stderr, "graphdump report: error: {}\n", checks.status().message());
     return kExitUsage;
   }
+  if (!CheckOutputPath("graphdump report", "-o", out)) return kExitUsage;
   int rc = kExitOk;
   auto main_index = OpenDump("graphdump report", compare.empty() ? dir : compare[0], &rc);
   if (!main_index) return rc;
@@ -61,11 +61,8 @@ int RunReport(int argc, char** argv) {
   const analysis::WatchResult watch = analysis::RunWatch(*main_index, *checks, {});
   input.watch = &watch;
   input.series = analysis::CollectKernelSeries(*main_index, kernel_filter, max_kernels);
-  std::ofstream f(out, std::ios::binary | std::ios::trunc);
-  f << analysis::RenderReportHtml(input);
-  if (!f.good()) {
-    fmt::print(stderr, "graphdump report: error: cannot write {}\n", out);
-    return kExitFailure;
+  if (int written = WriteOutput("graphdump report", out, analysis::RenderReportHtml(input))) {
+    return written;
   }
   fmt::print("wrote {}\n", out);
   return kExitOk;

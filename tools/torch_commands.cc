@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "graphdump/config.h"
+#include "graphdump/file_system.h"
 #include "graphdump/ge_dialect.h"
 #include "graphdump/launcher.h"
 #include "graphdump/npy.h"
@@ -114,12 +115,8 @@ Status WriteNpyFile(const std::string& path, const at::Tensor& tensor) {
   if (!dtype)
     return Status::Unsupported("cannot write a tensor of dtype " +
                                std::string(c10::toString(t.scalar_type())));
-  std::ofstream out(path, std::ios::binary);
   const std::string header = NpyHeader(*dtype, t.sizes().vec());
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
-  if (!out) return Status::IOError("cannot write " + path);
-  return Status::Ok();
+  return WriteUserFile(path, {header, {static_cast<const char*>(t.data_ptr()), t.nbytes()}});
 }
 
 // "2x3x224x224" -> {2, 3, 224, 224}.
@@ -352,6 +349,12 @@ int RunTorchRun(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
+  if (const std::string problem = OutputPathProblem(save_output);
+      !save_output.empty() && !problem.empty()) {
+    std::fprintf(stderr, "%s: error: --save-output %s: %s\n", command.c_str(),
+                 save_output.c_str(), problem.c_str());
+    return kExitUsage;
+  }
   torch::NoGradGuard no_grad;
   torch::manual_seed(flags.seed);
   std::vector<c10::IValue> inputs;
@@ -389,8 +392,12 @@ int RunTorchRun(int argc, char** argv) {
                 Seconds(start));
     std::fflush(stdout);
   }
-  if (code == kExitOk && !save_output.empty() && last.isTensor()) {
-    Status st = WriteNpyFile(save_output, last.toTensor());
+  if (code == kExitOk && !save_output.empty()) {
+    Status st = last.isTensor()
+                    ? WriteNpyFile(save_output, last.toTensor())
+                    : Status::InvalidArgument("--save-output " + save_output +
+                                              ": the model's output is a " + Describe(last) +
+                                              ", not a tensor; nothing was written");
     if (!st.ok()) code = Fail(command, st);
   }
   return FinishSession(command, loaded->session.get(), code);

@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "graphdump/status.h"
 
@@ -42,5 +44,15 @@ class FileSystem {
 
 // The real file system (POSIX). `fsync` makes every committed file durable before the rename.
 std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync = false);
+
+// For files a user names on the command line (reports, CSV tables, saved outputs), not dump
+// files: why `path` cannot be written (its directory is missing or not writable, or `path` is a
+// directory), or "" when it can. Lets a command refuse a bad path before long work.
+std::string OutputPathProblem(const std::string& path);
+
+// Writes `pieces` one after another as the whole of `path`, through a temporary file in the
+// same directory renamed into place: a failure leaves no partial file under `path` and an
+// existing file as it was. Mode 0666 less the umask, like any file a user saves.
+Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces);
 
 }  // namespace graphdump

@@ -53,6 +53,19 @@ int WriteFully(int fd, const void* data, size_t size) {
   return 0;
 }
 
+// ".{basename}.tmp.{pid}.{n}" in the same directory (so rename stays on one file system),
+// with the basename shortened so the temporary name fits NAME_MAX.
+std::string TempPathFor(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." +
+                             std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  std::string base = BaseName(path);
+  const size_t room = kNameMax - 1 - suffix.size();
+  if (base.size() > room) base.resize(room);
+  const std::string dir = DirName(path);
+  return (dir == "/" ? "" : dir) + "/." + base + suffix;
+}
+
 class PosixWritableFile : public WritableFile {
  public:
   PosixWritableFile(int fd, std::string temp_path, std::string path, bool fsync)
@@ -161,23 +174,42 @@ class PosixFileSystem : public FileSystem {
   }
 
  private:
-  // ".{basename}.tmp.{pid}.{n}" in the same directory (so rename stays on one file system),
-  // with the basename shortened so the temporary name fits NAME_MAX.
-  std::string TempPathFor(const std::string& path) {
-    const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." +
-                               std::to_string(counter_.fetch_add(1, std::memory_order_relaxed));
-    std::string base = BaseName(path);
-    const size_t room = kNameMax - 1 - suffix.size();
-    if (base.size() > room) base.resize(room);
-    const std::string dir = DirName(path);
-    return (dir == "/" ? "" : dir) + "/." + base + suffix;
-  }
-
   bool fsync_;
-  std::atomic<uint64_t> counter_{0};
 };
 
 }  // namespace
+
+std::string OutputPathProblem(const std::string& path) {
+  if (path.empty()) return "the path is empty";
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + " is a directory";
+  const std::string dir = DirName(path);
+  if (::stat(dir.c_str(), &st) != 0) {
+    const int error = errno;
+    return "directory " + dir + ": " + ErrnoText(error);
+  }
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    const int error = errno;
+    return "cannot write in directory " + dir + ": " + ErrnoText(error);
+  }
+  return "";
+}
+
+Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
+  const std::string temp_path = TempPathFor(path);
+  const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) return ErrnoError("create", path, errno);
+  int error = 0;
+  for (std::string_view piece : pieces) {
+    if (error == 0) error = WriteFully(fd, piece.data(), piece.size());
+  }
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error == 0 && ::rename(temp_path.c_str(), path.c_str()) != 0) error = errno;
+  if (error == 0) return Status::Ok();
+  ::unlink(temp_path.c_str());
+  return ErrnoError("write", path, error);
+}
 
 Status FileSystem::WriteWholeFile(const std::string& path, const std::string& data) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewWritableFile(path));

@@ -122,29 +122,80 @@ TEST(PosixFileSystemTest, ErrorsNameTheFinalPath) {
   EXPECT_EQ(file.status().message(), "cannot create " + missing + ": No such file or directory");
 }
 
-TEST(PosixFileSystemTest, WriteErrorsNameTheFinalPathAndLeaveNothing) {
-  // A file size limit makes write() fail part way (EFBIG), like a disk filling up.
-  TempDir dir;
-  auto fs = NewPosixFileSystem();
-  const std::string path = dir.Sub("big.npy");
+// Runs `fn` with a 1000-byte file size limit, which makes write() fail part way (EFBIG) like a
+// disk filling up.
+template <typename Fn>
+void WithSmallFileSizeLimit(Fn fn) {
   auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
   struct rlimit old_limit;
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
   struct rlimit limit = old_limit;
   limit.rlim_cur = 1000;
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  fn();
+  ::setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+}
+
+TEST(PosixFileSystemTest, WriteErrorsNameTheFinalPathAndLeaveNothing) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("big.npy");
   Status status;
-  {
+  WithSmallFileSizeLimit([&] {
     auto file = fs->NewWritableFile(path);
     ASSERT_TRUE(file.ok());
     const std::string data(3000, 'x');
     status = (*file)->Append(data.data(), data.size());
-  }
-  ::setrlimit(RLIMIT_FSIZE, &old_limit);
-  std::signal(SIGXFSZ, old_handler);
+  });
   EXPECT_EQ(status.code(), StatusCode::kIOError);
   EXPECT_EQ(status.message(), "cannot write " + path + ": " + std::strerror(EFBIG));
   EXPECT_TRUE(DirEntries(dir.path()).empty());
+}
+
+TEST(UserFileTest, WritesThePiecesWholeWithTheUmaskMode) {
+  TempDir dir;
+  const std::string path = dir.Sub("report.html");
+  ASSERT_TRUE(WriteUserFile(path, {"<html>", std::string_view("a\0b", 3), "</html>"}).ok());
+  EXPECT_EQ(ReadFile(path), std::string("<html>a\0b</html>", 16));
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  EXPECT_EQ(Mode(path), 0666u & ~mask);
+  ASSERT_TRUE(WriteUserFile(path, {"second"}).ok());
+  EXPECT_EQ(ReadFile(path), "second");
+  EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"report.html"});
+}
+
+TEST(UserFileTest, AFailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
+  TempDir dir;
+  const std::string path = dir.Sub("diff.csv");
+  ASSERT_TRUE(WriteUserFile(path, {"old"}).ok());
+  Status status;
+  WithSmallFileSizeLimit([&] { status = WriteUserFile(path, {std::string(3000, 'x')}); });
+  EXPECT_EQ(status.message(), "cannot write " + path + ": " + std::strerror(EFBIG));
+  EXPECT_EQ(ReadFile(path), "old");
+  EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"diff.csv"});
+  const Status missing = WriteUserFile(dir.Sub("no/diff.csv"), {"x"});
+  EXPECT_EQ(missing.message(),
+            "cannot create " + dir.Sub("no/diff.csv") + ": No such file or directory");
+}
+
+TEST(UserFileTest, OutputPathProblemSaysWhy) {
+  TempDir dir;
+  EXPECT_EQ(OutputPathProblem(dir.Sub("new.csv")), "");
+  ASSERT_TRUE(WriteUserFile(dir.Sub("file"), {"x"}).ok());
+  EXPECT_EQ(OutputPathProblem(dir.Sub("file")), "");  // replaced when written
+  EXPECT_EQ(OutputPathProblem(dir.path()), dir.path() + " is a directory");
+  EXPECT_EQ(OutputPathProblem(dir.Sub("file/x.csv")), dir.Sub("file") + " is not a directory");
+  EXPECT_EQ(OutputPathProblem(dir.Sub("no/x.csv")),
+            "directory " + dir.Sub("no") + ": No such file or directory");
+  EXPECT_EQ(OutputPathProblem(""), "the path is empty");
+  if (::geteuid() != 0) {  // root may write anywhere
+    ASSERT_EQ(::mkdir(dir.Sub("ro").c_str(), 0500), 0);
+    EXPECT_EQ(OutputPathProblem(dir.Sub("ro/x.csv")),
+              "cannot write in directory " + dir.Sub("ro") + ": Permission denied");
+    ::chmod(dir.Sub("ro").c_str(), 0700);
+  }
 }
 
 TEST(PosixFileSystemTest, AppendToFileKeepsFileReadOnlyBetweenAppends) {

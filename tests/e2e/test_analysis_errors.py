@@ -45,6 +45,38 @@ class BadInputTest(unittest.TestCase):
         p = d.graphdump('compare', self.a, self.b, '--atol', 'abc')
         self.assertEqual(p.returncode, 2)
 
+    def test_unwritable_output_paths_fail_first_and_keep_old_files(self):
+        blocker = os.path.join(self.root, 'a_file')
+        with open(blocker, 'w') as f:
+            f.write('keep')
+        two_ranks = os.path.join(self.root, 'ranks')
+        for rank in (0, 1):
+            d.write_dump(two_ranks, {0: self.net}, rank=rank)
+        cases = [(['compare', self.a, self.b, '-q', '--out'], '--out'),
+                 (['compare', two_ranks, '--ranks', '-q', '--out'], '--out'),
+                 (['report', self.a, '-o'], '-o')]
+        for cmd, option in cases:
+            for target, why in ((os.path.join(blocker, 'x'), blocker + ' is not a directory'),
+                                (os.path.join(self.root, 'no', 'x'), 'No such file or directory'),
+                                (self.root, self.root + ' is a directory')):
+                p = d.graphdump(*cmd, target)
+                self.assertEqual(p.returncode, 2, (cmd, target, p.stderr))
+                self.assertIn('error: %s %s: ' % (option, target), p.stderr)
+                self.assertIn(why, p.stderr)
+                self.assertEqual(p.stdout, '', cmd)  # refused before any work
+        # A good path is written whole, replacing the old file; no temporary is left.
+        for cmd, option in cases:
+            target = os.path.join(self.root, 'out.txt')
+            with open(target, 'w') as f:
+                f.write('old')
+            p = d.graphdump(*cmd, target)
+            self.assertIn(p.returncode, (0, 1), (cmd, p.stderr))
+            with open(target) as f:
+                text = f.read()
+            self.assertTrue(text.startswith('<!DOCTYPE html>' if cmd[0] == 'report' else 'rank'),
+                            (cmd, text[:80]))
+            self.assertEqual(sorted(os.listdir(self.root)), ['a', 'a_file', 'b', 'out.txt', 'ranks'])
+
     def test_truncated_npy_is_skipped_and_named(self):
         path = self.file_of(self.a, 2)
         with open(path, 'rb') as f:

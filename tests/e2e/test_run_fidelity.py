@@ -88,6 +88,34 @@ def check(name, shape):
         gdtest.cleanup(tmp)
 
 
+class PairOut(torch.nn.Module):
+    def forward(self, x):
+        return x + 1, x * 2
+
+
+def check_save_output_errors():
+    """--save-output: a path that cannot be written is refused before the run; an output that is
+    not a tensor is an error, not a silently missing file."""
+    tmp = gdtest.temp_dir()
+    try:
+        bad = os.path.join(tmp, "no", "out.npy")
+        rc, out, err = gdtest.run("run", gdmodels.model_path("ifloop"), "--input-shape", "2x8",
+                                  "--save-output", bad)
+        gdtest.expect(rc == 2 and f"--save-output {bad}: directory {os.path.dirname(bad)}: "
+                      "No such file or directory" in err and "step" not in out,
+                      f"--save-output into a missing directory: exit {rc}\n{out}{err}")
+        pair = os.path.join(tmp, "pair.pt")
+        torch.jit.script(PairOut()).save(pair)
+        saved = os.path.join(tmp, "out.npy")
+        rc, out, err = gdtest.run("run", pair, "--input-shape", "2x3", "--save-output", saved)
+        gdtest.expect(rc == 2 and "the model's output is a Tuple, not a tensor" in err
+                      and "step 1/1" in out and not os.path.exists(saved),
+                      f"--save-output of a tuple output: exit {rc}\n{out}{err}")
+    finally:
+        gdtest.cleanup(tmp)
+
+
+check_save_output_errors()
 for model, input_shape in CASES:
     check(model, input_shape)
 gdtest.finish()
