@@ -5,9 +5,11 @@
 #include <string>
 
 #include "commands.h"
+#include "graphdump/file_system.h"
 
 int main(int argc, char** argv) {
   using namespace graphdump::tools;
+  graphdump::RemoveTemporariesOnSignals();  // a Ctrl-C leaves only whole files
   const struct {
     const char* name;
     int (*run)(int, char**);

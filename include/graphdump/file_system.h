@@ -55,4 +55,9 @@ std::string OutputPathProblem(const std::string& path);
 // existing file as it was. Mode 0666 less the umask, like any file a user saves.
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces);
 
+// Makes SIGINT, SIGTERM and SIGHUP (those still at their default action) remove the temporaries
+// of files being written before the process dies of the signal, so that a Ctrl-C leaves only
+// whole files behind. For programs (the CLI); a library host keeps its own handlers.
+void RemoveTemporariesOnSignals();
+
 }  // namespace graphdump

@@ -4,6 +4,8 @@
 #include "graphdump/file_system.h"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,14 +68,66 @@ std::string TempPathFor(const std::string& path) {
   return (dir == "/" ? "" : dir) + "/." + base + suffix;
 }
 
+// The temporaries being written, for the handler RemoveTemporariesOnSignals installs: a fixed
+// table of slots, since a signal handler may neither lock nor allocate. A temporary that finds
+// every slot taken is not tracked (and is left behind if the process is killed).
+class LiveTemporaries {
+ public:
+  // Returns the slot to pass to Forget, or -1 when not tracked.
+  int Track(const std::string& path) {
+    if (path.size() >= PATH_MAX) return -1;
+    for (int i = 0; i < kSlots; ++i) {
+      int expected = kFree;
+      if (!states_[i].compare_exchange_strong(expected, kClaimed)) continue;
+      std::memcpy(paths_[i], path.c_str(), path.size() + 1);
+      states_[i].store(kLive, std::memory_order_release);
+      return i;
+    }
+    return -1;
+  }
+
+  void Forget(int slot) {
+    if (slot >= 0) states_[slot].store(kFree, std::memory_order_release);
+  }
+
+  // Async-signal-safe.
+  void UnlinkAll() {
+    for (int i = 0; i < kSlots; ++i) {
+      if (states_[i].load(std::memory_order_acquire) == kLive) ::unlink(paths_[i]);
+    }
+  }
+
+ private:
+  static constexpr int kSlots = 256;  // writer threads times files open at once, with room
+  enum { kFree, kClaimed, kLive };
+  static_assert(std::atomic<int>::is_always_lock_free);
+  std::atomic<int> states_[kSlots] = {};
+  char paths_[kSlots][PATH_MAX] = {};  // zero pages until a slot is used
+};
+
+// Constant-initialised (no constructor runs, nothing to destroy), so the handler may use it at
+// any time.
+constinit LiveTemporaries live_temporaries;
+
+void UnlinkTemporariesAndDie(int signal) {
+  live_temporaries.UnlinkAll();
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
 class PosixWritableFile : public WritableFile {
  public:
   PosixWritableFile(int fd, std::string temp_path, std::string path, bool fsync)
-      : fd_(fd), temp_path_(std::move(temp_path)), path_(std::move(path)), fsync_(fsync) {}
+      : fd_(fd),
+        temp_path_(std::move(temp_path)),
+        path_(std::move(path)),
+        fsync_(fsync),
+        slot_(live_temporaries.Track(temp_path_)) {}
 
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(temp_path_.c_str());
+    live_temporaries.Forget(slot_);
   }
 
   Status Append(const void* data, size_t size) override {
@@ -111,6 +165,7 @@ class PosixWritableFile : public WritableFile {
   std::string temp_path_;
   std::string path_;
   bool fsync_;
+  int slot_;
   bool committed_ = false;
 };
 
@@ -198,17 +253,33 @@ std::string OutputPathProblem(const std::string& path) {
 
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
   const std::string temp_path = TempPathFor(path);
+  const int slot = live_temporaries.Track(temp_path);
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) return ErrnoError("create", path, errno);
+  if (fd < 0) {
+    const int error = errno;
+    live_temporaries.Forget(slot);
+    return ErrnoError("create", path, error);
+  }
   int error = 0;
   for (std::string_view piece : pieces) {
     if (error == 0) error = WriteFully(fd, piece.data(), piece.size());
   }
   if (::close(fd) != 0 && error == 0) error = errno;
   if (error == 0 && ::rename(temp_path.c_str(), path.c_str()) != 0) error = errno;
-  if (error == 0) return Status::Ok();
-  ::unlink(temp_path.c_str());
-  return ErrnoError("write", path, error);
+  if (error != 0) ::unlink(temp_path.c_str());
+  live_temporaries.Forget(slot);
+  return error == 0 ? Status::Ok() : ErrnoError("write", path, error);
+}
+
+void RemoveTemporariesOnSignals() {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old;
+    if (::sigaction(signal, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction action = {};
+    action.sa_handler = UnlinkTemporariesAndDie;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(signal, &action, nullptr);
+  }
 }
 
 Status FileSystem::WriteWholeFile(const std::string& path, const std::string& data) {

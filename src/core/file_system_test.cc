@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "testing/fault_file_system.h"
 #include "testing/testing.h"
@@ -196,6 +198,44 @@ TEST(UserFileTest, OutputPathProblemSaysWhy) {
               "cannot write in directory " + dir.Sub("ro") + ": Permission denied");
     ::chmod(dir.Sub("ro").c_str(), 0700);
   }
+}
+
+// Starts a file and a user file in `dir`, writes part of the first, and dies of SIGTERM.
+void DieWhileWriting(const std::string& dir, bool remove_on_signals) {
+  if (remove_on_signals) RemoveTemporariesOnSignals();
+  auto fs = NewPosixFileSystem();
+  auto file = fs->NewWritableFile(dir + "/partial.npy");
+  if (!file.ok() || !(*file)->Append("abc", 3).ok()) std::exit(1);
+  std::raise(SIGTERM);
+  std::exit(2);  // not reached
+}
+
+// The temporaries a process killed by SIGTERM leaves: none once RemoveTemporariesOnSignals ran.
+std::vector<std::string> LeftAfterSigterm(bool remove_on_signals) {
+  // The death test's child re-runs the test from the start ("threadsafe" style: a fresh
+  // process, no fork of a threaded one); the variable hands it the parent's directory.
+  constexpr char kVar[] = "GRAPHDUMP_TEST_SIGNAL_DIR";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const char* inherited = std::getenv(kVar);
+  std::optional<TempDir> own;
+  if (inherited == nullptr) own.emplace();
+  const std::string dir = inherited != nullptr ? inherited : own->path();
+  ::setenv(kVar, dir.c_str(), 1);
+  EXPECT_EXIT(DieWhileWriting(dir, remove_on_signals), ::testing::KilledBySignal(SIGTERM), "");
+  ::unsetenv(kVar);
+  return DirEntries(dir);
+}
+
+// One death test per test: the child runs the test body up to its death test, so nothing may
+// be checked before it.
+TEST(PosixFileSystemDeathTest, SigtermWithoutTheHandlerLeavesTheTemporary) {
+  const std::vector<std::string> left = LeftAfterSigterm(false);
+  ASSERT_EQ(left.size(), 1u);  // what the handler is for, and proof the test can tell
+  EXPECT_EQ(left[0].rfind(".partial.npy.tmp.", 0), 0u) << left[0];
+}
+
+TEST(PosixFileSystemDeathTest, SigtermWithTheHandlerRemovesTheTemporary) {
+  EXPECT_TRUE(LeftAfterSigterm(true).empty());
 }
 
 TEST(PosixFileSystemTest, AppendToFileKeepsFileReadOnlyBetweenAppends) {
