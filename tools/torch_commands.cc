@@ -232,7 +232,7 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
                  "GE dialect: space-separated kernel names (default every kernel)");
   app.add_option("--set-dump", f->set_dump,
                  "mark a module path (e.g. features.0) for dump_mode 2; repeatable");
-  app.add_option("--steps", f->steps, "number of steps")->check(CLI::PositiveNumber);
+  app.add_option("--steps", f->steps, "number of steps")->check(CLI::Range(1, 1000000));
   app.add_option("--seed", f->seed, "seed for random inputs (default 0)");
   app.add_flag("--list-kernels", f->list_kernels,
                "print every kernel's full name, module and source line, then exit");
@@ -421,10 +421,18 @@ int RunTorchTrain(int argc, char** argv) {
   app.add_option("--input-shape", flags.input_shape,
                  "shape of synthetic inputs (default 2x3x224x224)");
   app.add_option("--classes", classes, "number of classes of synthetic labels (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--optimizer", optimizer, "sgd, momentum or adam (default sgd)")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
-  app.add_option("--lr", options.lr, "learning rate (default 0.01)");
+  app.add_option("--lr", options.lr, "learning rate (default 0.01)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            double lr = 0;
+            return CLI::detail::lexical_cast(text, lr) && lr > 0
+                       ? std::string()
+                       : "'" + text + "' is not a positive number";
+          },
+          "POSITIVE"));
   app.add_option("--momentum", options.momentum, "momentum of --optimizer momentum (0.9)");
   app.add_option("--save-model", save_model,
                  "save the trained module (torch.jit.save format; rank 0 only)");

@@ -3,7 +3,9 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -292,8 +294,9 @@ Trainer::~Trainer() = default;
 
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TorchModel* model, TrainerOptions options) {
   if (!(options.lr > 0)) {
-    return Status::InvalidArgument("the learning rate must be positive, got " +
-                                   std::to_string(options.lr));
+    char lr[32];
+    std::snprintf(lr, sizeof(lr), "%g", options.lr);
+    return Status::InvalidArgument(std::string("the learning rate must be positive, got ") + lr);
   }
   auto impl = std::make_unique<Impl>();
   impl->model = model;

@@ -212,6 +212,19 @@ def test_sync_and_async_write_the_same_files():
     gdtest.expect(any(k.startswith("ReluBackward0") for k in sync), "backward kernels dumped")
 
 
+def test_train_option_errors():
+    """Out-of-range numbers are usage errors (exit 2) that say what is allowed, before the
+    model loads."""
+    model = gdmodels.model_path("mlp")
+    for args, message in ((["--steps", "0"], "--steps: Value 0 not in range 1 to 1000000"),
+                          (["--lr", "-1"], "--lr: '-1' is not a positive number"),
+                          (["--lr", "0"], "--lr: '0' is not a positive number"),
+                          (["--classes", "0"], "--classes: Value 0 not in range 1 to")):
+        rc, out, err = gdtest.run("train", model, *MLP, *args)
+        gdtest.expect(rc == 2 and message in err and "step" not in out,
+                      f"train {' '.join(args)}: exit {rc}\n{out}{err}")
+
+
 for name, fn in list(globals().items()):
     if name.startswith("test_") and callable(fn):
         print("==", name)
