@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 #include "analysis_cli.h"
 #include "commands.h"
@@ -41,6 +43,25 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
   } else {
     fmt::print("no kernel failed\n");
   }
+}
+
+// "0, 1, 2" (the dumped iterations of any rank and graph, constants not counted), "none".
+std::string IterationList(const analysis::DumpIndex& index) {
+  std::set<int64_t> found;
+  for (const auto& rank : index.ranks) {
+    for (const auto& graph : rank.graphs) {
+      for (const auto& it : graph.iterations) {
+        if (it.iteration >= 0) found.insert(it.iteration);
+      }
+    }
+  }
+  if (found.empty()) return "none";
+  constexpr size_t kShown = 10;
+  std::vector<int64_t> first(found.begin(), found.end());
+  const size_t all = first.size();
+  first.resize(std::min(all, kShown));
+  return fmt::format("{}{}", fmt::join(first, ", "),
+                     all > kShown ? fmt::format(" ... ({} in all)", all) : "");
 }
 
 // "0,1,3" -> {0, 1, 3}; empty text -> {} (every rank). False on a malformed list.
@@ -177,7 +198,14 @@ int RunCompare(int argc, char** argv) {
       "directory, or an --out whose directory is missing or not writable), 3 --out could not be\n"
       "written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
-  if (iteration >= 0) options.iteration = iteration;
+  if (app.count("--iteration") > 0) {
+    if (iteration < 0) {
+      fmt::print(stderr, "graphdump compare: error: --iteration {}: iterations count from 0\n",
+                 iteration);
+      return kExitUsage;
+    }
+    options.iteration = iteration;
+  }
   if (!(options.atol >= 0) || !(options.rtol >= 0)) {
     fmt::print(stderr, "graphdump compare: error: --atol and --rtol must be >= 0\n");
     return kExitUsage;
@@ -210,9 +238,12 @@ int RunCompare(int argc, char** argv) {
   }
   PrintSkipped("graphdump compare", result.skipped);
   if (result.kernels.empty()) {
-    fmt::print(stderr,
-               "graphdump compare: warning: no kernel pairs (different graphs or "
-               "iterations?)\n");
+    fmt::print(stderr, "graphdump compare: warning: no kernel pairs: {}\n",
+               options.iteration
+                   ? fmt::format("--iteration {}; A has iterations {}, B has {}",
+                                 *options.iteration, IterationList(*ia), IterationList(*ib))
+                   : std::string("the dumps share no graph and iteration with kernels of the "
+                                 "same names, order and types"));
   }
   return result.errors > 0 || !result.skipped.empty() || result.kernels.empty() ? kExitFinding
                                                                                 : kExitOk;

@@ -351,8 +351,8 @@ int RunTorchRun(int argc, char** argv) {
   }
   if (const std::string problem = OutputPathProblem(save_output);
       !save_output.empty() && !problem.empty()) {
-    std::fprintf(stderr, "%s: error: --save-output %s: %s\n", command.c_str(),
-                 save_output.c_str(), problem.c_str());
+    std::fprintf(stderr, "%s: error: --save-output %s: %s\n", command.c_str(), save_output.c_str(),
+                 problem.c_str());
     return kExitUsage;
   }
   torch::NoGradGuard no_grad;

@@ -77,6 +77,16 @@ class BadInputTest(unittest.TestCase):
                             (cmd, text[:80]))
             self.assertEqual(sorted(os.listdir(self.root)), ['a', 'a_file', 'b', 'out.txt', 'ranks'])
 
+    def test_iteration_that_is_not_dumped(self):
+        p = d.graphdump('compare', self.a, self.b, '-q', '--iteration', '99')
+        self.assertEqual(p.returncode, 1)  # nothing paired
+        self.assertIn('no kernel pairs: --iteration 99; A has iterations 0, B has 0', p.stderr)
+        p = d.graphdump('compare', self.a, self.b, '-q', '--iteration', '-5')
+        self.assertEqual(p.returncode, 2)
+        self.assertIn('--iteration -5: iterations count from 0', p.stderr)
+        p = d.graphdump('compare', self.a, self.b, '-q', '--iteration', '0')
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_truncated_npy_is_skipped_and_named(self):
         path = self.file_of(self.a, 2)
         with open(path, 'rb') as f:
