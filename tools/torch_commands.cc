@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "commands.h"
@@ -148,6 +149,22 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
   // which bump version counters.
   options.stats_across_steps = true;
   ParsedConfig parsed;
+  if (!ge.enable_dump) {
+    const GeDumpOptions defaults;
+    std::string given;
+    for (const auto& [flag, value, unset] :
+         {std::tuple{"--dump-path", ge.dump_path, defaults.dump_path},
+          std::tuple{"--dump-step", ge.dump_step, defaults.dump_step},
+          std::tuple{"--dump-mode", ge.dump_mode, defaults.dump_mode},
+          std::tuple{"--dump-layer", ge.dump_layer, defaults.dump_layer}}) {
+      if (value != unset) given += std::string(given.empty() ? "" : ", ") + flag;
+    }
+    if (!given.empty()) {
+      return Status::InvalidArgument(given +
+                                     ": the GE dialect's flags take effect only with "
+                                     "--enable-dump (and --dump-path)");
+    }
+  }
   if (ge.enable_dump) {
     if (!config_file.empty()) {
       return Status::InvalidArgument(
@@ -263,6 +280,15 @@ StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
   for (const std::string& path : flags.set_dump) {
     GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
+  }
+  if (!flags.set_dump.empty() && (!loaded.session || loaded.session->config().dump_mode != 2)) {
+    std::fprintf(
+        stderr,
+        "graphdump: warning: --set-dump has no effect: %s (it selects kernels only "
+        "with dump_mode 2)\n",
+        loaded.session
+            ? ("dump_mode is " + std::to_string(loaded.session->config().dump_mode)).c_str()
+            : "dump is off");
   }
   return loaded;
 }

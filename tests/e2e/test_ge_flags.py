@@ -39,6 +39,18 @@ try:
     cfg = t.write_config(os.path.join(work, "c.json"), os.path.join(work, "x"))
     code, _, err = t.run("run", model, "--enable-dump", "--dump-path", dump, "--config", cfg)
     t.expect_eq(code, 2, "--enable-dump with --config is a usage error")
+    # The dialect's flags without --enable-dump would silently dump nothing: a usage error.
+    code, out, err = t.run("run", model, "--input-shape", "2x3x16x16", "--dump-path", dump,
+                           "--dump-step", "1")
+    t.expect(code == 2 and "--dump-path, --dump-step: the GE dialect's flags take effect only "
+             "with --enable-dump" in err and "step 1" not in out,
+             f"GE flags without --enable-dump: exit {code}\n{out}{err}")
+    # --set-dump marks modules for dump_mode 2 only; elsewhere it says so.
+    for args, why in (([], "dump is off"), (["--config", cfg], "dump_mode is 0")):
+        code, out, err = t.run("run", model, "--input-shape", "2x3x16x16", "--set-dump", "conv1",
+                               *args, env=gdmodels.env_one_thread())
+        t.expect(code == 0 and f"warning: --set-dump has no effect: {why}" in err,
+                 f"--set-dump {args}: exit {code}\n{err}")
 finally:
     t.cleanup(work)
 t.finish()
