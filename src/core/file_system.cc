@@ -115,6 +115,17 @@ void UnlinkTemporariesAndDie(int signal) {
   ::raise(signal);
 }
 
+// Creates the temporary `path` is written through, with `mode`; returns its descriptor, or -1
+// with errno set. A temporary left by a crashed process with the same pid can collide: the next
+// name is taken.
+int CreateTemporary(const std::string& path, mode_t mode, std::string* temp_path) {
+  for (int attempt = 0;; ++attempt) {
+    *temp_path = TempPathFor(path);
+    const int fd = ::open(temp_path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST || attempt == 100) return fd;
+  }
+}
+
 class PosixWritableFile : public WritableFile {
  public:
   PosixWritableFile(int fd, std::string temp_path, std::string path, bool fsync)
@@ -194,17 +205,11 @@ class PosixFileSystem : public FileSystem {
   }
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    // A temporary left by a crashed process with the same pid can collide: take the next name.
-    for (int attempt = 0;; ++attempt) {
-      const std::string temp_path = TempPathFor(path);
-      const int fd =
-          ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, S_IRUSR | S_IWUSR);
-      if (fd >= 0) {
-        return std::unique_ptr<WritableFile>(
-            std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
-      }
-      if (errno != EEXIST || attempt == 100) return ErrnoError("create", path, errno);
-    }
+    std::string temp_path;
+    const int fd = CreateTemporary(path, S_IRUSR | S_IWUSR, &temp_path);
+    if (fd < 0) return ErrnoError("create", path, errno);
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
   }
 
   Status AppendToFile(const std::string& path, const std::string& data) override {
@@ -252,14 +257,10 @@ std::string OutputPathProblem(const std::string& path) {
 }
 
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
-  const std::string temp_path = TempPathFor(path);
+  std::string temp_path;
+  const int fd = CreateTemporary(path, 0666, &temp_path);
+  if (fd < 0) return ErrnoError("create", path, errno);
   const int slot = live_temporaries.Track(temp_path);
-  const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int error = errno;
-    live_temporaries.Forget(slot);
-    return ErrnoError("create", path, error);
-  }
   int error = 0;
   for (std::string_view piece : pieces) {
     if (error == 0) error = WriteFully(fd, piece.data(), piece.size());
