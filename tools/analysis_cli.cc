@@ -33,6 +33,8 @@ int WriteOutput(const std::string& command, const std::string& path, const std::
   return kExitFailure;
 }
 
+std::string OrderTag(int64_t order) { return order >= 0 ? fmt::format(" #{}", order) : ""; }
+
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
                                             int* exit_code) {
   auto index = analysis::IndexDump(dir);

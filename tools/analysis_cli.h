@@ -31,6 +31,10 @@ int WriteOutput(const std::string& command, const std::string& path, const std::
 // Prints the skipped files ("skipped FILE: reason") to stderr.
 void PrintSkipped(const std::string& command, const std::vector<analysis::Skipped>& skipped);
 
+// " #12": a kernel's place in the execution order, as the text reports print it after the
+// iteration; "" for dumps without an execution order file (GE layout, ordered by timestamp).
+std::string OrderTag(int64_t order);
+
 // "1.5 MiB".
 std::string HumanBytes(uint64_t bytes);
 

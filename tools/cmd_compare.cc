@@ -23,8 +23,8 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
     if (k.verdict == analysis::Verdict::kPass) continue;
     if (++shown > 20) break;
     fmt::print(
-        "  {:7} it {} #{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration, k.order,
-        k.name_a,
+        "  {:7} it {}{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
+        OrderTag(k.order), k.name_a,
         k.pairing == analysis::Pairing::kFullName
             ? ""
             : fmt::format(" (paired by {} with {})", analysis::PairingName(k.pairing), k.name_b),

@@ -19,8 +19,8 @@ void PrintPerRank(const analysis::WatchResult& result) {
   const std::vector<analysis::WatchHit> firsts = analysis::FirstHitPerRank(result);
   fmt::print("first hit per rank ({} of {} ranks hit):\n", firsts.size(), result.ranks);
   for (const analysis::WatchHit& h : firsts) {
-    fmt::print("  rank {}: it {} #{} {} {} {}: [{}] {}\n", h.rank, h.iteration, h.order, h.kernel,
-               h.is_input ? "input" : "output", h.slot, h.check, h.detail);
+    fmt::print("  rank {}: it {}{} {} {} {}: [{}] {}\n", h.rank, h.iteration, OrderTag(h.order),
+               h.kernel, h.is_input ? "input" : "output", h.slot, h.check, h.detail);
   }
   if (!firsts.empty()) {
     PrintFirstHit(fmt::format("first rank to hit: rank {}; first hit", firsts.front().rank),

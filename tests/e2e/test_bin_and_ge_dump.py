@@ -89,6 +89,9 @@ try:
     code, cmp_out, err = t.run("compare", ge_dump, ge_bad, "--json")
     t.expect_eq(code, 1, "a perturbed GE dump fails the comparison")
     t.expect("ReLU-op2" in cmp_out, f"the perturbed ReLU is reported: {cmp_out[:600]}")
+    code, cmp_text, err = t.run("compare", ge_dump, ge_bad)
+    t.expect(re.search(r"^  error   it 2 Default_relu-ReLU_ReLU-op2: ", cmp_text, re.M),
+             f"text report: no execution order number for a GE dump (it has none): {cmp_text}")
 
     disabled = os.path.join(work, "off.json")
     with open(disabled, "w") as f:
