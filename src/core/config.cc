@@ -632,7 +632,7 @@ StatusOr<ParsedConfig> Parser::Parse(const std::string& json_text) {
   Json root;
   try {
     root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
     return Status::InvalidArgument(Prefix() + "Parse dump json failed, error: " + e.what());
   }
   if (!root.is_object()) {

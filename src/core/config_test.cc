@@ -310,6 +310,16 @@ TEST(ParseConfigTest, MalformedJson) {
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().message().find("x.json: Parse dump json failed, error:"),
             std::string::npos);
+  // Numbers beyond double's range throw out_of_range, not parse_error, from the JSON library.
+  for (const char* text : {R"({"common_dump_settings": {"dump_mode": 1e400}})",
+                           R"({"common_dump_settings": {"x": -1e999}})"}) {
+    StatusOr<ParsedConfig> huge = ParseConfig(text, "h.json", "");
+    ASSERT_FALSE(huge.ok()) << text;
+    EXPECT_NE(huge.status().message().find("h.json: Parse dump json failed, error:"),
+              std::string::npos)
+        << huge.status().message();
+    EXPECT_NE(huge.status().message().find("number overflow"), std::string::npos);
+  }
   EXPECT_NE(ParseError(json::array()).find("should be a JSON object"), std::string::npos);
   json e2e = BaseConfig();
   e2e["e2e_dump_settings"] = true;

@@ -70,8 +70,14 @@ bool IsGeDumpConfig(const std::string& json_text) {
 StatusOr<GeDumpOptions> ParseGeDumpOptions(const std::string& json_text,
                                            const std::string& file_name,
                                            std::vector<std::string>* warnings) {
-  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
+    return Status::InvalidArgument(
+        fmt::format("{}: Parse dump json failed, error: {}", file_name, e.what()));
+  }
+  if (!doc.is_object()) {
     return Status::InvalidArgument(fmt::format("{}: not a JSON object", file_name));
   }
   if (!doc.contains("dump") || !doc["dump"].is_object()) {

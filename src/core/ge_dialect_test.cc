@@ -68,6 +68,9 @@ TEST(GeDialect, ErrorsNameTheKey) {
   EXPECT_NE(m.find("dump.enable_dump: \"yes\" is not a boolean"), std::string::npos) << m;
   m = message(R"({"dump": {"enable_dump": true, "dump_path": "/x", "dump_step": "8-5"}})");
   EXPECT_NE(m.find("dump.dump_step"), std::string::npos) << m;
+  m = message(R"({"dump": {"enable_dump": true, "x": 1e999}})");
+  EXPECT_NE(m.find("Parse dump json failed, error:"), std::string::npos) << m;
+  EXPECT_NE(m.find("number overflow"), std::string::npos) << m;
   m = message(R"({"dump": 3})");
   EXPECT_NE(m.find("dump: missing or not an object"), std::string::npos) << m;
 }
