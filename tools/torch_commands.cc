@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -137,12 +138,30 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
   return shape;
 }
 
+// A session, or null and why dumping is off.
+struct OpenedSession {
+  std::unique_ptr<DumpSession> session;
+  std::string off_reason;
+};
+
+// Why `config` dumps nothing on `rank`, or "" when it dumps there.
+std::string DumpOffReason(const DumpConfig& config, uint32_t rank) {
+  const std::string source = config.source_file.empty() ? "the configuration" : config.source_file;
+  if (!config.dump_enabled) return source + " has enable_dump false";
+  const std::vector<uint32_t>& devices = config.support_device;
+  if (devices.empty() || std::find(devices.begin(), devices.end(), rank) != devices.end()) {
+    return "";
+  }
+  std::string listed;
+  for (uint32_t d : devices) listed += (listed.empty() ? "" : ",") + std::to_string(d);
+  return "rank " + std::to_string(rank) + " is not in support_device [" + listed + "] of " + source;
+}
+
 // The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
 // dumping is off or `rank` is not in support_device. The dump goes to rank_{rank}.
 // With --enable-dump, the GE / TF-adapter options given as flags (SPEC §10) instead.
-StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_file,
-                                                   const GeDumpOptions& ge,
-                                                   const std::string& model_path, uint32_t rank) {
+StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDumpOptions& ge,
+                                    const std::string& model_path, uint32_t rank) {
   SessionOptions options;
   options.model_name = std::filesystem::path(model_path).stem().string();
   // Between steps the CLI only writes parameters and optimizer state with ATen in-place calls,
@@ -175,7 +194,13 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
                                GeOptionsToConfig(ge, "command line"));
     parsed = std::move(*ge_config);
   } else if (config_file.empty()) {
-    return DumpSession::FromEnvironment(rank, std::move(options));
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> from_environment,
+                               LoadConfigFromEnvironment());
+    if (!from_environment) {
+      return OpenedSession{nullptr,
+                           "no --config; GRAPHDUMP_CONFIG and MINDSPORE_DUMP_CONFIG unset"};
+    }
+    parsed = std::move(*from_environment);
   } else {
     const char* diag = std::getenv(kDiagnosticPathEnv);
     GRAPHDUMP_ASSIGN_OR_RETURN(parsed, LoadConfigFile(config_file, diag ? diag : ""));
@@ -183,9 +208,12 @@ StatusOr<std::unique_ptr<DumpSession>> OpenSession(const std::string& config_fil
   for (const std::string& w : parsed.warnings) {
     std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
   }
+  OpenedSession opened{nullptr, DumpOffReason(parsed.config, rank)};
   options.config = std::move(parsed.config);
   options.rank = rank;
-  return DumpSession::Open(std::move(options));
+  GRAPHDUMP_ASSIGN_OR_RETURN(opened.session, DumpSession::Open(std::move(options)));
+  if (opened.session) opened.off_reason.clear();
+  return opened;
 }
 
 std::string HumanBytes(uint64_t bytes) {
@@ -201,9 +229,10 @@ std::string HumanBytes(uint64_t bytes) {
 }
 
 // Closes the session and prints where the dump is. Returns the exit code.
-int FinishSession(const std::string& command, DumpSession* session, int code) {
+int FinishSession(const std::string& command, DumpSession* session, const std::string& off_reason,
+                  int code) {
   if (!session) {
-    std::printf("dump: off (no --config; GRAPHDUMP_CONFIG and MINDSPORE_DUMP_CONFIG unset)\n");
+    std::printf("dump: off (%s)\n", off_reason.c_str());
     return code;
   }
   Status closed = session->Close();
@@ -213,9 +242,7 @@ int FinishSession(const std::string& command, DumpSession* session, int code) {
               static_cast<unsigned long long>(s.files), HumanBytes(s.bytes).c_str(),
               static_cast<unsigned long long>(s.kernels_dumped),
               static_cast<unsigned long long>(s.statistic_rows));
-  for (const std::string& entry : s.unused_kernel_entries) {
-    std::printf("dump: unused kernel in config: %s\n", entry.c_str());
-  }
+  // Unused kernel entries: the session itself reports them on stderr when it closes.
   if (!closed.ok()) {
     std::fprintf(stderr, "%s: dump incomplete: %s\n", command.c_str(), closed.message().c_str());
     return code == kExitOk ? kExitFailure : code;
@@ -271,12 +298,15 @@ void ListKernels(const TorchModel& model) {
 // Loads the model with a session and the --set-dump marks. Returns an exit code on failure.
 struct Loaded {
   std::unique_ptr<DumpSession> session;
+  std::string dump_off;  // with no session: why
   std::unique_ptr<TorchModel> model;
 };
 StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   Loaded loaded;
-  GRAPHDUMP_ASSIGN_OR_RETURN(loaded.session,
+  GRAPHDUMP_ASSIGN_OR_RETURN(OpenedSession opened,
                              OpenSession(flags.config, flags.ge, flags.model, rank));
+  loaded.session = std::move(opened.session);
+  loaded.dump_off = std::move(opened.off_reason);
   GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
   for (const std::string& path : flags.set_dump) {
     GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
@@ -288,7 +318,7 @@ StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
         "with dump_mode 2)\n",
         loaded.session
             ? ("dump_mode is " + std::to_string(loaded.session->config().dump_mode)).c_str()
-            : "dump is off");
+            : ("dump is off: " + loaded.dump_off).c_str());
   }
   return loaded;
 }
@@ -426,7 +456,7 @@ int RunTorchRun(int argc, char** argv) {
                                               ", not a tensor; nothing was written");
     if (!st.ok()) code = Fail(command, st);
   }
-  return FinishSession(command, loaded->session.get(), code);
+  return FinishSession(command, loaded->session.get(), loaded->dump_off, code);
 }
 
 int RunTorchTrain(int argc, char** argv) {
@@ -541,7 +571,7 @@ int RunTorchTrain(int argc, char** argv) {
                   Status::IOError("cannot save the model to " + save_model + ": " + e.what()));
     }
   }
-  return FinishSession(command, loaded->session.get(), code);
+  return FinishSession(command, loaded->session.get(), loaded->dump_off, code);
 }
 
 }  // namespace graphdump::tools

@@ -44,9 +44,9 @@ TEST(AscendIndex, IndexesGeLayoutAndConvertedDirectories) {
   out.shape = {24};
   const std::string long_op(230, 'k');
   for (const std::string& op : {std::string("Default_Conv2D-op1"), long_op}) {
-    Status st =
+    StatusOr<uint64_t> st =
         WriteAscendDumpFile(*fs, step + "/Conv2D." + op + ".0.0.1700", op, 1700, {in}, {out});
-    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_TRUE(st.ok()) << st.status().message();
   }
   testing::WriteFile(step + "/Bad.bad.0.0.1", "junk");
 

@@ -42,9 +42,10 @@ TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
 
   auto fs = NewPosixFileSystem();
   const std::string name = "Conv2D.Default_net_Conv2D-op1.0.0.1700000000000001";
-  Status status = WriteAscendDumpFile(*fs, dir.Sub(name), "Default/net/Conv2D-op1",
-                                      1700000000000001, inputs, outputs);
-  ASSERT_TRUE(status.ok()) << status.message();
+  StatusOr<uint64_t> written = WriteAscendDumpFile(*fs, dir.Sub(name), "Default/net/Conv2D-op1",
+                                                   1700000000000001, inputs, outputs);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(*written, std::filesystem::file_size(dir.Sub(name)));  // the size it reports
 
   AscendConvertOptions options;
   options.output_dir = dir.Sub("out");

@@ -69,9 +69,10 @@ Status AppendTensor(WritableFile& file, const TensorView& t) {
 
 }  // namespace
 
-Status WriteAscendDumpFile(FileSystem& fs, const std::string& path, const std::string& op_name,
-                           uint64_t dump_time, const std::vector<TensorView>& inputs,
-                           const std::vector<TensorView>& outputs) {
+StatusOr<uint64_t> WriteAscendDumpFile(FileSystem& fs, const std::string& path,
+                                       const std::string& op_name, uint64_t dump_time,
+                                       const std::vector<TensorView>& inputs,
+                                       const std::vector<TensorView>& outputs) {
   dd::DumpData msg;
   msg.set_version("2.0");
   msg.set_dump_time(dump_time);
@@ -88,7 +89,11 @@ Status WriteAscendDumpFile(FileSystem& fs, const std::string& path, const std::s
   GRAPHDUMP_RETURN_IF_ERROR(file->Append(header.data(), header.size()));
   for (const TensorView& t : inputs) GRAPHDUMP_RETURN_IF_ERROR(AppendTensor(*file, t));
   for (const TensorView& t : outputs) GRAPHDUMP_RETURN_IF_ERROR(AppendTensor(*file, t));
-  return file->Commit();
+  GRAPHDUMP_RETURN_IF_ERROR(file->Commit());
+  uint64_t bytes = sizeof(length) + header.size();
+  for (const auto& t : msg.input()) bytes += t.size();
+  for (const auto& t : msg.output()) bytes += t.size();
+  return bytes;
 }
 
 }  // namespace graphdump

@@ -389,9 +389,10 @@ class SessionImpl final : public DumpSession {
     auto write = [this, path, full_name, time](const std::vector<TensorView>& i,
                                                const std::vector<TensorView>& o) {
       if (failed_) return;
-      Status st = WriteAscendDumpFile(*fs_, path, full_name, time, i, o);
-      if (!st.ok()) return Fail(st);
+      StatusOr<uint64_t> written = WriteAscendDumpFile(*fs_, path, full_name, time, i, o);
+      if (!written.ok()) return Fail(written.status());
       ++files_;
+      bytes_ += *written;
     };
     if (!async_) return write(in, out);
     // Asynchronous: copy now, as for .npy files.

@@ -15,8 +15,15 @@ try:
     common = {"iteration": "1", "input_output": 0}
     t.write_config(os.path.join(work, "npy.json"), npy_dump, common)
     t.write_config(os.path.join(work, "bin.json"), bin_dump, dict(common, file_format="bin"))
+    summaries = {}
     for name in ("npy", "bin"):
-        t.run("demo-synthetic", "--config", os.path.join(work, name + ".json"), "--steps", "2", check=0)
+        _, summaries[name], _ = t.run("demo-synthetic", "--config",
+                                      os.path.join(work, name + ".json"), "--steps", "2", check=0)
+    # The summary counts the bytes of the .bin files too (it used to count only .npy files).
+    dumped = sum(os.path.getsize(f) for f in t.files(bin_dump + "/rank_0/Net/**/*")
+                 if os.path.isfile(f))  # iteration 1 and constants/
+    t.expect(f"14 files, {dumped} bytes" in summaries["bin"],
+             f"bin dump summary: {dumped} bytes on disk: {summaries['bin']}")
 
     bin_files = [f for f in t.files(bin_dump + "/rank_0/Net/0/1/*") if not f.endswith(".npy")]
     t.expect_eq(len(bin_files), 9, "one .bin file per kernel")

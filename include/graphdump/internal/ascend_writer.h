@@ -17,10 +17,11 @@ namespace graphdump {
 // OpOutput per output), then the tensors' bytes in C order, inputs first. Tensors are in host
 // layout: format NCHW for 4-D tensors and ND otherwise, original_shape equal to shape.
 // Non-contiguous views are gathered; int4 is stored packed as INT4, bfloat16 as BF16.
-// Returns the file system's error, naming `path`.
+// Returns the bytes written, or the file system's error naming `path`.
 // REQUIRES: every tensor's data is host memory.
-Status WriteAscendDumpFile(FileSystem& fs, const std::string& path, const std::string& op_name,
-                           uint64_t dump_time, const std::vector<TensorView>& inputs,
-                           const std::vector<TensorView>& outputs);
+StatusOr<uint64_t> WriteAscendDumpFile(FileSystem& fs, const std::string& path,
+                                       const std::string& op_name, uint64_t dump_time,
+                                       const std::vector<TensorView>& inputs,
+                                       const std::vector<TensorView>& outputs);
 
 }  // namespace graphdump
