@@ -36,6 +36,10 @@ struct TensorView {
   // its tensor handle here). May be null when the host guarantees the lifetime itself.
   std::shared_ptr<const void> keep_alive;
   TensorOrigin origin;  // optional
+  // The kernel's input or output index, when it is not the view's position in the list given to
+  // the session: a host that has no tensor for some slots (autograd's undefined gradients)
+  // leaves them out and numbers the rest. -1: the position.
+  int32_t slot = -1;
 
   int64_t NumElements() const;
   // True when the elements lie in C order without gaps (always true for int4, which must be

@@ -154,6 +154,7 @@ class Converter {
     const std::string basename = fs::path(job.path).filename().string();
     for (const auto* list : {&dump.inputs, &dump.outputs}) {
       for (const AscendTensor& t : *list) {
+        if (t.absent()) continue;
         GRAPHDUMP_RETURN_IF_ERROR(WriteTensor(job.path, basename, dir, t, file->data() + t.offset));
       }
     }

@@ -90,6 +90,7 @@ void AddDumpFile(const fs::path& path, const fs::path& rel_dir, AscendIndex* ind
   }
   for (const auto* list : {&header->inputs, &header->outputs}) {
     for (const AscendTensor& t : *list) {
+      if (t.absent()) continue;
       AscendIndexEntry e = base;
       e.is_input = t.is_input;
       e.slot = static_cast<uint32_t>(t.index);

@@ -79,4 +79,34 @@ TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
 }
 
 }  // namespace
+TEST(AscendRoundTrip, SlotsWithoutTensorsKeepTheOthersIndexes) {
+  // A backward node with no gradient for its first input: outputs 1 and 2 only.
+  testing::TempDir dir;
+  std::vector<float> weight = {1, 2, 3, 4}, bias = {5};
+  std::vector<TensorView> outputs = {MakeView(DType::kFloat32, {2, 2}, {}, weight.data()),
+                                     MakeView(DType::kFloat32, {1}, {}, bias.data())};
+  outputs[0].slot = 1;
+  outputs[1].slot = 2;
+  auto fs = NewPosixFileSystem();
+  const std::string name = "ConvolutionBackward0.Gradients_conv-op3.0.0.1700000000000002";
+  ASSERT_TRUE(
+      WriteAscendDumpFile(*fs, dir.Sub(name), "Gradients/conv-op3", 1700000000000002, {}, outputs)
+          .ok());
+  StatusOr<AscendDumpFile> header = ReadAscendDumpHeader(dir.Sub(name));
+  ASSERT_TRUE(header.ok()) << header.status().message();
+  ASSERT_EQ(header->outputs.size(), 3u);
+  EXPECT_TRUE(header->outputs[0].absent());
+  EXPECT_FALSE(header->outputs[1].absent());
+  EXPECT_EQ(header->outputs[2].shape, std::vector<int64_t>{1});
+
+  AscendConvertOptions options;
+  options.output_dir = dir.Sub("out");
+  options.target_format = "NCHW";
+  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), ""}}, options);
+  ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
+  EXPECT_EQ(summary.warnings, 0u);
+  EXPECT_EQ(testing::ListFilesRecursive(dir.Sub("out")),
+            (std::vector<std::string>{name + ".output.1.2x2.npy", name + ".output.2.1.npy"}));
+}
+
 }  // namespace graphdump

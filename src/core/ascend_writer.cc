@@ -59,6 +59,18 @@ void Describe(const TensorView& t, Msg* msg) {
   msg->set_size(t.ContiguousBytes());
 }
 
+// Describes `views` with `add` (add_input or add_output), keeping each view's slot: an absent
+// slot gets an UNDEFINED placeholder without bytes, which convert skips.
+template <typename Add>
+void DescribeAll(const std::vector<TensorView>& views, Add add) {
+  int32_t next = 0;
+  for (const TensorView& t : views) {
+    for (; t.slot > next; ++next) add()->set_data_type(dd::DT_UNDEFINED);
+    Describe(t, add());
+    ++next;
+  }
+}
+
 Status AppendTensor(WritableFile& file, const TensorView& t) {
   Status status;
   ForEachContiguousChunk(t, size_t{4} << 20, [&](const uint8_t* bytes, size_t n) {
@@ -77,8 +89,8 @@ StatusOr<uint64_t> WriteAscendDumpFile(FileSystem& fs, const std::string& path,
   msg.set_version("2.0");
   msg.set_dump_time(dump_time);
   msg.set_op_name(op_name);
-  for (const TensorView& t : inputs) Describe(t, msg.add_input());
-  for (const TensorView& t : outputs) Describe(t, msg.add_output());
+  DescribeAll(inputs, [&] { return msg.add_input(); });
+  DescribeAll(outputs, [&] { return msg.add_output(); });
   const std::string header = msg.SerializeAsString();
   char length[8];
   const uint64_t n = header.size();

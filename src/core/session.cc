@@ -360,9 +360,10 @@ class SessionImpl final : public DumpSession {
       const std::vector<TensorView>* list = io == 0 ? inputs : outputs;
       if (list == nullptr) continue;
       file.is_input = io == 0;
-      for (uint32_t slot = 0; slot < list->size(); ++slot) {
-        file.slot = slot;
-        EmitTensor(dir, file, (*list)[slot], /*statistics=*/true, /*allow_npy=*/!bin);
+      for (uint32_t i = 0; i < list->size(); ++i) {
+        const TensorView& view = (*list)[i];
+        file.slot = view.slot >= 0 ? static_cast<uint32_t>(view.slot) : i;
+        EmitTensor(dir, file, view, /*statistics=*/true, /*allow_npy=*/!bin);
       }
     }
     if (config_.save_kernel_args && !failed_ && EnsureDir(dir)) {
@@ -419,6 +420,7 @@ class SessionImpl final : public DumpSession {
     CopyContiguousTo(view, copy.buffer.data());
     copy.view.dtype = view.dtype;
     copy.view.shape = view.shape;
+    copy.view.slot = view.slot;
     copy.view.data = copy.buffer.data();
     return copy;
   }

@@ -367,6 +367,44 @@ TEST(SessionTest, SaveKernelArgsWritesJson) {
             "{\n    \"transpose_a\": \"False\",\n    \"transpose_b\": \"False\"\n}\n");
 }
 
+TEST(SessionTest, ViewsKeepTheirSlotsInNpyAndBinDumps) {
+  // Outputs 1 and 2 of a kernel whose output 0 does not exist (an undefined gradient).
+  for (const char* format : {"npy", "bin"}) {
+    TempDir dir;
+    auto session = OpenSession(Parse(ConfigJson(
+        dir.path(), std::string(R"(, "saved_data": "full", "file_format": ")") + format + "\"")));
+    GraphInfo graph;
+    KernelInfo k;
+    k.full_name = "Gradients/Default/conv-Conv2d/ConvolutionBackward0-op0";
+    graph.kernels.push_back(k);
+    ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+    session->BeginStep(0);
+    std::vector<float> weight = {1, 2}, bias = {3};
+    std::vector<TensorView> outputs = {testing::MakeView(DType::kFloat32, {2}, {}, weight.data()),
+                                       testing::MakeView(DType::kFloat32, {1}, {}, bias.data())};
+    outputs[0].slot = 1;
+    outputs[1].slot = 2;
+    session->OnKernelDone(graph.kernels[0], {}, outputs);
+    session->EndStep(0);
+    ASSERT_TRUE(session->Close().ok());
+    std::vector<std::string> files = WithoutTimestamps(
+        Matching(ListFilesRecursive(dir.Sub("rank_0/Net/0/0")), "^ConvolutionBackward0"));
+    const std::string base =
+        "ConvolutionBackward0.Gradients_Default_conv-Conv2d_ConvolutionBackward0-op0.0.0.T";
+    if (std::string(format) == "npy") {
+      EXPECT_EQ(files, (std::vector<std::string>{base + ".output.1.DefaultFormat.float32.npy",
+                                                 base + ".output.2.DefaultFormat.float32.npy"}));
+    } else {
+      // One dump file, its name ending in the timestamp; the slots inside: ascend tests.
+      ASSERT_EQ(files.size(), 1u);
+      EXPECT_EQ(files[0].rfind(base.substr(0, base.size() - 1), 0), 0u) << files[0];
+    }
+    const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
+    EXPECT_NE(csv.find(",output,1,8,float32,\"(2)\","), std::string::npos) << csv;
+    EXPECT_NE(csv.find(",output,2,4,float32,\"(1)\","), std::string::npos) << csv;
+  }
+}
+
 // A graph with one kernel of the given name, dumped once with a small tensor.
 std::vector<std::string> DumpKernelNamed(const std::string& root, const std::string& full_name) {
   auto session = OpenSession(Parse(ConfigJson(root)));

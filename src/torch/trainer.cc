@@ -89,12 +89,17 @@ struct Trainer::Impl {
 
   bool Wants(const KernelInfo& k) const { return session && session->Wants(k); }
 
-  std::vector<TensorView> Views(const std::vector<at::Tensor>& tensors) const {
+  // Views of the defined tensors. With `keep_slots` each view keeps its index as its slot: a
+  // backward node's undefined gradients (none for an input that needs none) leave gaps, so a
+  // slot always names the same gradient (SPEC §5: the input or output index).
+  std::vector<TensorView> Views(const std::vector<at::Tensor>& tensors,
+                                bool keep_slots = false) const {
     std::vector<TensorView> views;
-    for (const at::Tensor& t : tensors) {
-      if (!t.defined()) continue;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (!tensors[i].defined()) continue;
       TensorView view;
-      if (torch_internal::MakeView(t.detach(), logical_layout, &view)) {
+      if (torch_internal::MakeView(tensors[i].detach(), logical_layout, &view)) {
+        if (keep_slots) view.slot = static_cast<int32_t>(i);
         views.push_back(std::move(view));
       }
     }
@@ -162,7 +167,10 @@ struct Trainer::Impl {
     if (it == backward.end()) {
       it = backward.emplace(key, model->AddHostKernel(scope, name, module)).first;
     }
-    if (Wants(it->second)) session->OnKernelDone(it->second, Views(received), Views(produced));
+    if (Wants(it->second)) {
+      session->OnKernelDone(it->second, Views(received, /*keep_slots=*/true),
+                            Views(produced, /*keep_slots=*/true));
+    }
   }
 
   double ScalarLoss(const at::Tensor& loss) { return loss.item<double>(); }

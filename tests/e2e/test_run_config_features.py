@@ -211,6 +211,14 @@ def test_sync_and_async_write_the_same_files():
     gdtest.expect(all(np.array_equal(sync[k], asyn[k]) for k in sync if k in asyn),
                   "async writes the same contents")
     gdtest.expect(any(k.startswith("ReluBackward0") for k in sync), "backward kernels dumped")
+    # Slots are the backward node's indexes: conv1 has no gradient for the network input, so its
+    # ConvolutionBackward0 writes outputs 1 (weight) and 2 (bias) only; conv2 writes all three.
+    for layer, shapes in (("conv1", {1: (8, 3, 3, 3), 2: (8,)}),
+                          ("conv2", {0: (2, 8, 8, 8), 1: (16, 8, 3, 3), 2: (16,)})):
+        found = {int(re.search(r"\.output\.(\d+)\.", k).group(1)): sync[k].shape for k in sync
+                 if k.startswith(f"ConvolutionBackward0.Gradients_Default_{layer}-")
+                 and ".output." in k}
+        gdtest.expect_eq(found, shapes, f"{layer} ConvolutionBackward0 output slots and shapes")
 
 
 def test_dump_off_says_why():

@@ -77,6 +77,9 @@ struct AscendTensor {
   uint64_t size = 0;
 
   const char* io() const { return is_input ? "input" : "output"; }
+  // A placeholder for a slot without a tensor (UNDEFINED, no bytes): graphdump's writer puts one
+  // where a kernel has no tensor, so that later tensors keep their index. No .npy is made of it.
+  bool absent() const { return data_type == 0 && size == 0; }
 };
 
 // The parsed header of a dump file.
