@@ -151,7 +151,8 @@ class Converter {
     const std::string dir = job.relative_dir.empty() ? options_.output_dir
                                                      : options_.output_dir + "/" + job.relative_dir;
     GRAPHDUMP_RETURN_IF_ERROR(fs_.CreateDirectories(dir));
-    const std::string basename = fs::path(job.path).filename().string();
+    const std::string basename =
+        job.name.empty() ? fs::path(job.path).filename().string() : job.name;
     for (const auto* list : {&dump.inputs, &dump.outputs}) {
       for (const AscendTensor& t : *list) {
         if (t.absent()) continue;
@@ -241,6 +242,12 @@ class Converter {
 StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
     const std::vector<std::string>& operands) {
   std::vector<AscendConvertJob> jobs;
+  MappedNames names;
+  // The original name of a file renamed for length, "" for the others.
+  auto mapped_name = [&names](const fs::path& path) {
+    std::string name = names.NameOf(path);
+    return name == path.filename().string() ? std::string() : name;
+  };
   for (const std::string& operand : operands) {
     std::error_code ec;
     const fs::file_status st = fs::status(operand, ec);
@@ -248,16 +255,18 @@ StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
       return Status::NotFound(fmt::format("{}: no such file or directory", operand));
     }
     if (!fs::is_directory(st)) {
-      jobs.push_back({operand, ""});
+      jobs.push_back({operand, "", mapped_name(operand)});
       continue;
     }
     for (auto it = fs::recursive_directory_iterator(operand, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
-      if (!it->is_regular_file() || !LooksLikeAscendDumpName(it->path().filename().string())) {
+      if (!it->is_regular_file()) continue;
+      std::string name = mapped_name(it->path());
+      if (!LooksLikeAscendDumpName(name.empty() ? it->path().filename().string() : name)) {
         continue;
       }
       std::string rel = fs::relative(it->path().parent_path(), operand).generic_string();
-      jobs.push_back({it->path().string(), rel == "." ? "" : rel});
+      jobs.push_back({it->path().string(), rel == "." ? "" : rel, std::move(name)});
     }
     if (ec) return Status::IOError(fmt::format("{}: cannot list: {}", operand, ec.message()));
   }

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 
@@ -405,6 +406,23 @@ bool LooksLikeAscendDumpName(std::string_view name) {
     end = dot;
   }
   return end > 0;
+}
+
+std::string MappedNames::NameOf(const std::filesystem::path& path) {
+  const std::filesystem::path dir = path.parent_path();
+  auto found = mappings_.find(dir);
+  if (found == mappings_.end()) {
+    std::map<std::string, std::string> mapping;
+    std::ifstream in(dir / "mapping.csv");
+    for (std::string line; std::getline(in, line);) {
+      const size_t comma = line.find(',');
+      if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
+    }
+    found = mappings_.emplace(dir, std::move(mapping)).first;
+  }
+  const std::string name = path.filename().string();
+  auto mapped = found->second.find(name);
+  return mapped == found->second.end() ? name : mapped->second;
 }
 
 }  // namespace graphdump

@@ -67,21 +67,13 @@ void ParseGeDirs(const fs::path& rel_dir, AscendIndexEntry* e) {
   }
 }
 
-std::map<std::string, std::string> ReadMapping(const fs::path& dir) {
-  std::map<std::string, std::string> mapping;
-  std::ifstream in(dir / "mapping.csv");
-  for (std::string line; std::getline(in, line);) {
-    const size_t comma = line.find(',');
-    if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
-  }
-  return mapping;
-}
-
-void AddDumpFile(const fs::path& path, const fs::path& rel_dir, AscendIndex* index) {
+// `name`: the dump file name `path` stands for (its own, or mapping.csv's original).
+void AddDumpFile(const fs::path& path, const std::string& name, const fs::path& rel_dir,
+                 AscendIndex* index) {
   AscendIndexEntry base;
   base.path = path.string();
   base.in_dump_file = true;
-  if (!ParseAscendBasename(path.filename().string(), &base)) return;
+  if (!ParseAscendBasename(name, &base)) return;
   ParseGeDirs(rel_dir, &base);
   StatusOr<AscendDumpFile> header = ReadAscendDumpHeader(base.path);
   if (!header.ok()) {
@@ -146,24 +138,18 @@ StatusOr<AscendIndex> IndexAscendDump(const std::string& dir) {
     return Status::NotFound(fmt::format("{}: no such directory", dir));
   }
   AscendIndex index;
-  std::map<fs::path, std::map<std::string, std::string>> mappings;
+  MappedNames names;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     if (!it->is_regular_file()) continue;
     const fs::path& path = it->path();
     const fs::path rel_dir = fs::relative(path.parent_path(), dir);
-    std::string name = path.filename().string();
+    const std::string name = names.NameOf(path);
     if (LooksLikeAscendDumpName(name)) {
-      AddDumpFile(path, rel_dir, &index);
+      AddDumpFile(path, name, rel_dir, &index);
       continue;
     }
-    if (path.extension() != ".npy") continue;
-    auto found = mappings.find(path.parent_path());
-    if (found == mappings.end()) {
-      found = mappings.emplace(path.parent_path(), ReadMapping(path.parent_path())).first;
-    }
-    auto mapped = found->second.find(name);
-    if (mapped != found->second.end()) name = mapped->second;
+    if (fs::path(name).extension() != ".npy") continue;
     AscendIndexEntry e;
     if (!ParseConvertedNpyName(name, &e)) continue;
     e.path = path.string();

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "graphdump/analysis/ascend_convert.h"
+#include "graphdump/analysis/ascend_index.h"
 #include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "testing/testing.h"
@@ -50,7 +51,7 @@ TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
   AscendConvertOptions options;
   options.output_dir = dir.Sub("out");
   options.target_format = "NCHW";
-  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), ""}}, options);
+  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), "", ""}}, options);
   ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
   EXPECT_EQ(summary.tensors, 5u);
   EXPECT_EQ(summary.warnings, 0u);
@@ -102,11 +103,48 @@ TEST(AscendRoundTrip, SlotsWithoutTensorsKeepTheOthersIndexes) {
   AscendConvertOptions options;
   options.output_dir = dir.Sub("out");
   options.target_format = "NCHW";
-  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), ""}}, options);
+  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), "", ""}}, options);
   ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
   EXPECT_EQ(summary.warnings, 0u);
   EXPECT_EQ(testing::ListFilesRecursive(dir.Sub("out")),
             (std::vector<std::string>{name + ".output.1.2x2.npy", name + ".output.2.1.npy"}));
+}
+
+TEST(AscendRoundTrip, DumpFilesRenamedForLengthAreFoundThroughMappingCsv) {
+  // The session names a dump file "{n}" when its name is over 255 bytes (mapping.csv).
+  testing::TempDir dir;
+  std::vector<float> values = {1, 2, 3};
+  const std::string original =
+      "MatMul.Default_" + std::string(240, 'a') + "_MatMul-op0.0.0.1700000000000003";
+  auto fs = NewPosixFileSystem();
+  ASSERT_TRUE(fs->CreateDirectories(dir.Sub("dump")).ok());
+  ASSERT_TRUE(WriteAscendDumpFile(*fs, dir.Sub("dump/0"), "Default/a/MatMul-op0", 1700000000000003,
+                                  {}, {MakeView(DType::kFloat32, {3}, {}, values.data())})
+                  .ok());
+  testing::WriteFile(dir.Sub("dump/mapping.csv"), "0," + original + "\n");
+
+  StatusOr<std::vector<AscendConvertJob>> jobs = CollectAscendDumpFiles({dir.Sub("dump")});
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].path, dir.Sub("dump/0"));
+  EXPECT_EQ((*jobs)[0].name, original);
+  AscendConvertOptions options;
+  options.output_dir = dir.Sub("out");
+  AscendConvertSummary summary = ConvertAscendDumps(*jobs, options);
+  ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
+  EXPECT_EQ(summary.tensors, 1u);
+  // The converted file is named after the original (again too long: mapped in the output).
+  const std::string mapping = testing::ReadFile(dir.Sub("out/mapping.csv"));
+  const std::string line_end = "," + original + ".output.0.npy\n";
+  ASSERT_GT(mapping.size(), line_end.size());
+  EXPECT_EQ(mapping.substr(mapping.size() - line_end.size()), line_end) << mapping;
+  EXPECT_TRUE(std::filesystem::exists(dir.Sub("out/" + mapping.substr(0, mapping.find(',')))));
+
+  StatusOr<AscendIndex> index = IndexAscendDump(dir.Sub("dump"));
+  ASSERT_TRUE(index.ok()) << index.status().message();
+  ASSERT_EQ(index->entries.size(), 1u);
+  EXPECT_EQ(index->entries[0].op_type, "MatMul");
+  EXPECT_EQ(index->entries[0].timestamp, 1700000000000003u);
 }
 
 }  // namespace graphdump

@@ -28,11 +28,13 @@ namespace graphdump {
 struct AscendConvertJob {
   std::string path;
   std::string relative_dir;  // "" for files named directly; "a/b" for DIR/a/b/file
+  std::string name;          // the dump file name `path` stands for (mapping.csv); "": its own
 };
 
 // Expands the command-line operands: a file is taken as it is (whatever its name); a
-// directory contributes every file below it whose name LooksLikeAscendDumpName, keeping its
-// relative directory. Sorted by path. kNotFound names an operand that does not exist.
+// directory contributes every file below it whose name, or original name in mapping.csv
+// (MappedNames), LooksLikeAscendDumpName, keeping its relative directory. Sorted by path.
+// kNotFound names an operand that does not exist.
 StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
     const std::vector<std::string>& operands);
 

@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,5 +112,17 @@ StatusOr<AscendDumpFile> ReadAscendDumpHeader(const std::string& path);
 // True when `file_name` looks like a dump file name: no .npy/.csv/.json/... extension and its
 // last three dot-separated fields are decimal numbers (task id, stream id, timestamp).
 bool LooksLikeAscendDumpName(std::string_view file_name);
+
+// The names files in a dump directory stand for: a file whose name was too long has a short one
+// ("{n}", "{n}.npy") and a "{short},{original}" line in mapping.csv beside it. Reads each
+// directory's mapping.csv once.
+class MappedNames {
+ public:
+  // The original name of `path` when mapping.csv lists it, else its own file name.
+  std::string NameOf(const std::filesystem::path& path);
+
+ private:
+  std::map<std::filesystem::path, std::map<std::string, std::string>> mappings_;
+};
 
 }  // namespace graphdump
