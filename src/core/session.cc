@@ -39,6 +39,7 @@ struct StepDir {
 struct GraphState {
   GraphInfo info;
   std::vector<uint8_t> selected;  // per kernel index
+  std::vector<uint8_t> dumped;    // per kernel index: dumped at least once
   bool files_dirty = false;       // kernels were added since the graph files were written
   bool constants_written = false;
 };
@@ -247,9 +248,7 @@ class SessionImpl final : public DumpSession {
     closed_ = true;
     EndStepDirs();
     if (async_) async_->Drain();
-    for (const std::string& entry : selector_->UnusedEntries()) {
-      Log("unused kernel in config: " + entry);
-    }
+    for (const std::string& entry : UnusedEntries()) Log("unused kernel in config: " + entry);
     return FirstError();
   }
 
@@ -260,13 +259,26 @@ class SessionImpl final : public DumpSession {
     s.bytes = bytes_;
     s.kernels_dumped = kernels_dumped_;
     s.statistic_rows = statistic_rows_;
-    s.unused_kernel_entries = selector_->UnusedEntries();
+    s.unused_kernel_entries = UnusedEntries();
     return s;
   }
 
   const DumpConfig& config() const override { return config_; }
 
  private:
+  // The `kernels` entries that selected no kernel that was dumped: a kernel in a branch that
+  // never ran (the `inplace` branch of F.relu), or that ran in no dumped iteration, does not
+  // count. As MindSpore, which counts an entry when it dumps a kernel.
+  std::vector<std::string> UnusedEntries() const {
+    Selector dumped(config_);
+    for (const auto& [id, state] : graphs_) {
+      for (const KernelInfo& k : state.info.kernels) {
+        if (k.index < state.dumped.size() && state.dumped[k.index]) dumped.KernelSelected(k);
+      }
+    }
+    return dumped.UnusedEntries();
+  }
+
   void Log(const std::string& message) const {
     if (options_.log) {
       options_.log(message);
@@ -348,6 +360,11 @@ class SessionImpl final : public DumpSession {
     file.op_type = SanitizeName(kernel.op_type.empty() ? OpTypeFromFullName(kernel.full_name)
                                                        : kernel.op_type);
     if (config_.ge_layout && GeSkipsOpType(file.op_type)) return;
+    if (auto graph = graphs_.find(kernel.graph_id); graph != graphs_.end()) {
+      std::vector<uint8_t>& dumped = graph->second.dumped;
+      if (kernel.index >= dumped.size()) dumped.resize(kernel.index + 1);
+      dumped[kernel.index] = 1;
+    }
     file.op_name = SanitizeName(kernel.full_name);
     file.stream_id = kernel.stream_id;
     file.timestamp = NowMicros();

@@ -367,6 +367,37 @@ TEST(SessionTest, SaveKernelArgsWritesJson) {
             "{\n    \"transpose_a\": \"False\",\n    \"transpose_b\": \"False\"\n}\n");
 }
 
+TEST(SessionTest, AnEntryIsUsedOnlyWhenAKernelItSelectedWasDumped) {
+  // Three kernels: "ran" is dumped; "branch" is in the graph but never runs (a branch not
+  // taken); "late" runs only in iteration 1, which is not dumped.
+  TempDir dir;
+  std::vector<std::string> log;
+  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"json(, "dump_mode": 1, "iteration": "0",
+          "kernels": ["Default/Ran-op0", "branch", "name-regex(.*Late.*)"])json")),
+                             &log);
+  GraphInfo graph;
+  for (const char* name : {"Default/Ran-op0", "Default/Branch-op1", "Default/Late-op2"}) {
+    KernelInfo k;
+    k.full_name = name;
+    k.index = static_cast<uint32_t>(graph.kernels.size());
+    graph.kernels.push_back(k);
+  }
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  std::vector<int32_t> v = {1};
+  for (uint32_t step = 0; step < 2; ++step) {
+    session->BeginStep(0);
+    const KernelInfo& k = graph.kernels[step == 0 ? 0 : 2];
+    if (session->Wants(k)) {
+      session->OnKernelDone(k, {}, {testing::MakeView(DType::kInt32, {1}, {}, v.data())});
+    }
+    session->EndStep(0);
+  }
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(session->Summary().unused_kernel_entries,
+            (std::vector<std::string>{"branch", "name-regex(.*Late.*)"}));
+  EXPECT_EQ(std::count(log.begin(), log.end(), "unused kernel in config: branch"), 1);
+}
+
 TEST(SessionTest, ViewsKeepTheirSlotsInNpyAndBinDumps) {
   // Outputs 1 and 2 of a kernel whose output 0 does not exist (an undefined gradient).
   for (const char* format : {"npy", "bin"}) {
