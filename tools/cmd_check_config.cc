@@ -6,14 +6,16 @@
 
 #include "commands.h"
 #include "graphdump/config.h"
+#include "graphdump/ge_dialect.h"
 
 namespace graphdump::tools {
 namespace {
 
 constexpr char kFooter[] = R"(
-The configuration is MindSpore's data_dump.json (see docs/configuration.md). On success the
-effective configuration (every default filled in, forced modes applied) is printed as JSON on
-stdout and the exit status is 0; warnings (unknown keys, forced modes) go to stderr. On error
+The configuration is MindSpore's data_dump.json (see docs/configuration.md), or the GE /
+TF-adapter dialect {"dump": {...}} (docs/ascend.md), which is printed back in that dialect. On
+success the effective configuration (every default filled in, forced modes applied) is printed
+as JSON on stdout and the exit status is 0; warnings (unknown keys, forced modes) go to stderr. On error
 every problem of the file is printed, one per line, naming its key, and the exit status is 2.
 Without FILE, the file named by GRAPHDUMP_CONFIG (or MINDSPORE_DUMP_CONFIG) is checked.
 An empty or missing "path" is taken from $MS_DIAGNOSTIC_DATA_PATH/debug_dump.
@@ -87,7 +89,14 @@ int RunCheckConfig(int argc, char** argv) {
   for (const std::string& warning : parsed->warnings) {
     std::fprintf(stderr, "graphdump check-config: warning: %s\n", warning.c_str());
   }
-  std::fputs(ConfigToJson(parsed->config).c_str(), stdout);
+  const DumpConfig& config = parsed->config;
+  if (!config.dump_enabled) {
+    std::fprintf(stderr, "graphdump check-config: note: enable_dump is false: nothing is dumped\n");
+  }
+  // A GE-dialect file is printed back in its dialect: as common_dump_settings it would lose the
+  // GE layout, and its dump_layer names would read as op types.
+  const bool ge = config.ge_layout || !config.dump_enabled;
+  std::fputs((ge ? GeConfigToJson(config) : ConfigToJson(config)).c_str(), stdout);
   return kExitOk;
 }
 

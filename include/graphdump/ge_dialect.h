@@ -60,6 +60,12 @@ StatusOr<std::unique_ptr<ParsedConfig>> GeOptionsToConfig(const GeDumpOptions& o
 StatusOr<std::unique_ptr<ParsedConfig>> ParseGeDumpConfig(const std::string& json_text,
                                                           const std::string& file_name);
 
+// The configuration a GE-dialect file gave (config.ge_layout, or dump_enabled false), written
+// back in that dialect with every default filled in: {"dump": {"enable_dump", "dump_path",
+// "dump_step" (absent: every step), "dump_mode", "dump_layer" (absent: every kernel)}}.
+// Indented JSON ending in a newline; reading it back gives the same configuration.
+std::string GeConfigToJson(const DumpConfig& config);
+
 // "YYYYMMDDhhmmss" of `time` in local time, as GE names the session directory.
 std::string GeTimestampDirName(std::chrono::system_clock::time_point time);
 

@@ -187,6 +187,27 @@ StatusOr<std::unique_ptr<ParsedConfig>> ParseGeDumpConfig(const std::string& jso
   return parsed;
 }
 
+std::string GeConfigToJson(const DumpConfig& config) {
+  nlohmann::ordered_json dump;
+  dump["enable_dump"] = config.dump_enabled;
+  if (config.dump_enabled) {
+    dump["dump_path"] = config.path;
+    const std::string steps = config.iteration.ToString();
+    if (steps != "all") dump["dump_step"] = steps;
+    dump["dump_mode"] = config.input_output == InputOutput::kInputs    ? "input"
+                        : config.input_output == InputOutput::kOutputs ? "output"
+                                                                       : "all";
+    std::string layers;
+    for (const KernelEntry& entry : config.kernels) {
+      layers += (layers.empty() ? "" : " ") + entry.text;
+    }
+    if (!layers.empty()) dump["dump_layer"] = layers;
+  }
+  nlohmann::ordered_json root;
+  root["dump"] = std::move(dump);
+  return root.dump(4, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 std::string GeTimestampDirName(std::chrono::system_clock::time_point time) {
   const std::time_t t = std::chrono::system_clock::to_time_t(time);
   std::tm tm{};

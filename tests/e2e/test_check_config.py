@@ -95,6 +95,21 @@ class CheckConfigTest(unittest.TestCase):
         self.assertEqual(second.returncode, 0, second.stderr)
         self.assertEqual(second.stdout, first.stdout)
 
+    def test_ge_dialect_prints_back_in_its_dialect_and_round_trips(self):
+        dump = os.path.join(self.tmp.name, "ge")
+        ge = {"dump": {"enable_dump": True, "dump_path": dump, "dump_step": "0|2-3",
+                       "dump_layer": "relu-op1  linear"}}
+        first, _ = self.check_ok([self.write("ge.json", ge)])
+        self.assertEqual(first, {"dump": {"enable_dump": True, "dump_path": dump,
+                                          "dump_step": "0|2-3", "dump_mode": "output",
+                                          "dump_layer": "relu-op1 linear"}})
+        second = run([self.write("ge_effective.json", json.dumps(first))])
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(json.loads(second.stdout), first)
+        off, err = self.check_ok([self.write("off.json", {"dump": {"enable_dump": False}})])
+        self.assertEqual(off, {"dump": {"enable_dump": False}})
+        self.assertIn("enable_dump is false: nothing is dumped", err)
+
     def test_tutorial_prose_iteration_with_spaces(self):
         config = json.loads(json.dumps(TUTORIAL))
         config["common_dump_settings"]["iteration"] = "0 | 5-8 | 100-120"
