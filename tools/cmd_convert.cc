@@ -25,8 +25,8 @@ searched recursively; its sub-directories are kept under OUT.
 Without -f every tensor keeps its device layout: {basename}.{input|output}.{i}.npy
 With -f NCHW (or ND, NCDHW) device formats (NC1HWC0, NC1HWC0_C04, FRACTAL_Z, FRACTAL_Z_3D,
 FRACTAL_NZ, C1HWNCoC0, NDC1HWC0) become host layout cropped to original_shape, named
-{basename}.{input|output}.{i}.{d0xd1x...}.npy. Other device formats are saved as stored, with a
-warning. float16 stays float16; bfloat16 is written as float32. Names over 255 bytes become
+{basename}.{input|output}.{i}.{d0xd1x...}.npy. Host formats (NHWC, HWCN, ND...) are saved as
+stored; other device formats too, with a warning. float16 stays float16; bfloat16 is written as float32. Names over 255 bytes become
 {number}.npy, listed in mapping.csv.
 
 Exit status: 0 all converted, 2 usage error (bad option, no input found, an -o that cannot be
