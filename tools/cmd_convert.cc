@@ -26,8 +26,8 @@ Without -f every tensor keeps its device layout: {basename}.{input|output}.{i}.n
 With -f NCHW (or ND, NCDHW) device formats (NC1HWC0, NC1HWC0_C04, FRACTAL_Z, FRACTAL_Z_3D,
 FRACTAL_NZ, C1HWNCoC0, NDC1HWC0) become host layout cropped to original_shape, named
 {basename}.{input|output}.{i}.{d0xd1x...}.npy. Host formats (NHWC, HWCN, ND...) are saved as
-stored; other device formats too, with a warning. float16 stays float16; bfloat16 is written as float32. Names over 255 bytes become
-{number}.npy, listed in mapping.csv.
+stored; other device formats too, with a warning. float16 stays float16; bfloat16 is written
+as float32. Names over 255 bytes become {number}.npy, listed in mapping.csv.
 
 Exit status: 0 all converted, 2 usage error (bad option, no input found, an -o that cannot be
 a directory), 3 a file could not be read or written.
