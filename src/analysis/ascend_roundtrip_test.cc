@@ -24,6 +24,14 @@ std::string ExpectedNpy(const TensorView& view, const std::string& path) {
 
 using testing::MakeView;
 
+// `convert -f NCHW FILE -o OUT`.
+AscendConvertSummary ConvertToNchw(const std::string& file, const std::string& out) {
+  AscendConvertOptions options;
+  options.output_dir = out;
+  options.target_format = "NCHW";
+  return ConvertAscendDumps({{file, "", ""}}, options);
+}
+
 TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
   testing::TempDir dir;
   std::vector<float> f32(2 * 3 * 4 * 5);
@@ -48,10 +56,7 @@ TEST(AscendRoundTrip, ConvertOfBinFilesEqualsNpy) {
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_EQ(*written, std::filesystem::file_size(dir.Sub(name)));  // the size it reports
 
-  AscendConvertOptions options;
-  options.output_dir = dir.Sub("out");
-  options.target_format = "NCHW";
-  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), "", ""}}, options);
+  const AscendConvertSummary summary = ConvertToNchw(dir.Sub(name), dir.Sub("out"));
   ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
   EXPECT_EQ(summary.tensors, 5u);
   EXPECT_EQ(summary.warnings, 0u);
@@ -100,10 +105,7 @@ TEST(AscendRoundTrip, SlotsWithoutTensorsKeepTheOthersIndexes) {
   EXPECT_FALSE(header->outputs[1].absent());
   EXPECT_EQ(header->outputs[2].shape, std::vector<int64_t>{1});
 
-  AscendConvertOptions options;
-  options.output_dir = dir.Sub("out");
-  options.target_format = "NCHW";
-  AscendConvertSummary summary = ConvertAscendDumps({{dir.Sub(name), "", ""}}, options);
+  const AscendConvertSummary summary = ConvertToNchw(dir.Sub(name), dir.Sub("out"));
   ASSERT_TRUE(summary.errors.empty()) << summary.errors[0].message();
   EXPECT_EQ(summary.warnings, 0u);
   EXPECT_EQ(testing::ListFilesRecursive(dir.Sub("out")),
