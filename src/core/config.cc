@@ -624,6 +624,22 @@ void Parser::CheckUnknownKeys(const Json& object, const std::string& section_nam
                          other_name);
       continue;
     }
+    // A misspelling of the other section's key ("sampl_num" in common_dump_settings), when no
+    // key of this section is as near.
+    const std::string lower = internal::AsciiLower(key);
+    auto nearest = [&lower](const std::vector<std::string>& keys) {
+      size_t best = std::numeric_limits<size_t>::max();
+      for (const std::string& k : keys) best = std::min(best, EditDistance(lower, k));
+      return best;
+    };
+    const auto misspelt_other = std::find_if(other.begin(), other.end(), [&](const auto& k) {
+      return IsNear(key, k) && EditDistance(lower, k) < nearest(known);
+    });
+    if (misspelt_other != other.end()) {
+      Warn(key_path, "unknown key, ignored; did you mean \"" + *misspelt_other +
+                         "\"? It belongs in " + other_name);
+      continue;
+    }
     SuggestKey(key_path, key, known);
   }
 }

@@ -332,6 +332,7 @@ TEST(ParseConfigTest, UnknownKeysWarnWithTheNearestKnownKey) {
   config["common_dump_settings"]["Dump_Mod"] = 1;
   config["common_dump_settings"]["trans_flag"] = true;
   config["common_dump_settings"]["zzzzzzzzzzzzzz"] = 1;
+  config["common_dump_settings"]["sampl_num"] = 5;
   config["e2e_dump_settings"]["enabled"] = true;
   config["common_dump_setting"] = json::object();
   config["async_dump_settings"] = json::object();
@@ -351,6 +352,9 @@ TEST(ParseConfigTest, UnknownKeysWarnWithTheNearestKnownKey) {
                          "common_dump_settings.zzzzzzzzzzzzzz: unknown key, ignored; the "
                          "nearest known key is"));
   EXPECT_TRUE(HasWarning(parsed,
+                         "common_dump_settings.sampl_num: unknown key, ignored; did you mean "
+                         "\"sample_num\"? It belongs in e2e_dump_settings"));
+  EXPECT_TRUE(HasWarning(parsed,
                          "e2e_dump_settings.enabled: unknown key, ignored; did you mean "
                          "\"enable\"?"));
   EXPECT_TRUE(HasWarning(parsed,
@@ -360,7 +364,7 @@ TEST(ParseConfigTest, UnknownKeysWarnWithTheNearestKnownKey) {
   EXPECT_TRUE(HasWarning(parsed,
                          "net_name: unknown top-level key, ignored; \"net_name\" belongs "
                          "in common_dump_settings"));
-  EXPECT_EQ(parsed.warnings.size(), 8u);
+  EXPECT_EQ(parsed.warnings.size(), 9u);
 }
 
 TEST(ParseConfigTest, OpDebugModeOneAndTwoMeanThree) {
