@@ -84,6 +84,25 @@ bool IsNear(const std::string& key, const std::string& known) {
   return EditDistance(internal::AsciiLower(key), known) <= threshold;
 }
 
+// `message` with control characters (from keys and values in the file) written as \u00XX: a
+// message is one line, and a NUL must not cut it short when printed.
+std::string OneLine(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char c : message) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `array [1,2]`.
 std::string Describe(const Json& value) {
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -118,10 +137,10 @@ class Parser {
 
  private:
   void Error(const std::string& key_path, const std::string& message) {
-    errors_.push_back(Prefix() + key_path + ": " + message);
+    errors_.push_back(OneLine(Prefix() + key_path + ": " + message));
   }
   void Warn(const std::string& key_path, const std::string& message) {
-    warnings_.push_back(Prefix() + key_path + ": " + message);
+    warnings_.push_back(OneLine(Prefix() + key_path + ": " + message));
   }
   std::string Prefix() const { return file_name_.empty() ? "" : file_name_ + ": "; }
 

@@ -305,6 +305,24 @@ TEST(ParseConfigTest, ReportsEveryProblemInOnePass) {
   }
 }
 
+TEST(ParseConfigTest, ControlCharactersInValuesAreEscapedInMessages) {
+  json config = BaseConfig();
+  config["common_dump_settings"]["net_name"] = std::string("N\0x", 3);
+  StatusOr<ParsedConfig> parsed = ParseConfig(config.dump(), "c.json", "");
+  ASSERT_FALSE(parsed.ok());
+  const std::string m = parsed.status().message();
+  EXPECT_NE(m.find("but got: \"N\\u0000x\""), std::string::npos) << m;
+  EXPECT_EQ(m.find('\0'), std::string::npos);
+  EXPECT_EQ(std::count(m.begin(), m.end(), '\n'), 0) << m;  // one error, on one line
+  json key = BaseConfig();
+  key["common_dump_settings"]["bad\nkey"] = 1;
+  ParsedConfig warned = ParseOk(key);
+  ASSERT_EQ(warned.warnings.size(), 1u);
+  EXPECT_NE(warned.warnings[0].find("common_dump_settings.bad\\u000akey: unknown key"),
+            std::string::npos)
+      << warned.warnings[0];
+}
+
 TEST(ParseConfigTest, MalformedJson) {
   StatusOr<ParsedConfig> parsed = ParseConfig("{\"common_dump_settings\": ", "x.json", "");
   ASSERT_FALSE(parsed.ok());
