@@ -452,12 +452,12 @@ class SessionImpl final : public DumpSession {
     return sd.get();
   }
 
-  // What a statistic-only row without md5 reduces: the bytes in storage order.
-  TensorView StatisticOnlyView(const TensorView& original) const {
+  // What a statistic-only row without md5 reduces: the bytes in storage order. Whatever
+  // trans_flag made of the file's view, its storage order is the original's (StorageOrderView
+  // of a storage-ordered view is that view).
+  static TensorView StatisticOnlyView(const TensorView& original) {
     std::string unused_format;
-    const TensorView view =
-        config_.trans_flag ? original : StorageOrderView(original, &unused_format);
-    return StorageOrderView(view, &unused_format);
+    return StorageOrderView(original, &unused_format);
   }
 
   // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row.
