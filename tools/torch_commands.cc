@@ -4,7 +4,6 @@
 #include <torch/script.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +24,7 @@
 #include "graphdump/launcher.h"
 #include "graphdump/npy.h"
 #include "graphdump/rank_environment.h"
+#include "graphdump/selector.h"
 #include "graphdump/session.h"
 #include "graphdump/torch/distributed.h"
 #include "graphdump/torch/torch_model.h"
@@ -144,16 +144,14 @@ struct OpenedSession {
   std::string off_reason;
 };
 
-// Why `config` dumps nothing on `rank`, or "" when it dumps there.
+// Why `config` dumps nothing on `rank` (Selector::RankDumps decides), or "" when it dumps there.
 std::string DumpOffReason(const DumpConfig& config, uint32_t rank) {
+  if (Selector(config).RankDumps(rank)) return "";
   const std::string source = config.source_file.empty() ? "the configuration" : config.source_file;
   if (!config.dump_enabled) return source + " has enable_dump false";
-  const std::vector<uint32_t>& devices = config.support_device;
-  if (devices.empty() || std::find(devices.begin(), devices.end(), rank) != devices.end()) {
-    return "";
-  }
   std::string listed;
-  for (uint32_t d : devices) listed += (listed.empty() ? "" : ",") + std::to_string(d);
+  for (uint32_t d : config.support_device)
+    listed += (listed.empty() ? "" : ",") + std::to_string(d);
   return "rank " + std::to_string(rank) + " is not in support_device [" + listed + "] of " + source;
 }
 
