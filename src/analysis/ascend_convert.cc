@@ -243,11 +243,6 @@ StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
     const std::vector<std::string>& operands) {
   std::vector<AscendConvertJob> jobs;
   MappedNames names;
-  // The original name of a file renamed for length, "" for the others.
-  auto mapped_name = [&names](const fs::path& path) {
-    std::string name = names.NameOf(path);
-    return name == path.filename().string() ? std::string() : name;
-  };
   for (const std::string& operand : operands) {
     std::error_code ec;
     const fs::file_status st = fs::status(operand, ec);
@@ -255,16 +250,14 @@ StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
       return Status::NotFound(fmt::format("{}: no such file or directory", operand));
     }
     if (!fs::is_directory(st)) {
-      jobs.push_back({operand, "", mapped_name(operand)});
+      jobs.push_back({operand, "", names.NameOf(operand)});
       continue;
     }
     for (auto it = fs::recursive_directory_iterator(operand, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
       if (!it->is_regular_file()) continue;
-      std::string name = mapped_name(it->path());
-      if (!LooksLikeAscendDumpName(name.empty() ? it->path().filename().string() : name)) {
-        continue;
-      }
+      std::string name = names.NameOf(it->path());
+      if (!LooksLikeAscendDumpName(name)) continue;
       std::string rel = fs::relative(it->path().parent_path(), operand).generic_string();
       jobs.push_back({it->path().string(), rel == "." ? "" : rel, std::move(name)});
     }
