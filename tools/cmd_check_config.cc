@@ -15,8 +15,9 @@ constexpr char kFooter[] = R"(
 The configuration is MindSpore's data_dump.json (see docs/configuration.md), or the GE /
 TF-adapter dialect {"dump": {...}} (docs/ascend.md), which is printed back in that dialect. On
 success the effective configuration (every default filled in, forced modes applied) is printed
-as JSON on stdout and the exit status is 0; warnings (unknown keys, forced modes) go to stderr. On error
-every problem of the file is printed, one per line, naming its key, and the exit status is 2.
+as JSON on stdout and the exit status is 0; warnings (unknown keys, forced modes) go to stderr.
+On error every problem of the file is printed, one per line, naming its key, and the exit
+status is 2.
 Without FILE, the file named by GRAPHDUMP_CONFIG (or MINDSPORE_DUMP_CONFIG) is checked.
 An empty or missing "path" is taken from $MS_DIAGNOSTIC_DATA_PATH/debug_dump.
 
