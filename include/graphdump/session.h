@@ -3,8 +3,8 @@
 //   auto session = DumpSession::FromEnvironment(rank);   // null when dumping is off
 //   session->OnGraphCompiled(graph);     // writes graphs/ and execution_order/
 //   session->BeginStep(graph_id);        // the step's iteration number is now fixed
-//   session->OnParameter(...)            // parameters at the start of the step (if WantsParameters)
-//   if (session->Wants(kernel)) session->OnKernelDone(kernel, inputs, outputs);
+//   session->OnParameter(...)            // parameters at the start of the step (if
+//   WantsParameters) if (session->Wants(kernel)) session->OnKernelDone(kernel, inputs, outputs);
 //   session->OnKernelFailed(kernel, inputs, error);   // op_debug_mode 4
 //   session->EndStep(graph_id);          // statistic.csv, global execution order
 //   session->Close();                    // drains writers, reports unused kernel entries
@@ -36,9 +36,9 @@ struct SessionOptions {
   DumpConfig config;
   uint32_t rank = 0;
   std::shared_ptr<FileSystem> file_system;  // null: the POSIX file system
-  int writer_threads = 2;                    // asynchronous mode
-  size_t queue_bytes = size_t{256} << 20;    // asynchronous mode: bytes in flight before waiting
-  std::string device_target = "cpu";         // written to .dump_metadata/config.json
+  int writer_threads = 2;                   // asynchronous mode
+  size_t queue_bytes = size_t{256} << 20;   // asynchronous mode: bytes in flight before waiting
+  std::string device_target = "cpu";        // written to .dump_metadata/config.json
   // The net name when the configuration leaves it empty (the GE dialect's model_name): the
   // host's model name, e.g. the .pt file's stem. "graph" when this is empty too.
   std::string model_name;
@@ -54,9 +54,9 @@ struct SessionOptions {
 
 // What the session wrote, for the host's summary.
 struct DumpSummary {
-  std::string root;           // {path}/rank_{rank}
-  uint64_t files = 0;         // tensor files
-  uint64_t bytes = 0;         // bytes of tensor files
+  std::string root;    // {path}/rank_{rank}
+  uint64_t files = 0;  // tensor files
+  uint64_t bytes = 0;  // bytes of tensor files
   uint64_t kernels_dumped = 0;
   uint64_t statistic_rows = 0;
   std::vector<std::string> unused_kernel_entries;
@@ -81,6 +81,23 @@ class DumpSession {
   // Appends a kernel discovered while running (e.g. a backward kernel) to a registered graph,
   // and returns it with `index` and `graph_id` set. The graph files are rewritten at EndStep.
   virtual KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) = 0;
+
+  // Updates what the host has learned about a registered graph's kernels since it registered
+  // them: their input and output dtypes and shapes (seen when they first ran) and set_dump
+  // marks. `kernels` are the graph's kernels in index order (AddKernel's included); names and
+  // indexes are not changed. Selection follows the new marks at once; the graph files are
+  // rewritten when the step (or iteration) ends.
+  virtual void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) = 0;
+
+  // Host-driven iterations, for hosts that run several graphs (or one graph several times) in
+  // one iteration, e.g. a model and a loss module, then an optimizer. Between BeginIteration and
+  // EndIteration, BeginStep and EndStep of any graph keep the iteration number, and EndStep only
+  // appends the graph's global execution order line; EndIteration ends the iteration as EndStep
+  // does otherwise (statistic.csv rows, the next iteration number). Without BeginIteration each
+  // BeginStep/EndStep pair is one iteration. BeginIteration while one is open does nothing.
+  virtual void BeginIteration() = 0;
+  virtual void EndIteration() = 0;
+  virtual bool IterationOpen() const = 0;
 
   // Starts a step of `graph_id`; the iteration number (initial_iteration + steps run) is fixed
   // until EndStep.

@@ -151,10 +151,38 @@ class SessionImpl final : public DumpSession {
     return kernel;
   }
 
+  void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) override {
+    GraphState& state = graphs_.at(graph_id);
+    for (size_t i = 0; i < kernels.size() && i < state.info.kernels.size(); ++i) {
+      KernelInfo& k = state.info.kernels[i];
+      k.inputs = kernels[i].inputs;
+      k.outputs = kernels[i].outputs;
+      k.marked_for_dump = kernels[i].marked_for_dump;
+      state.selected[i] = selector_->KernelSelected(k);
+    }
+    state.files_dirty = true;
+  }
+
+  void BeginIteration() override {
+    if (iteration_open_) return;
+    StartIteration();
+    iteration_open_ = true;
+  }
+
+  void EndIteration() override {
+    if (!iteration_open_) return;
+    iteration_open_ = false;
+    for (auto& [id, state] : graphs_) {
+      if (state.files_dirty) WriteGraphFiles(state);
+    }
+    FinishIteration();
+  }
+
+  bool IterationOpen() const override { return iteration_open_; }
+
   void BeginStep(uint32_t graph_id) override {
-    iteration_ = config_.initial_iteration + steps_completed_;
     step_graph_ = graph_id;
-    step_dumps_ = !failed_ && selector_->IterationDumps(iteration_);
+    if (!iteration_open_) StartIteration();
   }
 
   uint64_t CurrentIteration() const override { return iteration_; }
@@ -228,10 +256,7 @@ class SessionImpl final : public DumpSession {
       Status st = fs_->AppendToFile(order, fmt::format("{}\n", iteration_));
       if (!st.ok()) Fail(st);
     }
-    EndStepDirs();
-    stats_cache_.EndStep(options_.stats_across_steps);
-    ++steps_completed_;
-    step_dumps_ = false;
+    if (!iteration_open_) FinishIteration();
   }
 
   void SetDump(const std::string& module_path) override {
@@ -245,6 +270,7 @@ class SessionImpl final : public DumpSession {
 
   Status Close() override {
     if (closed_) return FirstError();
+    EndIteration();
     closed_ = true;
     EndStepDirs();
     if (async_) async_->Drain();
@@ -310,6 +336,19 @@ class SessionImpl final : public DumpSession {
         iteration_, status.message());
     Status marker = fs_->WriteWholeFile(root_ + "/.dump_metadata/INCOMPLETE", text);
     if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
+  }
+
+  void StartIteration() {
+    iteration_ = config_.initial_iteration + steps_completed_;
+    step_dumps_ = !failed_ && selector_->IterationDumps(iteration_);
+  }
+
+  // Ends the iteration: its statistic rows, and the next iteration number.
+  void FinishIteration() {
+    EndStepDirs();
+    stats_cache_.EndStep(options_.stats_across_steps);
+    ++steps_completed_;
+    step_dumps_ = false;
   }
 
   void WriteGraphFiles(GraphState& state) {
@@ -614,6 +653,7 @@ class SessionImpl final : public DumpSession {
   uint64_t iteration_ = 0;
   uint32_t step_graph_ = 0;
   bool step_dumps_ = false;
+  bool iteration_open_ = false;  // BeginIteration without EndIteration yet
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
