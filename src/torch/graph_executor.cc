@@ -198,7 +198,7 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
   } catch (const std::exception& e) {
     return KernelFailed(step, frame, ErrorText(e));
   }
-  if (metas_) RecordMetas(step, frame, stack);
+  if (metas_ && !(*metas_known_)[step.kernel]) RecordMetas(step, frame, stack);
   for (size_t i = 0; i < step.outputs.size(); ++i) frame[step.outputs[i]] = std::move(stack[i]);
   if (observer_ || wants) {
     std::vector<c10::IValue> outputs;
@@ -229,6 +229,8 @@ Status GraphExecutor::KernelFailed(const StepPlan& step, Frame& frame, const std
 void GraphExecutor::RecordMetas(const StepPlan& step, const Frame& frame,
                                 const torch::jit::Stack& outputs) {
   KernelInfo& k = (*metas_)[step.kernel];
+  (*metas_known_)[step.kernel] = 1;
+  *metas_learned_ = true;
   k.inputs.clear();
   k.outputs.clear();
   for (uint32_t slot : step.inputs) AppendMetas(frame[slot], &k.inputs);

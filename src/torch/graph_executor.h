@@ -31,9 +31,15 @@ class GraphExecutor {
   // Called after each kernel with its outputs; null to stop.
   void set_observer(KernelOutputObserver observer) { observer_ = std::move(observer); }
 
-  // When set, every kernel's input and output dtypes and shapes are recorded into `kernels`
-  // (indexed like GraphInfo::kernels) as the kernels run.
-  void set_meta_recorder(std::vector<KernelInfo>* kernels) { metas_ = kernels; }
+  // When set, the input and output dtypes and shapes of each kernel whose flag in `known` is 0
+  // are recorded into `kernels` (both indexed like GraphInfo::kernels) when it first runs; its
+  // flag is then set and `*learned` becomes true. Kernels already known cost one flag test.
+  void set_meta_recorder(std::vector<KernelInfo>* kernels, std::vector<uint8_t>* known,
+                         bool* learned) {
+    metas_ = kernels;
+    metas_known_ = known;
+    metas_learned_ = learned;
+  }
 
  private:
   using Frame = std::vector<c10::IValue>;
@@ -52,6 +58,8 @@ class GraphExecutor {
   bool logical_layout_ = true;
   KernelOutputObserver observer_;
   std::vector<KernelInfo>* metas_ = nullptr;
+  std::vector<uint8_t>* metas_known_ = nullptr;
+  bool* metas_learned_ = nullptr;
 };
 
 }  // namespace graphdump::torch_internal

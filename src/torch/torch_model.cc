@@ -15,7 +15,10 @@ using torch_internal::GraphExecutor;
 
 TorchModel::TorchModel(torch::jit::Module module, DumpSession* session,
                        std::unique_ptr<CompiledGraph> compiled)
-    : module_(std::move(module)), session_(session), compiled_(std::move(compiled)) {}
+    : module_(std::move(module)),
+      session_(session),
+      compiled_(std::move(compiled)),
+      metas_known_(compiled_->info.kernels.size(), 0) {}
 
 TorchModel::~TorchModel() = default;
 
@@ -78,14 +81,19 @@ Status TorchModel::SetDump(const std::string& module_path) {
     return Status::InvalidArgument("set_dump: the model has no module '" + module_path +
                                    "'; module paths are: " + known);
   }
+  set_dump_paths_.push_back(module_path);
   for (KernelInfo& k : compiled_->info.kernels) {
-    if (module_path.empty() || k.module_path == module_path ||
-        k.module_path.rfind(module_path + ".", 0) == 0) {
-      k.marked_for_dump = true;
-    }
+    if (UnderSetDump(k.module_path)) k.marked_for_dump = true;
   }
-  if (session_) session_->SetDump(module_path);
+  if (registered_) session_->UpdateKernels(compiled_->info.graph_id, compiled_->info.kernels);
   return Status::Ok();
+}
+
+bool TorchModel::UnderSetDump(const std::string& module_path) const {
+  for (const std::string& path : set_dump_paths_) {
+    if (path.empty() || module_path == path || module_path.rfind(path + ".", 0) == 0) return true;
+  }
+  return false;
 }
 
 void TorchModel::SetKernelObserver(KernelObserver observer) { observer_ = std::move(observer); }
@@ -98,31 +106,16 @@ KernelInfo TorchModel::AddHostKernel(const std::string& scope, const std::string
   k.op_type = op_type;
   k.full_name = scope + "/" + op_type + "-op" + std::to_string(k.index);
   k.module_path = module_path;
-  for (const KernelInfo& existing : compiled_->info.kernels) {
-    if (existing.marked_for_dump && !existing.module_path.empty() &&
-        (module_path == existing.module_path)) {
-      k.marked_for_dump = true;
-    }
-  }
+  k.marked_for_dump = UnderSetDump(module_path);
   if (registered_ && session_) k = session_->AddKernel(k.graph_id, k);
   compiled_->info.kernels.push_back(k);
   return k;
 }
 
-Status TorchModel::RegisterGraph(const std::vector<c10::IValue>& inputs) {
-  // Learn dtypes and shapes from a run on a copy, so the real step's state (BatchNorm running
-  // statistics, counters) is untouched. A failing kernel only leaves its metas empty: the real
-  // run reports it.
-  try {
-    torch::jit::Module copy = module_.deepcopy();
-    c10::InferenceMode guard;
-    GraphExecutor probe(compiled_.get(), nullptr);
-    probe.set_meta_recorder(&compiled_->info.kernels);
-    std::vector<c10::IValue> args{copy._ivalue()};
-    args.insert(args.end(), inputs.begin(), inputs.end());
-    (void)probe.Run(std::move(args));
-  } catch (const std::exception&) {
-  }
+// Registers the graph as compiled. Kernel dtypes and shapes are not known yet: the executor
+// records them as the kernels first run, and EndStep sends them (UpdateKernels), so the first
+// step costs what the others do and the module is neither copied nor run twice.
+Status TorchModel::RegisterGraph() {
   GRAPHDUMP_RETURN_IF_ERROR(session_->OnGraphCompiled(compiled_->info));
   const bool logical = true;  // the session applies trans_flag
   for (size_t i = 0; i < compiled_->constants.size(); ++i) {
@@ -155,21 +148,33 @@ void TorchModel::DumpParameters() {
 Status TorchModel::BeginStep(const std::vector<c10::IValue>& inputs) {
   in_step_ = true;
   if (!session_) return Status::Ok();
-  if (!registered_) GRAPHDUMP_RETURN_IF_ERROR(RegisterGraph(inputs));
+  if (!registered_) GRAPHDUMP_RETURN_IF_ERROR(RegisterGraph());
   session_->BeginStep(compiled_->info.graph_id);
-  if (session_->StepDumps() && session_->WantsParameters()) DumpParameters();
+  if (session_->StepDumps() && session_->WantsParameters() &&
+      parameters_iteration_ != session_->CurrentIteration()) {
+    DumpParameters();
+    parameters_iteration_ = session_->CurrentIteration();
+  }
   return Status::Ok();
 }
 
 StatusOr<c10::IValue> TorchModel::RunMethod(std::vector<c10::IValue> inputs) {
   GraphExecutor executor(compiled_.get(), registered_ ? session_ : nullptr);
   executor.set_observer(observer_);
+  if (registered_)
+    executor.set_meta_recorder(&compiled_->info.kernels, &metas_known_, &metas_learned_);
   inputs.insert(inputs.begin(), module_._ivalue());
   return executor.Run(std::move(inputs));
 }
 
 void TorchModel::EndStep() {
-  if (session_ && in_step_) session_->EndStep(compiled_->info.graph_id);
+  if (session_ && in_step_) {
+    if (metas_learned_) {
+      session_->UpdateKernels(compiled_->info.graph_id, compiled_->info.kernels);
+      metas_learned_ = false;
+    }
+    session_->EndStep(compiled_->info.graph_id);
+  }
   in_step_ = false;
 }
 

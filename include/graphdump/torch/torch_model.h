@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,11 @@ class TorchModel {
   StatusOr<c10::IValue> Forward(std::vector<c10::IValue> inputs);
 
   // Step control for hosts that run more than the method in a step (a trainer). The first
-  // BeginStep registers the graph with the session: it runs the method once on a copy of the
-  // module, without dumping, to learn every kernel's dtypes and shapes for the graph files.
-  // BeginStep also dumps the parameters when the session wants them.
+  // BeginStep registers the graph with the session; nothing extra runs and nothing is copied:
+  // the kernels' dtypes and shapes are learned as they first run, and the graph files are
+  // rewritten with them when that step ends. BeginStep also dumps the parameters when the
+  // session wants them, once per iteration (a model called twice in one host-driven iteration,
+  // DumpSession::BeginIteration, writes them at its first call).
   Status BeginStep(const std::vector<c10::IValue>& inputs);
   StatusOr<c10::IValue> RunMethod(std::vector<c10::IValue> inputs);
   void EndStep();
@@ -74,7 +77,8 @@ class TorchModel {
   // Adds a kernel the host runs itself (a loss, a backward node, an optimizer update): its full
   // name becomes `scope + "/" + op_type + "-op{N}"` with a fresh N. Returns the kernel as
   // registered (index set). Before the graph is registered the kernel is added to it; after,
-  // through DumpSession::AddKernel.
+  // through DumpSession::AddKernel. It is marked for dump_mode 2 when `module_path` lies under
+  // a module given to SetDump.
   KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
                            const std::string& module_path);
 
@@ -93,13 +97,18 @@ class TorchModel {
  private:
   TorchModel(torch::jit::Module module, DumpSession* session,
              std::unique_ptr<torch_internal::CompiledGraph> compiled);
-  Status RegisterGraph(const std::vector<c10::IValue>& inputs);
+  Status RegisterGraph();
   void DumpParameters();
+  bool UnderSetDump(const std::string& module_path) const;
 
   torch::jit::Module module_;
   DumpSession* session_;
   std::unique_ptr<torch_internal::CompiledGraph> compiled_;
   KernelObserver observer_;
+  std::vector<std::string> set_dump_paths_;       // SetDump's module paths
+  std::vector<uint8_t> metas_known_;              // per compiled kernel: dtypes and shapes seen
+  bool metas_learned_ = false;                    // metas learned in this step, not yet sent
+  std::optional<uint64_t> parameters_iteration_;  // the iteration parameters were last dumped
   bool registered_ = false;
   bool in_step_ = false;
 };
