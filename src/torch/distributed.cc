@@ -8,10 +8,14 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "graphdump/session.h"
+#include "host_kernels.h"
 #include "tensor_views.h"
 
 namespace graphdump {
 namespace {
+
+using torch_internal::ModuleOfParameter;
+using torch_internal::Underscored;
 
 // Test hook: GRAPHDUMP_TEST_KILL_RANK=r and GRAPHDUMP_TEST_KILL_STEP=s make rank r kill itself
 // with SIGKILL in step s (0-based), after its backward kernels were dumped and before the
@@ -26,18 +30,6 @@ std::string ErrorText(const std::exception& e) {
     return text.substr(0, text.find('\n'));
   }
   return e.what();
-}
-
-std::string Underscored(std::string name) {
-  for (char& c : name) {
-    if (c == '.' || c == '/' || c == '\\' || c == ' ') c = '_';
-  }
-  return name;
-}
-
-std::string ModuleOfParameter(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string::npos ? "" : name.substr(0, dot);
 }
 
 std::chrono::milliseconds TimeoutFromEnv(std::chrono::milliseconds fallback) {

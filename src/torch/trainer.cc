@@ -9,18 +9,201 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "host_kernels.h"
 #include "tensor_views.h"
 #include "torch_compat.h"
 
 namespace graphdump {
-namespace {
+namespace torch_internal {
 
 using torch::autograd::Node;
+
+std::string Underscored(std::string name) {
+  for (char& c : name) {
+    if (c == '.' || c == '/' || c == '\\' || c == ' ') c = '_';
+  }
+  return name;
+}
+
+std::string ModuleOfParameter(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? "" : name.substr(0, dot);
+}
+
+namespace {
 
 // The scope of a kernel: its full name without the last segment.
 std::string ScopeOfFullName(const std::string& full_name) {
   return full_name.substr(0, full_name.rfind('/'));
 }
+
+// Views of the defined tensors, each keeping its index as its slot: a backward node's
+// undefined gradients (none for an input that needs none) leave gaps, so a slot always names
+// the same gradient (the input or output index).
+std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors) {
+  std::vector<TensorView> views;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) continue;
+    TensorView view;
+    if (MakeView(tensors[i].detach(), /*logical_layout=*/true, &view)) {
+      view.slot = static_cast<int32_t>(i);
+      views.push_back(std::move(view));
+    }
+  }
+  return views;
+}
+
+}  // namespace
+
+std::vector<TensorView> DefinedViews(const std::vector<at::Tensor>& tensors) {
+  std::vector<TensorView> views;
+  for (const at::Tensor& t : tensors) {
+    TensorView view;
+    if (t.defined() && MakeView(t.detach(), /*logical_layout=*/true, &view)) {
+      views.push_back(std::move(view));
+    }
+  }
+  return views;
+}
+
+BackwardKernels::Hooks::~Hooks() {
+  for (auto& [node, handle] : hooks_) torch_compat::RemoveObserver(*node, handle);
+}
+
+void BackwardKernels::NoteForward(TorchModel* model, const KernelInfo& kernel,
+                                  const std::vector<c10::IValue>& outputs) {
+  if (!at::GradMode::is_enabled()) return;
+  auto note = [&](const at::Tensor& t) {
+    if (!t.defined() || !t.grad_fn()) return;
+    Producer& p = producers_[t.grad_fn().get()];
+    if (p.model != nullptr && !p.node.expired()) return;  // the first producer wins
+    p = Producer{t.grad_fn(), model, ScopeOfFullName(kernel.full_name), kernel.module_path};
+  };
+  for (const auto& v : outputs) {
+    if (v.isTensor()) note(v.toTensor());
+    if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) note(t);
+    }
+  }
+}
+
+void BackwardKernels::NoteNode(const at::Tensor& tensor, TorchModel* model,
+                               const std::string& scope, const std::string& module_path) {
+  if (tensor.defined() && tensor.grad_fn()) {
+    producers_[tensor.grad_fn().get()] = Producer{tensor.grad_fn(), model, scope, module_path};
+  }
+}
+
+void BackwardKernels::AddParameter(const at::Tensor& param, TorchModel* model,
+                                   const std::string& name) {
+  parameters_.emplace(param.unsafeGetTensorImpl(), std::make_pair(model, name));
+}
+
+const BackwardKernels::Producer* BackwardKernels::ProducerOf(
+    const std::shared_ptr<Node>& node) const {
+  auto it = producers_.find(node.get());
+  if (it == producers_.end() || it->second.node.expired()) return nullptr;
+  return &it->second;
+}
+
+std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<at::Tensor>& roots,
+                                                              TorchModel* fallback) {
+  auto hooks = std::make_unique<Hooks>();
+  // Nodes no forward kernel produced inherit from the node that reaches them.
+  std::unordered_map<const Node*, Producer> inherited;
+  std::unordered_set<const Node*> seen;
+  std::deque<std::shared_ptr<Node>> queue;
+  for (const at::Tensor& root : roots) {
+    if (!root.defined() || !root.grad_fn() || !seen.insert(root.grad_fn().get()).second) continue;
+    inherited[root.grad_fn().get()] = Producer{{}, fallback, "Default", ""};
+    queue.push_back(root.grad_fn());
+  }
+  std::unordered_map<std::string, int> ordinals;
+  while (!queue.empty()) {
+    std::shared_ptr<Node> node = queue.front();
+    queue.pop_front();
+    const Producer* known = ProducerOf(node);
+    Producer where = known ? *known : inherited[node.get()];
+    const std::string name = torch_compat::BackwardNodeName(*node);
+    if (const at::TensorImpl* var = torch_compat::AccumulatedVariable(*node)) {
+      auto it = parameters_.find(var);
+      if (it != parameters_.end()) {
+        where.model = it->second.first;
+        where.module_path = ModuleOfParameter(it->second.second);
+        where.scope =
+            where.model->ScopeOf(where.module_path) + "/" + Underscored(it->second.second);
+      }
+    }
+    const std::string base = "Gradients/" + where.scope + "/" + name;
+    const std::string key = base + "#" + std::to_string(ordinals[base]++);
+    uintptr_t handle = torch_compat::AddObserver(
+        *node, [this, where, key, name](const std::vector<at::Tensor>& produced,
+                                        const std::vector<at::Tensor>& received) {
+          OnNode(where.model, key, "Gradients/" + where.scope, name, where.module_path, received,
+                 produced);
+        });
+    hooks->hooks_.emplace_back(node, handle);
+    for (const auto& edge : node->next_edges()) {
+      if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
+      inherited.emplace(edge.function.get(),
+                        Producer{{}, where.model, where.scope, where.module_path});
+      queue.push_back(edge.function);
+    }
+  }
+  return hooks;
+}
+
+void BackwardKernels::OnNode(TorchModel* model, const std::string& key, const std::string& scope,
+                             const std::string& name, const std::string& module_path,
+                             const std::vector<at::Tensor>& received,
+                             const std::vector<at::Tensor>& produced) {
+  auto it = kernels_.find({model, key});
+  if (it == kernels_.end()) {
+    it =
+        kernels_.emplace(std::make_pair(model, key), model->AddHostKernel(scope, name, module_path))
+            .first;
+  }
+  DumpSession* session = model->session();
+  if (session && session->Wants(it->second)) {
+    session->OnKernelDone(it->second, SlotViews(received), SlotViews(produced));
+  }
+}
+
+UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
+                             const at::Tensor& param, const at::Tensor& grad,
+                             const std::vector<at::Tensor>& state)
+    : session_(session && session->Wants(kernel) ? session : nullptr), kernel_(kernel) {
+  if (!session_) return;
+  // The inputs the update writes, as they are before it (copies, unless not read).
+  auto add_before_update = [&](const at::Tensor& original) {
+    TensorView view;
+    if (original.defined() && MakeViewBeforeWrite(*session_, kernel_, original.detach(),
+                                                  /*logical_layout=*/true, &view)) {
+      inputs_.push_back(std::move(view));
+    }
+  };
+  add_before_update(param);
+  for (TensorView& view : DefinedViews({grad})) inputs_.push_back(std::move(view));
+  for (const at::Tensor& s : state) add_before_update(s);
+}
+
+void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor>& state) {
+  if (!session_) return;
+  std::vector<at::Tensor> outputs{param};
+  outputs.insert(outputs.end(), state.begin(), state.end());
+  session_->OnKernelDone(kernel_, inputs_, DefinedViews(outputs));
+  session_ = nullptr;
+}
+
+}  // namespace torch_internal
+
+namespace {
+
+using torch_internal::BackwardKernels;
+using torch_internal::DefinedViews;
+using torch_internal::ModuleOfParameter;
+using torch_internal::Underscored;
+using torch_internal::UpdateCapture;
 
 std::string ErrorText(const std::exception& e) {
   if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
@@ -54,124 +237,22 @@ const char* UpdateOpType(OptimizerKind kind) {
   return "ApplyGradientDescent";
 }
 
-std::string ModuleOfParameter(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string::npos ? "" : name.substr(0, dot);
-}
-
-std::string Underscored(std::string name) {
-  for (char& c : name) {
-    if (c == '.' || c == '/' || c == '\\' || c == ' ') c = '_';
-  }
-  return name;
-}
-
 }  // namespace
 
 struct Trainer::Impl {
   TorchModel* model;
   TrainerOptions options;
   DumpSession* session;
-  bool logical_layout = true;
   KernelInfo loss_kernel;
   std::vector<std::string> param_names;
   std::vector<at::Tensor> params;
-  std::unordered_map<const at::TensorImpl*, size_t> param_index;
   // Optimizer state per parameter: momentum buffer, or Adam's exp_avg and exp_avg_sq.
   std::vector<at::Tensor> state1, state2;
   int64_t adam_step = 0;
-  std::vector<KernelInfo> update_kernels;                // per parameter, once registered
-  std::unordered_map<std::string, KernelInfo> backward;  // key -> kernel
-
-  // Per step: which forward kernel produced each autograd node.
-  std::unordered_map<const Node*, std::string> node_scope;
-  std::unordered_map<const Node*, std::string> node_module;
+  std::vector<KernelInfo> update_kernels;  // per parameter, once registered
+  BackwardKernels backward;
 
   bool Wants(const KernelInfo& k) const { return session && session->Wants(k); }
-
-  // Views of the defined tensors. With `keep_slots` each view keeps its index as its slot: a
-  // backward node's undefined gradients (none for an input that needs none) leave gaps, so a
-  // slot always names the same gradient (SPEC §5: the input or output index).
-  std::vector<TensorView> Views(const std::vector<at::Tensor>& tensors,
-                                bool keep_slots = false) const {
-    std::vector<TensorView> views;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (!tensors[i].defined()) continue;
-      TensorView view;
-      if (torch_internal::MakeView(tensors[i].detach(), logical_layout, &view)) {
-        if (keep_slots) view.slot = static_cast<int32_t>(i);
-        views.push_back(std::move(view));
-      }
-    }
-    return views;
-  }
-
-  void ObserveForward(const KernelInfo& kernel, const std::vector<c10::IValue>& outputs) {
-    auto note = [&](const at::Tensor& t) {
-      if (!t.defined() || !t.grad_fn()) return;
-      // First producer wins: a later kernel returning its input unchanged (eval dropout) must
-      // not take over the node.
-      node_scope.emplace(t.grad_fn().get(), ScopeOfFullName(kernel.full_name));
-      node_module.emplace(t.grad_fn().get(), kernel.module_path);
-    };
-    for (const auto& v : outputs) {
-      if (v.isTensor()) note(v.toTensor());
-      if (v.isTensorList()) {
-        for (const at::Tensor& t : v.toTensorVector()) note(t);
-      }
-    }
-  }
-
-  // Hooks every autograd node reachable from `root`; returns (node, key) pairs to remove.
-  std::vector<std::pair<std::shared_ptr<Node>, uintptr_t>> HookBackward(
-      const std::shared_ptr<Node>& root) {
-    std::vector<std::pair<std::shared_ptr<Node>, uintptr_t>> hooks;
-    std::unordered_set<const Node*> seen{root.get()};
-    std::deque<std::shared_ptr<Node>> queue{root};
-    std::unordered_map<std::string, int> ordinals;
-    while (!queue.empty()) {
-      std::shared_ptr<Node> node = queue.front();
-      queue.pop_front();
-      const std::string name = torch_compat::BackwardNodeName(*node);
-      std::string scope = node_scope.count(node.get()) ? node_scope[node.get()] : "Default";
-      std::string module = node_module.count(node.get()) ? node_module[node.get()] : "";
-      if (const at::TensorImpl* var = torch_compat::AccumulatedVariable(*node)) {
-        auto it = param_index.find(var);
-        if (it != param_index.end()) {
-          module = ModuleOfParameter(param_names[it->second]);
-          scope = model->ScopeOf(module) + "/" + Underscored(param_names[it->second]);
-        }
-      }
-      const std::string base = "Gradients/" + scope + "/" + name;
-      const std::string key = base + "#" + std::to_string(ordinals[base]++);
-      uintptr_t handle = torch_compat::AddObserver(
-          *node, [this, key, scope, name, module](const std::vector<at::Tensor>& produced,
-                                                  const std::vector<at::Tensor>& received) {
-            OnBackwardNode(key, "Gradients/" + scope, name, module, received, produced);
-          });
-      hooks.emplace_back(node, handle);
-      for (const auto& edge : node->next_edges()) {
-        if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
-        node_scope.emplace(edge.function.get(), scope);
-        node_module.emplace(edge.function.get(), module);
-        queue.push_back(edge.function);
-      }
-    }
-    return hooks;
-  }
-
-  void OnBackwardNode(const std::string& key, const std::string& scope, const std::string& name,
-                      const std::string& module, const std::vector<at::Tensor>& received,
-                      const std::vector<at::Tensor>& produced) {
-    auto it = backward.find(key);
-    if (it == backward.end()) {
-      it = backward.emplace(key, model->AddHostKernel(scope, name, module)).first;
-    }
-    if (Wants(it->second)) {
-      session->OnKernelDone(it->second, Views(received, /*keep_slots=*/true),
-                            Views(produced, /*keep_slots=*/true));
-    }
-  }
 
   double ScalarLoss(const at::Tensor& loss) { return loss.item<double>(); }
 
@@ -190,23 +271,7 @@ struct Trainer::Impl {
     at::Tensor& p = params[i];
     at::Tensor grad = p.grad();
     if (!grad.defined()) return;
-    const KernelInfo& kernel = update_kernels[i];
-    const bool wants = Wants(kernel);
-    // The inputs the update writes, as they are before it (copies, unless not read).
-    std::vector<TensorView> inputs;
-    auto add_before_update = [&](const at::Tensor& original) {
-      TensorView view;
-      if (torch_internal::MakeViewBeforeWrite(*session, kernel, original.detach(), logical_layout,
-                                              &view)) {
-        inputs.push_back(std::move(view));
-      }
-    };
-    if (wants) {
-      add_before_update(p);
-      for (TensorView& view : Views({grad})) inputs.push_back(std::move(view));
-      if (state1[i].defined()) add_before_update(state1[i]);
-      if (state2[i].defined()) add_before_update(state2[i]);
-    }
+    UpdateCapture capture(session, update_kernels[i], p, grad, {state1[i], state2[i]});
     at::NoGradGuard no_grad;
     at::Tensor w = p.detach();
     switch (options.optimizer) {
@@ -238,17 +303,11 @@ struct Trainer::Impl {
         break;
       }
     }
-    if (wants) {
-      std::vector<at::Tensor> outputs{w};
-      if (state1[i].defined()) outputs.push_back(state1[i]);
-      if (state2[i].defined()) outputs.push_back(state2[i]);
-      session->OnKernelDone(kernel, inputs, Views(outputs));
-    }
+    capture.Finish(w, {state1[i], state2[i]});
   }
 
   StatusOr<double> RunStep(const at::Tensor& data, const at::Tensor& labels) {
-    node_scope.clear();
-    node_module.clear();
+    backward.ClearForward();
     GRAPHDUMP_ASSIGN_OR_RETURN(c10::IValue out, model->RunMethod({data}));
     if (!out.isTensor()) {
       return Status::InvalidArgument(
@@ -266,20 +325,21 @@ struct Trainer::Impl {
                                      c10::str(labels.sizes()) + ": " + ErrorText(e));
     }
     if (Wants(loss_kernel)) {
-      session->OnKernelDone(loss_kernel, Views({logits, labels}), Views({loss}));
+      session->OnKernelDone(loss_kernel, DefinedViews({logits, labels}), DefinedViews({loss}));
     }
     if (!loss.grad_fn()) {
       return Status::InvalidArgument("the loss does not depend on any trainable parameter");
     }
-    node_scope.emplace(loss.grad_fn().get(), ScopeOfFullName(loss_kernel.full_name));
-    auto hooks = HookBackward(loss.grad_fn());
+    backward.NoteNode(loss, model, "Default/loss-CrossEntropyLoss", "");
+    auto hooks = backward.Hook({loss}, model);
     Status backward_status;
     try {
       torch::autograd::backward({loss});
     } catch (const std::exception& e) {
       backward_status = Status::Internal("backward failed: " + ErrorText(e));
     }
-    for (auto& [node, handle] : hooks) torch_compat::RemoveObserver(*node, handle);
+    hooks.reset();
+    backward.ClearForward();
     GRAPHDUMP_RETURN_IF_ERROR(backward_status);
     if (options.gradient_hook) {
       GRAPHDUMP_RETURN_IF_ERROR(options.gradient_hook(param_names, params));
@@ -313,7 +373,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TorchModel* model, TrainerOpt
   model->module().train(true);
   for (const auto& p : model->module().named_parameters(/*recurse=*/true)) {
     if (!p.value.requires_grad()) continue;
-    impl->param_index[p.value.unsafeGetTensorImpl()] = impl->params.size();
+    impl->backward.AddParameter(p.value, model, p.name);
     impl->param_names.push_back(p.name);
     impl->params.push_back(p.value);
   }
@@ -325,9 +385,10 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(TorchModel* model, TrainerOpt
   impl->loss_kernel =
       model->AddHostKernel("Default/loss-CrossEntropyLoss", "cross_entropy_loss", "");
   Impl* raw = impl.get();
-  model->SetKernelObserver([raw](const KernelInfo& kernel, const std::vector<c10::IValue>& outs) {
-    raw->ObserveForward(kernel, outs);
-  });
+  model->SetKernelObserver(
+      [raw, model](const KernelInfo& kernel, const std::vector<c10::IValue>& outs) {
+        raw->backward.NoteForward(model, kernel, outs);
+      });
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 

@@ -1,0 +1,112 @@
+// Kernels a host runs itself around the models' graphs: backward nodes and parameter updates.
+//
+// BackwardKernels: names and dumps the autograd nodes a backward pass runs, as kernels of the
+// models whose forward kernels produced them (docs/executor.md):
+//   Gradients/<forward kernel's scope>/<BackwardNode>-op{N}     e.g. ConvolutionBackward0
+//   Gradients/<module scope>/<parameter>/AccumulateGrad-op{N}   one per parameter
+// A node no forward kernel produced (a loss computed outside the models) takes the scope of the
+// node that reaches it in the backward graph; a root nobody produced is "Gradients/Default" of
+// the fallback model. Each kernel is registered once (TorchModel::AddHostKernel) and dumped
+// when its model's session wants it, with slots numbered as autograd numbers them (an undefined
+// gradient leaves a gap).
+//
+//   BackwardKernels backward;
+//   model->SetKernelObserver([&](auto& k, auto& outs) { backward.NoteForward(model, k, outs); });
+//   auto hooks = backward.Hook({loss}, model);   // before backward
+//   torch::autograd::backward({loss});
+//   hooks.reset();                               // removes the hooks
+//   backward.ClearForward();
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "graphdump/torch/torch_model.h"
+
+namespace graphdump::torch_internal {
+
+// "features.0.weight" -> "features_0_weight" (SPEC: names in file names).
+std::string Underscored(std::string name);
+// "features.0.weight" -> "features.0".
+std::string ModuleOfParameter(const std::string& name);
+
+class BackwardKernels {
+ public:
+  // Removes the hooks it holds when destroyed.
+  class Hooks {
+   public:
+    ~Hooks();
+
+   private:
+    friend class BackwardKernels;
+    std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
+  };
+
+  // Remembers `kernel` of `model` as the producer of the grad_fn of each tensor in `outputs`.
+  // The first producer wins: a later kernel returning its input unchanged (eval dropout) does
+  // not take the node over. Does nothing when grad mode is off.
+  void NoteForward(TorchModel* model, const KernelInfo& kernel,
+                   const std::vector<c10::IValue>& outputs);
+  // Attributes the grad_fn of `tensor` to `scope` (without "Gradients/") of `model`: a host's
+  // own forward kernel, such as the CLI trainer's loss.
+  void NoteNode(const at::Tensor& tensor, TorchModel* model, const std::string& scope,
+                const std::string& module_path);
+  // Names the AccumulateGrad node of `param` after `name`, its path in `model`.
+  void AddParameter(const at::Tensor& param, TorchModel* model, const std::string& name);
+  // Forgets the forward producers (after each backward pass: the nodes are gone).
+  void ClearForward() { producers_.clear(); }
+
+  // Hooks every node reachable from the grad_fns of `roots`. `fallback` (not null) owns the
+  // nodes no model produced.
+  std::unique_ptr<Hooks> Hook(const std::vector<at::Tensor>& roots, TorchModel* fallback);
+
+ private:
+  struct Producer {
+    std::weak_ptr<torch::autograd::Node> node;  // expired: the address was reused
+    TorchModel* model = nullptr;
+    std::string scope;  // "Default/fc1-Linear"
+    std::string module_path;
+  };
+
+  const Producer* ProducerOf(const std::shared_ptr<torch::autograd::Node>& node) const;
+  void OnNode(TorchModel* model, const std::string& key, const std::string& scope,
+              const std::string& name, const std::string& module_path,
+              const std::vector<at::Tensor>& received, const std::vector<at::Tensor>& produced);
+
+  std::unordered_map<const torch::autograd::Node*, Producer> producers_;
+  std::unordered_map<const at::TensorImpl*, std::pair<TorchModel*, std::string>> parameters_;
+  std::map<std::pair<TorchModel*, std::string>, KernelInfo> kernels_;  // registered, by key
+};
+
+// An optimizer's update of one parameter as a kernel: inputs are the parameter before, its
+// gradient and the optimizer state before (each copied first when the session reads it: the
+// update writes them in place); outputs are the parameter and the state after.
+//
+//   UpdateCapture capture(kernel, p, p.grad(), {exp_avg, exp_avg_sq});   // before the update
+//   ... update p, exp_avg, exp_avg_sq in place ...
+//   capture.Finish(p, {exp_avg, exp_avg_sq});                            // dumps
+class UpdateCapture {
+ public:
+  // Does nothing (and copies nothing) unless `kernel`'s session wants it in this step.
+  // REQUIRES: `session` is the session `kernel` was registered with, or null.
+  UpdateCapture(DumpSession* session, const KernelInfo& kernel, const at::Tensor& param,
+                const at::Tensor& grad, const std::vector<at::Tensor>& state);
+  void Finish(const at::Tensor& param, const std::vector<at::Tensor>& state);
+
+ private:
+  DumpSession* session_;  // null: not wanted
+  KernelInfo kernel_;
+  std::vector<TensorView> inputs_;
+};
+
+// Views of the defined tensors (undefined ones are left out, the others numbered in order).
+std::vector<TensorView> DefinedViews(const std::vector<at::Tensor>& tensors);
+
+}  // namespace graphdump::torch_internal
