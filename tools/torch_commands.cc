@@ -144,17 +144,6 @@ struct OpenedSession {
   std::string off_reason;
 };
 
-// Why `config` dumps nothing on `rank` (Selector::RankDumps decides), or "" when it dumps there.
-std::string DumpOffReason(const DumpConfig& config, uint32_t rank) {
-  if (Selector(config).RankDumps(rank)) return "";
-  const std::string source = config.source_file.empty() ? "the configuration" : config.source_file;
-  if (!config.dump_enabled) return source + " has enable_dump false";
-  std::string listed;
-  for (uint32_t d : config.support_device)
-    listed += (listed.empty() ? "" : ",") + std::to_string(d);
-  return "rank " + std::to_string(rank) + " is not in support_device [" + listed + "] of " + source;
-}
-
 // The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
 // dumping is off or `rank` is not in support_device. The dump goes to rank_{rank}.
 // With --enable-dump, the GE / TF-adapter options given as flags (SPEC §10) instead.

@@ -51,4 +51,8 @@ class Selector {
   std::unique_ptr<Impl> impl_;
 };
 
+// Why `config` dumps nothing on `rank` ("FILE has enable_dump false", "rank 3 is not in
+// support_device [0,1] of FILE"), or "" when it dumps there (Selector::RankDumps decides).
+std::string DumpOffReason(const DumpConfig& config, uint32_t rank);
+
 }  // namespace graphdump

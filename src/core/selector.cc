@@ -160,4 +160,14 @@ bool Selector::DumpOutputs() const {
   return c.input_output != InputOutput::kInputs;
 }
 
+std::string DumpOffReason(const DumpConfig& config, uint32_t rank) {
+  if (Selector(config).RankDumps(rank)) return "";
+  const std::string source = config.source_file.empty() ? "the configuration" : config.source_file;
+  if (!config.dump_enabled) return source + " has enable_dump false";
+  std::string listed;
+  for (uint32_t d : config.support_device)
+    listed += (listed.empty() ? "" : ",") + std::to_string(d);
+  return "rank " + std::to_string(rank) + " is not in support_device [" + listed + "] of " + source;
+}
+
 }  // namespace graphdump
