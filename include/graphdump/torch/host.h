@@ -1,0 +1,137 @@
+// DumpHost: dumps a training that a program outside graphdump drives: the Python package's
+// engine (docs/python.md). The program calls TorchScript modules, runs backward passes and
+// optimizer steps itself; the host
+//   - runs each module's forward through graphdump's executor: one graph per module, graph ids
+//     in the order modules are registered (ModelFor);
+//   - names and dumps the autograd nodes of the backward passes it is told about (HookBackward)
+//     as kernels of the graphs that produced them;
+//   - dumps each optimizer update of a parameter as a kernel
+//     Default/optimizer-{Class}/{parameter}/{Class}-op{N} (inputs: the parameter before, its
+//     gradient, the tensors of its optimizer state before; outputs: the parameter and the state
+//     after), in the graph of the module that owns the parameter;
+//   - dumps each gradient all-reduce of data parallelism as a kernel
+//     Default/allreduce-DataParallel/{parameter}/AllReduce-op{N} (input: the local gradient;
+//     output: the reduced one), as `graphdump train` does;
+//   - ends iterations: once an optimizer step has been seen (or TrackOptimizers was called),
+//     each optimizer step ends one; until then each call of the first module registered starts
+//     a new one.
+//
+//   auto host = DumpHost::Create(std::move(session));
+//   auto model = host->ModelFor(module);                     // registers graph 0
+//   auto out = host->Call(*model, {x});                      // forward, dumped
+//   { auto hooks = host->HookBackward({loss}); loss.backward(); }   // backward kernels
+//   auto step = host->BeginOptimizerStep("AdamW", params, states);  // before the update
+//   ...update...
+//   host->EndOptimizerStep(*step, states_after);             // dumps, ends the iteration
+//   host->Close();
+//
+// Threading: one thread at a time, as the session's hooks. Never throws: LibTorch errors come
+// back as a Status naming the kernel.
+#pragma once
+
+#include <torch/script.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graphdump/session.h"
+#include "graphdump/status.h"
+#include "graphdump/torch/torch_model.h"
+
+namespace graphdump {
+
+namespace torch_internal {
+class BackwardKernels;
+class UpdateCapture;
+}  // namespace torch_internal
+
+class DumpHost {
+ public:
+  // The host owns and closes `session`. With a null session nothing is dumped, but modules
+  // still run through the executor, so a program computes the same whether or not (and
+  // whatever) it dumps; the other calls then do nothing.
+  explicit DumpHost(std::unique_ptr<DumpSession> session);
+  ~DumpHost();
+  DumpHost(const DumpHost&) = delete;
+  DumpHost& operator=(const DumpHost&) = delete;
+
+  // The model running `module`'s forward, compiled and registered at the first request (graph
+  // id: the number of models registered before). The module is shared, not copied. Errors name
+  // a graph node the executor cannot run.
+  StatusOr<TorchModel*> ModelFor(const torch::jit::Module& module);
+  // The registered model of `module`, or null.
+  TorchModel* FindModel(const torch::jit::Module& module) const;
+  // The registered model holding `submodule` (the same object), and its path in it; null when
+  // no registered model holds it.
+  TorchModel* FindOwner(const torch::jit::Module& submodule, std::string* path) const;
+
+  // Runs one call of `model`'s forward (arguments without the module) in the current
+  // iteration, starting one when none is open. Errors name the failing kernel and its source.
+  StatusOr<c10::IValue> Call(TorchModel* model, std::vector<c10::IValue> inputs);
+
+  // Hooks the backward graph reachable from `roots` until the returned object is destroyed;
+  // destroy it when the backward pass has returned. Null when no model has run.
+  class BackwardPass;
+  std::shared_ptr<BackwardPass> HookBackward(const std::vector<at::Tensor>& roots);
+
+  // One optimizer step of `optimizer_class` ("AdamW") over `params` with their optimizer state
+  // tensors before the step (`states[i]` for `params[i]`, in the state's key order). Call it
+  // before the step: it copies what the update kernels' inputs need. Parameters without a
+  // gradient are left out (torch.optim skips them too).
+  class OptimizerStep;
+  std::shared_ptr<OptimizerStep> BeginOptimizerStep(
+      const std::string& optimizer_class, const std::vector<at::Tensor>& params,
+      const std::vector<std::vector<at::Tensor>>& states);
+  // After the step: dumps the update kernels with the parameters and `states_after`, then ends
+  // the iteration.
+  void EndOptimizerStep(OptimizerStep& step,
+                        const std::vector<std::vector<at::Tensor>>& states_after);
+  // From now on optimizer steps end iterations (also implied by the first BeginOptimizerStep).
+  void TrackOptimizers();
+
+  // One all-reduce of gradients across ranks: `params` and their local `grads` before the
+  // reduction (copied when wanted). Then EndAllReduce with the reduced gradients dumps the
+  // kernels; call it on the thread that runs the other hooks.
+  class AllReduceStep;
+  std::shared_ptr<AllReduceStep> BeginAllReduce(const std::vector<at::Tensor>& params,
+                                                const std::vector<at::Tensor>& grads);
+  void EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& reduced);
+
+  // Ends the open iteration, waits for every write, reports unused kernel entries. Returns the
+  // first write error. Idempotent.
+  Status Close();
+
+  DumpSession* session() const { return session_.get(); }  // null: not dumping
+  size_t num_models() const { return models_.size(); }
+  // Calls of modules run through the executor, and optimizer steps seen.
+  uint64_t calls() const { return calls_; }
+  uint64_t optimizer_steps() const { return optimizer_steps_; }
+
+ private:
+  struct Owner {
+    TorchModel* model = nullptr;
+    std::string name;  // the parameter's path in the model ("fc1.weight")
+  };
+  Owner OwnerOf(const at::Tensor& param);
+  void EnsureIteration();
+  KernelInfo HostKernel(const Owner& owner, const std::string& scope_prefix,
+                        const std::string& op_type);
+
+  std::unique_ptr<DumpSession> session_;
+  std::vector<std::unique_ptr<TorchModel>> models_;
+  std::unordered_map<const void*, TorchModel*> by_object_;  // module object -> model
+  std::unique_ptr<torch_internal::BackwardKernels> backward_;
+  std::unordered_map<const at::TensorImpl*, Owner> owners_;  // parameters of the models
+  uint64_t unnamed_parameters_ = 0;
+  // Host kernels (optimizer updates, all-reduces), by (model, full name without the op id).
+  std::map<std::pair<TorchModel*, std::string>, KernelInfo> host_kernels_;
+  bool optimizer_mode_ = false;
+  uint64_t calls_ = 0;
+  uint64_t optimizer_steps_ = 0;
+};
+
+}  // namespace graphdump

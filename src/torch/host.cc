@@ -1,0 +1,216 @@
+#include "graphdump/torch/host.h"
+
+#include "host_kernels.h"
+#include "tensor_views.h"
+
+namespace graphdump {
+
+using torch_internal::BackwardKernels;
+using torch_internal::ModuleOfParameter;
+using torch_internal::Underscored;
+using torch_internal::UpdateCapture;
+
+class DumpHost::BackwardPass {
+ public:
+  explicit BackwardPass(BackwardKernels* kernels, std::unique_ptr<BackwardKernels::Hooks> hooks)
+      : kernels_(kernels), hooks_(std::move(hooks)) {}
+  ~BackwardPass() {
+    hooks_.reset();
+    kernels_->ClearForward();  // the pass consumed the nodes the forward calls noted
+  }
+
+ private:
+  BackwardKernels* kernels_;
+  std::unique_ptr<BackwardKernels::Hooks> hooks_;
+};
+
+class DumpHost::OptimizerStep {
+ public:
+  std::vector<at::Tensor> params;  // those with a gradient
+  std::vector<UpdateCapture> captures;
+  std::vector<size_t> indexes;  // of `params` in the caller's list
+};
+
+class DumpHost::AllReduceStep {
+ public:
+  struct Reduced {
+    KernelInfo kernel;
+    at::Tensor local;  // a copy of the local gradient
+    TensorOrigin local_origin;
+    at::Tensor original;  // the gradient before, for the copy's layout
+    size_t index = 0;     // in the caller's list
+  };
+  std::vector<Reduced> wanted;
+};
+
+DumpHost::DumpHost(std::unique_ptr<DumpSession> session)
+    : session_(std::move(session)), backward_(std::make_unique<BackwardKernels>()) {}
+
+DumpHost::~DumpHost() { (void)Close(); }
+
+TorchModel* DumpHost::FindModel(const torch::jit::Module& module) const {
+  auto it = by_object_.find(module._ivalue().get());
+  return it == by_object_.end() ? nullptr : it->second;
+}
+
+TorchModel* DumpHost::FindOwner(const torch::jit::Module& submodule, std::string* path) const {
+  for (const auto& model : models_) {
+    if (model->module()._ivalue().get() == submodule._ivalue().get()) {
+      *path = "";
+      return model.get();
+    }
+    for (const auto& named : model->module().named_modules()) {
+      if (named.value._ivalue().get() == submodule._ivalue().get()) {
+        *path = named.name;
+        return model.get();
+      }
+    }
+  }
+  return nullptr;
+}
+
+StatusOr<TorchModel*> DumpHost::ModelFor(const torch::jit::Module& module) {
+  if (TorchModel* known = FindModel(module)) return known;
+  TorchModelOptions options;
+  options.graph_id = static_cast<uint32_t>(models_.size());
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model,
+                             TorchModel::FromModule(module, session_.get(), options));
+  TorchModel* raw = model.get();
+  if (session_) {
+    raw->SetKernelObserver(
+        [this, raw](const KernelInfo& kernel, const std::vector<c10::IValue>& outputs) {
+          backward_->NoteForward(raw, kernel, outputs);
+        });
+    for (const auto& p : raw->module().named_parameters(/*recurse=*/true)) {
+      backward_->AddParameter(p.value, raw, p.name);
+      owners_.emplace(p.value.unsafeGetTensorImpl(), Owner{raw, p.name});
+    }
+  }
+  by_object_[module._ivalue().get()] = raw;
+  models_.push_back(std::move(model));
+  return raw;
+}
+
+void DumpHost::EnsureIteration() {
+  if (!session_->IterationOpen()) session_->BeginIteration();
+}
+
+StatusOr<c10::IValue> DumpHost::Call(TorchModel* model, std::vector<c10::IValue> inputs) {
+  ++calls_;
+  if (session_) {
+    if (!optimizer_mode_ && model == models_.front().get() && session_->IterationOpen()) {
+      session_->EndIteration();  // the first module's next call starts the next iteration
+    }
+    EnsureIteration();
+  }
+  GRAPHDUMP_RETURN_IF_ERROR(model->BeginStep(inputs));
+  StatusOr<c10::IValue> out = model->RunMethod(std::move(inputs));
+  model->EndStep();
+  return out;
+}
+
+std::shared_ptr<DumpHost::BackwardPass> DumpHost::HookBackward(
+    const std::vector<at::Tensor>& roots) {
+  if (!session_ || models_.empty()) return nullptr;
+  EnsureIteration();
+  return std::make_shared<BackwardPass>(backward_.get(),
+                                        backward_->Hook(roots, models_.front().get()));
+}
+
+DumpHost::Owner DumpHost::OwnerOf(const at::Tensor& param) {
+  auto it = owners_.find(param.unsafeGetTensorImpl());
+  if (it != owners_.end()) return it->second;
+  // A parameter of no module run here: named in the order first seen, in the first graph.
+  Owner owner{models_.front().get(), "unnamed_" + std::to_string(unnamed_parameters_++)};
+  owners_.emplace(param.unsafeGetTensorImpl(), owner);
+  return owner;
+}
+
+KernelInfo DumpHost::HostKernel(const Owner& owner, const std::string& scope_prefix,
+                                const std::string& op_type) {
+  const std::string scope = scope_prefix + "/" + Underscored(owner.name);
+  auto key = std::make_pair(owner.model, scope + "/" + op_type);
+  auto it = host_kernels_.find(key);
+  if (it == host_kernels_.end()) {
+    it =
+        host_kernels_
+            .emplace(key, owner.model->AddHostKernel(scope, op_type, ModuleOfParameter(owner.name)))
+            .first;
+  }
+  return it->second;
+}
+
+void DumpHost::TrackOptimizers() { optimizer_mode_ = true; }
+
+std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
+    const std::string& optimizer_class, const std::vector<at::Tensor>& params,
+    const std::vector<std::vector<at::Tensor>>& states) {
+  optimizer_mode_ = true;
+  auto step = std::make_shared<OptimizerStep>();
+  // Without a session, or with no graph to hold the kernels (nothing ran here): nothing to do.
+  if (!session_ || models_.empty()) return step;
+  EnsureIteration();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& p = params[i];
+    if (!p.defined() || !p.grad().defined()) continue;
+    const KernelInfo kernel =
+        HostKernel(OwnerOf(p), "Default/optimizer-" + optimizer_class, optimizer_class);
+    step->params.push_back(p);
+    step->indexes.push_back(i);
+    step->captures.emplace_back(session_.get(), kernel, p, p.grad(),
+                                i < states.size() ? states[i] : std::vector<at::Tensor>{});
+  }
+  return step;
+}
+
+void DumpHost::EndOptimizerStep(OptimizerStep& step,
+                                const std::vector<std::vector<at::Tensor>>& states_after) {
+  for (size_t j = 0; j < step.captures.size(); ++j) {
+    const size_t i = step.indexes[j];
+    step.captures[j].Finish(step.params[j],
+                            i < states_after.size() ? states_after[i] : std::vector<at::Tensor>{});
+  }
+  ++optimizer_steps_;
+  if (session_ && session_->IterationOpen()) session_->EndIteration();
+}
+
+std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
+    const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
+  auto step = std::make_shared<AllReduceStep>();
+  if (!session_ || models_.empty()) return step;
+  EnsureIteration();
+  for (size_t i = 0; i < params.size() && i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const KernelInfo kernel =
+        HostKernel(OwnerOf(params[i]), "Default/allreduce-DataParallel", "AllReduce");
+    if (!session_->Wants(kernel)) continue;
+    step->wanted.push_back(
+        {kernel, grads[i].detach().clone(), torch_internal::OriginOf(grads[i]), grads[i], i});
+  }
+  return step;
+}
+
+void DumpHost::EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& reduced) {
+  const bool logical = true;  // the session applies trans_flag
+  for (AllReduceStep::Reduced& r : step.wanted) {
+    if (r.index >= reduced.size() || !reduced[r.index].defined()) continue;
+    const at::Tensor& out = reduced[r.index];
+    // The collective wrote the gradient behind its version counter: count it as a write, so no
+    // statistic of the local values is reused for the reduced ones.
+    out.unsafeGetTensorImpl()->bump_version();
+    std::vector<TensorView> inputs, outputs;
+    TensorView in_view, out_view;
+    if (torch_internal::MakeViewOfCopy(r.local, r.original, r.local_origin, logical, &in_view)) {
+      inputs.push_back(std::move(in_view));
+    }
+    if (torch_internal::MakeView(out.detach(), logical, &out_view)) {
+      outputs.push_back(std::move(out_view));
+    }
+    session_->OnKernelDone(r.kernel, inputs, outputs);
+  }
+  step.wanted.clear();
+}
+
+Status DumpHost::Close() { return session_ ? session_->Close() : Status::Ok(); }
+
+}  // namespace graphdump
