@@ -21,6 +21,7 @@ int RunConvert(int argc, char** argv);
 int RunDemoSynthetic(int argc, char** argv);
 int RunRun(int argc, char** argv);         // torch_exec.cc: executes graphdump-torch run
 int RunTrain(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch train
+int RunPython(int argc, char** argv);      // torch_exec.cc: executes python3 -m graphdump
 int RunTorchRun(int argc, char** argv);    // torch_commands.cc, in graphdump-torch
 int RunTorchTrain(int argc, char** argv);  // torch_commands.cc, in graphdump-torch
 int RunLs(int argc, char** argv);

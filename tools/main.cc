@@ -10,6 +10,8 @@ namespace graphdump::tools {
 namespace {
 
 constexpr Command kCommands[] = {
+    {"python", "run your own PyTorch script unchanged, dumping its TorchScript modules' kernels",
+     RunPython},
     {"run", "run a TorchScript model's graph kernel by kernel, dumping what the config selects",
      RunRun},
     {"train", "train a TorchScript model, dumping forward, backward and optimizer kernels",

@@ -1,0 +1,182 @@
+// _graphdump's analysis half (no LibTorch): the dump index as columns for a pandas DataFrame,
+// tensors read out of dump files, and compare and watch as the CLI computes them.
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/dump_index.h"
+#include "graphdump/analysis/npy_file.h"
+#include "graphdump/analysis/watch.h"
+
+namespace graphdump::python {
+namespace {
+
+namespace py = pybind11;
+using analysis::DumpIndex;
+
+PyObject* g_config_error = nullptr;
+
+DumpIndex Index(const std::string& path) {
+  StatusOr<DumpIndex> index = Status::Internal("not indexed");
+  {
+    py::gil_scoped_release no_gil;
+    index = analysis::IndexDump(path);
+  }
+  if (!index.ok()) Raise(index.status());
+  return std::move(*index);
+}
+
+// One row per dumped tensor, as columns (lists of equal length).
+py::dict IndexColumns(const std::string& path) {
+  const DumpIndex index = Index(path);
+  std::vector<uint32_t> rank, graph, slot;
+  std::vector<int64_t> iteration, order;
+  std::vector<std::string> kernel, op_type, io, dtype, file, source, net;
+  std::vector<py::tuple> shape;
+  std::vector<bool> is_parameter;
+  std::vector<std::map<std::string, std::string>> stats;
+  for (const auto& r : index.ranks) {
+    for (const auto& g : r.graphs) {
+      for (const auto& it : g.iterations) {
+        for (const auto& k : it.kernels) {
+          const std::string line = index.SourceLine(g, k.full_name);
+          for (const auto& t : k.tensors) {
+            rank.push_back(r.rank);
+            graph.push_back(g.graph_id);
+            net.push_back(g.net_name);
+            iteration.push_back(it.iteration);
+            order.push_back(k.order);
+            kernel.push_back(k.full_name);
+            op_type.push_back(k.op_type);
+            is_parameter.push_back(k.is_parameter);
+            io.push_back(t.is_input ? "input" : "output");
+            slot.push_back(t.slot);
+            dtype.push_back(t.dtype_name);
+            std::vector<int64_t> dims = t.stats ? t.stats->shape : std::vector<int64_t>{};
+            if (!t.stats && !t.path.empty() && !t.in_dump_file) {
+              if (auto npy = analysis::MappedNpy::Open(t.path); npy.ok()) {
+                dims = (*npy)->info().shape;
+              }
+            }
+            py::tuple dims_tuple(dims.size());
+            for (size_t i = 0; i < dims.size(); ++i) dims_tuple[i] = dims[i];
+            shape.push_back(dims_tuple);
+            file.push_back(t.path);
+            source.push_back(line);
+            stats.push_back(t.stats ? t.stats->values : std::map<std::string, std::string>{});
+          }
+        }
+      }
+    }
+  }
+  py::dict columns;
+  columns["rank"] = rank;
+  columns["graph"] = graph;
+  columns["net_name"] = net;
+  columns["iteration"] = iteration;
+  columns["order"] = order;
+  columns["kernel"] = kernel;
+  columns["op_type"] = op_type;
+  columns["is_parameter"] = is_parameter;
+  columns["io"] = io;
+  columns["slot"] = slot;
+  columns["dtype"] = dtype;
+  columns["shape"] = shape;
+  columns["file"] = file;
+  columns["source"] = source;
+  columns["statistics"] = stats;
+  std::vector<std::pair<std::string, std::string>> skipped;
+  for (const auto& s : index.skipped) skipped.emplace_back(s.path, s.reason);
+  columns["skipped"] = skipped;
+  return columns;
+}
+
+// A tensor of a dump file as (descr, shape, bytes): a .npy's data, or input/output `slot` of an
+// Ascend dump file.
+py::tuple ReadTensor(const std::string& path, bool ascend_dump_file, bool is_input, uint32_t slot) {
+  StatusOr<std::unique_ptr<analysis::MappedNpy>> npy =
+      ascend_dump_file ? analysis::MappedNpy::FromAscendDumpFile(path, is_input, slot)
+                       : analysis::MappedNpy::Open(path);
+  if (!npy.ok()) Raise(npy.status());
+  const NpyInfo& info = (*npy)->info();
+  py::bytes data(reinterpret_cast<const char*>((*npy)->data()), info.data_bytes);
+  return py::make_tuple(info.descr, info.shape, info.fortran_order, data);
+}
+
+py::tuple Compare(const std::string& a, const std::string& b, std::optional<int64_t> iteration,
+                  double atol, double rtol) {
+  const DumpIndex index_a = Index(a);
+  const DumpIndex index_b = Index(b);
+  analysis::CompareOptions options;
+  options.iteration = iteration;
+  options.atol = atol;
+  options.rtol = rtol;
+  options.progress = false;
+  std::string csv, json;
+  {
+    py::gil_scoped_release no_gil;
+    const analysis::CompareResult result = analysis::CompareDumps(index_a, index_b, options);
+    csv = analysis::CompareResultCsv(result);
+    json = analysis::CompareResultJson(result);
+  }
+  return py::make_tuple(csv, json);
+}
+
+std::string Watch(const std::string& path, const std::string& checks_text) {
+  StatusOr<std::vector<analysis::WatchCheck>> checks = analysis::ParseWatchChecks(checks_text);
+  if (!checks.ok()) Raise(checks.status());
+  const DumpIndex index = Index(path);
+  analysis::WatchOptions options;
+  options.progress = false;
+  py::gil_scoped_release no_gil;
+  return analysis::WatchResultJson(analysis::RunWatch(index, *checks, options));
+}
+
+}  // namespace
+
+void RaiseConfigError(const std::string& message) {
+  PyErr_SetString(g_config_error, message.c_str());
+  throw py::error_already_set();
+}
+
+void Raise(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kNotFound:
+      PyErr_SetString(PyExc_FileNotFoundError, status.message().c_str());
+      throw py::error_already_set();
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kCorrupt:
+    case StatusCode::kUnsupported:
+      throw py::value_error(status.message());
+    case StatusCode::kIOError: {
+      PyErr_SetString(PyExc_OSError, status.message().c_str());
+      throw py::error_already_set();
+    }
+    default:
+      throw std::runtime_error(status.message());
+  }
+}
+
+void BindCommon(py::module_& m) {
+  static py::exception<std::runtime_error> config_error(m, "ConfigError", PyExc_ValueError);
+  g_config_error = config_error.ptr();
+}
+
+void BindAnalysis(py::module_& m) {
+  m.def("index_columns", &IndexColumns, py::arg("path"),
+        "One row per dumped tensor of a dump directory, as columns.");
+  m.def("read_tensor", &ReadTensor, py::arg("path"), py::arg("ascend_dump_file") = false,
+        py::arg("is_input") = false, py::arg("slot") = 0,
+        "(descr, shape, fortran_order, bytes) of a .npy file or of a tensor in an Ascend dump "
+        "file.");
+  m.def("compare", &Compare, py::arg("a"), py::arg("b"), py::arg("iteration") = std::nullopt,
+        py::arg("atol") = 1e-8, py::arg("rtol") = 1e-5,
+        "(result CSV, result JSON) of comparing dump A (under test) with B (reference).");
+  m.def("watch", &Watch, py::arg("path"), py::arg("checks") = "nan,inf",
+        "The watch result as JSON.");
+}
+
+}  // namespace graphdump::python

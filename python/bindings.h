@@ -1,0 +1,24 @@
+// The pieces of the _graphdump extension (module.cc), one function per binding file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+#include "graphdump/status.h"
+
+namespace graphdump::python {
+
+// graphdump.ConfigError (a ValueError) and the Status -> exception mapping.
+void BindCommon(pybind11::module_& m);
+// Dump directories: load, read, compare, watch (analysis_bindings.cc; no LibTorch).
+void BindAnalysis(pybind11::module_& m);
+// Configuration, the dump host, the executor (torch_bindings.cc).
+void BindTorch(pybind11::module_& m);
+
+// Raises the Python exception that fits `status` (ConfigError for a configuration error,
+// FileNotFoundError, OSError, ValueError, RuntimeError) with its message.
+[[noreturn]] void Raise(const Status& status);
+[[noreturn]] void RaiseConfigError(const std::string& message);
+
+}  // namespace graphdump::python

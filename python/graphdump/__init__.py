@@ -1,0 +1,173 @@
+"""graphdump: dump a PyTorch training's kernels in MindSpore's Dump format, then find where its
+numbers go wrong (docs/python.md).
+
+Dumping (graphdump.torch):
+
+    import graphdump.torch as gd
+    with gd.Dump("data_dump.json") as dump:
+        model = dump.wrap(torch.jit.script(net))
+        dump.track(optimizer)
+        ...
+
+or, with no change to the script: ``graphdump python train.py ARGS``.
+
+Analysis (this module), through the same C++ as the CLI:
+
+    df = graphdump.load("dump/")                  # one row per dumped tensor (pandas)
+    x = graphdump.read(df.iloc[0])                # a tensor as a NumPy array
+    result = graphdump.compare("dump_bf16/", "dump_fp32/")
+    hits = graphdump.watch("dump/", "nan,inf")
+"""
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import torch  # registers torch's types with pybind11 before the extension loads
+
+from . import _graphdump
+from ._graphdump import ConfigError
+
+__version__ = _graphdump.__version__
+__all__ = ["load", "read", "compare", "watch", "Comparison", "ConfigError", "__version__"]
+
+
+def _pandas():
+    import pandas
+    return pandas
+
+
+def _statistic_value(text):
+    """A statistic.csv cell as a number where it is one (counts, floats, inf, nan); md5 stays
+    text."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def load(path):
+    """Indexes a dump directory (a dump root, a rank_{id} directory, a GE-layout dump or a
+    `graphdump convert` output) and returns a pandas DataFrame with one row per dumped tensor.
+
+    Columns: rank, graph, net_name, iteration (-1 for constants/), order (the kernel's position in
+    the execution order, -1 when unknown), kernel (full name), op_type, is_parameter, io
+    ('input'/'output'), slot, dtype, shape (a tuple), file (the tensor file; '' for a
+    statistic-only tensor), source (the kernel's source line 'file:line', '' when not
+    recorded), then one column per statistic.csv column found ('Max Value', 'NaN Count'...;
+    NaN where a tensor has no row). Files the index could not use are listed in
+    ``df.attrs['skipped']`` as (path, reason) pairs.
+
+    Raises FileNotFoundError for a missing directory and ValueError for one that holds no dump.
+    """
+    columns = _graphdump.index_columns(os.fspath(path))
+    skipped = columns.pop("skipped")
+    stats = columns.pop("statistics")
+    pd = _pandas()
+    frame = pd.DataFrame(columns)
+    names = []
+    for row in stats:
+        for name in row:
+            if name not in names:
+                names.append(name)
+    for name in names:
+        frame[name] = [_statistic_value(row[name]) if name in row else float("nan")
+                       for row in stats]
+    frame.attrs["skipped"] = skipped
+    frame.attrs["path"] = os.fspath(path)
+    return frame
+
+
+def read(tensor, *, as_torch=False):
+    """Reads one dumped tensor as a NumPy array (or a torch tensor with ``as_torch=True``).
+
+    `tensor` is a row of ``load()`` (or a dict with its 'file', 'io' and 'slot'), or the path of
+    a .npy file. Tensors inside Ascend dump files (file_format "bin", GE layout) are read out of
+    them and converted to host layout. bfloat16 tensors come back as float32, as .npy stores them.
+    Raises ValueError naming the file when it is not a valid dump file, and ValueError for a
+    statistic-only row (it has no file).
+    """
+    import numpy
+    if isinstance(tensor, (str, os.PathLike)):
+        path, io_name, slot = os.fspath(tensor), "output", 0
+    else:
+        path, io_name, slot = tensor["file"], tensor["io"], int(tensor["slot"])
+        if not path:
+            raise ValueError(f"{tensor['kernel']} {io_name} {slot}: a statistic-only tensor has "
+                             "no file to read (saved_data was 'statistic')")
+    ascend = not path.endswith(".npy")
+    descr, shape, fortran, data = _graphdump.read_tensor(path, ascend, io_name == "input", slot)
+    array = numpy.frombuffer(data, dtype=numpy.dtype(descr))
+    array = array.reshape(shape, order="F" if fortran else "C").copy()
+    return torch.from_numpy(array) if as_torch else array
+
+
+@dataclass
+class Comparison:
+    """What ``compare`` returns.
+
+    table: the ``compare --out`` table as a DataFrame, one row per tensor pair (columns in
+      docs/analysis.md).
+    first_divergence: the first kernel with verdict error in execution order (what the CLI
+      prints as the first divergence), as a dict with 'kernel', 'rank', 'graph_id',
+      'iteration', 'source_line' and 'reason'; None when no kernel fails.
+    summary: counts: 'kernels', 'pass', 'warning', 'error', 'unpaired', 'skipped'.
+    unpaired: kernels found on one side only, as dicts with 'side' ('A' or 'B') and 'kernel'.
+    Unpacks as ``table, first_divergence = compare(...)``.
+    """
+    table: Any
+    first_divergence: Optional[Dict[str, Any]]
+    summary: Dict[str, int] = field(default_factory=dict)
+    unpaired: List[Dict[str, Any]] = field(default_factory=list)
+
+    def __iter__(self):
+        return iter((self.table, self.first_divergence))
+
+
+def compare(a, b, *, iteration=None, atol=1e-8, rtol=1e-5):
+    """Compares dump `a` (the run under test) with dump `b` (the reference) kernel by kernel, as
+    ``graphdump compare A B`` does, and returns a Comparison.
+
+    iteration: only this iteration (default: every iteration both have).
+    atol, rtol: the elementwise check |a-b| <= atol + rtol*|b|.
+    """
+    if iteration is not None and iteration < 0:
+        raise ValueError(f"iteration must be 0 or more, got {iteration}")
+    csv, text = _graphdump.compare(os.fspath(a), os.fspath(b), iteration, float(atol),
+                                   float(rtol))
+    result = json.loads(text)
+    table = _pandas().read_csv(io.StringIO(csv), keep_default_na=False,
+                               na_values={c: [""] for c in _NUMERIC_COMPARE_COLUMNS})
+    return Comparison(table=table, first_divergence=result.get("first_failure"),
+                      summary=result.get("summary", {}), unpaired=result.get("unpaired", []))
+
+
+# compare --out columns whose empty cells mean "not computed".
+_NUMERIC_COMPARE_COLUMNS = [
+    "elements", "cosine", "max_abs_err", "max_rel_err", "rmse", "rel_err_below_0.1pct",
+    "rel_err_below_0.5pct", "allclose_failures", "nan_a", "nan_b", "inf_a", "inf_b",
+    "nonfinite_mismatches"]
+
+
+def watch(path, checks="nan,inf"):
+    """Checks every tensor of a dump against watchpoints, as ``graphdump watch DIR --check
+    CHECKS`` does, and returns the hits as a DataFrame in execution order (columns rank,
+    graph_id, iteration, order, kernel, io, slot, check, detail, source_line, path; empty when
+    nothing hit). ``hits.attrs`` holds 'tensors_checked' and 'skipped'.
+
+    checks: comma-separated, as the CLI's --check (nan, inf, overflow, zero, large[:T],
+      grad-vanish[:T], grad-explode[:T], weight-unchanged, weight-change[:T]).
+    """
+    result = json.loads(_graphdump.watch(os.fspath(path), checks))
+    columns = ["rank", "graph_id", "iteration", "order", "kernel", "io", "slot", "check",
+               "detail", "source_line", "path"]
+    rows = [{c: h.get(c) for c in columns} for h in result.get("hits", [])]
+    frame = _pandas().DataFrame(rows, columns=columns)
+    frame.attrs["tensors_checked"] = result.get("tensors_checked")
+    frame.attrs["skipped"] = result.get("skipped", [])
+    return frame

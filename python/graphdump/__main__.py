@@ -1,0 +1,132 @@
+"""``graphdump python`` (and ``python3 -m graphdump``): runs your own PyTorch script unchanged,
+dumping the kernels of the TorchScript modules it calls (docs/python.md)."""
+import os
+import runpy
+import signal
+import sys
+
+USAGE = "usage: graphdump python [--config FILE] SCRIPT [ARGS...]\n" \
+        "       graphdump python [--config FILE] -m MODULE [ARGS...]\n"
+
+HELP = USAGE + """
+Runs SCRIPT with Debian's python3 exactly as `python3 SCRIPT ARGS` would, with dumping on:
+every TorchScript module it calls (torch.jit.script, torch.jit.trace, torch.jit.load) runs its
+forward through graphdump's executor, one graph per module in first-call order; the backward
+passes it runs (loss.backward()) are dumped as Gradients/... kernels; each step() of a
+torch.optim optimizer dumps one update kernel per parameter and ends an iteration (without an
+optimizer, each call of the first module starts one). Plain nn.Modules run as they are and are
+not dumped: script or trace the model. What the training computes is not changed.
+
+options:
+  --config FILE   data_dump.json (default: $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG;
+                  neither set: the script runs with dumping off)
+  -m MODULE       run a library module as a script, as python3 -m MODULE
+  -h, --help      this help
+Options go before SCRIPT; everything after it is the script's.
+
+The rank is torch.distributed's once the script has initialised a process group (else $RANK,
+else 0); each rank dumps into rank_{rank}. With torchrun, put graphdump before the script:
+  torchrun --nproc_per_node 2 --no_python graphdump python train.py
+
+examples:
+  graphdump python --config data_dump.json train.py --epochs 1
+  GRAPHDUMP_CONFIG=$PWD/data_dump.json graphdump python train.py
+  MINDSPORE_DUMP_CONFIG=/abs/data_dump.json graphdump python -m mypackage.train
+
+The exit status is the script's; 2 for a bad command line or configuration (no script run).
+A summary of what was written goes to stderr when the script ends.
+"""
+
+
+def _usage_error(message):
+    sys.stderr.write(f"graphdump python: error: {message}\n{USAGE}"
+                     "(graphdump python --help for more)\n")
+    return 2
+
+
+def _parse(argv):
+    """(config, module, script, args) or an exit code."""
+    config = None
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help"):
+            sys.stdout.write(HELP)
+            return 0
+        if arg == "--config" or arg.startswith("--config="):
+            if arg == "--config":
+                if i + 1 >= len(argv):
+                    return _usage_error("--config needs a file")
+                config, i = argv[i + 1], i + 2
+            else:
+                config, i = arg.split("=", 1)[1], i + 1
+            continue
+        if arg == "-m":
+            if i + 1 >= len(argv):
+                return _usage_error("-m needs a module name")
+            return config, argv[i + 1], None, argv[i + 2:]
+        if arg.startswith("-"):
+            return _usage_error(f"unknown option {arg} (options go before the script)")
+        return config, None, arg, argv[i + 1:]
+    return _usage_error("no script given")
+
+
+def _human_bytes(n):
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} bytes"
+
+
+def _print_summary(summary):
+    if summary is None:
+        return
+    log = sys.stderr
+    log.write(f"graphdump: dump: {summary['root']}\n")
+    log.write(f"graphdump: dump: {summary['files']} tensor files, "
+              f"{_human_bytes(summary['bytes'])}, {summary['kernels_dumped']} kernel dumps, "
+              f"{summary['statistic_rows']} statistic rows; {summary['graphs']} graph(s), "
+              f"{summary['calls']} module call(s), {summary['optimizer_steps']} optimizer "
+              f"step(s)\n")
+    log.flush()
+
+
+def _terminate(signum, frame):
+    # Unwinds the script like an exception, so the dump is closed and every file is whole.
+    raise SystemExit(128 + signum)
+
+
+def main(argv):
+    parsed = _parse(argv)
+    if isinstance(parsed, int):
+        return parsed
+    config, module, script, args = parsed
+    if script is not None and not os.path.isfile(script):
+        return _usage_error(f"{script}: no such file")
+    if config is not None and not os.path.isfile(config):
+        return _usage_error(f"--config {config}: no such file")
+    from . import ConfigError
+    from .torch import Dump
+    name = module.rsplit(".", 1)[-1] if module else os.path.splitext(os.path.basename(script))[0]
+    try:
+        dump = Dump(config, auto=True, name=name)
+    except ConfigError as e:
+        sys.stderr.write(f"graphdump python: error: {e}\n")
+        return 2
+    signal.signal(signal.SIGTERM, _terminate)
+    dump.start()
+    try:
+        if module is not None:
+            sys.argv = [module] + args
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [script] + args
+            sys.path[0] = os.path.dirname(os.path.abspath(script))
+            runpy.run_path(script, run_name="__main__")
+    finally:
+        _print_summary(dump.close())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,504 @@
+"""graphdump.torch: dump the kernels of a PyTorch training your own script drives
+(docs/python.md).
+
+    import graphdump.torch as gd
+
+    with gd.Dump("data_dump.json") as dump:          # or gd.Dump(): $GRAPHDUMP_CONFIG
+        model = dump.wrap(torch.jit.script(net))     # forward through graphdump's executor
+        dump.track(optimizer)                        # optimizer kernels, iteration boundaries
+        dump.set_dump(model.features)                # dump_mode 2 (MindSpore's set_dump)
+        for x, y in loader: ...                      # your loop, loss, scheduler, clipping
+
+What is dumped, and how iterations are counted, is graphdump's C++ (graphdump::DumpHost); this
+module only connects it to PyTorch's Python objects:
+  - a wrapped TorchScript module's calls (torch.jit.ScriptModule.__call__) run its forward graph
+    through graphdump's executor: one graph per module, ids in wrap order (or first-call order
+    with ``graphdump python``);
+  - backward passes (torch.autograd.backward, and so Tensor.backward) are hooked so that their
+    autograd nodes are dumped as Gradients/... kernels;
+  - each step() of a tracked optimizer dumps one update kernel per parameter and ends the
+    iteration; without one, each call of the first module starts a new iteration;
+  - a DistributedDataParallel over a wrapped module gets a communication hook that all-reduces
+    as DDP does and dumps the all-reduce as kernels.
+Nothing here copies or changes what the training computes: the executor runs the same ATen
+kernels TorchScript would, and tensors are copied only for the dump.
+"""
+import atexit
+import os
+import sys
+import types
+import weakref
+
+import torch
+
+from . import _graphdump as _C
+from ._graphdump import ConfigError
+
+__all__ = ["Dump", "ConfigError", "active"]
+
+_active = None  # the Dump that is on, if any
+_patches = []  # (owner, attribute name, original value or _MISSING)
+_MISSING = object()
+_NOT_RUN = object()  # Dump._call: the module was left to TorchScript
+
+
+def active():
+    """The Dump that is on in this process, or None."""
+    return _active
+
+
+def _log(message):
+    print(f"graphdump: {message}", file=sys.stderr, flush=True)
+
+
+def _rank():
+    """This process's rank: torch.distributed's when a process group is initialised, else
+    $RANK (torchrun sets it), else 0."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    text = os.environ.get("RANK", "")
+    return int(text) if text.isdigit() else 0
+
+
+def _script_name():
+    main = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    stem = os.path.splitext(os.path.basename(main))[0]
+    return stem if stem and stem != "-c" else "model"
+
+
+def _state_tensors(state):
+    """The tensors of one parameter's optimizer state, in the state's key order."""
+    if not state:
+        return []
+    return [v for v in state.values() if isinstance(v, torch.Tensor)]
+
+
+def _not_torchscript(module, what):
+    name = type(module).__name__
+    if isinstance(module, torch.nn.parallel.DistributedDataParallel):
+        return TypeError(f"{what}: got DistributedDataParallel; wrap the module inside it: "
+                         "DistributedDataParallel(dump.wrap(torch.jit.script(net))) "
+                         "(docs/python.md)")
+    if isinstance(module, torch.nn.Module):
+        return TypeError(
+            f"{what}: {name} is a plain torch.nn.Module, not TorchScript, and graphdump's "
+            f"executor runs TorchScript graphs: pass torch.jit.script(model), or "
+            f"torch.jit.trace(model, example_inputs) for a model that scripting rejects "
+            f"(docs/python.md)")
+    return TypeError(f"{what}: expected a TorchScript module (torch.jit.script, torch.jit.trace "
+                     f"or torch.jit.load), got {name} (docs/python.md)")
+
+
+class Dump:
+    """A dump of this process's training, on between start() and close() (or in a ``with``).
+
+    config: a data_dump.json path (MindSpore's dialect or the GE dialect, docs/configuration.md);
+      None reads $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG, and with neither set dumping is
+      off and the training runs untouched. The file is validated here: ConfigError lists every
+      problem.
+    auto: run every TorchScript module the process calls through the executor and track every
+      optimizer it creates (what ``graphdump python`` does), instead of only those given to
+      wrap() and track().
+    name: the net name when the configuration leaves it empty (the GE dialect): default the
+      script's file name.
+
+    The dump directory of a rank is opened at the first call of a dumped module, when the rank
+    is known (torch.distributed's, else $RANK, else 0); a rank outside support_device runs
+    undumped.
+    """
+
+    def __init__(self, config=None, *, auto=False, name=None):
+        self._config = _C.load_config(None if config is None else os.fspath(config))
+        self._auto = auto
+        self._name = name or _script_name()
+        self._pid = os.getpid()
+        self._started = False
+        self._closed = False
+        self._host = None
+        self._host_opened = False
+        self._summary = None
+        self._error = ""
+        self._off_reason = ("" if self._config is not None else
+                            "no configuration: GRAPHDUMP_CONFIG and MINDSPORE_DUMP_CONFIG unset")
+        self._wrapped = []  # in wrap order: their graph ids
+        self._wrapped_set = weakref.WeakSet()
+        self._unroutable = weakref.WeakSet()  # modules the executor cannot run
+        self._registered = weakref.WeakSet()  # modules the host has compiled
+        self._pending_set_dump = []
+        self._optimizers = weakref.WeakSet()
+        self._routed_parameters = set()  # ids of the parameters of modules run here
+        self._warned_unowned = False
+        self._pending_allreduce = []
+        if self._config is not None:
+            for warning in self._config.warnings:
+                _log(f"warning: {warning}")
+
+    # --- state -----------------------------------------------------------------------------
+
+    @property
+    def enabled(self):
+        """False when nothing is dumped here (no configuration, enable_dump false, or this rank
+        outside support_device; see off_reason). Until the first module call the rank can still
+        change (torch.distributed's process group): the answer is then for the rank as it is
+        now."""
+        if self._host_opened:
+            return self._host.dumping
+        return self.off_reason == ""
+
+    @property
+    def off_reason(self):
+        """Why nothing is dumped, or ''."""
+        if not self._host_opened and self._config is not None:
+            return self._config.off_reason(_rank())
+        return self._off_reason
+
+    @property
+    def iteration(self):
+        """The current iteration number (None before the first module call, or when nothing
+        is dumped)."""
+        return self._host.iteration if self._host is not None else None
+
+    @property
+    def summary(self):
+        """What was written: root, files, bytes, kernels_dumped, statistic_rows,
+        unused_kernel_entries, graphs, calls, optimizer_steps (after close(), or so far); None
+        when nothing is dumped."""
+        if self._summary is not None:
+            return self._summary
+        return self._host.summary() if self._dumping() else None
+
+    @property
+    def error(self):
+        """The first write error ('' when none): dumping stopped there, the training did not."""
+        return self._error
+
+    # --- lifetime --------------------------------------------------------------------------
+
+    def start(self):
+        """Turns the dump on (``with`` calls it). One Dump may be on at a time."""
+        global _active
+        if self._closed:
+            raise RuntimeError("this Dump was closed; make a new one")
+        if self._started:
+            return self
+        if _active is not None:
+            raise RuntimeError("another graphdump Dump is on in this process; close it first")
+        self._started = True
+        _active = self
+        _install(self._auto)
+        atexit.register(self.close)
+        if self._config is None:
+            _log(f"dump: off ({self._off_reason})")
+        return self
+
+    def close(self):
+        """Ends the open iteration, waits for every file, turns the dump off and returns the
+        summary (None when nothing was dumped). Idempotent; also runs at interpreter exit."""
+        global _active
+        if self._closed:
+            return self._summary
+        self._closed = True
+        if _active is self:
+            _active = None
+            _uninstall()
+        atexit.unregister(self.close)
+        if not self._dumping():
+            return None
+        self._flush_allreduce()
+        self._error = self._host.close()
+        self._summary = self._host.summary()
+        if self._error:
+            _log(f"dump incomplete: {self._error}")
+        if self._auto and self._summary["calls"] == 0:
+            _log("warning: no TorchScript module was called, so no kernel was dumped: graphdump "
+                 "runs the modules made by torch.jit.script, torch.jit.trace or torch.jit.load "
+                 "(docs/python.md)")
+        return self._summary
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, traceback):
+        self.close()
+        return False
+
+    # --- what is dumped --------------------------------------------------------------------
+
+    def wrap(self, module):
+        """Runs `module` (a TorchScript module: torch.jit.script, torch.jit.trace or
+        torch.jit.load) through graphdump's executor from now on, and returns it. Its graph id
+        is the number of modules wrapped before. Raises TypeError for a plain nn.Module."""
+        if not isinstance(module, torch.jit.ScriptModule):
+            raise _not_torchscript(module, "Dump.wrap")
+        if module not in self._wrapped_set:
+            self._wrapped.append(module)
+            self._wrapped_set.add(module)
+            if self._host is not None:
+                self._register(module, strict=True)
+        return module
+
+    def track(self, obj):
+        """Tracks a torch.optim optimizer (each step() dumps its update kernels and ends the
+        iteration) or a DistributedDataParallel model (its gradient all-reduce is dumped).
+        Returns obj."""
+        if isinstance(obj, torch.optim.Optimizer):
+            self._track_optimizer(obj)
+        elif isinstance(obj, torch.nn.parallel.DistributedDataParallel):
+            _hook_ddp(obj)
+        else:
+            raise TypeError(f"Dump.track: expected a torch.optim.Optimizer or a "
+                            f"DistributedDataParallel, got {type(obj).__name__}")
+        return obj
+
+    def set_dump(self, module):
+        """Marks a TorchScript module (a wrapped one or one of its submodules) and everything
+        under it for dump_mode 2, as MindSpore's set_dump(cell). Its backward and optimizer
+        kernels follow its module path."""
+        if not isinstance(module, torch.jit.ScriptModule):
+            raise _not_torchscript(module, "Dump.set_dump")
+        if self._config is not None and self._config.dump_mode != 2:
+            _log(f"warning: set_dump has no effect: dump_mode is {self._config.dump_mode} (it "
+                 "selects kernels only with dump_mode 2)")
+        if self._host is None or not self._host.set_dump(module):
+            self._pending_set_dump.append(module)
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _dumping(self):
+        return self._host is not None and self._host.dumping
+
+    def _routes(self, module):
+        return (not self._closed and os.getpid() == self._pid and
+                module not in self._unroutable and
+                (self._auto or module in self._wrapped_set) and
+                not torch._C._get_tracing_state())
+
+    def _open_host(self):
+        """The host, opened at the first use. When nothing is dumped here it only runs modules
+        through the executor, so that a training computes the same whatever it dumps."""
+        if self._host_opened:
+            return self._host
+        self._host_opened = True
+        rank = _rank()
+        if self._config is not None:
+            self._off_reason = self._config.off_reason(rank)
+            if self._off_reason:
+                _log(f"dump: off ({self._off_reason})")
+        if self._off_reason:
+            self._host = _C.Host.executor_only()
+        else:
+            self._host = _C.Host.open(self._config, rank, self._name)
+        if len(self._optimizers):
+            self._host.track_optimizers()
+        for module in self._wrapped:
+            self._register(module, strict=True)
+        return self._host
+
+    def _register(self, module, strict):
+        """Compiles and registers `module`. With strict, errors propagate (wrap); otherwise a
+        module the executor cannot run is left to TorchScript, with a warning."""
+        if module in self._registered:
+            return True
+        graphs = self._host.graphs
+        try:
+            self._host.register(module)
+        except (ValueError, RuntimeError) as e:
+            if strict:
+                raise
+            self._unroutable.add(module)
+            _log(f"warning: {module.original_name} runs as plain TorchScript and is not dumped: "
+                 f"{e}")
+            return False
+        self._registered.add(module)
+        if self._host.graphs != graphs:
+            for p in module.parameters():
+                self._routed_parameters.add(id(p))
+            if self._pending_set_dump:
+                self._pending_set_dump = [m for m in self._pending_set_dump
+                                          if not self._host.set_dump(m)]
+        return True
+
+    def _call(self, module, args, kwargs):
+        host = self._open_host()
+        if not self._register(module, strict=False):
+            return _NOT_RUN
+        for hook in getattr(module, "_forward_pre_hooks", {}).values():
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        out = host.call(module, args, kwargs)
+        for hook in getattr(module, "_forward_hooks", {}).values():
+            result = hook(module, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    def _track_optimizer(self, optimizer):
+        if optimizer in self._optimizers:
+            return
+        self._optimizers.add(optimizer)
+        if self._host is not None:
+            self._host.track_optimizers()
+        original = optimizer.step  # bound method, or an LR scheduler's counting wrapper
+
+        def step(opt, *args, **kwargs):
+            dump = _active
+            host = _dumping_host(dump)
+            if host is None:
+                return original(*args, **kwargs)
+            params = [p for group in opt.param_groups for p in group["params"]]
+            if dump._auto and not dump._warned_unowned:
+                dump._warn_unowned(params)
+            before = [_state_tensors(opt.state.get(p)) for p in params]
+            token = host.begin_optimizer_step(type(opt).__name__, params, before)
+            out = original(*args, **kwargs)
+            host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
+            return out
+
+        # An LR scheduler created later wraps this bound method again (it needs __func__); one
+        # created before marked its wrapper, and checks that the mark is still there.
+        if hasattr(original, "_with_counter"):
+            step._with_counter = original._with_counter
+        optimizer.step = types.MethodType(step, optimizer)
+
+    def _warn_unowned(self, params):
+        self._warned_unowned = True
+        unowned = [p for p in params if id(p) not in self._routed_parameters]
+        if unowned:
+            _log(f"warning: {len(unowned)} of the optimizer's {len(params)} parameters belong to "
+                 "no TorchScript module that ran, so the kernels that use them are not dumped "
+                 "(only their updates, named unnamed_N): make their modules TorchScript with "
+                 "torch.jit.script or torch.jit.trace (docs/python.md)")
+
+    def _flush_allreduce(self):
+        pending, self._pending_allreduce = self._pending_allreduce, []
+        for token, params in pending:
+            self._host.end_allreduce(token, [p.grad for p in params])
+
+
+# --- patches ------------------------------------------------------------------------------
+
+
+def _patch(owner, name, value):
+    _patches.append((owner, name, owner.__dict__.get(name, _MISSING)))
+    setattr(owner, name, value)
+
+
+def _install(auto):
+    ddp = torch.nn.parallel.DistributedDataParallel
+    _patch(torch.jit.ScriptModule, "__call__", _script_call)
+    _patch(torch.autograd, "backward", _backward)
+    _patch(ddp, "__init__", _ddp_init)
+    _patch(ddp, "register_comm_hook", _ddp_register_comm_hook)
+    if auto:
+        _patch(torch.optim.Optimizer, "__init__", _optimizer_init)
+
+
+def _uninstall():
+    while _patches:
+        owner, name, original = _patches.pop()
+        if original is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+
+
+_module_call = torch.nn.Module.__call__
+_autograd_backward = torch.autograd.backward
+_optimizer_init_original = torch.optim.Optimizer.__init__
+_ddp_init_original = torch.nn.parallel.DistributedDataParallel.__init__
+_ddp_register_original = torch.nn.parallel.DistributedDataParallel.register_comm_hook
+
+
+def _script_call(module, *args, **kwargs):
+    dump = _active
+    if dump is not None and dump._routes(module):
+        out = dump._call(module, args, kwargs)
+        if out is not _NOT_RUN:
+            return out
+    return _module_call(module, *args, **kwargs)
+
+
+def _dumping_host(dump):
+    """The host of `dump` when it dumps in this process, else None."""
+    if dump is None or os.getpid() != dump._pid or not dump._dumping():
+        return None
+    return dump._host
+
+
+def _backward(*args, **kwargs):
+    dump = _active
+    host = _dumping_host(dump)
+    if host is None:
+        return _autograd_backward(*args, **kwargs)
+    tensors = args[0] if args else kwargs.get("tensors")
+    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    backward_pass = host.hook_backward(roots)
+    try:
+        return _autograd_backward(*args, **kwargs)
+    finally:
+        backward_pass.close()
+        dump._flush_allreduce()
+
+
+def _optimizer_init(optimizer, *args, **kwargs):
+    _optimizer_init_original(optimizer, *args, **kwargs)
+    if _active is not None and _active._auto:
+        _active._track_optimizer(optimizer)
+
+
+class _CommHookState:
+    """Our DDP communication hook's state: the process group, and the user's own hook (if they
+    register one) that it calls instead of the plain all-reduce."""
+
+    def __init__(self, process_group):
+        self.process_group = process_group
+        self.inner = None  # (state, hook)
+
+
+def _ddp_init(ddp, *args, **kwargs):
+    _ddp_init_original(ddp, *args, **kwargs)
+    dump = _active
+    if dump is not None and isinstance(ddp.module, torch.jit.ScriptModule) and \
+            dump._routes(ddp.module):
+        _hook_ddp(ddp)
+
+
+def _hook_ddp(ddp):
+    if getattr(ddp, "_graphdump_comm", None) is not None:
+        return
+    state = _CommHookState(ddp.process_group)
+    _ddp_register_original(ddp, state, _dump_comm_hook)
+    ddp._graphdump_comm = state
+
+
+def _ddp_register_comm_hook(ddp, state, hook):
+    ours = getattr(ddp, "_graphdump_comm", None)
+    if ours is None:
+        return _ddp_register_original(ddp, state, hook)
+    if ours.inner is not None:
+        raise RuntimeError("register_comm_hook can only be called once")
+    ours.inner = (state, hook)
+
+
+def _allreduce_mean(process_group, bucket):
+    """DDP's own reduction: each gradient times 1/world_size, then summed over ranks (without a
+    hook DDP multiplies while copying into the bucket; with one it copies, so we multiply)."""
+    tensor = bucket.buffer()
+    tensor.mul_(1.0 / process_group.size())
+    future = torch.distributed.all_reduce(tensor, group=process_group, async_op=True).get_future()
+    return future.then(lambda f: f.value()[0])
+
+
+def _dump_comm_hook(state, bucket):
+    dump = _active
+    host = _dumping_host(dump)
+    if host is not None:
+        params = bucket.parameters()
+        token = host.begin_allreduce(params, bucket.gradients())
+        # The reduced gradients are in the parameters' .grad once backward() returns: dumped then.
+        dump._pending_allreduce.append((token, params))
+    if state.inner is not None:
+        return state.inner[1](state.inner[0], bucket)
+    return _allreduce_mean(state.process_group, bucket)

@@ -1,0 +1,219 @@
+// _graphdump's LibTorch half: configuration, and the DumpHost that runs TorchScript modules
+// through graphdump's executor for the package's glue (graphdump/torch.py).
+#include <pybind11/stl.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "graphdump/config.h"
+#include "graphdump/selector.h"
+#include "graphdump/session.h"
+#include "graphdump/torch/host.h"
+
+namespace graphdump::python {
+namespace {
+
+namespace py = pybind11;
+
+// A parsed configuration, held between validation (at start) and the session's opening (at the
+// first module call, when the rank is known).
+struct Config {
+  ParsedConfig parsed;
+};
+
+std::shared_ptr<Config> LoadConfig(const std::optional<std::string>& path) {
+  if (!path) {
+    StatusOr<std::unique_ptr<ParsedConfig>> env = LoadConfigFromEnvironment();
+    if (!env.ok()) RaiseConfigError(env.status().message());
+    if (!*env) return nullptr;
+    return std::make_shared<Config>(Config{std::move(**env)});
+  }
+  const char* diagnostic = std::getenv(kDiagnosticPathEnv);
+  StatusOr<ParsedConfig> parsed = LoadConfigFile(*path, diagnostic ? diagnostic : "");
+  if (!parsed.ok()) RaiseConfigError(parsed.status().message());
+  return std::make_shared<Config>(Config{std::move(*parsed)});
+}
+
+// The module behind a torch.jit.ScriptModule (scripted, traced or loaded), sharing its object.
+torch::jit::Module ScriptModuleOf(const py::handle& module) {
+  if (!py::hasattr(module, "_c")) {
+    throw py::type_error("expected a TorchScript module (torch.jit.ScriptModule)");
+  }
+  return py::cast<torch::jit::Module>(module.attr("_c"));
+}
+
+TorchModel* ModelOf(DumpHost& host, const py::handle& module) {
+  StatusOr<TorchModel*> model = host.ModelFor(ScriptModuleOf(module));
+  if (!model.ok()) Raise(model.status());
+  return *model;
+}
+
+py::object Call(DumpHost& host, const py::handle& module, const py::tuple& args,
+                const py::dict& kwargs) {
+  TorchModel* model = ModelOf(host, module);
+  const c10::FunctionSchema& schema = model->module().get_method("forward").function().getSchema();
+  torch::jit::Stack stack = torch::jit::createStackForSchema(
+      schema, torch::jit::tuple_slice(args), py::reinterpret_borrow<py::kwargs>(kwargs),
+      model->module()._ivalue());
+  stack.erase(stack.begin());  // the module itself: RunMethod adds it
+  StatusOr<c10::IValue> out = Status::Internal("not run");
+  {
+    py::gil_scoped_release no_gil;  // as TorchScript's own call: ATen needs no Python
+    out = host.Call(model, std::move(stack));
+  }
+  if (!out.ok()) Raise(out.status());
+  return torch::jit::toPyObject(std::move(*out));
+}
+
+py::dict SummaryOf(const DumpHost& host) {
+  const DumpSummary s = host.session() ? host.session()->Summary() : DumpSummary{};
+  py::dict d;
+  d["root"] = s.root;
+  d["files"] = s.files;
+  d["bytes"] = s.bytes;
+  d["kernels_dumped"] = s.kernels_dumped;
+  d["statistic_rows"] = s.statistic_rows;
+  d["unused_kernel_entries"] = s.unused_kernel_entries;
+  d["graphs"] = host.num_models();
+  d["calls"] = host.calls();
+  d["optimizer_steps"] = host.optimizer_steps();
+  return d;
+}
+
+// Handles of the host's two-part operations, complete types for pybind11.
+struct BackwardPassHandle {
+  std::shared_ptr<DumpHost::BackwardPass> pass;
+};
+struct OptimizerStepHandle {
+  std::shared_ptr<DumpHost::OptimizerStep> step;
+};
+struct AllReduceHandle {
+  std::shared_ptr<DumpHost::AllReduceStep> step;
+};
+
+}  // namespace
+
+void BindTorch(py::module_& m) {
+  py::class_<Config, std::shared_ptr<Config>>(m, "Config",
+                                              "A validated dump configuration (data_dump.json)")
+      .def_property_readonly("warnings", [](const Config& c) { return c.parsed.warnings; })
+      .def_property_readonly("source_file",
+                             [](const Config& c) { return c.parsed.config.source_file; })
+      .def_property_readonly("dump_mode", [](const Config& c) { return c.parsed.config.dump_mode; })
+      .def_property_readonly("path", [](const Config& c) { return c.parsed.config.path; })
+      .def(
+          "off_reason",
+          [](const Config& c, uint32_t rank) { return DumpOffReason(c.parsed.config, rank); },
+          "Why this configuration dumps nothing on `rank`, or '' when it dumps there.");
+
+  m.def("load_config", &LoadConfig, py::arg("path") = std::nullopt,
+        "Reads and validates a data_dump.json (path None: $GRAPHDUMP_CONFIG, else "
+        "$MINDSPORE_DUMP_CONFIG; None when neither is set). Raises ConfigError listing every "
+        "problem.");
+
+  py::class_<BackwardPassHandle>(m, "BackwardPass").def("close", [](BackwardPassHandle& h) {
+    h.pass.reset();
+  });
+  py::class_<OptimizerStepHandle>(m, "OptimizerStep");
+  py::class_<AllReduceHandle>(m, "AllReduceStep");
+
+  py::class_<DumpHost>(m, "Host", "A dump session driven by Python (graphdump::DumpHost)")
+      .def_static(
+          "open",
+          [](const Config& config, uint32_t rank,
+             const std::string& model_name) -> std::unique_ptr<DumpHost> {
+            SessionOptions options;
+            options.config = config.parsed.config;
+            options.rank = rank;
+            options.model_name = model_name;
+            StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
+            if (!session.ok()) Raise(session.status());
+            return std::make_unique<DumpHost>(std::move(*session));
+          },
+          py::arg("config"), py::arg("rank"), py::arg("model_name"),
+          "Opens the dump session of `rank` (creates its directory). When the rank does not "
+          "dump, the host only runs modules (dumping is false).")
+      .def_static(
+          "executor_only", [] { return std::make_unique<DumpHost>(nullptr); },
+          "A host that runs modules through the executor and dumps nothing.")
+      .def_property_readonly("dumping",
+                             [](const DumpHost& host) { return host.session() != nullptr; })
+      .def(
+          "register",
+          [](DumpHost& host, const py::handle& module) {
+            return ModelOf(host, module)->graph().graph_id;
+          },
+          "Compiles and registers a TorchScript module; returns its graph id.")
+      .def(
+          "owns",
+          [](const DumpHost& host, const py::handle& module) {
+            return host.FindModel(ScriptModuleOf(module)) != nullptr;
+          },
+          "Is this module registered?")
+      .def("call", &Call, "Runs the module's forward through graphdump's executor.")
+      .def(
+          "set_dump",
+          [](DumpHost& host, const py::handle& module) {
+            std::string path;
+            TorchModel* model = host.FindOwner(ScriptModuleOf(module), &path);
+            if (model == nullptr) return false;
+            Status st = model->SetDump(path);
+            if (!st.ok()) Raise(st);
+            return true;
+          },
+          "Marks a registered module or submodule for dump_mode 2; False when no registered "
+          "module holds it.")
+      .def(
+          "hook_backward",
+          [](DumpHost& host, const std::vector<at::Tensor>& roots) {
+            return BackwardPassHandle{host.HookBackward(roots)};
+          },
+          "Hooks the backward graph of `roots` until the handle is closed.")
+      .def("track_optimizers", &DumpHost::TrackOptimizers)
+      .def("begin_optimizer_step",
+           [](DumpHost& host, const std::string& cls, const std::vector<at::Tensor>& params,
+              const std::vector<std::vector<at::Tensor>>& states) {
+             return OptimizerStepHandle{host.BeginOptimizerStep(cls, params, states)};
+           })
+      .def("end_optimizer_step",
+           [](DumpHost& host, OptimizerStepHandle& h,
+              const std::vector<std::vector<at::Tensor>>& states_after) {
+             host.EndOptimizerStep(*h.step, states_after);
+           })
+      .def("begin_allreduce",
+           [](DumpHost& host, const std::vector<at::Tensor>& params,
+              const std::vector<at::Tensor>& grads) {
+             return AllReduceHandle{host.BeginAllReduce(params, grads)};
+           })
+      .def("end_allreduce",
+           [](DumpHost& host, AllReduceHandle& h, const std::vector<at::Tensor>& reduced) {
+             host.EndAllReduce(*h.step, reduced);
+           })
+      .def_property_readonly("iteration",
+                             [](const DumpHost& host) -> std::optional<uint64_t> {
+                               if (!host.session()) return std::nullopt;
+                               return host.session()->CurrentIteration();
+                             })
+      .def_property_readonly("calls", &DumpHost::calls)
+      .def_property_readonly("graphs", &DumpHost::num_models)
+      .def(
+          "close",
+          [](DumpHost& host) {
+            Status st;
+            {
+              py::gil_scoped_release no_gil;  // waits for the writer threads
+              st = host.Close();
+            }
+            return st.ok() ? std::string() : st.message();
+          },
+          "Ends the open iteration and waits for every write; returns the first write error, "
+          "or ''.")
+      .def("summary", &SummaryOf);
+}
+
+}  // namespace graphdump::python

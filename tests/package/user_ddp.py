@@ -1,0 +1,53 @@
+"""A user's data-parallel training script for the package's tests, started torchrun-style (RANK,
+WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller): gloo, a TorchScript model inside
+DistributedDataParallel, each rank on its own shard. Nothing in it knows about graphdump.
+
+usage: user_ddp.py OUT_PREFIX [--steps N]
+Writes OUT_PREFIX.rank{r}.npz with every parameter after each step (name@step).
+"""
+import argparse
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.fc2 = nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--steps", type=int, default=3)
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(rank)  # different initial weights: DDP broadcasts rank 0's
+    model = nn.parallel.DistributedDataParallel(torch.jit.script(Net()))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(100 + rank)
+    saved = {}
+    for step in range(args.steps):
+        x = torch.randn(4, 6, generator=g)
+        y = torch.randint(0, 2, (4,), generator=g)
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        for name, p in model.module.named_parameters():
+            saved[f"{name}@{step}"] = p.detach().numpy().copy()
+    np.savez(f"{args.out}.rank{rank}.npz", **saved)
+    dist.destroy_process_group()
+    print(f"rank {rank}/{world}: {args.steps} steps")
+
+
+if __name__ == "__main__":
+    main()
