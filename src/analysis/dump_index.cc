@@ -7,8 +7,10 @@
 #include <map>
 #include <sstream>
 #include <tuple>
+#include <utility>
 #include <unordered_map>
 
+#include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/ascend_index.h"
 #include "graphdump/layout.h"
 
@@ -76,17 +78,58 @@ struct GraphContext {
   std::unordered_map<std::string, std::pair<std::string, int64_t>> by_file_name;
 };
 
+using KernelMap = std::map<std::pair<std::string, std::string>, KernelEntry>;  // (type, name)
+
+// The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
+// name the file stands for (its own, or mapping.csv's original).
+void IndexDumpFile(const fs::path& file, const std::string& name, KernelMap* kernels,
+                   std::vector<Skipped>* skipped) {
+  AscendIndexEntry parsed;
+  if (!ParseAscendBasename(name, &parsed)) return;
+  StatusOr<AscendDumpFile> header = ReadAscendDumpHeader(file.string());
+  if (!header.ok()) {
+    skipped->push_back({file.string(), header.status().message()});
+    return;
+  }
+  KernelEntry& k = (*kernels)[{parsed.op_type, parsed.op_name}];
+  k.op_type = parsed.op_type;
+  k.op_name = parsed.op_name;
+  std::error_code ec;
+  uint64_t file_bytes = fs::file_size(file, ec);  // counted once, with the first tensor
+  for (const auto* list : {&header->inputs, &header->outputs}) {
+    for (const AscendTensor& t : *list) {
+      if (t.absent()) continue;
+      TensorEntry tensor;
+      tensor.is_input = t.is_input;
+      tensor.slot = static_cast<uint32_t>(t.index);
+      tensor.format = kDefaultFormat;
+      tensor.dtype = AscendDataTypeToDType(t.data_type);
+      tensor.dtype_name = tensor.dtype ? std::string(DTypeName(*tensor.dtype))
+                                       : std::string(AscendDataTypeName(t.data_type));
+      tensor.path = file.string();
+      tensor.in_dump_file = true;
+      tensor.timestamp = parsed.timestamp;
+      tensor.file_bytes = std::exchange(file_bytes, 0);
+      k.tensors.push_back(std::move(tensor));
+    }
+  }
+}
+
 IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const GraphContext& ctx,
                               std::vector<Skipped>* skipped) {
   IterationEntry entry;
   entry.iteration = iteration;
   entry.dir = dir.string();
   const auto mapping = ReadMapping(dir);
-  std::map<std::pair<std::string, std::string>, KernelEntry> kernels;  // (op_type, op_name)
+  KernelMap kernels;
   for (const fs::path& file : SortedChildren(dir)) {
     std::string name = file.filename().string();
-    if (file.extension() != ".npy") continue;
     if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
+    if (file.extension() != ".npy") {
+      // file_format "bin": one Ascend dump file per kernel, holding its tensors.
+      if (LooksLikeAscendDumpName(name)) IndexDumpFile(file, name, &kernels, skipped);
+      continue;
+    }
     std::string op_type, op_name;
     TensorEntry tensor;
     if (!ParseDumpFileName(name, &op_type, &op_name, &tensor)) {

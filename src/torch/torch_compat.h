@@ -97,9 +97,12 @@ inline std::optional<SourceLocation> OriginalLocation(const torch::jit::SourceRa
 // frames are returned.
 inline std::vector<SourceLocation> SourceTrace(const torch::jit::Node* node) {
   std::vector<SourceLocation> trace;
+  // A module traced in this process has the stack in its own range; a loaded one in the range
+  // its archive's debug info maps back to.
   auto original = node->sourceRange().findSourceRangeThatGenerated();
-  if (original && original->source()) {
-    const std::string text = original->text().str();
+  const torch::jit::SourceRange& range = original ? *original : node->sourceRange();
+  if (range.source()) {
+    const std::string text = range.text().str();
     if (text.find("): ") != std::string::npos && text.find('\n') != std::string::npos) {
       auto frames = ParseTracedStack(text);
       if (!frames.empty()) return frames;
