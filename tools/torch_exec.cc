@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "graphdump/launcher.h"
 
 namespace graphdump::tools {
 namespace {
@@ -45,9 +46,51 @@ int ExecTorchCommand(const char* name, int argc, char** argv) {
   return kExitFailure;
 }
 
+// `--nproc N` among the options before the script: N, 0 when absent, -1 when malformed.
+int NprocOption(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string value;
+    if (arg == "--nproc" && i + 1 < argc) {
+      value = argv[i + 1];
+    } else if (arg.rfind("--nproc=", 0) == 0) {
+      value = arg.substr(8);
+    } else if (arg == "--nproc") {
+      return -1;
+    } else if (arg == "--config") {
+      ++i;  // its value
+      continue;
+    } else if (arg == "-m" || arg.empty() || arg[0] != '-') {
+      return 0;  // the script (or module) and its own arguments follow
+    } else {
+      continue;
+    }
+    if (value.empty() || value.size() > 4 || value.find_first_not_of("0123456789") != value.npos) {
+      return -1;
+    }
+    const int n = std::stoi(value);
+    return n >= 1 && n <= 1024 ? n : -1;
+  }
+  return 0;
+}
+
 // The package lies in python/ of the build directory (python/CMakeLists.txt), this executable in
 // tools/; GRAPHDUMP_PYTHONPATH overrides that for an installed layout.
 int ExecPython(int argc, char** argv) {
+  if (const int nproc = NprocOption(argc, argv); nproc != 0) {
+    if (nproc < 0) {
+      std::fprintf(stderr,
+                   "graphdump python: error: --nproc takes a number of ranks from 1 to 1024, "
+                   "before the script (graphdump python --nproc 2 train.py)\n");
+      return kExitUsage;
+    }
+    // Each rank runs this command again without --nproc, with torchrun's variables set.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    std::vector<std::string> rank_argv = {"/proc/self/exe", "python"};
+    for (std::string& a : ArgsWithoutOption(args, "--nproc")) rank_argv.push_back(std::move(a));
+    std::fprintf(stderr, "graphdump python: starting %d ranks on this machine\n", nproc);
+    return LaunchRanks(nproc, rank_argv);
+  }
   std::error_code error;
   std::string package_root = (SelfDirectory(error).parent_path() / "python").string();
   if (const char* override_root = std::getenv("GRAPHDUMP_PYTHONPATH")) package_root = override_root;

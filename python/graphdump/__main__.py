@@ -5,8 +5,8 @@ import runpy
 import signal
 import sys
 
-USAGE = "usage: graphdump python [--config FILE] SCRIPT [ARGS...]\n" \
-        "       graphdump python [--config FILE] -m MODULE [ARGS...]\n"
+USAGE = "usage: graphdump python [--config FILE] [--nproc N] SCRIPT [ARGS...]\n" \
+        "       graphdump python [--config FILE] [--nproc N] -m MODULE [ARGS...]\n"
 
 HELP = USAGE + """
 Runs SCRIPT with Debian's python3 exactly as `python3 SCRIPT ARGS` would, with dumping on:
@@ -20,16 +20,21 @@ not dumped: script or trace the model. What the training computes is not changed
 options:
   --config FILE   data_dump.json (default: $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG;
                   neither set: the script runs with dumping off)
+  --nproc N       start N ranks of the script on this machine, as torchrun does: each gets
+                  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, its output lines
+                  prefixed [rank k]; when one fails the others are stopped
   -m MODULE       run a library module as a script, as python3 -m MODULE
   -h, --help      this help
 Options go before SCRIPT; everything after it is the script's.
 
 The rank is torch.distributed's once the script has initialised a process group (else $RANK,
-else 0); each rank dumps into rank_{rank}. With torchrun, put graphdump before the script:
+else 0); each rank dumps into rank_{rank}, and support_device says which ranks dump. Ranks
+started by another launcher run `graphdump python` as their program, e.g.
   torchrun --nproc_per_node 2 --no_python graphdump python train.py
 
 examples:
   graphdump python --config data_dump.json train.py --epochs 1
+  graphdump python --config data_dump.json --nproc 2 train_ddp.py
   GRAPHDUMP_CONFIG=$PWD/data_dump.json graphdump python train.py
   MINDSPORE_DUMP_CONFIG=/abs/data_dump.json graphdump python -m mypackage.train
 

@@ -203,6 +203,10 @@ class Dump:
             _active = None
             _uninstall()
         atexit.unregister(self.close)
+        if self._auto and self.off_reason == "" and (self._host is None or self._host.calls == 0):
+            _log("warning: no TorchScript module was called, so no kernel was dumped: graphdump "
+                 "runs the modules made by torch.jit.script, torch.jit.trace or torch.jit.load "
+                 "(docs/python.md)")
         if not self._dumping():
             return None
         self._flush_allreduce()
@@ -210,10 +214,6 @@ class Dump:
         self._summary = self._host.summary()
         if self._error:
             _log(f"dump incomplete: {self._error}")
-        if self._auto and self._summary["calls"] == 0:
-            _log("warning: no TorchScript module was called, so no kernel was dumped: graphdump "
-                 "runs the modules made by torch.jit.script, torch.jit.trace or torch.jit.load "
-                 "(docs/python.md)")
         return self._summary
 
     def __enter__(self):
@@ -344,6 +344,8 @@ class Dump:
 
         def step(opt, *args, **kwargs):
             dump = _active
+            if dump is not None and os.getpid() == dump._pid and not dump._closed:
+                dump._open_host()  # a step before any module call: the rank is known now
             host = _dumping_host(dump)
             if host is None:
                 return original(*args, **kwargs)

@@ -1,0 +1,76 @@
+"""Two ranks of a user's DistributedDataParallel script (user_ddp.py: gloo, a TorchScript model
+in DDP) under graphdump python, started torchrun-style: per-rank dumps, parameters equal across
+ranks after every step, and the gradient all-reduce dumped as kernels."""
+import glob
+import os
+import socket
+import subprocess
+
+import numpy as np
+
+from conftest import BIN, HERE, clean_env, every_npy_loads, global_order, graphdump, write_config
+
+STEPS = 3
+PARAMETERS = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+
+
+def saved(prefix, rank):
+    return np.load(f"{prefix}.rank{rank}.npz")
+
+
+def test_two_ranks_with_nproc(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump")
+    run = graphdump("python", "--config", config, "--nproc", 2,
+                    os.path.join(HERE, "user_ddp.py"), tmp_path / "out", check=0)
+    assert "[rank 0] rank 0/2: 3 steps" in run.stdout and "[rank 1] rank 1/2" in run.stdout
+    ranks = [saved(tmp_path / "out", r) for r in (0, 1)]
+    for key in ranks[0].files:  # every parameter after every step
+        assert np.array_equal(ranks[0][key], ranks[1][key]), key
+    for rank in (0, 1):
+        root = tmp_path / "dump" / f"rank_{rank}"
+        assert global_order(root) == list(range(STEPS))
+        assert every_npy_loads(root) > 100
+    # Each all-reduce kernel's output is the mean of the ranks' local gradients (its inputs),
+    # and what SGD used: the parameter after = before - lr * (momentum buffer).
+    for it in range(STEPS):
+        for name in PARAMETERS:
+            kernel = f"AllReduce.Default_allreduce-DataParallel_{name.replace('.', '_')}_AllReduce"
+            local = [np.load(glob.glob(f"{tmp_path}/dump/rank_{r}/Net/0/{it}/{kernel}-op*"
+                                       ".input.0.*.npy")[0]) for r in (0, 1)]
+            reduced = [np.load(glob.glob(f"{tmp_path}/dump/rank_{r}/Net/0/{it}/{kernel}-op*"
+                                         ".output.0.*.npy")[0]) for r in (0, 1)]
+            assert not np.array_equal(local[0], local[1])  # different shards
+            assert np.array_equal(reduced[0], reduced[1])
+            np.testing.assert_allclose(reduced[0], (local[0] + local[1]) / 2, rtol=1e-6,
+                                       atol=1e-7)
+            grad_in = np.load(glob.glob(f"{tmp_path}/dump/rank_0/Net/0/{it}/SGD.*_"
+                                        f"{name.replace('.', '_')}_SGD-op*.input.1.*.npy")[0])
+            assert np.array_equal(grad_in, reduced[0])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_support_device_with_ranks_started_by_hand(tmp_path):
+    # The ranks a launcher starts, here by hand with torchrun's variables; only rank 1 dumps,
+    # and the ranks still train alike (rank 0 runs through the executor without dumping).
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"support_device": [1]})
+    port = free_port()
+    processes = []
+    for rank in (0, 1):
+        env = clean_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+        processes.append(subprocess.Popen(
+            [BIN, "python", "--config", config, os.path.join(HERE, "user_ddp.py"),
+             str(tmp_path / "out")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True))
+    outputs = [p.communicate(timeout=120) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    assert "dump: off (rank 0 is not in support_device [1]" in outputs[0][1]
+    assert sorted(os.listdir(tmp_path / "dump")) == ["rank_1"]
+    ranks = [saved(tmp_path / "out", r) for r in (0, 1)]
+    for key in ranks[0].files:
+        assert np.array_equal(ranks[0][key], ranks[1][key]), key

@@ -1,0 +1,134 @@
+"""Bad input and faults: a bad configuration, modules that are not TorchScript, a script that
+raises mid-step, Ctrl-C and SIGTERM mid-run. Errors are clear; the dump is closed; every file
+under a final name loads."""
+import glob
+import os
+import signal
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+import graphdump.torch as gd
+from conftest import BIN, clean_env, every_npy_loads, graphdump, write_config
+
+BAD_CONFIG = """{"common_dump_settings": {"dump_mode": 7, "path": "/tmp/x", "net_name": "bad name",
+  "iteration": "3-1", "input_output": 0, "kernels": [], "support_device": [0]}}"""
+
+
+def test_bad_configuration_lists_every_problem(tmp_path, user_train):
+    config = tmp_path / "bad.json"
+    config.write_text(BAD_CONFIG)
+    with pytest.raises(gd.ConfigError) as error:
+        gd.Dump(config)
+    message = str(error.value)
+    for key in ("common_dump_settings.dump_mode", "common_dump_settings.net_name",
+                "common_dump_settings.iteration"):
+        assert key in message, message
+    assert isinstance(error.value, ValueError)
+    run = graphdump("python", "--config", config, user_train, tmp_path / "out.npz")
+    assert run.returncode == 2
+    assert "common_dump_settings.dump_mode" in run.stderr and "bad.json" in run.stderr
+    assert not (tmp_path / "out.npz").exists()  # the script did not run
+
+
+def test_usage_errors(tmp_path, user_train):
+    for args, words in ((["--nproc", "0", user_train], "--nproc takes a number"),
+                        (["--bogus", user_train], "unknown option --bogus"),
+                        ([str(tmp_path / "nope.py")], "nope.py: no such file"),
+                        (["--config", str(tmp_path / "none.json"), user_train], "no such file"),
+                        ([], "no script given")):
+        run = graphdump("python", *args)
+        assert run.returncode == 2, (args, run.stderr)
+        assert words in run.stderr, (args, run.stderr)
+
+
+def script(tmp_path, body):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+PLAIN_MODULE = """
+import torch
+net = torch.nn.Linear(4, 2)  # not TorchScript
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    net(torch.randn(3, 4)).sum().backward()
+    opt.step()
+print("done")
+"""
+
+
+def test_plain_modules_are_named_with_what_to_do(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump")
+    run = graphdump("python", "--config", config, script(tmp_path, PLAIN_MODULE), check=0)
+    assert "done" in run.stdout
+    assert "2 of the optimizer's 2 parameters belong to no TorchScript module" in run.stderr
+    assert "no TorchScript module was called" in run.stderr
+    assert "torch.jit.script" in run.stderr and "docs/python.md" in run.stderr
+
+
+RAISES_MID_STEP = """
+import torch
+net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(4):
+    opt.zero_grad()
+    net(torch.randn(3, 4)).sum().backward()
+    if step == 2:
+        raise RuntimeError("user error in step 2")
+    opt.step()
+"""
+
+
+def test_script_that_raises_mid_step_leaves_a_closed_dump(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "full"},
+                          e2e={"enable": False})
+    run = graphdump("python", "--config", config, script(tmp_path, RAISES_MID_STEP))
+    assert run.returncode == 1
+    assert "user error in step 2" in run.stderr
+    assert "graphdump: dump: " in run.stderr  # closed: the summary is printed
+    root = tmp_path / "dump" / "rank_0"
+    assert every_npy_loads(root) > 20
+    # Iteration 2 (forward and backward ran) is complete: one statistic row per tensor file.
+    rows = (root / "Net" / "0" / "2" / "statistic.csv").read_text().splitlines()[1:]
+    assert len(rows) == len(glob.glob(f"{root}/Net/0/2/*.npy")) > 5
+
+
+LONG_RUN = """
+import sys, time, torch
+net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh()))
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+for step in range(100000):
+    opt.zero_grad()
+    net(torch.randn(32, 64)).sum().backward()
+    opt.step()
+    if step == 3:
+        print("running", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_run_leaves_whole_files(tmp_path, sig):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "full"},
+                          e2e={"enable": False})
+    process = subprocess.Popen([BIN, "python", "--config", config, script(tmp_path, LONG_RUN)],
+                               env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == "running"
+    time.sleep(0.3)  # mid-run, writes in flight
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=60)
+    if sig == signal.SIGINT:
+        assert process.returncode in (130, -signal.SIGINT) and "KeyboardInterrupt" in stderr
+    else:
+        assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert "graphdump: dump: " in stderr, stderr  # the dump was closed
+    root = tmp_path / "dump" / "rank_0"
+    assert every_npy_loads(root) > 20
+    for csv in glob.glob(f"{root}/Net/0/*/statistic.csv"):
+        lines = open(csv).read().split("\n")
+        assert lines[-1] == "" and all(line.endswith(",") for line in lines[1:-1]), csv
