@@ -54,9 +54,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_support_device_with_ranks_started_by_hand(tmp_path):
+def test_support_device_and_own_hook_with_ranks_started_by_hand(tmp_path):
     # The ranks a launcher starts, here by hand with torchrun's variables; only rank 1 dumps,
-    # and the ranks still train alike (rank 0 runs through the executor without dumping).
+    # and the ranks still train alike (rank 0 runs through the executor without dumping). The
+    # script registers its own communication hook: it does the reduction, and is dumped.
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"support_device": [1]})
     port = free_port()
     processes = []
@@ -65,7 +66,7 @@ def test_support_device_with_ranks_started_by_hand(tmp_path):
                          "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
         processes.append(subprocess.Popen(
             [BIN, "python", "--config", config, os.path.join(HERE, "user_ddp.py"),
-             str(tmp_path / "out")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+             str(tmp_path / "out"), "--hook"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True))
     outputs = [p.communicate(timeout=120) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
@@ -74,3 +75,6 @@ def test_support_device_with_ranks_started_by_hand(tmp_path):
     ranks = [saved(tmp_path / "out", r) for r in (0, 1)]
     for key in ranks[0].files:
         assert np.array_equal(ranks[0][key], ranks[1][key]), key
+    for it in range(STEPS):
+        files = os.listdir(tmp_path / "dump" / "rank_1" / "Net" / "0" / str(it))
+        assert sum(f.startswith("AllReduce.") and ".output.0." in f for f in files) == 4

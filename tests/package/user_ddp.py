@@ -2,7 +2,8 @@
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller): gloo, a TorchScript model inside
 DistributedDataParallel, each rank on its own shard. Nothing in it knows about graphdump.
 
-usage: user_ddp.py OUT_PREFIX [--steps N]
+usage: user_ddp.py OUT_PREFIX [--steps N] [--hook]
+--hook registers DDP's own allreduce_hook as the communication hook.
 Writes OUT_PREFIX.rank{r}.npz with every parameter after each step (name@step).
 """
 import argparse
@@ -27,11 +28,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--hook", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)  # different initial weights: DDP broadcasts rank 0's
     model = nn.parallel.DistributedDataParallel(torch.jit.script(Net()))
+    if args.hook:
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        model.register_comm_hook(None, default_hooks.allreduce_hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     g = torch.Generator().manual_seed(100 + rank)
     saved = {}
