@@ -11,7 +11,7 @@ import time
 import pytest
 
 import graphdump.torch as gd
-from conftest import BIN, clean_env, every_npy_loads, graphdump, write_config
+from conftest import BIN, BUILD_DIR, clean_env, every_npy_loads, graphdump, python, write_config
 
 BAD_CONFIG = """{"common_dump_settings": {"dump_mode": 7, "path": "/tmp/x", "net_name": "bad name",
   "iteration": "3-1", "input_output": 0, "kernels": [], "support_device": [0]}}"""
@@ -132,3 +132,28 @@ def test_interrupted_run_leaves_whole_files(tmp_path, sig):
     for csv in glob.glob(f"{root}/Net/0/*/statistic.csv"):
         lines = open(csv).read().split("\n")
         assert lines[-1] == "" and all(line.endswith(",") for line in lines[1:-1]), csv
+
+
+NEVER_CLOSED = """
+import sys, torch
+sys.path.insert(0, {package!r})
+import graphdump.torch as gd
+dump = gd.Dump({config!r}).start()  # never closed: interpreter exit closes it
+net = dump.wrap(torch.jit.script(torch.nn.Linear(4, 4)))
+opt = dump.track(torch.optim.SGD(net.parameters(), lr=0.1))
+for _ in range(3):
+    opt.zero_grad()
+    net(torch.randn(2, 4)).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_dump_never_closed_is_closed_at_exit(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"},
+                          e2e={"enable": False})
+    body = NEVER_CLOSED.format(package=os.path.join(BUILD_DIR, "python"), config=config)
+    python(script(tmp_path, body), check=0)
+    root = tmp_path / "dump" / "rank_0" / "Net" / "0"
+    for it in range(3):  # the last iteration's rows too: written by the exit-time close
+        rows = (root / str(it) / "statistic.csv").read_text().splitlines()
+        assert len(rows) > 5 and all(r.endswith(",") for r in rows[1:])
