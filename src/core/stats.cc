@@ -321,6 +321,10 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32Avx2(const uint8_t* p,
     AddCountLanes(positive_inf, &totals->positive_inf);
   }
   AddAvx2Lanes(max, min, sums, squares, totals);
+  // GCC leaves the upper halves of the ymm registers dirty here (no vzeroupper): every legacy
+  // SSE instruction after it (the tail below, the caller, a reference BLAS's sgemm) then paid
+  // the AVX-SSE transition, and the next kernels of a step ran up to 3x slower.
+  _mm256_zeroupper();
   totals->count += vector_end;
   AccumulateFloat32Counts(p + 4 * vector_end, n - vector_end, totals);
 }
@@ -353,6 +357,7 @@ __attribute__((target("avx2,fma"))) void AccumulateFloat32ValuesAvx2(const uint8
   // A NaN makes the sums NaN too, but they are not reported then: max/min/avg/l2norm all read nan.
   totals->any_nan = totals->any_nan || _mm256_movemask_ps(unordered) != 0;
   AddAvx2Lanes(_mm256_max_ps(max[0], max[1]), _mm256_min_ps(min[0], min[1]), sums, squares, totals);
+  _mm256_zeroupper();  // see AccumulateFloat32Avx2
   totals->count += vector_end;
   AccumulateFloat32Values(p + 4 * vector_end, n - vector_end, totals);
 }
