@@ -50,6 +50,12 @@ struct SessionOptions {
   // statistics of tensors unchanged since the last step, such as the parameters the optimizer
   // updated, are not computed again.
   bool stats_across_steps = false;
+  // Set when the host calls BeforeWrite before it writes, in place, the memory of any tensor it
+  // has handed to the session (graphdump's CLI does: its executor before in-place kernels, its
+  // trainer before optimizer updates and all-reduces). Asynchronous mode then writes tensors from
+  // their own memory, kept alive, instead of a staging copy taken on the host's thread. A host
+  // whose own code may write tensors behind the session's back (a user's Python) leaves it off.
+  bool host_reports_writes = false;
 };
 
 // What the session wrote, for the host's summary.
@@ -120,6 +126,16 @@ class DumpSession {
   // `input` in place must hand OnKernelDone a copy taken before it ran, unless this is false:
   // then `input` itself may be handed over, written or not. Holds until EndStep.
   virtual bool ReadsInput(const KernelInfo& kernel, const TensorView& input) = 0;
+
+  // Called by a host with SessionOptions::host_reports_writes before it writes, in place, the
+  // memory of the allocation identified by `storage` (TensorOrigin::storage.get()): returns when
+  // no write of a dumped tensor still reads that memory. Cheap when none is pending.
+  virtual void BeforeWrite(const void* storage) = 0;
+
+  // The bytes of the allocation `storage` were written without its version counter changing
+  // (TensorOrigin::version): statistics recorded for them are not reused. Every host calls it
+  // after such a write (batch norm's running statistics).
+  virtual void ForgetStatistics(const void* storage) = 0;
 
   // op_debug_mode 4: dumps the inputs of a kernel that failed. Does nothing in other modes.
   virtual void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "graphdump/ge_dialect.h"
@@ -215,6 +217,14 @@ class SessionImpl final : public DumpSession {
     const StatsRequest request = StatsRequest::For(config_.statistic_category);
     return request.md5 || stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
   }
+
+  void BeforeWrite(const void* storage) override {
+    if (unwritten_count_.load() == 0 || storage == nullptr) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    written_.wait(lock, [&] { return unwritten_.count(storage) == 0; });
+  }
+
+  void ForgetStatistics(const void* storage) override { stats_cache_.Forget(storage); }
 
   void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                       const std::string& error) override {
@@ -554,12 +564,31 @@ class SessionImpl final : public DumpSession {
       WriteOne(path, view, options, row, sd, seq);
       return;
     }
-    // Asynchronous: copy now, so later in-place kernels cannot change what is written.
-    auto copy = std::make_shared<QueuedCopy>(Copy(view));
     if (sd) {
       std::lock_guard<std::mutex> lock(mu_);
       ++sd->pending;
     }
+    // Asynchronous. When the host reports its in-place writes (BeforeWrite), the tensor is
+    // written from its own memory, which the view keeps alive and BeforeWrite keeps unchanged
+    // until then. Otherwise it is copied now, so later in-place writes cannot change the file.
+    if (options_.host_reports_writes && view.origin.storage && view.keep_alive) {
+      const void* storage = view.origin.storage.get();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++unwritten_[storage];
+        unwritten_count_.fetch_add(1);
+      }
+      async_->Submit(view.ContiguousBytes() + 1, [=, this] {
+        WriteOne(path, view, options, row, sd, seq);
+        if (sd) FinishPending(sd);
+        std::lock_guard<std::mutex> lock(mu_);
+        if (--unwritten_[storage] == 0) unwritten_.erase(storage);
+        unwritten_count_.fetch_sub(1);
+        written_.notify_all();
+      });
+      return;
+    }
+    auto copy = std::make_shared<QueuedCopy>(Copy(view));
     async_->Submit(copy->view.ContiguousBytes() + 1, [=, this] {
       WriteOne(path, copy->view, options, row, sd, seq);
       if (sd) FinishPending(sd);
@@ -662,6 +691,11 @@ class SessionImpl final : public DumpSession {
   // Shared with writer threads.
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<StepDir>> step_dirs_;
+  // Tensors queued without a copy (host_reports_writes), by allocation: BeforeWrite waits for
+  // them. unwritten_count_ lets BeforeWrite skip the lock when nothing is queued.
+  std::unordered_map<const void*, uint32_t> unwritten_;
+  std::atomic<uint64_t> unwritten_count_{0};
+  std::condition_variable written_;
   std::atomic<bool> failed_{false};
   Status first_error_;
   std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};

@@ -188,6 +188,87 @@ print(h.dtype, np.array_equal(o.astype(np.float16), h))
   EXPECT_EQ(r.output, "(4, 8) (8, 16) (4, 16) float32 True\nfloat16 True\n");
 }
 
+// A float32 vector the host owns, with the origin a host that reports writes gives it.
+struct HostTensor {
+  std::shared_ptr<std::vector<float>> data;
+  TensorView View() const {
+    TensorView v;
+    v.dtype = DType::kFloat32;
+    v.shape = {static_cast<int64_t>(data->size())};
+    v.data = data->data();
+    v.keep_alive = data;
+    v.origin.storage = data;
+    return v;
+  }
+};
+
+TEST(SessionTest, WithReportedWritesAsyncWritesWithoutACopyAndBeforeWriteWaits) {
+  TempDir dir;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), "", R"({"enable": false})"));
+  options.host_reports_writes = true;
+  options.writer_threads = 1;
+  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  GraphInfo graph;
+  KernelInfo k;
+  k.full_name = "Default/scale-op0";
+  graph.kernels = {k};
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 20, 1.5f)};
+  session->BeginStep(0);
+  session->OnKernelDone(session->AddKernel(0, k), {}, {t.View()});
+  // The host is about to write the tensor in place: the file must still get 1.5.
+  session->BeforeWrite(t.data.get());
+  std::fill(t.data->begin(), t.data->end(), -7.0f);
+  session->EndStep(0);
+  ASSERT_TRUE(session->Close().ok());
+  auto r = testing::RunPython(R"(
+import glob, sys, numpy as np
+a = np.load(glob.glob(sys.argv[1] + '/scale.*.output.0.*.npy')[0])
+print(a.shape, np.unique(a))
+)",
+                              {dir.Sub("rank_0/Net/0/0")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "(1048576,) [1.5]\n");
+}
+
+TEST(SessionTest, HostDrivenIterationsSpanSeveralGraphSteps) {
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(dir.path())));
+  for (uint32_t id : {0u, 1u}) {
+    GraphInfo graph;
+    graph.graph_id = id;
+    KernelInfo k;
+    k.full_name = "Default/k-op0";
+    graph.kernels = {k};
+    ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  }
+  HostTensor t{std::make_shared<std::vector<float>>(4, 1.0f)};
+  for (int iteration = 0; iteration < 2; ++iteration) {
+    session->BeginIteration();
+    EXPECT_TRUE(session->IterationOpen());
+    for (uint32_t id : {0u, 1u, 0u}) {  // graph 0 twice in one iteration
+      session->BeginStep(id);
+      EXPECT_EQ(session->CurrentIteration(), static_cast<uint64_t>(iteration));
+      KernelInfo k;
+      k.graph_id = id;
+      k.full_name = "Default/k-op0";
+      session->OnKernelDone(k, {}, {t.View()});
+      session->EndStep(id);
+    }
+    session->EndIteration();
+  }
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(ReadFile(dir.Sub("rank_0/execution_order/ms_global_execution_order_graph_0.csv")),
+            "0\n0\n1\n1\n");
+  EXPECT_EQ(ReadFile(dir.Sub("rank_0/execution_order/ms_global_execution_order_graph_1.csv")),
+            "0\n1\n");
+  auto files = ListFilesRecursive(dir.Sub("rank_0"));
+  EXPECT_EQ(Matching(files, "^Net/0/1/k\\..*output").size(), 2u);  // both calls
+  EXPECT_EQ(Matching(files, "^Net/1/1/k\\..*output").size(), 1u);
+  EXPECT_EQ(Matching(files, "^Net/./2/").size(), 0u);
+}
+
 TEST(SessionTest, InitialIterationShiftsTheCounter) {
   TempDir dir;
   RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "11", "initial_iteration": 10)")));

@@ -57,4 +57,10 @@ void StatsCache::EndStep(bool keep) {
   for (auto& [key, entry] : entries_) entry.used = false;
 }
 
+void StatsCache::Forget(const void* storage) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->first.storage == storage ? entries_.erase(it) : std::next(it);
+  }
+}
+
 }  // namespace graphdump

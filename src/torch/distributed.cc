@@ -266,6 +266,9 @@ Status DataParallel::ReduceGradients(const std::vector<std::string>& names,
       local_origin[i] = torch_internal::OriginOf(grads[i]);
     }
   }
+  if (session != nullptr) {
+    for (const at::Tensor& g : grads) torch_internal::BeforeWrite(*session, g);
+  }
   GRAPHDUMP_RETURN_IF_ERROR(group_->AllReduceMean(grads));  // copy_ back: versions bumped
   if (session == nullptr) return Status::Ok();
   const bool logical = true;  // the session applies trans_flag

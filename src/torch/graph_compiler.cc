@@ -255,7 +255,12 @@ class Compiler {
     }
     k.attributes = KernelAttributes(node);
     for (size_t i = 0; i < node->inputs().size(); ++i) {
-      if (torch_compat::WritesInput(node, i)) step->written_inputs.push_back(i);
+      if (torch_compat::WritesInputUnannotated(node, i)) {
+        step->written_inputs.push_back(i);
+        step->unannotated_writes.push_back(i);
+      } else if (torch_compat::WritesInput(node, i)) {
+        step->written_inputs.push_back(i);
+      }
     }
     step->kernel = static_cast<int>(k.index);
     out_->info.kernels.push_back(std::move(k));

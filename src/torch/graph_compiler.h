@@ -56,12 +56,13 @@ struct StepPlan {
   c10::TypePtr type;                                // construct kinds: the output type
   int64_t slice_begin = 0;                          // kTupleSlice
   int64_t slice_end = 0;
-  int kernel = -1;                     // index in GraphInfo::kernels; -1: not a kernel
-  std::vector<size_t> written_inputs;  // kernels: inputs the operator writes in place
-  std::vector<uint32_t> inputs;        // slots
-  std::vector<uint32_t> outputs;       // slots
-  std::vector<uint32_t> frees;         // slots whose last use is this step
-  std::vector<BlockPlan> blocks;       // kIf: then, else; kLoop: body
+  int kernel = -1;                         // index in GraphInfo::kernels; -1: not a kernel
+  std::vector<size_t> written_inputs;      // kernels: inputs the operator writes in place
+  std::vector<size_t> unannotated_writes;  // of those, the ones its schema does not declare
+  std::vector<uint32_t> inputs;            // slots
+  std::vector<uint32_t> outputs;           // slots
+  std::vector<uint32_t> frees;             // slots whose last use is this step
+  std::vector<BlockPlan> blocks;           // kIf: then, else; kLoop: body
 };
 
 struct BlockPlan {

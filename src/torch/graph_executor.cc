@@ -193,6 +193,10 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
       }
     }
   }
+  if (session_) {
+    // Queued writes that still read what this kernel overwrites finish first.
+    for (size_t i : step.written_inputs) BeforeWrite(*session_, stack[i]);
+  }
   try {
     (*step.op)(stack);
   } catch (const std::exception& e) {
@@ -209,6 +213,11 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
       for (const auto& v : outputs) AppendViews(v, logical_layout_, &output_views);
       session_->OnKernelDone(kernel, input_views, output_views);
     }
+  }
+  // The operator wrote these behind their version counters (bumping them would break autograd,
+  // which saved them): statistics of their old bytes must not be reused.
+  if (session_) {
+    for (size_t i : step.unannotated_writes) ForgetStatistics(*session_, frame[step.inputs[i]]);
   }
   return Status::Ok();
 }

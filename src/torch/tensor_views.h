@@ -103,6 +103,32 @@ inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
   return MakeViewOfCopy(original.clone(), original, std::move(origin), logical_layout, view);
 }
 
+// Calls `visit(const at::Tensor&)` for the tensor in `value`, or each tensor of a tensor list.
+template <typename Visit>
+void ForEachTensor(const c10::IValue& value, Visit&& visit) {
+  if (value.isTensor()) {
+    visit(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorVector()) visit(t);
+  }
+}
+
+// DumpSession::BeforeWrite for the allocations of the tensors in `value`, about to be written.
+inline void BeforeWrite(DumpSession& session, const c10::IValue& value) {
+  ForEachTensor(value, [&](const at::Tensor& t) {
+    if (t.defined() && t.has_storage()) session.BeforeWrite(t.storage().unsafeGetStorageImpl());
+  });
+}
+
+// DumpSession::ForgetStatistics for the allocations of the tensors in `value`, written behind
+// their version counters.
+inline void ForgetStatistics(DumpSession& session, const c10::IValue& value) {
+  ForEachTensor(value, [&](const at::Tensor& t) {
+    if (t.defined() && t.has_storage())
+      session.ForgetStatistics(t.storage().unsafeGetStorageImpl());
+  });
+}
+
 // Appends views of every tensor in `value` (a tensor, or a list/tuple of tensors).
 inline void AppendViews(const c10::IValue& value, bool logical_layout,
                         std::vector<TensorView>* views) {

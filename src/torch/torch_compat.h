@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/scope.h>
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <string>
@@ -142,6 +143,21 @@ inline bool WritesInput(const torch::jit::Node* node, size_t i) {
   if (!schema || i >= schema->arguments().size()) return false;
   const auto* alias = schema->arguments()[i].alias_info();
   return alias && alias->isWrite();
+}
+
+// Does the kernel write input `i` although its schema does not say so? Batch norm and instance
+// norm update their running statistics in place (aten::batch_norm's schema has no `(a!)` on
+// running_mean and running_var), without bumping their version counters.
+inline bool WritesInputUnannotated(const torch::jit::Node* node, size_t i) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema || i >= schema->arguments().size()) return false;
+  static const c10::Symbol kinds[] = {c10::Symbol::fromQualString("aten::batch_norm"),
+                                      c10::Symbol::fromQualString("aten::instance_norm"),
+                                      c10::Symbol::fromQualString("aten::_batch_norm_impl_index"),
+                                      c10::Symbol::fromQualString("aten::native_batch_norm")};
+  if (std::find(std::begin(kinds), std::end(kinds), node->kind()) == std::end(kinds)) return false;
+  const std::string& name = schema->arguments()[i].name();
+  return name == "running_mean" || name == "running_var";
 }
 
 // The schema's name for input `i`, or "arg{i}".

@@ -272,6 +272,11 @@ struct Trainer::Impl {
     at::Tensor grad = p.grad();
     if (!grad.defined()) return;
     UpdateCapture capture(session, update_kernels[i], p, grad, {state1[i], state2[i]});
+    if (session) {
+      for (const at::Tensor& written : {p, state1[i], state2[i]}) {
+        torch_internal::BeforeWrite(*session, written);
+      }
+    }
     at::NoGradGuard no_grad;
     at::Tensor w = p.detach();
     switch (options.optimizer) {

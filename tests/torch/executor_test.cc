@@ -53,6 +53,8 @@ class RecordingSession : public DumpSession {
     done_.push_back({k.full_name, in, out});
   }
   bool ReadsInput(const KernelInfo&, const TensorView&) override { return true; }
+  void BeforeWrite(const void*) override {}
+  void ForgetStatistics(const void*) override {}
   void OnKernelFailed(const KernelInfo& k, const std::vector<TensorView>& in,
                       const std::string& error) override {
     failed_.push_back({k.full_name, in, {}});

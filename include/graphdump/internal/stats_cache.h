@@ -29,6 +29,9 @@ class StatsCache {
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
   void Clear() { entries_.clear(); }
+  // Forgets the entries of the allocation `storage` (TensorOrigin::storage.get()): its bytes
+  // changed without its version changing.
+  void Forget(const void* storage);
   size_t size() const { return entries_.size(); }
 
  private:
