@@ -145,6 +145,27 @@ class ChannelsLast(nn.Module):
         return torch.flatten(z, 1)
 
 
+class TimesOne(nn.Module):
+    """One elementwise kernel: what dumping adds to a single big tensor (bench/e2e_bench.py)."""
+
+    def forward(self, x):
+        return x * 1.0
+
+
+class WideMlp(nn.Module):
+    """About 128 MiB of float32 parameters, for peak-memory measurements (bench/e2e_bench.py)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(256, 4096)
+        self.fc2 = nn.Linear(4096, 4096)
+        self.fc3 = nn.Linear(4096, 4096)
+        self.head = nn.Linear(4096, 10)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.fc3(torch.relu(self.fc2(torch.relu(self.fc1(x)))))))
+
+
 def eager(name):
     """The model as an eager nn.Module, made from the fixed seed."""
     torch.manual_seed(0)
@@ -159,6 +180,8 @@ def eager(name):
         "mlp": lambda: Mlp(),
         "traced_mlp": lambda: Mlp().eval(),
         "channels_last": lambda: ChannelsLast().eval(),
+        "times_one": lambda: TimesOne().eval(),
+        "wide_mlp": lambda: WideMlp(),
     }
     if name not in builders:
         raise SystemExit(f"make_models.py: unknown model '{name}'; known: {', '.join(MODELS)}")
@@ -174,7 +197,7 @@ def make(name):
 
 
 MODELS = ["alexnet", "demo_alexnet", "resnet18", "mobilenet_v2", "ifloop", "failing",
-          "small_cnn", "mlp", "traced_mlp", "channels_last"]
+          "small_cnn", "mlp", "traced_mlp", "channels_last", "times_one", "wide_mlp"]
 
 
 def main(argv):
