@@ -318,20 +318,39 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
   app.add_option("--steps", f->steps, "number of steps")->check(CLI::Range(1, 1000000));
   app.add_option("--seed", f->seed, "seed for random inputs (default 0)");
   app.add_flag("--list-kernels", f->list_kernels,
-               "print every kernel's full name, module and source line, then exit");
+               "print every kernel's full name, module and source line (after one forward step "
+               "without dumping; kernels that did not run are marked), then exit");
 }
 
-void ListKernels(const TorchModel& model) {
-  for (const KernelInfo& k : model.graph().kernels) {
-    std::string where = "(no source)";
-    if (!k.source_trace.empty()) {
-      const SourceLocation& loc = k.source_trace[0];
-      where =
-          loc.file + ":" + std::to_string(loc.line) + " " + loc.code.substr(0, loc.code.find('\n'));
-    }
-    std::printf("%s\t%s\t%s\n", k.full_name.c_str(),
-                k.module_path.empty() ? "-" : k.module_path.c_str(), where.c_str());
+// --list-kernels: every kernel's full name, module and the source line a user recognises as
+// theirs, after one forward step on `inputs` without dumping, so that kernels in a branch that
+// did not run (the in-place branch of F.relu) are marked. Returns the exit code.
+int ListKernels(const std::string& command, const std::string& model_path,
+                std::vector<c10::IValue> inputs, bool train_mode) {
+  auto model = TorchModel::Load(model_path, nullptr);
+  if (!model.ok()) return Fail(command, model.status());
+  torch::NoGradGuard no_grad;
+  (*model)->module().train(train_mode);
+  auto out = (*model)->Forward(std::move(inputs));
+  if (!out.ok()) {
+    std::fprintf(stderr, "%s: warning: the forward step failed, so kernels after the failure are "
+                         "listed as not run: %s\n",
+                 command.c_str(), out.status().message().c_str());
   }
+  const auto& kernels = (*model)->graph().kernels;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelInfo& k = kernels[i];
+    std::string where = "(no source)";
+    if (const SourceLocation* loc = UserFrame(k.source_trace)) {
+      std::string code = loc->code.substr(0, loc->code.find('\n'));
+      code.erase(0, code.find_first_not_of(" \t"));
+      where = loc->file + ":" + std::to_string(loc->line) + " " + code;
+    }
+    std::printf("%s\t%s\t%s%s\n", k.full_name.c_str(),
+                k.module_path.empty() ? "-" : k.module_path.c_str(), where.c_str(),
+                (*model)->KernelRan(i) ? "" : "\t(not run: a branch not taken)");
+  }
+  return kExitOk;
 }
 
 // Loads the model with a session and the --set-dump marks. Returns an exit code on failure.
@@ -463,13 +482,10 @@ int RunTorchRun(int argc, char** argv) {
     if (!tensor.ok()) return Fail(command, tensor.status());
     inputs.push_back(*tensor);
   }
+  if (flags.list_kernels) return ListKernels(command, flags.model, inputs, /*train_mode=*/false);
   auto loaded = LoadModel(flags);
   if (!loaded.ok()) return Fail(command, loaded.status());
   TorchModel& model = *loaded->model;
-  if (flags.list_kernels) {
-    ListKernels(model);
-    return kExitOk;
-  }
   model.module().eval();
   int code = kExitOk;
   c10::IValue last;
@@ -568,13 +584,10 @@ int RunTorchTrain(int argc, char** argv) {
                                                    " must hold int64 class indices"));
     }
   }
+  if (flags.list_kernels) return ListKernels(command, flags.model, {data}, /*train_mode=*/true);
   auto loaded = LoadModel(flags, env->rank);
   if (!loaded.ok()) return Fail(command, loaded.status());
   TorchModel& model = *loaded->model;
-  if (flags.list_kernels) {
-    ListKernels(model);
-    return kExitOk;
-  }
   std::unique_ptr<DataParallelJob> job;
   if (env->distributed()) {
     const int64_t batch = data.dim() > 0 ? data.size(0) : 0;

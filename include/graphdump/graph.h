@@ -37,6 +37,9 @@ struct KernelInfo {
   std::map<std::string, std::string> attributes;  // non-tensor arguments (stride, padding...)
   uint32_t stream_id = 0;
   bool marked_for_dump = false;  // set_dump marked this kernel's module (dump_mode 2)
+  // The host has run the graph and this kernel has not run yet: it lies in a branch not taken
+  // (the in-place branch of F.relu). False when the host does not know.
+  bool not_run = false;
 };
 
 struct GraphInfo {
@@ -50,5 +53,14 @@ struct GraphInfo {
 
 // op_type from a full name: the last '/'-segment without its "-op{N}" suffix.
 std::string OpTypeFromFullName(const std::string& full_name);
+
+// Is `file` one of PyTorch's own library files (torch/nn/functional.py, torch/nn/modules/...,
+// an archive's serialized code/__torch__/...), rather than the user's code?
+bool IsTorchLibraryFile(const std::string& file);
+
+// The frame of a source trace (innermost first) a user recognises as theirs: the innermost one
+// outside PyTorch's own library files; the innermost frame when every frame is torch's; null
+// for an empty trace. The whole trace stays in the .ir and .pb.
+const SourceLocation* UserFrame(const std::vector<SourceLocation>& trace);
 
 }  // namespace graphdump

@@ -89,8 +89,8 @@ class DumpSession {
   virtual KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) = 0;
 
   // Updates what the host has learned about a registered graph's kernels since it registered
-  // them: their input and output dtypes and shapes (seen when they first ran) and set_dump
-  // marks. `kernels` are the graph's kernels in index order (AddKernel's included); names and
+  // them: their input and output dtypes and shapes (seen when they first ran), which have not
+  // run (KernelInfo::not_run), and set_dump marks. `kernels` are the graph's kernels in index order (AddKernel's included); names and
   // indexes are not changed. Selection follows the new marks at once; the graph files are
   // rewritten when the step (or iteration) ends.
   virtual void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) = 0;

@@ -381,9 +381,9 @@ bool ParseDumpFileName(const std::string& name, std::string* op_type, std::strin
 
 std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& full_name) const {
   auto it = graph.source_traces.find(full_name);
-  if (it == graph.source_traces.end() || it->second.empty()) return "";
-  const SourceLocation& loc = it->second.front();
-  return loc.file + ":" + std::to_string(loc.line);
+  if (it == graph.source_traces.end()) return "";
+  const SourceLocation* loc = UserFrame(it->second);
+  return loc ? loc->file + ":" + std::to_string(loc->line) : "";
 }
 
 StatusOr<DumpIndex> IndexDump(const std::string& dir) {

@@ -13,4 +13,18 @@ std::string OpTypeFromFullName(const std::string& full_name) {
   return last;
 }
 
+bool IsTorchLibraryFile(const std::string& file) {
+  for (const char* marker : {"/dist-packages/torch/", "/site-packages/torch/"}) {
+    if (file.find(marker) != std::string::npos) return true;
+  }
+  return file.rfind("code/__torch__", 0) == 0;
+}
+
+const SourceLocation* UserFrame(const std::vector<SourceLocation>& trace) {
+  for (const SourceLocation& loc : trace) {
+    if (!IsTorchLibraryFile(loc.file)) return &loc;
+  }
+  return trace.empty() ? nullptr : &trace.front();
+}
+
 }  // namespace graphdump

@@ -44,8 +44,12 @@ void KernelToIr(const KernelInfo& k, std::string* out) {
   if (!attrs.empty()) attrs += "}";
   fmt::format_to(std::back_inserter(*out), "  %{}({}) = {}({}){}\n", k.index, op_type, op_type,
                  args, attrs);
-  fmt::format_to(std::back_inserter(*out), "      : {} -> {}\n", MetaList(k.inputs),
-                 MetaList(k.outputs));
+  if (k.not_run) {
+    *out += "      : not run (a branch not taken so far)\n";
+  } else {
+    fmt::format_to(std::back_inserter(*out), "      : {} -> {}\n", MetaList(k.inputs),
+                   MetaList(k.outputs));
+  }
   fmt::format_to(std::back_inserter(*out), "      # Fullname with scope: ({})\n", k.full_name);
   for (const SourceLocation& loc : k.source_trace) {
     fmt::format_to(std::back_inserter(*out), "      # In file {}({})/{}/\n", loc.file, loc.line,
@@ -92,6 +96,7 @@ std::string SerializeGraphProto(const GraphInfo& graph) {
     kp->set_op_type(k.op_type.empty() ? OpTypeFromFullName(k.full_name) : k.op_type);
     kp->set_module_path(k.module_path);
     kp->set_stream_id(k.stream_id);
+    kp->set_not_run(k.not_run);
     for (const SourceLocation& loc : k.source_trace) {
       proto::SourceLocationProto* sp = kp->add_source_trace();
       sp->set_file(loc.file);

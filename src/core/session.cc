@@ -160,6 +160,7 @@ class SessionImpl final : public DumpSession {
       k.inputs = kernels[i].inputs;
       k.outputs = kernels[i].outputs;
       k.marked_for_dump = kernels[i].marked_for_dump;
+      k.not_run = kernels[i].not_run;
       state.selected[i] = selector_->KernelSelected(k);
     }
     state.files_dirty = true;

@@ -280,14 +280,15 @@ std::string FormatLocation(const SourceLocation& loc) {
 
 }  // namespace
 
-std::string DescribeSource(const KernelInfo& kernel) {
-  if (kernel.source_trace.empty()) return "(no source recorded)";
-  return FormatLocation(kernel.source_trace.front());
+std::string DescribeTrace(const std::vector<SourceLocation>& trace) {
+  const SourceLocation* frame = UserFrame(trace);
+  return frame ? FormatLocation(*frame) : "(no source recorded)";
 }
 
+std::string DescribeSource(const KernelInfo& kernel) { return DescribeTrace(kernel.source_trace); }
+
 std::string DescribeNodeSource(const torch::jit::Node* node) {
-  auto trace = torch_compat::SourceTrace(node);
-  return trace.empty() ? "(no source recorded)" : FormatLocation(trace.front());
+  return DescribeTrace(torch_compat::SourceTrace(node));
 }
 
 StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(torch::jit::Module& module,

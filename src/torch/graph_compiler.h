@@ -87,7 +87,9 @@ struct CompiledGraph {
 StatusOr<std::unique_ptr<CompiledGraph>> CompileGraph(torch::jit::Module& module,
                                                       const std::string& method, uint32_t graph_id);
 
-// "file:line `code`" of a node's innermost source location, for error messages.
+// "file:line `code`" of the frame of a kernel's or node's source trace a user recognises as
+// theirs (UserFrame: the innermost outside PyTorch's own files), for messages.
+std::string DescribeTrace(const std::vector<SourceLocation>& trace);
 std::string DescribeSource(const KernelInfo& kernel);
 std::string DescribeNodeSource(const torch::jit::Node* node);
 

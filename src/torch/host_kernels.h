@@ -6,7 +6,9 @@
 //   Gradients/<module scope>/<parameter>/AccumulateGrad-op{N}   one per parameter
 // A node no forward kernel produced (a loss computed outside the models) takes the scope of the
 // node that reaches it in the backward graph; a root nobody produced is "Gradients/Default" of
-// the fallback model. Each kernel is registered once (TorchModel::AddHostKernel) and dumped
+// the fallback model. A node carries the source trace of the forward kernel that produced it,
+// so a script line leads to its backward kernels too. Each kernel is registered once
+// (TorchModel::AddHostKernel) and dumped
 // when its model's session wants it, with slots numbered as autograd numbers them (an undefined
 // gradient leaves a gap).
 //
@@ -73,11 +75,11 @@ class BackwardKernels {
     TorchModel* model = nullptr;
     std::string scope;  // "Default/fc1-Linear"
     std::string module_path;
+    int64_t kernel = -1;  // the forward kernel's index in `model`'s graph; -1 when none
   };
 
   const Producer* ProducerOf(const std::shared_ptr<torch::autograd::Node>& node) const;
-  void OnNode(TorchModel* model, const std::string& key, const std::string& scope,
-              const std::string& name, const std::string& module_path,
+  void OnNode(const Producer& where, const std::string& key, const std::string& name,
               const std::vector<at::Tensor>& received, const std::vector<at::Tensor>& produced);
 
   std::unordered_map<const torch::autograd::Node*, Producer> producers_;

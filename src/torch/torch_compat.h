@@ -72,11 +72,35 @@ inline std::vector<SourceLocation> ParseTracedStack(const std::string& text) {
   return frames;
 }
 
+// The original Python range a serialized range was generated from, through the archive's debug
+// info, which maps pieces of the serialized code. The call site of a function inlined at load
+// time (`__torch__.torch.nn.functional.relu(x, False, )` for `F.relu(x)`) is the callee's name
+// alone, which maps to nothing, while the call's parenthesis right after it maps to the call in
+// the user's code: the first piece from the range's start to the end of its line that maps
+// somewhere is taken.
+inline c10::optional<torch::jit::SourceRange> GeneratingRange(const torch::jit::SourceRange& range) {
+  auto maps = [](const c10::optional<torch::jit::SourceRange>& r) {
+    return r && r->source() && r->end() > r->start();
+  };
+  auto original = range.findSourceRangeThatGenerated();
+  if (maps(original) || !range.source()) return original;
+  const auto& source = range.source();
+  const size_t line = source->lineno_for_offset(range.end());
+  const size_t line_end =
+      line + 1 < source->num_lines() ? source->offset_for_line(line + 1) : source->size();
+  for (size_t offset = range.start() + 1; offset < line_end; ++offset) {
+    auto piece = torch::jit::SourceRange(source, offset, std::max(offset + 1, range.end()))
+                     .findSourceRangeThatGenerated();
+    if (maps(piece)) return piece;
+  }
+  return original;
+}
+
 // The original source of a serialized range (the model's Python, via the archive's debug
 // info), or the range itself when no original is recorded.
 inline std::optional<SourceLocation> OriginalLocation(const torch::jit::SourceRange& range) {
-  auto original = range.findSourceRangeThatGenerated();
-  const torch::jit::SourceRange& r = original ? *original : range;
+  auto original = GeneratingRange(range);
+  const torch::jit::SourceRange& r = original && original->source() ? *original : range;
   if (!r.source()) return std::nullopt;
   auto flc = r.file_line_col();
   if (!flc) return std::nullopt;
@@ -100,8 +124,9 @@ inline std::vector<SourceLocation> SourceTrace(const torch::jit::Node* node) {
   std::vector<SourceLocation> trace;
   // A module traced in this process has the stack in its own range; a loaded one in the range
   // its archive's debug info maps back to.
-  auto original = node->sourceRange().findSourceRangeThatGenerated();
-  const torch::jit::SourceRange& range = original ? *original : node->sourceRange();
+  auto original = GeneratingRange(node->sourceRange());
+  const torch::jit::SourceRange& range =
+      original && original->source() ? *original : node->sourceRange();
   if (range.source()) {
     const std::string text = range.text().str();
     if (text.find("): ") != std::string::npos && text.find('\n') != std::string::npos) {

@@ -99,13 +99,15 @@ bool TorchModel::UnderSetDump(const std::string& module_path) const {
 void TorchModel::SetKernelObserver(KernelObserver observer) { observer_ = std::move(observer); }
 
 KernelInfo TorchModel::AddHostKernel(const std::string& scope, const std::string& op_type,
-                                     const std::string& module_path) {
+                                     const std::string& module_path,
+                                     std::vector<SourceLocation> source_trace) {
   KernelInfo k;
   k.graph_id = compiled_->info.graph_id;
   k.index = static_cast<uint32_t>(compiled_->info.kernels.size());
   k.op_type = op_type;
   k.full_name = scope + "/" + op_type + "-op" + std::to_string(k.index);
   k.module_path = module_path;
+  k.source_trace = std::move(source_trace);
   k.marked_for_dump = UnderSetDump(module_path);
   if (registered_ && session_) k = session_->AddKernel(k.graph_id, k);
   compiled_->info.kernels.push_back(k);
@@ -161,8 +163,7 @@ Status TorchModel::BeginStep(const std::vector<c10::IValue>& inputs) {
 StatusOr<c10::IValue> TorchModel::RunMethod(std::vector<c10::IValue> inputs) {
   GraphExecutor executor(compiled_.get(), registered_ ? session_ : nullptr);
   executor.set_observer(observer_);
-  if (registered_)
-    executor.set_meta_recorder(&compiled_->info.kernels, &metas_known_, &metas_learned_);
+  executor.set_meta_recorder(&compiled_->info.kernels, &metas_known_, &metas_learned_);
   inputs.insert(inputs.begin(), module_._ivalue());
   return executor.Run(std::move(inputs));
 }
@@ -170,6 +171,9 @@ StatusOr<c10::IValue> TorchModel::RunMethod(std::vector<c10::IValue> inputs) {
 void TorchModel::EndStep() {
   if (session_ && in_step_) {
     if (metas_learned_) {
+      for (size_t i = 0; i < metas_known_.size(); ++i) {
+        compiled_->info.kernels[i].not_run = !metas_known_[i];
+      }
       session_->UpdateKernels(compiled_->info.graph_id, compiled_->info.kernels);
       metas_learned_ = false;
     }

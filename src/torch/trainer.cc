@@ -77,7 +77,8 @@ void BackwardKernels::NoteForward(TorchModel* model, const KernelInfo& kernel,
     if (!t.defined() || !t.grad_fn()) return;
     Producer& p = producers_[t.grad_fn().get()];
     if (p.model != nullptr && !p.node.expired()) return;  // the first producer wins
-    p = Producer{t.grad_fn(), model, ScopeOfFullName(kernel.full_name), kernel.module_path};
+    p = Producer{t.grad_fn(), model, ScopeOfFullName(kernel.full_name), kernel.module_path,
+                 static_cast<int64_t>(kernel.index)};
   };
   for (const auto& v : outputs) {
     if (v.isTensor()) note(v.toTensor());
@@ -132,6 +133,7 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
         where.module_path = ModuleOfParameter(it->second.second);
         where.scope =
             where.model->ScopeOf(where.module_path) + "/" + Underscored(it->second.second);
+        where.kernel = -1;
       }
     }
     const std::string base = "Gradients/" + where.scope + "/" + name;
@@ -139,31 +141,32 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     uintptr_t handle = torch_compat::AddObserver(
         *node, [this, where, key, name](const std::vector<at::Tensor>& produced,
                                         const std::vector<at::Tensor>& received) {
-          OnNode(where.model, key, "Gradients/" + where.scope, name, where.module_path, received,
-                 produced);
+          OnNode(where, key, name, received, produced);
         });
     hooks->hooks_.emplace_back(node, handle);
     for (const auto& edge : node->next_edges()) {
       if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
+      // A node nobody produced inherits the scope, not the source line.
       inherited.emplace(edge.function.get(),
-                        Producer{{}, where.model, where.scope, where.module_path});
+                        Producer{{}, where.model, where.scope, where.module_path, -1});
       queue.push_back(edge.function);
     }
   }
   return hooks;
 }
 
-void BackwardKernels::OnNode(TorchModel* model, const std::string& key, const std::string& scope,
-                             const std::string& name, const std::string& module_path,
-                             const std::vector<at::Tensor>& received,
+void BackwardKernels::OnNode(const Producer& where, const std::string& key,
+                             const std::string& name, const std::vector<at::Tensor>& received,
                              const std::vector<at::Tensor>& produced) {
-  auto it = kernels_.find({model, key});
+  auto it = kernels_.find({where.model, key});
   if (it == kernels_.end()) {
-    it =
-        kernels_.emplace(std::make_pair(model, key), model->AddHostKernel(scope, name, module_path))
-            .first;
+    std::vector<SourceLocation> trace;
+    if (where.kernel >= 0) trace = where.model->graph().kernels[where.kernel].source_trace;
+    KernelInfo kernel = where.model->AddHostKernel("Gradients/" + where.scope, name,
+                                                   where.module_path, std::move(trace));
+    it = kernels_.emplace(std::make_pair(where.model, key), std::move(kernel)).first;
   }
-  DumpSession* session = model->session();
+  DumpSession* session = where.model->session();
   if (session && session->Wants(it->second)) {
     session->OnKernelDone(it->second, SlotViews(received), SlotViews(produced));
   }

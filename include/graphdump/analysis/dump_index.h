@@ -87,7 +87,8 @@ struct DumpIndex {
   std::vector<RankEntry> ranks;
   std::vector<Skipped> skipped;
 
-  // The innermost source location recorded for `full_name` in graph `graph`, or empty.
+  // "file:line" of the frame a user recognises as theirs (UserFrame: the innermost outside
+  // PyTorch's own files) recorded for `full_name` in graph `graph`, or empty.
   std::string SourceLine(const GraphEntry& graph, const std::string& full_name) const;
 };
 

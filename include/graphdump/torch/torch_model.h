@@ -80,10 +80,14 @@ class TorchModel {
   // through DumpSession::AddKernel. It is marked for dump_mode 2 when `module_path` lies under
   // a module given to SetDump.
   KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
-                           const std::string& module_path);
+                           const std::string& module_path,
+                           std::vector<SourceLocation> source_trace = {});
 
   // Called after each kernel of the method with its outputs; null to stop.
   void SetKernelObserver(KernelObserver observer);
+
+  // Has kernel `index` of the compiled graph run in any step so far? (False for host kernels.)
+  bool KernelRan(size_t index) const { return index < metas_known_.size() && metas_known_[index]; }
 
   // Module paths ("", "features", "features.0", ...) and their scopes
   // ("Default/features-Sequential/0-Conv2d"; "Default" for "").
