@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -211,8 +212,7 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
     const GeDumpOptions defaults;
     std::string given;
     for (const auto& [flag, value, unset] :
-         {std::tuple{"--dump-path", ge.dump_path, defaults.dump_path},
-          std::tuple{"--dump-step", ge.dump_step, defaults.dump_step},
+         {std::tuple{"--dump-step", ge.dump_step, defaults.dump_step},
           std::tuple{"--dump-mode", ge.dump_mode, defaults.dump_mode},
           std::tuple{"--dump-layer", ge.dump_layer, defaults.dump_layer}}) {
       if (value != unset) given += std::string(given.empty() ? "" : ", ") + flag;
@@ -221,6 +221,11 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
       return Status::InvalidArgument(given +
                                      ": the GE dialect's flags take effect only with "
                                      "--enable-dump (and --dump-path)");
+    }
+    if (!ge.dump_path.empty()) {
+      if (const std::string problem = DumpPathProblem(ge.dump_path); !problem.empty()) {
+        return Status::InvalidArgument("--dump-path: " + problem);
+      }
     }
   }
   if (ge.enable_dump) {
@@ -236,6 +241,11 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
     GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> from_environment,
                                LoadConfigFromEnvironment());
     if (!from_environment) {
+      if (!ge.dump_path.empty()) {
+        return Status::InvalidArgument(
+            "--dump-path replaces the path of a configuration, and none is given (--config, "
+            "GRAPHDUMP_CONFIG or MINDSPORE_DUMP_CONFIG)");
+      }
       return OpenedSession{nullptr,
                            "no --config; GRAPHDUMP_CONFIG and MINDSPORE_DUMP_CONFIG unset"};
     }
@@ -244,6 +254,8 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
     const char* diag = std::getenv(kDiagnosticPathEnv);
     GRAPHDUMP_ASSIGN_OR_RETURN(parsed, LoadConfigFile(config_file, diag ? diag : ""));
   }
+  // Without --enable-dump, --dump-path replaces the configuration's path.
+  if (!ge.enable_dump && !ge.dump_path.empty()) parsed.config.path = ge.dump_path;
   for (const std::string& w : parsed.warnings) {
     std::fprintf(stderr, "graphdump: warning: %s\n", w.c_str());
   }
@@ -307,7 +319,9 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
                  "neither set: no dump)");
   app.add_flag("--enable-dump", f->ge.enable_dump,
                "GE / TF-adapter dialect (SPEC §10): dump in the GE layout to --dump-path");
-  app.add_option("--dump-path", f->ge.dump_path, "GE dialect: dump root");
+  app.add_option("--dump-path", f->ge.dump_path,
+                 "the dump root, replacing the configuration's path (absolute, [A-Za-z0-9_/-]); "
+                 "with --enable-dump, the GE dialect's dump root");
   app.add_option("--dump-step", f->ge.dump_step,
                  "GE dialect: steps, e.g. \"0|5|10\" (default all)");
   app.add_option("--dump-mode", f->ge.dump_mode, "GE dialect: input, output (default) or all");
@@ -601,6 +615,7 @@ int RunTorchTrain(int argc, char** argv) {
   auto trainer = Trainer::Create(&model, options);
   if (!trainer.ok()) return Fail(command, trainer.status());
   int code = kExitOk;
+  bool warned_loss = false;  // once, at the first step whose loss is NaN or infinite
   for (int step = 0; step < flags.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     auto loss = (*trainer)->Step(data, labels);
@@ -614,6 +629,18 @@ int RunTorchTrain(int argc, char** argv) {
     std::printf("step %d/%d: loss %.6f (%.3f s)%s\n", step + 1, flags.steps, *loss, Seconds(start),
                 s ? (" iteration " + std::to_string(s->CurrentIteration())).c_str() : "");
     std::fflush(stdout);
+    if (!std::isfinite(*loss) && !warned_loss) {
+      warned_loss = true;
+      const std::string where =
+          s ? "graphdump watch " + s->Summary().root + " --check nan,inf" +
+                  " names the first kernel that made a NaN or Inf"
+            : "run again with a configuration (--config) and `graphdump watch DUMP --check "
+              "nan,inf` to find the first kernel that made it (docs/analysis.md)";
+      std::fprintf(stderr, "%s: warning: the loss is %s at step %d%s: %s\n", command.c_str(),
+                   std::isnan(*loss) ? "NaN" : "infinite", step + 1,
+                   s ? (" (iteration " + std::to_string(s->CurrentIteration()) + ")").c_str() : "",
+                   where.c_str());
+    }
   }
   if (code == kExitOk && !save_model.empty() && env->rank == 0) {
     try {

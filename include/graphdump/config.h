@@ -107,6 +107,10 @@ StatusOr<ParsedConfig> LoadConfigFile(const std::filesystem::path& file,
 // set (dumping off), and an error when the named file is missing or invalid.
 StatusOr<std::unique_ptr<ParsedConfig>> LoadConfigFromEnvironment();
 
+// MindSpore's rule for a dump path (an absolute path of [A-Za-z0-9_/-]): "" when `path` keeps
+// it, else the message saying what is wrong.
+std::string DumpPathProblem(const std::string& path);
+
 // The effective configuration as JSON with every default filled in (for check-config).
 std::string ConfigToJson(const DumpConfig& config);
 

@@ -281,20 +281,8 @@ void Parser::ParsePath(const Json& common) {
     value = (base == "/" ? "" : base) + "/debug_dump";
     origin = std::string(" (from ") + kDiagnosticPathEnv + "=" + diagnostic_path_ + ")";
   }
-  const bool bad_char = !std::all_of(value.begin(), value.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '/';
-  });
-  if (bad_char) {
-    Error("common_dump_settings.path",
-          "Dump path only support alphabets, digit or {'-', '_', '/'}, but got: \"" + value + "\"" +
-              origin);
-    return;
-  }
-  if (value[0] != '/') {
-    Error("common_dump_settings.path",
-          "Dump path only support absolute path and should start with '/', but got: \"" + value +
-              "\"" + origin);
+  if (const std::string problem = DumpPathProblem(value); !problem.empty()) {
+    Error("common_dump_settings.path", problem + origin);
     return;
   }
   config_.path = value;
@@ -770,6 +758,21 @@ const char* StatCategoryColumn(StatCategory category) {
 const char* StatCategoryName(StatCategory category) {
   for (const StatCategoryInfo& info : kStatCategories) {
     if (info.category == category) return info.name;
+  }
+  return "";
+}
+
+std::string DumpPathProblem(const std::string& path) {
+  const bool bad_char = !std::all_of(path.begin(), path.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '/';
+  });
+  if (bad_char) {
+    return "Dump path only support alphabets, digit or {'-', '_', '/'}, but got: \"" + path + "\"";
+  }
+  if (path.empty() || path[0] != '/') {
+    return "Dump path only support absolute path and should start with '/', but got: \"" + path +
+           "\"";
   }
   return "";
 }

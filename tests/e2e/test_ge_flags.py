@@ -40,9 +40,10 @@ try:
     code, _, err = t.run("run", model, "--enable-dump", "--dump-path", dump, "--config", cfg)
     t.expect_eq(code, 2, "--enable-dump with --config is a usage error")
     # The dialect's flags without --enable-dump would silently dump nothing: a usage error.
+    # (--dump-path alone replaces a configuration's path: test_train_warnings_and_dump_path.)
     code, out, err = t.run("run", model, "--input-shape", "2x3x16x16", "--dump-path", dump,
-                           "--dump-step", "1")
-    t.expect(code == 2 and "--dump-path, --dump-step: the GE dialect's flags take effect only "
+                           "--dump-step", "1", "--dump-mode", "all")
+    t.expect(code == 2 and "--dump-step, --dump-mode: the GE dialect's flags take effect only "
              "with --enable-dump" in err and "step 1" not in out,
              f"GE flags without --enable-dump: exit {code}\n{out}{err}")
     # --set-dump marks modules for dump_mode 2 only; elsewhere it says so.
