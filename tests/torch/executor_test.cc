@@ -1,14 +1,17 @@
 // Tests of the graph compiler, executor and trainer against a recording DumpSession double.
 // Models come from examples/make_models.py (run with /usr/bin/python3).
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "graphdump/config.h"
 #include "graphdump/session.h"
 #include "graphdump/torch/torch_model.h"
 #include "graphdump/torch/trainer.h"
@@ -170,6 +173,61 @@ TEST(ExecutorTest, DumpsEveryKernelWithOutputsOfTheRightShape) {
   EXPECT_TRUE(session.graph_.kernels[0].marked_for_dump);
   EXPECT_FALSE(session.graph_.kernels[2].marked_for_dump);
   EXPECT_EQ(session.parameters_.size(), 4u);
+}
+
+// Counts the ATen operators called on this thread while it lives, by name.
+class OperatorCounter {
+ public:
+  OperatorCounter() {
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback([](const at::RecordFunction& fn)
+                                       -> std::unique_ptr<at::ObserverContext> {
+          Counts()[fn.name()]++;
+          return nullptr;
+        }).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~OperatorCounter() { at::removeCallback(handle_); }
+  static std::map<std::string, int>& Counts() {
+    static thread_local std::map<std::string, int> counts;
+    return counts;
+  }
+  int operator[](const std::string& name) const {
+    auto it = Counts().find(name);
+    return it == Counts().end() ? 0 : it->second;
+  }
+
+ private:
+  at::CallbackHandle handle_;
+};
+
+TEST(TorchModelTest, FirstStepRunsTheGraphOnceAndCopiesNothing) {
+  // A configuration that selects no kernel: registering the graph must add no work to the
+  // first step (it once ran a whole probe forward on a deep copy of the module).
+  testing::TempDir dir;
+  StatusOr<ParsedConfig> parsed =
+      ParseConfig(R"({"common_dump_settings": {"dump_mode": 1, "path": ")" + dir.path() +
+                      R"(", "net_name": "Net", "iteration": "all", "input_output": 0,
+          "kernels": ["no_such_kernel"], "support_device": [0]}})",
+                  "test.json", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  SessionOptions options;
+  options.config = parsed->config;
+  auto session = DumpSession::Open(std::move(options));
+  ASSERT_TRUE(session.ok() && *session) << session.status().message();
+  auto model = TorchModel::Load(ModelPath("mlp"), session->get());
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  torch::NoGradGuard no_grad;
+  at::Tensor x = at::randn({2, 12});
+  OperatorCounter counter;
+  ASSERT_TRUE((*model)->Forward({x}).ok());
+  EXPECT_EQ(counter["aten::linear"], 2);  // fc1 and fc2, once each
+  EXPECT_EQ(counter["aten::relu"], 1);
+  EXPECT_EQ(counter["aten::clone"], 0);  // no copy of the module or its parameters
+  // The shapes learned in that step reach the graph files.
+  ASSERT_TRUE((*session)->Close().ok());
+  const std::string ir =
+      testing::ReadFile(dir.Sub("rank_0/graphs/ms_output_trace_code_graph_0.ir"));
+  EXPECT_NE(ir.find("-> (<Tensor[float32], (2, 3)>)"), std::string::npos) << ir;
 }
 
 TEST(TrainerTest, BackwardAndOptimizerKernelsAreDumped) {
