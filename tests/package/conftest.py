@@ -3,7 +3,6 @@
 The package is imported from the build directory (BUILD/python); `graphdump python` runs are the
 built CLI, as a user runs it."""
 import glob
-import json
 import os
 import subprocess
 import sys
@@ -18,6 +17,8 @@ BUILD_DIR = os.environ.get("GRAPHDUMP_BUILD_DIR", os.path.join(SOURCE_DIR, "buil
 BIN = os.path.join(BUILD_DIR, "tools", "graphdump")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(BUILD_DIR, "python"))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "e2e"))
+import gdtest  # noqa: E402  (its configuration writer)
 
 # Variables that would turn dumping on behind a test's back.
 _DUMP_ENV = ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH")
@@ -52,17 +53,8 @@ def python(*args, env=None, timeout=300, cwd=None, check=None):
 
 def write_config(path, dump_path, common=None, e2e=None):
     """A data_dump.json with every kernel of every iteration, tensors, overridden by `common`
-    and `e2e`."""
-    settings = {"dump_mode": 0, "path": str(dump_path), "net_name": "Net", "iteration": "all",
-                "saved_data": "tensor", "input_output": 0, "kernels": [],
-                "support_device": [0, 1, 2, 3]}
-    settings.update(common or {})
-    config = {"common_dump_settings": settings}
-    if e2e is not None:
-        config["e2e_dump_settings"] = e2e
-    with open(path, "w") as f:
-        json.dump(config, f, indent=2)
-    return str(path)
+    and `e2e` (the end-to-end tests' writer); returns its path."""
+    return str(gdtest.write_config(str(path), str(dump_path), common, e2e))
 
 
 def every_npy_loads(root):
