@@ -16,7 +16,9 @@ class DumpHost::BackwardPass {
       : kernels_(kernels), hooks_(std::move(hooks)) {}
   ~BackwardPass() {
     hooks_.reset();
-    kernels_->ClearForward();  // the pass consumed the nodes the forward calls noted
+    // The pass freed the nodes it consumed (unless retain_graph); nodes of forward calls whose
+    // backward is still to come stay noted.
+    kernels_->ForgetDeadNodes();
   }
 
  private:

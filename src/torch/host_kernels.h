@@ -64,6 +64,9 @@ class BackwardKernels {
   void AddParameter(const at::Tensor& param, TorchModel* model, const std::string& name);
   // Forgets the forward producers (after each backward pass: the nodes are gone).
   void ClearForward() { producers_.clear(); }
+  // Forgets the producers of nodes that no longer exist (when other nodes noted may still be
+  // ahead of a backward pass: two forward calls, then their backward passes).
+  void ForgetDeadNodes();
 
   // Hooks every node reachable from the grad_fns of `roots`. `fallback` (not null) owns the
   // nodes no model produced.

@@ -100,6 +100,12 @@ void BackwardKernels::AddParameter(const at::Tensor& param, TorchModel* model,
   parameters_.emplace(param.unsafeGetTensorImpl(), std::make_pair(model, name));
 }
 
+void BackwardKernels::ForgetDeadNodes() {
+  for (auto it = producers_.begin(); it != producers_.end();) {
+    it = it->second.node.expired() ? producers_.erase(it) : std::next(it);
+  }
+}
+
 const BackwardKernels::Producer* BackwardKernels::ProducerOf(
     const std::shared_ptr<Node>& node) const {
   auto it = producers_.find(node.get());

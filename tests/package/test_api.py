@@ -242,3 +242,19 @@ def test_ge_dialect(tmp_path):
     assert sorted(os.path.basename(s) for s in steps) == ["0", "1"]
     frame = graphdump.load(tmp_path / "ge")
     assert set(frame.io) == {"output"} and set(frame.iteration) == {0, 1}
+
+
+def test_two_forward_calls_then_their_backward_passes(tmp_path):
+    # Each backward pass finds the kernels of the call that made its graph, whichever ran last.
+    config = write_config(tmp_path / "d.json", tmp_path / "dump")
+    with gd.Dump(config) as dump:
+        net = dump.wrap(torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.Tanh())))
+        optimizer = dump.track(torch.optim.SGD(net.parameters(), lr=0.1))
+        a = net(torch.randn(2, 4)).sum()
+        b = net(torch.randn(2, 4)).sum()
+        a.backward()
+        b.backward()
+        optimizer.step()
+    files = os.listdir(tmp_path / "dump" / "rank_0" / "Net" / "0" / "0")
+    tanh = [f for f in files if f.startswith("TanhBackward0.") and ".output.0." in f]
+    assert len(tanh) == 2 and all("Gradients_Default_1-Tanh_" in f for f in tanh), tanh
