@@ -13,6 +13,7 @@
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/tensor_math.h"
+#include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
 namespace {
@@ -352,7 +353,7 @@ std::string WatchResultJson(const WatchResult& result) {
     j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
     if (!firsts.empty()) j["first_hit"] = per_rank[0];
   }
-  return j.dump(2);
+  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

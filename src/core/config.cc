@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "graphdump/internal/json_text.h"
 #include "graphdump/internal/kernel_entry.h"
+#include "graphdump/layout.h"
 
 namespace graphdump {
 namespace {
@@ -105,7 +107,7 @@ std::string OneLine(const std::string& message) {
 
 // A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `array [1,2]`.
 std::string Describe(const Json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string text = internal::JsonText(value);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   if (value.is_string()) return "string " + text;
   if (value.is_array()) return "array " + text;
@@ -664,6 +666,7 @@ void Parser::CheckUnknownKeys(const Json& object, const std::string& section_nam
 }
 
 StatusOr<ParsedConfig> Parser::Parse(const std::string& json_text) {
+  GRAPHDUMP_RETURN_IF_ERROR(internal::CheckJsonDepth(json_text, file_name_));
   Json root;
   try {
     root = Json::parse(json_text);
@@ -757,7 +760,7 @@ std::string ConfigToJson(const DumpConfig& config) {
   Json root;
   root[kCommon] = std::move(common);
   root[kE2e] = std::move(e2e);
-  return root.dump(4, ' ', false, Json::error_handler_t::replace) + "\n";
+  return internal::JsonText(root, 4) + "\n";
 }
 
 const char* StatCategoryColumn(StatCategory category) {

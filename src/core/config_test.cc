@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/ge_dialect.h"
 #include "testing/testing.h"
 
 namespace graphdump {
@@ -339,6 +340,44 @@ TEST(ParseConfigTest, MalformedJson) {
     EXPECT_NE(huge.status().message().find("number overflow"), std::string::npos);
   }
   EXPECT_NE(ParseError(json::array()).find("should be a JSON object"), std::string::npos);
+  json e2e = BaseConfig();
+  e2e["e2e_dump_settings"] = true;
+  EXPECT_NE(ParseError(e2e).find("e2e_dump_settings: should be an object"), std::string::npos);
+}
+
+// A value nested 100,000 deep: printing it in a message recursed once per level and overflowed
+// the stack (SIGSEGV). The depth is refused before the document is parsed.
+TEST(ParseConfigTest, DeepNestingIsAnErrorNotACrash) {
+  const size_t depth = 100000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  for (const std::string& value : {deep, std::string(depth, '{')}) {
+    const std::string text = "{\"common_dump_settings\": {\"dump_mode\": 0,\n \"path\": " + value;
+    StatusOr<ParsedConfig> parsed = ParseConfig(text, "deep.json", "");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(),
+              "deep.json: Parse dump json failed, error: arrays and objects nest deeper than 64 "
+              "levels at line 2, column 72 (a dump configuration needs 3: the file, its "
+              "sections and their arrays)");
+    std::vector<std::string> warnings;
+    StatusOr<GeDumpOptions> ge = ParseGeDumpOptions("{\"dump\": " + value, "ge.json", &warnings);
+    ASSERT_FALSE(ge.ok());
+    EXPECT_NE(ge.status().message().find("ge.json: Parse dump json failed, error: arrays and "
+                                         "objects nest deeper than 64 levels at line 1, column 73"),
+              std::string::npos)
+        << ge.status().message();
+    EXPECT_FALSE(IsGeDumpConfig("{\"dump\": " + value));
+  }
+  // Brackets inside strings do not count; 64 levels are accepted.
+  json strings = WithCommon("net_name", std::string(1000, '['));
+  EXPECT_NE(ParseError(strings).find("net_name only supports"), std::string::npos);
+  json nested = json::array();
+  for (int i = 0; i < 61; ++i) nested = json::array({nested});
+  EXPECT_NE(ParseError(WithCommon("kernels", nested)).find("common_dump_settings.kernels[0]"),
+            std::string::npos);
+}
+
+TEST(ParseConfigTest, NonObjectSections) {
   json e2e = BaseConfig();
   e2e["e2e_dump_settings"] = true;
   EXPECT_NE(ParseError(e2e).find("e2e_dump_settings: should be an object"), std::string::npos);

@@ -18,6 +18,7 @@
 #include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/internal/buffer_pool.h"
+#include "graphdump/internal/json_text.h"
 #include "graphdump/internal/stats_cache.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "graphdump/layout.h"
@@ -388,7 +389,7 @@ class SessionImpl final : public DumpSession {
       for (const auto& [name, value] : kernel.attributes) args[name] = value;
       const std::string name =
           FileNameIn(dir, fmt::format("{}.{}.json", file.op_type, file.op_name), ".json");
-      Status st = fs_->WriteWholeFile(dir + "/" + name, args.dump(4) + "\n");
+      Status st = fs_->WriteWholeFile(dir + "/" + name, internal::JsonText(args, 4) + "\n");
       if (!st.ok()) Fail(st);
     }
   }
