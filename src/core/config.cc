@@ -315,6 +315,16 @@ void Parser::ParseNetName(const Json& common) {
           "net_name only supports alphabetic, digit, or {'-', '_'}, but got: \"" + *name + "\"");
     return;
   }
+  // net_name is a directory name of the dump (SPEC §5): longer than NAME_MAX, every write of
+  // the run would fail with ENAMETOOLONG.
+  if (name->size() > kMaxBasenameBytes) {
+    Error("common_dump_settings.net_name",
+          "net_name is " + std::to_string(name->size()) +
+              " bytes long, but it names a "
+              "directory of the dump and a directory name can be at most " +
+              std::to_string(kMaxBasenameBytes) + " bytes: \"" + name->substr(0, 40) + "...\"");
+    return;
+  }
   config_.net_name = *name;
 }
 

@@ -377,6 +377,16 @@ TEST(ParseConfigTest, DeepNestingIsAnErrorNotACrash) {
             std::string::npos);
 }
 
+// net_name names a directory: over 255 bytes every write failed at run time (ENAMETOOLONG).
+TEST(ParseConfigTest, NetNameLongerThanADirectoryNameIsAnError) {
+  EXPECT_EQ(ParseOk(WithCommon("net_name", std::string(255, 'n'))).config.net_name.size(), 255u);
+  const std::string message = ParseError(WithCommon("net_name", std::string(256, 'n')));
+  EXPECT_EQ(message,
+            "common_dump_settings.net_name: net_name is 256 bytes long, but it names a "
+            "directory of the dump and a directory name can be at most 255 bytes: \"" +
+                std::string(40, 'n') + "...\"");
+}
+
 TEST(ParseConfigTest, NonObjectSections) {
   json e2e = BaseConfig();
   e2e["e2e_dump_settings"] = true;
