@@ -22,6 +22,7 @@
 #include "graphdump/analysis/mapped_file.h"
 #include "graphdump/internal/buffer_pool.h"
 #include "graphdump/npy.h"
+#include "graphdump/shape.h"
 
 namespace graphdump {
 namespace {
@@ -86,11 +87,8 @@ std::string Describe(const AscendTensor& t) {
                      AscendDataTypeName(t.data_type), fmt::join(t.shape, ","));
 }
 
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+// Shapes of a parsed dump file have counts that fit int64_t (ParseAscendDump checks them).
+int64_t Count(const std::vector<int64_t>& shape) { return ShapeElements(shape).value_or(0); }
 
 // Puts `t` (bytes at `src`) into host layout when `convert` is set and a conversion exists.
 PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) {

@@ -14,6 +14,8 @@
 
 #include "dump_data.pb.h"
 #include "fmt/format.h"
+#include "graphdump/file_system.h"
+#include "graphdump/shape.h"
 
 namespace graphdump {
 namespace {
@@ -123,33 +125,36 @@ Status ReadTensor(const Msg& msg, bool is_input, int index, const std::string& p
                     "values are 0..{}, NCHW..C1HWC0)",
                     path, field, out->format, kAscendMaxFormat));
   }
-  unsigned __int128 count = 1;
-  for (uint64_t d : msg.shape().dim()) {
-    if (d > (uint64_t{1} << 62)) {
-      return Status::Corrupt(
-          fmt::format("{}: {}.shape: dimension {} is too large", path, field, d));
+  // Both shapes must have an element count that fits int64_t (ShapeElements): every later
+  // product of their dimensions (conversion plans, .npy headers) is then bounded.
+  auto read_shape = [&](const auto& dims, const char* name,
+                        std::vector<int64_t>* shape) -> StatusOr<int64_t> {
+    for (uint64_t d : dims) {
+      if (d > static_cast<uint64_t>(INT64_MAX)) {
+        return Status::Corrupt(
+            fmt::format("{}: {}.{}: dimension {} is too large", path, field, name, d));
+      }
+      shape->push_back(static_cast<int64_t>(d));
     }
-    out->shape.push_back(static_cast<int64_t>(d));
-    count *= d;
-    if (count > (static_cast<unsigned __int128>(1) << 64)) {
-      return Status::Corrupt(fmt::format("{}: {}.shape: element count overflows", path, field));
+    std::optional<int64_t> count = ShapeElements(*shape);
+    if (!count) {
+      return Status::Corrupt(fmt::format("{}: {}.{}: the element count of ({}) overflows", path,
+                                         field, name, fmt::join(*shape, ",")));
     }
-  }
-  for (uint64_t d : msg.original_shape().dim()) {
-    if (d > (uint64_t{1} << 62)) {
-      return Status::Corrupt(
-          fmt::format("{}: {}.original_shape: dimension {} is too large", path, field, d));
-    }
-    out->original_shape.push_back(static_cast<int64_t>(d));
-  }
+    return *count;
+  };
+  GRAPHDUMP_ASSIGN_OR_RETURN(const int64_t count,
+                             read_shape(msg.shape().dim(), "shape", &out->shape));
+  GRAPHDUMP_RETURN_IF_ERROR(
+      read_shape(msg.original_shape().dim(), "original_shape", &out->original_shape).status());
   const int bits = AscendDataTypeBits(out->data_type);
   if (bits > 0) {
-    const unsigned __int128 expected = (count * static_cast<unsigned>(bits) + 7) / 8;
-    if (expected != out->size) {
-      return Status::Corrupt(
-          fmt::format("{}: {}.size: {} bytes, but shape ({}) of {} needs {} bytes", path, field,
-                      out->size, fmt::join(out->shape, ","), AscendDataTypeName(out->data_type),
-                      static_cast<uint64_t>(expected)));
+    std::optional<int64_t> expected = ElementBytes(count, static_cast<size_t>(bits));
+    if (!expected || static_cast<uint64_t>(*expected) != out->size) {
+      return Status::Corrupt(fmt::format(
+          "{}: {}.size: {} bytes, but shape ({}) of {} needs {} bytes", path, field, out->size,
+          fmt::join(out->shape, ","), AscendDataTypeName(out->data_type),
+          expected ? std::to_string(*expected) : std::string("more than can be addressed")));
     }
   }
   return Status::Ok();

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "graphdump/analysis/ascend_convert.h"
+#include "graphdump/shape.h"
 
 namespace graphdump::analysis {
 
@@ -13,12 +14,7 @@ StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::Open(const std::string& path) {
   npy->base_ = npy->file_->data();
   const size_t size = npy->file_->size();
   GRAPHDUMP_ASSIGN_OR_RETURN(npy->info_, ParseNpyHeader(npy->base_, size, path));
-  const size_t available = size - npy->info_.data_offset;
-  if (npy->info_.data_bytes > available) {
-    return Status::Corrupt(path + ": truncated .npy: header promises " +
-                           std::to_string(npy->info_.data_bytes) + " data bytes, file has " +
-                           std::to_string(available));
-  }
+  GRAPHDUMP_RETURN_IF_ERROR(CheckNpyDataSize(npy->info_, size, path));
   return npy;
 }
 
@@ -28,12 +24,13 @@ StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::FromAscendDumpFile(const std::st
                              LoadAscendTensor(path, is_input, static_cast<int>(slot)));
   std::unique_ptr<MappedNpy> npy(new MappedNpy());
   npy->path_ = path;
-  int64_t count = 1;
-  for (int64_t d : tensor.shape) count *= d;
+  // LoadAscendTensor's shapes are checked (ParseAscendDump): the count fits int64_t.
+  const int64_t count = ShapeElements(tensor.shape).value_or(0);
   EncodeNpyPayload(tensor.dtype, tensor.bytes.data(), count, &npy->owned_);
   npy->info_.dtype = NpyStoredDType(tensor.dtype);
   npy->info_.descr = std::string(NpyDescr(tensor.dtype));
   npy->info_.shape = tensor.shape;
+  npy->info_.elements = count;
   npy->info_.data_offset = 0;
   npy->info_.data_bytes = npy->owned_.size();
   npy->base_ = npy->owned_.data();
@@ -42,10 +39,6 @@ StatusOr<std::unique_ptr<MappedNpy>> MappedNpy::FromAscendDumpFile(const std::st
 
 MappedNpy::~MappedNpy() = default;
 
-int64_t MappedNpy::NumElements() const {
-  int64_t n = 1;
-  for (int64_t d : info_.shape) n *= d;
-  return n;
-}
+int64_t MappedNpy::NumElements() const { return info_.elements; }
 
 }  // namespace graphdump::analysis
