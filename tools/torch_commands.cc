@@ -1,15 +1,19 @@
 // graphdump run / graphdump train: execute a TorchScript model with graphdump's graph executor,
 // dumping the kernels the configuration selects. Logic lives in src/torch; this file parses
 // flags, prepares inputs and prints progress and the summary.
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/script.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -78,16 +82,58 @@ std::optional<at::ScalarType> ToScalarType(DType dtype) {
   }
 }
 
-// Reads a .npy file into a tensor. Errors name the file and what is wrong with it.
+// Reads exactly `n` bytes at `offset` of `fd` into `out`; false on an error or a short file.
+bool ReadAt(int fd, uint64_t offset, size_t n, void* out) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t got = pread(fd, p, std::min<size_t>(n, size_t{1} << 30), offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return true;
+}
+
+// Reads a .npy file into a tensor: the header, then the data straight into the tensor's memory
+// (one read, no staging copy). Only regular files are read, and only as many bytes as the
+// header promises and the file holds. Errors name the file and what is wrong with it.
 StatusOr<at::Tensor> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("input file " + path + " cannot be opened");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return Status::NotFound("input file " + path + " cannot be opened: " + std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument("input file " + path +
+                                   " is not a regular file (a .npy file written by numpy.save)");
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  // The preamble gives the header's length: 2 bytes in version 1, 4 in versions 2 and 3.
+  uint8_t preamble[12] = {};
+  const size_t preamble_bytes = static_cast<size_t>(std::min<uint64_t>(file_size, 12));
+  if (!ReadAt(fd, 0, preamble_bytes, preamble)) {
+    return Status::IOError("input file " + path + " cannot be read: " + std::strerror(errno));
+  }
+  uint64_t header_bytes = preamble_bytes;
+  if (preamble_bytes >= 10) {
+    header_bytes = preamble[6] == 1
+                       ? 10 + (preamble[8] | uint64_t{preamble[9]} << 8)
+                       : 12 + (preamble[8] | uint64_t{preamble[9]} << 8 |
+                               uint64_t{preamble[10]} << 16 | uint64_t{preamble[11]} << 24);
+  }
+  std::string header(static_cast<size_t>(std::min(header_bytes, file_size)), '\0');
+  if (!ReadAt(fd, 0, header.size(), header.data())) {
+    return Status::IOError("input file " + path + " cannot be read: " + std::strerror(errno));
+  }
   GRAPHDUMP_ASSIGN_OR_RETURN(
       NpyInfo info,
-      ParseNpyHeader(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path));
+      ParseNpyHeader(reinterpret_cast<const uint8_t*>(header.data()), header.size(), path));
   if (info.fortran_order) {
     return Status::InvalidArgument("input file " + path +
                                    " is in Fortran order; save it with numpy in C order");
@@ -97,13 +143,16 @@ StatusOr<at::Tensor> ReadNpy(const std::string& path) {
     return Status::InvalidArgument("input file " + path + " has dtype '" + info.descr +
                                    "', which graphdump cannot feed to a model");
   }
-  if (info.data_offset + info.data_bytes > bytes.size()) {
-    return Status::Corrupt("input file " + path + " is truncated: the header announces " +
-                           std::to_string(info.data_bytes) + " data bytes, the file has " +
-                           std::to_string(bytes.size() - info.data_offset));
+  if (info.data_offset + info.data_bytes > file_size) {
+    return Status::Corrupt(
+        "input file " + path + " is truncated: the header announces " +
+        std::to_string(info.data_bytes) + " data bytes, the file has " +
+        std::to_string(file_size - std::min<uint64_t>(file_size, info.data_offset)));
   }
   at::Tensor t = at::empty(info.shape, at::TensorOptions().dtype(*type));
-  std::memcpy(t.data_ptr(), bytes.data() + info.data_offset, info.data_bytes);
+  if (!ReadAt(fd, info.data_offset, info.data_bytes, t.data_ptr())) {
+    return Status::IOError("input file " + path + " cannot be read: " + std::strerror(errno));
+  }
   return t;
 }
 

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -55,9 +54,12 @@ class MappingRegistry {
   Status Write(FileSystem& file_system) {
     for (auto& [dir, lines] : lines_) {
       const std::string path = dir + "/mapping.csv";
-      std::ifstream existing(path);
-      for (std::string line; std::getline(existing, line);) {
-        if (!line.empty()) lines.insert(line);
+      // The lines of an earlier conversion into the same directory are kept.
+      StatusOr<std::string> existing = ReadRegularFile(path);
+      if (existing.ok()) {
+        for (const auto& [short_name, name] : ParseMappingCsv(*existing)) {
+          lines.insert(short_name + "," + name);
+        }
       }
       std::string text;
       for (const std::string& line : lines) text += line + "\n";
@@ -269,7 +271,8 @@ StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
 AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& jobs,
                                         const AscendConvertOptions& options) {
   std::shared_ptr<FileSystem> file_system =
-      options.file_system ? options.file_system : NewPosixFileSystem();
+      options.file_system ? options.file_system
+                          : NewPosixFileSystem(/*fsync=*/false, options.output_dir);
   MappingRegistry mapping;
   Converter converter(options, *file_system, mapping);
   AscendConvertSummary summary;

@@ -1,14 +1,8 @@
 #include "graphdump/analysis/ascend_dump.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <array>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 
@@ -237,20 +231,6 @@ StatusOr<AscendDumpFile> FromProto(const uint8_t* header, uint64_t header_length
   return file;
 }
 
-Status ReadExactly(int fd, uint8_t* out, size_t n, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::read(fd, out + done, n - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      return Status::IOError(fmt::format("{}: read failed: {}", path,
-                                         r < 0 ? std::strerror(errno) : "unexpected end of file"));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 std::string_view AscendDataTypeName(int data_type) {
@@ -367,30 +347,15 @@ StatusOr<AscendDumpFile> ParseAscendDump(const uint8_t* data, size_t size,
 }
 
 StatusOr<AscendDumpFile> ReadAscendDumpHeader(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(err));
-    return err == ENOENT ? Status::NotFound(message) : Status::IOError(message);
-  }
-  struct stat st {};
-  std::vector<uint8_t> buffer(8);
-  Status status =
-      ::fstat(fd, &st) == 0
-          ? Status::Ok()
-          : Status::IOError(fmt::format("{}: stat failed: {}", path, std::strerror(errno)));
-  const size_t file_size = static_cast<size_t>(st.st_size);
-  if (status.ok() && file_size >= 8) status = ReadExactly(fd, buffer.data(), 8, path);
-  StatusOr<uint64_t> length =
-      status.ok() ? HeaderLength(buffer.data(), file_size, path) : StatusOr<uint64_t>(status);
-  if (length.ok()) {
-    buffer.resize(8 + *length);
-    status = ReadExactly(fd, buffer.data() + 8, *length, path);
-  }
-  ::close(fd);
-  if (!length.ok()) return length.status();
-  GRAPHDUMP_RETURN_IF_ERROR(status);
-  return FromProto(buffer.data() + 8, *length, file_size, path);
+  GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile file, OpenRegularFile(path));
+  std::string head;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(0, std::min<uint64_t>(file.size(), 8), &head));
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      uint64_t length,
+      HeaderLength(reinterpret_cast<const uint8_t*>(head.data()), file.size(), path));
+  std::string header;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(8, length, &header));
+  return FromProto(reinterpret_cast<const uint8_t*>(header.data()), length, file.size(), path);
 }
 
 bool LooksLikeAscendDumpName(std::string_view name) {
@@ -417,17 +382,27 @@ std::string MappedNames::NameOf(const std::filesystem::path& path) {
   const std::filesystem::path dir = path.parent_path();
   auto found = mappings_.find(dir);
   if (found == mappings_.end()) {
-    std::map<std::string, std::string> mapping;
-    std::ifstream in(dir / "mapping.csv");
-    for (std::string line; std::getline(in, line);) {
-      const size_t comma = line.find(',');
-      if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
-    }
-    found = mappings_.emplace(dir, std::move(mapping)).first;
+    // A directory without a readable mapping.csv maps nothing.
+    StatusOr<std::string> text = ReadRegularFile((dir / "mapping.csv").string());
+    found = mappings_.emplace(dir, ParseMappingCsv(text.ok() ? *text : "")).first;
   }
   const std::string name = path.filename().string();
   auto mapped = found->second.find(name);
   return mapped == found->second.end() ? name : mapped->second;
+}
+
+std::map<std::string, std::string> ParseMappingCsv(std::string_view text) {
+  std::map<std::string, std::string> mapping;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const size_t comma = line.find(',');
+    if (comma == std::string_view::npos || comma == 0) continue;
+    mapping[std::string(line.substr(0, comma))] = std::string(line.substr(comma + 1));
+  }
+  return mapping;
 }
 
 }  // namespace graphdump

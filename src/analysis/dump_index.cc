@@ -3,13 +3,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
 #include <unordered_map>
 
+#include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/ascend_index.h"
+#include "graphdump/file_system.h"
 #include "graphdump/layout.h"
 
 namespace graphdump::analysis {
@@ -31,16 +32,18 @@ std::vector<std::string> SplitDots(const std::string& s) {
   }
 }
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The text of `path`, a regular file (a FIFO is not waited on); "" and a `skipped` entry when it
+// cannot be read.
+std::string ReadText(const fs::path& path, std::vector<Skipped>* skipped) {
+  StatusOr<std::string> text = ReadRegularFile(path.string());
+  if (text.ok()) return std::move(*text);
+  skipped->push_back({path.string(), text.status().message()});
+  return "";
 }
 
-std::vector<std::string> ReadLines(const fs::path& path) {
+std::vector<std::string> ReadLines(const fs::path& path, std::vector<Skipped>* skipped) {
   std::vector<std::string> lines;
-  std::ifstream in(path);
+  std::istringstream in(ReadText(path, skipped));
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -60,15 +63,11 @@ std::vector<fs::path> SortedChildren(const fs::path& dir) {
 }
 
 // mapping.csv: "{number}.npy,{original name}" per line.
-std::unordered_map<std::string, std::string> ReadMapping(const fs::path& dir) {
-  std::unordered_map<std::string, std::string> mapping;
+std::map<std::string, std::string> ReadMapping(const fs::path& dir, std::vector<Skipped>* skipped) {
   const fs::path path = dir / "mapping.csv";
-  if (!fs::exists(path)) return mapping;
-  for (const std::string& line : ReadLines(path)) {
-    const size_t comma = line.find(',');
-    if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
-  }
-  return mapping;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return {};
+  return ParseMappingCsv(ReadText(path, skipped));
 }
 
 struct GraphContext {
@@ -81,7 +80,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   IterationEntry entry;
   entry.iteration = iteration;
   entry.dir = dir.string();
-  const auto mapping = ReadMapping(dir);
+  const auto mapping = ReadMapping(dir, skipped);
   std::map<std::pair<std::string, std::string>, KernelEntry> kernels;  // (op_type, op_name)
   for (const fs::path& file : SortedChildren(dir)) {
     std::string name = file.filename().string();
@@ -170,7 +169,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path order_csv =
       rank_dir / "execution_order" / ("ms_execution_order_graph_" + id + ".csv");
   if (fs::exists(order_csv)) {
-    for (const std::string& line : ReadLines(order_csv)) {
+    for (const std::string& line : ReadLines(order_csv, skipped)) {
       if (line == "NodeExecutionOrder-FullNameWithScope") continue;
       graph.execution_order.push_back(line);
     }
@@ -183,7 +182,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
   if (fs::exists(ir)) {
     graph.ir_path = ir.string();
-    graph.source_traces = ParseIrSourceTraces(ReadText(ir), graph.execution_order);
+    graph.source_traces = ParseIrSourceTraces(ReadText(ir, skipped), graph.execution_order);
   }
   IterationEntry constants;
   bool have_constants = false;

@@ -1,9 +1,9 @@
 // statistic.csv reading (SPEC §6): quoted Shape fields, trailing commas, any statistic columns.
 #include <charconv>
-#include <fstream>
 #include <sstream>
 
 #include "graphdump/analysis/dump_index.h"
+#include "graphdump/file_system.h"
 #include "graphdump/shape.h"
 
 namespace graphdump::analysis {
@@ -60,8 +60,13 @@ bool ParseUnsigned(const std::string& text, uint64_t* out) {
 }  // namespace
 
 StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open statistic.csv");
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path));
+  return ParseStatisticCsvText(text, path);
+}
+
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                          const std::string& path) {
+  std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) return Status::Corrupt(path + ": empty statistic.csv (no header)");
   if (!line.empty() && line.back() == '\r') line.pop_back();

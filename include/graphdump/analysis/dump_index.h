@@ -99,10 +99,10 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 // {net_name} directory inside one. Failing those, a GE-layout dump ({YYYYMMDDhhmmss}/
 // {device_id}/{model_name}/{model_id}/{data_index}/ with Ascend dump files, SPEC §10) or a
 // directory written by `graphdump convert`: device_id is the rank, model_id the graph and
-// data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns kNotFound when `dir` does not exist and
-// kInvalidArgument "not a dump directory" (naming it and what was expected) when it holds no
-// dump. Unreadable or malformed pieces (a bad statistic.csv, an unparsable file name) are listed
-// in `skipped` and the rest is indexed.
+// data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns
+// kNotFound when `dir` does not exist and kInvalidArgument "not a dump directory" (naming it and
+// what was expected) when it holds no dump. Unreadable or malformed pieces (a bad statistic.csv, an
+// unparsable file name) are listed in `skipped` and the rest is indexed.
 StatusOr<DumpIndex> IndexDump(const std::string& dir);
 
 // The file-name form of a full name (SPEC §5): '/', '\\', '.' and ' ' become '_'.
@@ -113,8 +113,13 @@ std::string FileKernelName(const std::string& full_name);
 bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
                        TensorEntry* tensor);
 
-// Parses a statistic.csv file. Errors are kCorrupt naming the file and line.
+// Parses a statistic.csv file (a regular file: OpenRegularFile). Errors are kCorrupt naming the
+// file and line; a Shape must hold non-negative dimensions whose product fits int64_t.
 StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path);
+
+// ParseStatisticCsv for the file's `text`; `path` names it in errors.
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                          const std::string& path);
 
 // Parses the source traces of an .ir text: each kernel's `# In file PATH(LINE)/ code/` (or
 // `PATH:LINE/`) lines, attached to the kernel named by the preceding `Fullname with scope:
