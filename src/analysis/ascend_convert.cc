@@ -309,22 +309,25 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
 }
 
 StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file,
-                             MappedFile::Open(path, /*populate=*/true));
-  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
-                             ParseAscendDump(file->data(), file->size(), path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump, ReadAscendDumpHeader(path));
   const std::vector<AscendTensor>& list = is_input ? dump.inputs : dump.outputs;
   if (index < 0 || static_cast<size_t>(index) >= list.size()) {
     return Status::NotFound(fmt::format("{}: has {} {}s, no {} {}", path, list.size(),
                                         is_input ? "input" : "output",
                                         is_input ? "input" : "output", index));
   }
-  const AscendTensor& t = list[index];
+  return LoadAscendTensor(path, list[index]);
+}
+
+StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, const AscendTensor& t) {
   if (!AscendDataTypeToDType(t.data_type)) {
     return Status::Unsupported(fmt::format("{}: {}: NumPy has no type for {}", path, Describe(t),
                                            AscendDataTypeName(t.data_type)));
   }
-  PreparedTensor p = Prepare(t, file->data() + t.offset, true);
+  GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile file, OpenRegularFile(path));
+  std::string bytes;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(t.offset, t.size, &bytes));
+  PreparedTensor p = Prepare(t, reinterpret_cast<const uint8_t*>(bytes.data()), true);
   AscendHostTensor out;
   out.dtype = p.dtype;
   out.shape = p.shape;

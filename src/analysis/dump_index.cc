@@ -266,6 +266,7 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
     t.format = kDefaultFormat;
     t.path = e.path;
     t.in_dump_file = e.in_dump_file;
+    t.ascend = e.tensor;
     t.timestamp = e.timestamp;
     // A dump file holds several tensors: its size counts once, with its first tensor.
     std::error_code ec;
@@ -299,8 +300,12 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
 }  // namespace
 
 StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor) {
-  if (tensor.in_dump_file)
+  if (tensor.in_dump_file && tensor.ascend) {
+    return MappedNpy::FromAscendTensor(tensor.path, *tensor.ascend);
+  }
+  if (tensor.in_dump_file) {
     return MappedNpy::FromAscendDumpFile(tensor.path, tensor.is_input, tensor.slot);
+  }
   return MappedNpy::Open(tensor.path);
 }
 

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "graphdump/dtype.h"
+#include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/npy_file.h"
+#include "graphdump/dtype.h"
 #include "graphdump/graph.h"
 #include "graphdump/status.h"
 
@@ -41,6 +42,9 @@ struct TensorEntry {
   uint64_t timestamp = 0;
   std::optional<StatisticRow> stats;
   bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (SPEC §9)
+  // in_dump_file: the tensor as the file's header described it when indexed (where its bytes
+  // are); when absent, OpenTensor finds it by io and slot in the header.
+  std::optional<AscendTensor> ascend;
 };
 
 // A kernel's tensors in one iteration.
@@ -92,7 +96,8 @@ struct DumpIndex {
 };
 
 // The tensor an entry names, ready to read: a mapped .npy file, or the tensor read out of an
-// Ascend dump file. Errors name the file.
+// Ascend dump file (only its own bytes, where the index recorded them: reading every tensor of
+// a file costs one pass over the file, not one header parse per tensor). Errors name the file.
 StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 
 // Indexes `dir`: a dump root holding rank_{id}/ directories, one rank_{id} directory, or a
