@@ -322,8 +322,8 @@ class SessionImpl final : public DumpSession {
     // Appended to the marker Start wrote: its last block has room for a few lines, so this
     // needs no new space on a full disk.
     const std::string text = fmt::format(
-        "graphdump stopped dumping at iteration {}.\nerror: {}\nEvery file under its final name "
-        "is complete; tensors after this error were not written.\n",
+        "graphdump stopped dumping (the run was at iteration {}).\nerror: {}\nEvery file under "
+        "its final name is complete; tensors after this error were not written.\n",
         iteration_, status.message());
     Status marker = fs_->AppendToFile(IncompletePath(), text);
     if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
