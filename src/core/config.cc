@@ -663,9 +663,11 @@ void Parser::CheckUnknownKeys(const Json& object, const std::string& section_nam
       for (const std::string& k : keys) best = std::min(best, EditDistance(lower, k));
       return best;
     };
-    const auto misspelt_other = std::find_if(other.begin(), other.end(), [&](const auto& k) {
-      return IsNear(key, k) && EditDistance(lower, k) < nearest(known);
-    });
+    // (A named copy: clang before 16 cannot capture a structured binding.)
+    const auto misspelt_other =
+        std::find_if(other.begin(), other.end(), [&, &name = key](const auto& k) {
+          return IsNear(name, k) && EditDistance(lower, k) < nearest(known);
+        });
     if (misspelt_other != other.end()) {
       Warn(key_path, "unknown key, ignored; did you mean \"" + *misspelt_other +
                          "\"? It belongs in " + other_name);
