@@ -21,8 +21,10 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Every test: unit tests, NumPy checks and end-to-end runs, then under AddressSanitizer and
-# UndefinedBehaviorSanitizer (clang, in $(FUZZ_BUILD), which builds only what these run): the
-# core and analysis tests, and each fuzzer for a few seconds from its seed corpus.
+# UndefinedBehaviorSanitizer: the core and analysis tests, each fuzzer for a few seconds from
+# its seed corpus (clang, in $(FUZZ_BUILD)), and a small run and train of the LibTorch host
+# (GCC, which LibTorch's headers need, in $(ASAN_BUILD)). Each sanitizer build builds only
+# what its tests run.
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) --no-print-directory test-sanitize
@@ -30,6 +32,10 @@ test: build
 test-sanitize: fuzz-build
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) \
 	  -R '^(core_tests|analysis_tests|core_stats_sse2|fuzz_.*)$$'
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAPHDUMP_SANITIZE=ON \
+	  -DGRAPHDUMP_WITH_TORCH=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target graphdump-torch
+	cd $(ASAN_BUILD) && ctest --output-on-failure -R '^torch_sanitize$$'
 
 # The clang build with ASan, UBSan and libFuzzer coverage: core and analysis tests, fuzzers.
 fuzz-build: deps
