@@ -43,6 +43,13 @@ def read(path):
         return f.read()
 
 
+def put_files(directory, root, pattern, stem, limit=None):
+    """Copies the files of `root` matching `pattern` (recursively) as {stem}{i}{extension}."""
+    paths = sorted(glob.glob(os.path.join(root, "**", pattern), recursive=True))[:limit]
+    for i, path in enumerate(paths):
+        put(directory, f"{stem}{i}{os.path.splitext(path)[1]}", read(path))
+
+
 def main(binary):
     work = tempfile.mkdtemp(prefix="graphdump_corpus_")
     try:
@@ -106,20 +113,14 @@ def main(binary):
                                        "positive inf count", "zero count", "md5", "l2norm"]}}, f)
         subprocess.run([binary, "demo-synthetic", "--config", cfg, "--steps", "1",
                         "--nan-kernel", "1"], check=True, capture_output=True)
-        for i, path in enumerate(sorted(glob.glob(os.path.join(dump, "**", "*.npy"),
-                                                  recursive=True))[:12]):
-            put(npy, f"dump{i}.npy", read(path))
+        put_files(npy, dump, "*.npy", "dump", limit=12)
         statistic = target("statistic_csv")
-        for i, path in enumerate(sorted(glob.glob(os.path.join(dump, "**", "statistic.csv"),
-                                                  recursive=True))):
-            put(statistic, f"dump{i}.csv", read(path))
+        put_files(statistic, dump, "statistic.csv", "dump")
         put(statistic, "minimal.csv", "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,"
             "Data Size,Data Type,Shape,Max Value\nAdd,Default_Add-op1,0,0,1,output,0,4,"
             "float32,\"(1)\",1,\n")
         ir = target("ir")
-        for i, path in enumerate(sorted(glob.glob(os.path.join(dump, "**", "*.ir"),
-                                                  recursive=True))):
-            put(ir, f"dump{i}.ir", read(path))
+        put_files(ir, dump, "*.ir", "dump")
         put(ir, "mindspore.ir", "# IR entry: @graph_0\n"
             "  %1(CNode_1) = Conv2D(%0)\n      : (<Tensor[Float32], ()>) -> (<Tensor[Float32], ()>)\n"
             "      # Fullname with scope: (Default/net-Net/Conv2D-op1)\n"
