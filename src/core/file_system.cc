@@ -19,6 +19,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,6 +113,9 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// An open directory, shared by the files being written in it.
+using DirFd = std::shared_ptr<const Fd>;
 
 // ".{basename}.tmp.{pid}.{n}" (so rename stays in one directory), with the basename shortened
 // so the temporary name fits NAME_MAX.
@@ -247,8 +253,8 @@ int CreateTemporary(int dir_fd, const std::string& base, mode_t mode, std::strin
 class PosixWritableFile : public WritableFile {
  public:
   // `final_mode` < 0 keeps the creation mode (user files).
-  PosixWritableFile(Fd dir, int fd, int slot, std::string temp_name, std::string path, bool fsync,
-                    int final_mode)
+  PosixWritableFile(DirFd dir, int fd, int slot, std::string temp_name, std::string path,
+                    bool fsync, int final_mode)
       : dir_(std::move(dir)),
         fd_(fd),
         slot_(slot),
@@ -259,7 +265,7 @@ class PosixWritableFile : public WritableFile {
 
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlinkat(dir_.get(), temp_name_.c_str(), 0);
+    if (!committed_) ::unlinkat(dir_->get(), temp_name_.c_str(), 0);
     signal_cleanup.Forget(slot_);
   }
 
@@ -282,16 +288,16 @@ class PosixWritableFile : public WritableFile {
     if (::close(fd) != 0) return ErrnoError("write", path_, errno);
     // renameat replaces whatever has the final name, a planted symbolic link included, without
     // following it.
-    if (::renameat(dir_.get(), temp_name_.c_str(), dir_.get(), BaseName(path_).c_str()) != 0) {
+    if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), BaseName(path_).c_str()) != 0) {
       return ErrnoError("rename to", path_, errno);
     }
     committed_ = true;
-    if (fsync_) (void)::fsync(dir_.get());  // best effort: some file systems refuse
+    if (fsync_) (void)::fsync(dir_->get());  // best effort: some file systems refuse
     return Status::Ok();
   }
 
  private:
-  Fd dir_;
+  DirFd dir_;
   int fd_;
   int slot_;
   std::string temp_name_;
@@ -346,20 +352,21 @@ class PosixFileSystem : public FileSystem {
   }
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    GRAPHDUMP_ASSIGN_OR_RETURN(Fd dir, OpenDirectory(DirName(path), false, "create", path));
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "create", path));
     std::string temp_name;
     int slot = -1;
-    const int fd = CreateTemporary(dir.get(), BaseName(path), S_IRUSR | S_IWUSR, &temp_name, &slot);
+    const int fd =
+        CreateTemporary(dir->get(), BaseName(path), S_IRUSR | S_IWUSR, &temp_name, &slot);
     if (fd < 0) return ErrnoError("create", path, errno);
     return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
         std::move(dir), fd, slot, temp_name, path, fsync_, S_IRUSR));
   }
 
   Status AppendToFile(const std::string& path, const std::string& data) override {
-    GRAPHDUMP_ASSIGN_OR_RETURN(Fd dir, OpenDirectory(DirName(path), false, "open", path));
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "open", path));
     const std::string base = BaseName(path);
     bool created = false;
-    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, OpenForAppend(dir.get(), base, path, &created));
+    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, OpenForAppend(dir->get(), base, path, &created));
     struct stat st;
     if (::fstat(fd.get(), &st) != 0) return ErrnoError("open", path, errno);
     // Appended as one piece or not at all: a failure (a full disk) or a signal part way cuts the
@@ -370,7 +377,7 @@ class PosixFileSystem : public FileSystem {
     if (error == 0 && fsync_ && ::fsync(fd.get()) != 0) error = errno;
     if (error != 0) {
       if (created) {
-        ::unlinkat(dir.get(), base.c_str(), 0);
+        ::unlinkat(dir->get(), base.c_str(), 0);
       } else {
         (void)::ftruncate(fd.get(), st.st_size);
       }
@@ -384,26 +391,50 @@ class PosixFileSystem : public FileSystem {
   }
 
   Status Remove(const std::string& path) override {
-    GRAPHDUMP_ASSIGN_OR_RETURN(Fd dir, OpenDirectory(DirName(path), false, "remove", path));
-    if (::unlinkat(dir.get(), BaseName(path).c_str(), 0) != 0 && errno != ENOENT) {
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "remove", path));
+    if (::unlinkat(dir->get(), BaseName(path).c_str(), 0) != 0 && errno != ENOENT) {
       return ErrnoError("remove", path, errno);
     }
     return Status::Ok();
   }
 
   bool Exists(const std::string& path) override {
-    StatusOr<Fd> dir = OpenDirectory(DirName(path), false, "open", path);
+    StatusOr<DirFd> dir = OpenDirectory(DirName(path), false, "open", path);
     struct stat st;
-    return dir.ok() && ::fstatat(dir->get(), BaseName(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    return dir.ok() &&
+           ::fstatat((*dir)->get(), BaseName(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   }
 
  private:
+  // WalkDirectory, remembering the directories opened: a dump writes many files into each (a
+  // walk costs an openat per level). A remembered directory that was removed since is opened
+  // again.
+  StatusOr<DirFd> OpenDirectory(const std::string& dir, bool create, const std::string& what = "",
+                                const std::string& path = "") {
+    const std::string key = WithoutTrailingSlashes(dir);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = open_dirs_.find(key);
+      struct stat st;
+      if (it != open_dirs_.end()) {
+        if (::fstat(it->second->get(), &st) == 0 && st.st_nlink > 0) return it->second;
+        open_dirs_.erase(it);
+      }
+    }
+    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, WalkDirectory(dir, create, what, path));
+    auto opened = std::make_shared<const Fd>(std::move(fd));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (open_dirs_.size() >= kOpenDirs) open_dirs_.clear();
+    open_dirs_[key] = opened;
+    return opened;
+  }
+
   // Opens the directory `dir` (creating it and its parents below the root when `create`).
   // Below the root, each component is opened relative to its parent with O_NOFOLLOW, and the
   // root itself must not be a symbolic link; outside a root, `dir` is opened as named. Errors
   // say "cannot {what} {path}" (the file the caller is after; `dir` when empty).
-  StatusOr<Fd> OpenDirectory(const std::string& dir, bool create, const std::string& what = "",
-                             const std::string& path = "") {
+  StatusOr<Fd> WalkDirectory(const std::string& dir, bool create, const std::string& what,
+                             const std::string& path) {
     const std::string& target = path.empty() ? dir : path;
     const std::string verb = what.empty() ? "create directory" : what;
     if (root_.empty()) {
@@ -499,8 +530,11 @@ class PosixFileSystem : public FileSystem {
     return fd;
   }
 
+  static constexpr size_t kOpenDirs = 64;
   bool fsync_;
   std::string root_;  // "" when not confined
+  std::mutex mu_;
+  std::map<std::string, DirFd> open_dirs_;  // by path without trailing '/'
 };
 
 // The kind of a file that is not a regular one, for messages.
@@ -604,11 +638,12 @@ std::string OutputPathProblem(const std::string& path) {
 }
 
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
-  Fd dir(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0) return ErrnoError("create", path, errno);
+  auto dir =
+      std::make_shared<const Fd>(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir->get() < 0) return ErrnoError("create", path, errno);
   std::string temp_name;
   int slot = -1;
-  const int fd = CreateTemporary(dir.get(), BaseName(path), 0666, &temp_name, &slot);
+  const int fd = CreateTemporary(dir->get(), BaseName(path), 0666, &temp_name, &slot);
   if (fd < 0) return ErrnoError("create", path, errno);
   PosixWritableFile file(std::move(dir), fd, slot, temp_name, path, /*fsync=*/false,
                          /*final_mode=*/-1);
