@@ -5,6 +5,7 @@
 
 #include "analysis_cli.h"
 #include "commands.h"
+#include "graphdump/internal/json_text.h"
 
 namespace graphdump::tools {
 namespace {
@@ -134,7 +135,7 @@ int RunLs(int argc, char** argv) {
   for (const auto& s : index->skipped)
     j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});
   if (json) {
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", internal::JsonText(j, 2));
   } else {
     fmt::print(
         "total: {} rank(s), {} graph(s), {} iteration(s), {} kernel entries, {} tensors "

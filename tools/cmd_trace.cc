@@ -6,6 +6,7 @@
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/trace.h"
+#include "graphdump/internal/json_text.h"
 
 namespace graphdump::tools {
 
@@ -47,7 +48,7 @@ int RunTrace(int argc, char** argv) {
                    {"code", m.code},
                    {"files", files}});
     }
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", internal::JsonText(j, 2));
   } else {
     if (matches.empty()) {
       size_t traced = 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "graphdump/status.h"
 
@@ -32,18 +33,31 @@ class FileSystem {
   // Starts writing `path` through a temporary name in the same directory. Errors name `path`.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
 
-  // Appends `data` to `path`, creating it if needed (mode 0600 while open, 0400 after).
+  // Appends `data` to `path`, creating it if needed (mode 0600 while open, 0400 after). All or
+  // nothing: when the write fails part way (a full disk), the file is cut back to what it held
+  // before (a file this call created is removed), so no partial row is left under `path`.
   virtual Status AppendToFile(const std::string& path, const std::string& data) = 0;
+
+  // Removes the file `path`; a missing file is fine.
+  virtual Status Remove(const std::string& path) = 0;
 
   // Writes `data` as the whole content of `path` (temporary then rename, mode 0400), replacing
   // an existing file.
   Status WriteWholeFile(const std::string& path, const std::string& data);
 
+  // True when something (a file, a directory, a symbolic link) has the name `path`.
   virtual bool Exists(const std::string& path) = 0;
 };
 
 // The real file system (POSIX). `fsync` makes every committed file durable before the rename.
-std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync = false);
+// With a `root` (the dump directory), every path must lie below it (others are refused with
+// kInvalidArgument), the root must be a directory and not a symbolic link (its parents may be
+// links: the user named them), and nothing below it is reached through a symbolic link:
+// directories are opened one at a time relative to their parent (openat) and files created and
+// opened with O_NOFOLLOW, so a link planted in the dump directory is refused with an IOError
+// naming it, and nothing is written outside the root. Without a root, paths are used as named
+// and only the files themselves are opened with O_NOFOLLOW.
+std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync = false, std::string root = "");
 
 // For files a user names on the command line (reports, CSV tables, saved outputs), not dump
 // files: why `path` cannot be written (its directory is missing or not writable, or `path` is a
@@ -55,9 +69,47 @@ std::string OutputPathProblem(const std::string& path);
 // existing file as it was. Mode 0666 less the umask, like any file a user saves.
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces);
 
+// A regular file open for reading (OpenRegularFile); closes its descriptor when destroyed.
+class ReadableFile {
+ public:
+  ReadableFile(std::string path, int fd, uint64_t size)
+      : path_(std::move(path)), fd_(fd), size_(size) {}
+  ReadableFile(ReadableFile&& other) noexcept;
+  ReadableFile& operator=(ReadableFile&& other) noexcept;
+  ReadableFile(const ReadableFile&) = delete;
+  ReadableFile& operator=(const ReadableFile&) = delete;
+  ~ReadableFile();
+
+  int fd() const { return fd_; }
+  uint64_t size() const { return size_; }  // when it was opened
+  const std::string& path() const { return path_; }
+
+  // Replaces `*out` with the `n` bytes at `offset`. kIOError naming the file when they cannot
+  // all be read (the file shrank since it was opened).
+  Status Read(uint64_t offset, uint64_t n, std::string* out) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
+// Opens `path` for reading if it is a regular file (symbolic links to one are followed). A
+// FIFO, socket, device or directory is refused with kInvalidArgument naming `path` and what it
+// is, without blocking on it or reading from it; kNotFound when `path` does not exist, kIOError
+// for other failures. The files of a dump (tensors, statistic.csv, mapping.csv, graph files,
+// Ascend dump files) and configuration files are opened through here.
+StatusOr<ReadableFile> OpenRegularFile(const std::string& path);
+
+// The whole content of the regular file `path` (OpenRegularFile's checks), as long as it was
+// when opened.
+StatusOr<std::string> ReadRegularFile(const std::string& path);
+
 // Makes SIGINT, SIGTERM and SIGHUP (those still at their default action) remove the temporaries
-// of files being written before the process dies of the signal, so that a Ctrl-C leaves only
-// whole files behind. For programs (the CLI); a library host keeps its own handlers.
+// of files being written, and cut appends in progress back to their old size, before the
+// process dies of the signal, so that a Ctrl-C leaves only whole files and whole rows behind.
+// Once such a signal arrived, a thread that starts a new file waits for the process to end.
+// For programs (the CLI); a library host keeps its own handlers.
 void RemoveTemporariesOnSignals();
 
 }  // namespace graphdump

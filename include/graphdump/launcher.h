@@ -49,18 +49,25 @@ struct LaunchResult {
   std::vector<RankExit> ranks;  // indexed by rank
   int first_failed_rank = -1;   // the rank whose failure stopped the job; -1 when all succeeded
   std::string message;          // one line for people: "rank 1 killed by signal 9 (SIGKILL)..."
+  // SIGINT, SIGTERM or SIGHUP when the launcher received it while the ranks ran: it was
+  // forwarded to every rank (SIGKILL after the grace period), and they were waited for.
+  int stop_signal = 0;
 
   bool ok() const { return first_failed_rank < 0; }
 };
 
 // Starts the ranks and waits for all of them. Returns an error only when the job could not be
 // started (nproc < 1, empty argv, no free port, fork failed); a rank's failure is reported in
-// the result. Ranks that could not exec the program fail with status 127.
+// the result. Ranks that could not exec the program fail with status 127. While the ranks run,
+// SIGINT, SIGTERM and SIGHUP (those not ignored) do not end the calling process: they are
+// forwarded to the ranks and reported in LaunchResult::stop_signal; the caller's actions for
+// them are restored on return.
 StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options);
 
 // The CLI form: runs `argv` as `nproc` ranks, prints the failure message to stderr, and returns
 // the process exit code: 0 when every rank succeeded, else the failed rank's exit status (3 for
-// a rank killed by a signal, 2 when the job could not be started).
+// a rank killed by a signal, 2 when the job could not be started). Stopped by a signal, it
+// raises that signal again once the ranks have ended.
 int LaunchRanks(int nproc, const std::vector<std::string>& argv);
 
 // `args` without the option `flag` and its value, written as "--nproc 2" or "--nproc=2" (every

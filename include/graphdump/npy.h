@@ -37,12 +37,15 @@ bool NpyPayloadIsIdentity(DType dtype);
 struct NpyInfo {
   int major_version = 1;
   int minor_version = 0;
-  std::string descr;          // as written, e.g. "<f4"
-  DType dtype = DType::kFloat32;  // from descr
+  std::string descr;  // as written, e.g. "<f4"
+  // The elements as the file stores them (DTypeBits(dtype) / 8 bytes each): "<f4" is float32
+  // even in a file named bfloat16; "<E2" (raw bfloat16, ml_dtypes) is kBFloat16, 2 bytes.
+  DType dtype = DType::kFloat32;
   bool fortran_order = false;
   std::vector<int64_t> shape;
-  size_t data_offset = 0;     // bytes before the first element
-  size_t data_bytes = 0;      // element count * item size
+  int64_t elements = 0;    // the product of `shape` (checked: it fits int64_t)
+  size_t data_offset = 0;  // bytes before the first element
+  size_t data_bytes = 0;   // elements * item size (checked: it fits int64_t)
 };
 
 // Parses and validates the header at the start of `data` (versions 1.0, 2.0, 3.0; every descr of
@@ -50,5 +53,9 @@ struct NpyInfo {
 // data_bytes with the file size. Errors are kCorrupt and name `path`, what was found and what
 // was expected.
 StatusOr<NpyInfo> ParseNpyHeader(const uint8_t* data, size_t size, const std::string& path);
+
+// kCorrupt naming `path` ("truncated .npy: header promises N data bytes, file has M") when a
+// file of `file_size` bytes is too short for the data `info` describes.
+Status CheckNpyDataSize(const NpyInfo& info, uint64_t file_size, const std::string& path);
 
 }  // namespace graphdump

@@ -15,7 +15,8 @@
 //
 // Disk faults: the first write error stops all further dumping, is reported once (Close()
 // returns it, and `.dump_metadata/INCOMPLETE` names the file), and never interrupts the caller:
-// hooks keep returning normally.
+// hooks keep returning normally. `.dump_metadata/INCOMPLETE` exists from Open until a Close
+// without error, so a process that dies with the session open leaves it too.
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,6 +21,7 @@
 #include "graphdump/analysis/mapped_file.h"
 #include "graphdump/internal/buffer_pool.h"
 #include "graphdump/npy.h"
+#include "graphdump/shape.h"
 
 namespace graphdump {
 namespace {
@@ -54,9 +54,12 @@ class MappingRegistry {
   Status Write(FileSystem& file_system) {
     for (auto& [dir, lines] : lines_) {
       const std::string path = dir + "/mapping.csv";
-      std::ifstream existing(path);
-      for (std::string line; std::getline(existing, line);) {
-        if (!line.empty()) lines.insert(line);
+      // The lines of an earlier conversion into the same directory are kept.
+      StatusOr<std::string> existing = ReadRegularFile(path);
+      if (existing.ok()) {
+        for (const auto& [short_name, name] : ParseMappingCsv(*existing)) {
+          lines.insert(short_name + "," + name);
+        }
       }
       std::string text;
       for (const std::string& line : lines) text += line + "\n";
@@ -86,11 +89,8 @@ std::string Describe(const AscendTensor& t) {
                      AscendDataTypeName(t.data_type), fmt::join(t.shape, ","));
 }
 
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+// Shapes of a parsed dump file have counts that fit int64_t (ParseAscendDump checks them).
+int64_t Count(const std::vector<int64_t>& shape) { return ShapeElements(shape).value_or(0); }
 
 // Puts `t` (bytes at `src`) into host layout when `convert` is set and a conversion exists.
 PreparedTensor Prepare(const AscendTensor& t, const uint8_t* src, bool convert) {
@@ -271,7 +271,8 @@ StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
 AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& jobs,
                                         const AscendConvertOptions& options) {
   std::shared_ptr<FileSystem> file_system =
-      options.file_system ? options.file_system : NewPosixFileSystem();
+      options.file_system ? options.file_system
+                          : NewPosixFileSystem(/*fsync=*/false, options.output_dir);
   MappingRegistry mapping;
   Converter converter(options, *file_system, mapping);
   AscendConvertSummary summary;
@@ -308,22 +309,25 @@ AscendConvertSummary ConvertAscendDumps(const std::vector<AscendConvertJob>& job
 }
 
 StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file,
-                             MappedFile::Open(path, /*populate=*/true));
-  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump,
-                             ParseAscendDump(file->data(), file->size(), path));
+  GRAPHDUMP_ASSIGN_OR_RETURN(AscendDumpFile dump, ReadAscendDumpHeader(path));
   const std::vector<AscendTensor>& list = is_input ? dump.inputs : dump.outputs;
   if (index < 0 || static_cast<size_t>(index) >= list.size()) {
     return Status::NotFound(fmt::format("{}: has {} {}s, no {} {}", path, list.size(),
                                         is_input ? "input" : "output",
                                         is_input ? "input" : "output", index));
   }
-  const AscendTensor& t = list[index];
+  return LoadAscendTensor(path, list[index]);
+}
+
+StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, const AscendTensor& t) {
   if (!AscendDataTypeToDType(t.data_type)) {
     return Status::Unsupported(fmt::format("{}: {}: NumPy has no type for {}", path, Describe(t),
                                            AscendDataTypeName(t.data_type)));
   }
-  PreparedTensor p = Prepare(t, file->data() + t.offset, true);
+  GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile file, OpenRegularFile(path));
+  std::string bytes;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(t.offset, t.size, &bytes));
+  PreparedTensor p = Prepare(t, reinterpret_cast<const uint8_t*>(bytes.data()), true);
   AscendHostTensor out;
   out.dtype = p.dtype;
   out.shape = p.shape;

@@ -1,19 +1,15 @@
 #include "graphdump/analysis/ascend_dump.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <array>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 
 #include "dump_data.pb.h"
 #include "fmt/format.h"
+#include "graphdump/file_system.h"
+#include "graphdump/shape.h"
 
 namespace graphdump {
 namespace {
@@ -123,33 +119,36 @@ Status ReadTensor(const Msg& msg, bool is_input, int index, const std::string& p
                     "values are 0..{}, NCHW..C1HWC0)",
                     path, field, out->format, kAscendMaxFormat));
   }
-  unsigned __int128 count = 1;
-  for (uint64_t d : msg.shape().dim()) {
-    if (d > (uint64_t{1} << 62)) {
-      return Status::Corrupt(
-          fmt::format("{}: {}.shape: dimension {} is too large", path, field, d));
+  // Both shapes must have an element count that fits int64_t (ShapeElements): every later
+  // product of their dimensions (conversion plans, .npy headers) is then bounded.
+  auto read_shape = [&](const auto& dims, const char* name,
+                        std::vector<int64_t>* shape) -> StatusOr<int64_t> {
+    for (uint64_t d : dims) {
+      if (d > static_cast<uint64_t>(INT64_MAX)) {
+        return Status::Corrupt(
+            fmt::format("{}: {}.{}: dimension {} is too large", path, field, name, d));
+      }
+      shape->push_back(static_cast<int64_t>(d));
     }
-    out->shape.push_back(static_cast<int64_t>(d));
-    count *= d;
-    if (count > (static_cast<unsigned __int128>(1) << 64)) {
-      return Status::Corrupt(fmt::format("{}: {}.shape: element count overflows", path, field));
+    std::optional<int64_t> count = ShapeElements(*shape);
+    if (!count) {
+      return Status::Corrupt(fmt::format("{}: {}.{}: the element count of ({}) overflows", path,
+                                         field, name, fmt::join(*shape, ",")));
     }
-  }
-  for (uint64_t d : msg.original_shape().dim()) {
-    if (d > (uint64_t{1} << 62)) {
-      return Status::Corrupt(
-          fmt::format("{}: {}.original_shape: dimension {} is too large", path, field, d));
-    }
-    out->original_shape.push_back(static_cast<int64_t>(d));
-  }
+    return *count;
+  };
+  GRAPHDUMP_ASSIGN_OR_RETURN(const int64_t count,
+                             read_shape(msg.shape().dim(), "shape", &out->shape));
+  GRAPHDUMP_RETURN_IF_ERROR(
+      read_shape(msg.original_shape().dim(), "original_shape", &out->original_shape).status());
   const int bits = AscendDataTypeBits(out->data_type);
   if (bits > 0) {
-    const unsigned __int128 expected = (count * static_cast<unsigned>(bits) + 7) / 8;
-    if (expected != out->size) {
-      return Status::Corrupt(
-          fmt::format("{}: {}.size: {} bytes, but shape ({}) of {} needs {} bytes", path, field,
-                      out->size, fmt::join(out->shape, ","), AscendDataTypeName(out->data_type),
-                      static_cast<uint64_t>(expected)));
+    std::optional<int64_t> expected = ElementBytes(count, static_cast<size_t>(bits));
+    if (!expected || static_cast<uint64_t>(*expected) != out->size) {
+      return Status::Corrupt(fmt::format(
+          "{}: {}.size: {} bytes, but shape ({}) of {} needs {} bytes", path, field, out->size,
+          fmt::join(out->shape, ","), AscendDataTypeName(out->data_type),
+          expected ? std::to_string(*expected) : std::string("more than can be addressed")));
     }
   }
   return Status::Ok();
@@ -230,20 +229,6 @@ StatusOr<AscendDumpFile> FromProto(const uint8_t* header, uint64_t header_length
   }
   GRAPHDUMP_RETURN_IF_ERROR(PlaceTensors(proto, &file));
   return file;
-}
-
-Status ReadExactly(int fd, uint8_t* out, size_t n, const std::string& path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::read(fd, out + done, n - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      return Status::IOError(fmt::format("{}: read failed: {}", path,
-                                         r < 0 ? std::strerror(errno) : "unexpected end of file"));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -362,30 +347,15 @@ StatusOr<AscendDumpFile> ParseAscendDump(const uint8_t* data, size_t size,
 }
 
 StatusOr<AscendDumpFile> ReadAscendDumpHeader(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string message = fmt::format("{}: cannot open: {}", path, std::strerror(err));
-    return err == ENOENT ? Status::NotFound(message) : Status::IOError(message);
-  }
-  struct stat st {};
-  std::vector<uint8_t> buffer(8);
-  Status status =
-      ::fstat(fd, &st) == 0
-          ? Status::Ok()
-          : Status::IOError(fmt::format("{}: stat failed: {}", path, std::strerror(errno)));
-  const size_t file_size = static_cast<size_t>(st.st_size);
-  if (status.ok() && file_size >= 8) status = ReadExactly(fd, buffer.data(), 8, path);
-  StatusOr<uint64_t> length =
-      status.ok() ? HeaderLength(buffer.data(), file_size, path) : StatusOr<uint64_t>(status);
-  if (length.ok()) {
-    buffer.resize(8 + *length);
-    status = ReadExactly(fd, buffer.data() + 8, *length, path);
-  }
-  ::close(fd);
-  if (!length.ok()) return length.status();
-  GRAPHDUMP_RETURN_IF_ERROR(status);
-  return FromProto(buffer.data() + 8, *length, file_size, path);
+  GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile file, OpenRegularFile(path));
+  std::string head;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(0, std::min<uint64_t>(file.size(), 8), &head));
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      uint64_t length,
+      HeaderLength(reinterpret_cast<const uint8_t*>(head.data()), file.size(), path));
+  std::string header;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(8, length, &header));
+  return FromProto(reinterpret_cast<const uint8_t*>(header.data()), length, file.size(), path);
 }
 
 bool LooksLikeAscendDumpName(std::string_view name) {
@@ -412,17 +382,27 @@ std::string MappedNames::NameOf(const std::filesystem::path& path) {
   const std::filesystem::path dir = path.parent_path();
   auto found = mappings_.find(dir);
   if (found == mappings_.end()) {
-    std::map<std::string, std::string> mapping;
-    std::ifstream in(dir / "mapping.csv");
-    for (std::string line; std::getline(in, line);) {
-      const size_t comma = line.find(',');
-      if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
-    }
-    found = mappings_.emplace(dir, std::move(mapping)).first;
+    // A directory without a readable mapping.csv maps nothing.
+    StatusOr<std::string> text = ReadRegularFile((dir / "mapping.csv").string());
+    found = mappings_.emplace(dir, ParseMappingCsv(text.ok() ? *text : "")).first;
   }
   const std::string name = path.filename().string();
   auto mapped = found->second.find(name);
   return mapped == found->second.end() ? name : mapped->second;
+}
+
+std::map<std::string, std::string> ParseMappingCsv(std::string_view text) {
+  std::map<std::string, std::string> mapping;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    const size_t comma = line.find(',');
+    if (comma == std::string_view::npos || comma == 0) continue;
+    mapping[std::string(line.substr(0, comma))] = std::string(line.substr(comma + 1));
+  }
+  return mapping;
 }
 
 }  // namespace graphdump

@@ -12,6 +12,7 @@
 #include "fmt/format.h"
 #include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/internal/cpu.h"
+#include "graphdump/shape.h"
 
 namespace graphdump {
 namespace {
@@ -29,12 +30,20 @@ struct Plan {
   int64_t t = 1, h = 1, w = 1, h0 = 1, h1 = 1, w0 = 1, w1 = 1;  // FRACTAL_NZ
 };
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t Lcm(int64_t a, int64_t b) { return a / std::gcd(a, b) * b; }
+// Shapes come from files: every product goes through the checked helpers of shape.h, and a
+// product that does not fit is -1, which no dimension or count equals.
+// REQUIRES: a >= 0, b > 0.
+int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+int64_t Mul(int64_t a, int64_t b) { return CheckedMul(a, b).value_or(-1); }
+// lcm(a, b), or `cap` when it is larger. REQUIRES: a, b, cap > 0.
+int64_t LcmAtMost(int64_t a, int64_t b, int64_t cap) {
+  const int64_t lcm = Mul(a / std::gcd(a, b), b);
+  return lcm < 0 || lcm > cap ? cap : lcm;
+}
 int64_t Product(const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = from; i < std::min(to, v.size()); ++i) p *= v[i];
-  return p;
+  to = std::min(to, v.size());
+  if (from >= to) return 1;
+  return ShapeElements(std::span<const int64_t>(v).subspan(from, to - from)).value_or(-1);
 }
 
 std::string Dims(const std::vector<int64_t>& v) { return fmt::format("({})", fmt::join(v, ",")); }
@@ -127,11 +136,12 @@ StatusOr<Plan> PlanFractalZ(const DeviceTensorDesc& desc, bool three_d) {
   }
   const int64_t cout = p.n / p.groups;
   if (cout == 0 || p.c == 0) return p;  // empty: nothing to check or copy
-  p.e_mult = std::min(Lcm(Lcm(p.c, p.c0) / p.c, Lcm(cout, p.n0) / cout), p.groups);
-  p.c1 = CeilDiv(p.e_mult * p.c, p.c0);
-  p.n1 = CeilDiv(p.e_mult * cout, p.n0);
+  // lcm(lcm(C, C0) / C, lcm(Cout, N0) / Cout), at most groups: lcm(a, b) / a = b / gcd(a, b).
+  p.e_mult = LcmAtMost(p.c0 / std::gcd(p.c, p.c0), p.n0 / std::gcd(cout, p.n0), p.groups);
+  p.c1 = CeilDiv(p.e_mult * p.c, p.c0);   // e_mult * C <= N * C, a product of the shape
+  p.n1 = CeilDiv(p.e_mult * cout, p.n0);  // e_mult * Cout <= N
   const int64_t g_dim = CeilDiv(p.groups, p.e_mult);
-  std::vector<int64_t> expected = {g_dim * p.d * p.c1 * p.hw, p.n1, p.n0, p.c0};
+  std::vector<int64_t> expected = {Mul(Mul(Mul(g_dim, p.d), p.c1), p.hw), p.n1, p.n0, p.c0};
   if (desc.shape != expected) return Mismatch(desc, expected);
   return p;
 }
@@ -258,7 +268,7 @@ inline void Transpose(const T* src, int64_t src_rs, int64_t src_cs, T* dst, int6
 }
 
 inline void TransposeSse2(const Element<2>* src, int64_t src_rs, Element<2>* dst, int64_t dst_rs,
-                         int64_t rows, int64_t cols) {
+                          int64_t rows, int64_t cols) {
   const int64_t full_rows = rows / 8 * 8, full_cols = cols / 8 * 8;
   // Rows outer: the source lines (one (h, w) position, C0 channels) are used whole at once.
   for (int64_t i = 0; i < full_rows; i += 8) {
@@ -301,9 +311,11 @@ __attribute__((target("avx2"))) inline void Transpose8x8Lanes(const __m256i* a, 
 // With `spill`, a column's 32-byte store may run past its r elements into destination elements
 // that a later store of this same call writes (see TransposeAvx2); otherwise the column's tail
 // is copied exactly.
-__attribute__((target("avx2"))) inline void TransposeBlockAvx2(
-    const Element<2>* src, int64_t src_rs, Element<2>* dst, int64_t dst_rs, int64_t i0, int64_t r,
-    int64_t cols, bool packed) {
+__attribute__((target("avx2"))) inline void TransposeBlockAvx2(const Element<2>* src,
+                                                               int64_t src_rs, Element<2>* dst,
+                                                               int64_t dst_rs, int64_t i0,
+                                                               int64_t r, int64_t cols,
+                                                               bool packed) {
   __m256i a[16], x[8], y[8];
 #pragma GCC unroll 16
   for (int k = 0; k < 16; ++k) {
@@ -373,8 +385,8 @@ const SmallTransposeTable& SmallTransposeTableFor(int64_t rows) {
 
 __attribute__((target("avx512f,avx512bw"))) void TransposeSmallAvx512(const Element<2>* src,
                                                                       int64_t src_rs,
-                                                                      Element<2>* dst,
-                                                                      int64_t rows, int64_t cols) {
+                                                                      Element<2>* dst, int64_t rows,
+                                                                      int64_t cols) {
   const SmallTransposeTable& table = SmallTransposeTableFor(rows);
   __m512i in[8];  // in[q]: source rows 2q and 2q + 1
 #pragma GCC unroll 8
@@ -533,8 +545,7 @@ void RunFractalNZ(const Plan& p, const T* src, T* dst, int64_t first, int64_t la
 }
 
 template <typename T>
-void Run(const Plan& p, const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t first,
-         int64_t last) {
+void Run(const Plan& p, const uint8_t* src_bytes, uint8_t* dst_bytes, int64_t first, int64_t last) {
   const T* src = reinterpret_cast<const T*>(src_bytes);
   T* dst = reinterpret_cast<T*>(dst_bytes);
   switch (p.kind) {
@@ -614,6 +625,13 @@ StatusOr<std::vector<int64_t>> AscendHostShape(const DeviceTensorDesc& desc) {
 }
 
 StatusOr<HostRows> AscendHostRows(const DeviceTensorDesc& desc) {
+  for (const std::vector<int64_t>* shape : {&desc.shape, &desc.original_shape}) {
+    if (!ShapeElements(*shape)) {
+      return Status::InvalidArgument(
+          fmt::format("{} shape {} has a negative dimension or more elements than fit int64",
+                      shape == &desc.shape ? "device" : "original", Dims(*shape)));
+    }
+  }
   if (IsEmptyHostShape(desc)) {
     if (Product(desc.shape) != 0) {
       return Status::InvalidArgument(
@@ -630,9 +648,9 @@ Status ConvertHostRows(const DeviceTensorDesc& desc, const uint8_t* src, int64_t
                        int64_t last, uint8_t* dst) {
   GRAPHDUMP_ASSIGN_OR_RETURN(HostRows rows, AscendHostRows(desc));
   if (first < 0 || first > last || last > rows.count) {
-    return Status::InvalidArgument(fmt::format(
-        "host rows [{}, {}) are outside the {} rows of original shape {}", first, last,
-        rows.count, Dims(desc.original_shape)));
+    return Status::InvalidArgument(
+        fmt::format("host rows [{}, {}) are outside the {} rows of original shape {}", first, last,
+                    rows.count, Dims(desc.original_shape)));
   }
   if (first == last) return Status::Ok();
   GRAPHDUMP_ASSIGN_OR_RETURN(Plan plan, MakePlan(desc));

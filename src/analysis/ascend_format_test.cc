@@ -112,8 +112,8 @@ TEST(AscendFormat, SlicesEqualWholeConversion) {
       {kAscendFractalZ, 1, {9, 2, 16, 32}, {17, 20, 3, 3}, 0},  // int8: C0 = 32
   };
   for (const DeviceTensorDesc& desc : descs) {
-    SCOPED_TRACE(fmt::format("format {} original ({})", desc.format,
-                             fmt::join(desc.original_shape, ",")));
+    SCOPED_TRACE(
+        fmt::format("format {} original ({})", desc.format, fmt::join(desc.original_shape, ",")));
     StatusOr<HostRows> rows = AscendHostRows(desc);
     ASSERT_TRUE(rows.ok()) << rows.status().message();
     int64_t device = 1;
@@ -128,8 +128,8 @@ TEST(AscendFormat, SlicesEqualWholeConversion) {
       std::vector<uint8_t> pieces(whole.size(), 0xAB);
       for (int64_t first = 0; first < rows->count; first += slice) {
         const int64_t last = std::min(rows->count, first + slice);
-        Status status = ConvertHostRows(desc, src.data(), first, last,
-                                        pieces.data() + first * row_bytes);
+        Status status =
+            ConvertHostRows(desc, src.data(), first, last, pieces.data() + first * row_bytes);
         ASSERT_TRUE(status.ok()) << status.message();
       }
       ASSERT_EQ(pieces, whole) << "slices of " << slice << " rows";
@@ -177,6 +177,34 @@ TEST(AscendFormat, UnsupportedFormatIsUnsupported) {
   EXPECT_EQ(AscendHostShape(desc).status().code(), StatusCode::kUnsupported);
   EXPECT_FALSE(IsConvertibleAscendFormat(28));
   EXPECT_TRUE(IsHostAscendFormat(kAscendND));
+}
+
+// Shapes from a file whose products wrap int64: a FRACTAL_Z original shape of 2^64 elements
+// read as empty (0) and convert wrote a .npy header for it with no data; huge C0/N0 made the
+// plan's lcm and ceil-div overflow (UBSan). They are errors now, computed without overflow.
+TEST(AscendFormat, ShapesWhoseProductsOverflowAreErrors) {
+  const int64_t big = int64_t{1} << 32;
+  DeviceTensorDesc wraps{kAscendFractalZ, 2, {1, 1, 16, 16}, {big, big, 1, 1}, 0};
+  StatusOr<HostRows> rows = AscendHostRows(wraps);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().message(),
+            "original shape (4294967296,4294967296,1,1) has a negative dimension or more elements "
+            "than fit int64");
+  DeviceTensorDesc negative{kAscendNC1HWC0, 2, {1, 1, 1, 1, 16}, {-1, -1, 1, 1}, 0};
+  EXPECT_FALSE(AscendHostRows(negative).ok());
+  // Channels and C0 just above 2^62: the old ceil-div (a + b - 1) / b overflowed (UBSan);
+  // the plan is consistent and computed exactly.
+  const int64_t huge = (int64_t{1} << 62) + 1;
+  DeviceTensorDesc wide{kAscendFractalZ, 2, {1, 1, 1, huge}, {1, huge, 1, 1}, 0};
+  StatusOr<HostRows> wide_rows = AscendHostRows(wide);
+  ASSERT_TRUE(wide_rows.ok()) << wide_rows.status().message();
+  EXPECT_EQ(wide_rows->count, 1);
+  EXPECT_EQ(wide_rows->elements, huge);
+  DeviceTensorDesc nc1hwc0{kAscendNC1HWC0, 2, {1, 1, 1, 1, huge}, {1, huge, 1, 1}, 0};
+  EXPECT_TRUE(AscendHostRows(nc1hwc0).ok());
+  const int64_t half = int64_t{1} << 61;
+  DeviceTensorDesc off{kAscendNC1HWC0, 2, {1, 1, 1, 2, half}, {1, half, 1, 1}, 0};
+  EXPECT_NE(AscendHostRows(off).status().message().find("does not match"), std::string::npos);
 }
 
 }  // namespace

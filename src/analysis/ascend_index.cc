@@ -87,6 +87,7 @@ void AddDumpFile(const fs::path& path, const std::string& name, const fs::path& 
       e.is_input = t.is_input;
       e.slot = static_cast<uint32_t>(t.index);
       e.shape = t.original_shape.empty() ? t.shape : t.original_shape;
+      e.tensor = t;
       index->entries.push_back(std::move(e));
     }
   }

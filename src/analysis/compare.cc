@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "graphdump/analysis/parallel.h"
+#include "graphdump/internal/json_text.h"
 #include "graphdump/stats.h"
 #include "graphdump/tensor_view.h"
 
@@ -518,7 +519,7 @@ std::string CompareResultJson(const CompareResult& result) {
   for (const Skipped& s : result.skipped)
     skipped.push_back({{"path", s.path}, {"reason", s.reason}});
   j["skipped"] = skipped;
-  return j.dump(2);
+  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -12,6 +11,7 @@
 
 #include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/ascend_index.h"
+#include "graphdump/file_system.h"
 #include "graphdump/layout.h"
 
 namespace graphdump::analysis {
@@ -33,16 +33,18 @@ std::vector<std::string> SplitDots(const std::string& s) {
   }
 }
 
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The text of `path`, a regular file (a FIFO is not waited on); "" and a `skipped` entry when it
+// cannot be read.
+std::string ReadText(const fs::path& path, std::vector<Skipped>* skipped) {
+  StatusOr<std::string> text = ReadRegularFile(path.string());
+  if (text.ok()) return std::move(*text);
+  skipped->push_back({path.string(), text.status().message()});
+  return "";
 }
 
-std::vector<std::string> ReadLines(const fs::path& path) {
+std::vector<std::string> ReadLines(const fs::path& path, std::vector<Skipped>* skipped) {
   std::vector<std::string> lines;
-  std::ifstream in(path);
+  std::istringstream in(ReadText(path, skipped));
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -62,15 +64,11 @@ std::vector<fs::path> SortedChildren(const fs::path& dir) {
 }
 
 // mapping.csv: "{number}.npy,{original name}" per line.
-std::unordered_map<std::string, std::string> ReadMapping(const fs::path& dir) {
-  std::unordered_map<std::string, std::string> mapping;
+std::map<std::string, std::string> ReadMapping(const fs::path& dir, std::vector<Skipped>* skipped) {
   const fs::path path = dir / "mapping.csv";
-  if (!fs::exists(path)) return mapping;
-  for (const std::string& line : ReadLines(path)) {
-    const size_t comma = line.find(',');
-    if (comma != std::string::npos) mapping[line.substr(0, comma)] = line.substr(comma + 1);
-  }
-  return mapping;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return {};
+  return ParseMappingCsv(ReadText(path, skipped));
 }
 
 struct GraphContext {
@@ -108,6 +106,7 @@ void IndexDumpFile(const fs::path& file, const std::string& name, KernelMap* ker
                                        : std::string(AscendDataTypeName(t.data_type));
       tensor.path = file.string();
       tensor.in_dump_file = true;
+      tensor.ascend = t;
       tensor.timestamp = parsed.timestamp;
       tensor.file_bytes = std::exchange(file_bytes, 0);
       k.tensors.push_back(std::move(tensor));
@@ -120,7 +119,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   IterationEntry entry;
   entry.iteration = iteration;
   entry.dir = dir.string();
-  const auto mapping = ReadMapping(dir);
+  const auto mapping = ReadMapping(dir, skipped);
   KernelMap kernels;
   for (const fs::path& file : SortedChildren(dir)) {
     std::string name = file.filename().string();
@@ -213,7 +212,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path order_csv =
       rank_dir / "execution_order" / ("ms_execution_order_graph_" + id + ".csv");
   if (fs::exists(order_csv)) {
-    for (const std::string& line : ReadLines(order_csv)) {
+    for (const std::string& line : ReadLines(order_csv, skipped)) {
       if (line == "NodeExecutionOrder-FullNameWithScope") continue;
       graph.execution_order.push_back(line);
     }
@@ -226,7 +225,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
   if (fs::exists(ir)) {
     graph.ir_path = ir.string();
-    graph.source_traces = ParseIrSourceTraces(ReadText(ir), graph.execution_order);
+    graph.source_traces = ParseIrSourceTraces(ReadText(ir, skipped), graph.execution_order);
   }
   IterationEntry constants;
   bool have_constants = false;
@@ -310,6 +309,7 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
     t.format = kDefaultFormat;
     t.path = e.path;
     t.in_dump_file = e.in_dump_file;
+    t.ascend = e.tensor;
     t.timestamp = e.timestamp;
     // A dump file holds several tensors: its size counts once, with its first tensor.
     std::error_code ec;
@@ -343,8 +343,12 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
 }  // namespace
 
 StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor) {
-  if (tensor.in_dump_file)
+  if (tensor.in_dump_file && tensor.ascend) {
+    return MappedNpy::FromAscendTensor(tensor.path, *tensor.ascend);
+  }
+  if (tensor.in_dump_file) {
     return MappedNpy::FromAscendDumpFile(tensor.path, tensor.is_input, tensor.slot);
+  }
   return MappedNpy::Open(tensor.path);
 }
 

@@ -81,6 +81,22 @@ TEST(IrTraceTest, ReadsBothLineSpellingsAndAttachesToKernels) {
   EXPECT_EQ(relu[0].code, "y = self.act(x)");
 }
 
+// Found by fuzz_ir: a line number beyond int threw std::out_of_range out of the parser, which
+// ended ls, trace and compare on any dump holding such an .ir. It is not a location now.
+TEST(IrTraceTest, LineNumbersBeyondIntAreNotLocations) {
+  const std::string ir =
+      "      # Fullname with scope: (Default/Conv2D-op1)\n"
+      "      # In file /home/u/model.py(99999999999999999999)/        x = 1/\n"
+      "      # In file /home/u/model.py:2147483648/ x = 2/\n"
+      "      # In file /home/u/model.py(2147483647)/ x = 3/\n";
+  auto traces = ParseIrSourceTraces(ir, {});
+  ASSERT_EQ(traces.size(), 1u);
+  const auto& conv = traces.at("Default/Conv2D-op1");
+  ASSERT_EQ(conv.size(), 1u);
+  EXPECT_EQ(conv[0].line, 2147483647);
+  EXPECT_EQ(conv[0].code, "x = 3");
+}
+
 TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
   testing::TempDir dir;
   testing::WriteFile(dir.Sub("statistic.csv"),

@@ -1,5 +1,6 @@
 // Source traces from graphs/ms_output_trace_code_graph_{id}.ir.
 #include <cctype>
+#include <charconv>
 #include <sstream>
 #include <unordered_set>
 
@@ -26,8 +27,13 @@ bool ParseInFile(const std::string& rest, SourceLocation* loc) {
       if (slash == std::string::npos) continue;
       code_start = slash + 1;
     }
+    // A line number beyond int (a hand-edited or corrupt .ir) is not a location: std::stoi
+    // threw out_of_range there, and the uncaught exception ended the command (fuzz_ir).
+    int line = 0;
+    const auto [end, error] = std::from_chars(rest.data() + p + 1, rest.data() + q, line);
+    if (error != std::errc()) continue;
     loc->file = rest.substr(0, p);
-    loc->line = std::stoi(rest.substr(p + 1, q - p - 1));
+    loc->line = line;
     std::string code = rest.substr(code_start);
     while (!code.empty() && (code.back() == '/' || code.back() == ' ')) code.pop_back();
     const size_t first = code.find_first_not_of(' ');

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "graphdump/internal/json_text.h"
+
 namespace graphdump::analysis {
 namespace {
 
@@ -109,7 +111,7 @@ std::string RankCompareResultJson(const RankCompareResult& result) {
   nlohmann::json j = nlohmann::json::parse(CompareResultJson(result.result));
   j["reference_rank"] = result.reference_rank;
   j["compared_ranks"] = result.compared_ranks;
-  return j.dump(2);
+  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

@@ -1,8 +1,10 @@
 // statistic.csv reading (SPEC §6): quoted Shape fields, trailing commas, any statistic columns.
-#include <fstream>
+#include <charconv>
 #include <sstream>
 
 #include "graphdump/analysis/dump_index.h"
+#include "graphdump/file_system.h"
+#include "graphdump/shape.h"
 
 namespace graphdump::analysis {
 namespace {
@@ -25,20 +27,24 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
   return fields;
 }
 
-bool ParseShapeText(std::string text, std::vector<int64_t>* shape) {
+// "(2,3)", "()"; every dimension a non-negative integer and the element count within int64_t.
+bool ParseShapeText(const std::string& text, std::vector<int64_t>* shape) {
   shape->clear();
   if (text.size() < 2 || text.front() != '(' || text.back() != ')') return false;
   std::stringstream in(text.substr(1, text.size() - 2));
   std::string dim;
   while (std::getline(in, dim, ',')) {
-    if (dim.find_first_not_of(' ') == std::string::npos) continue;
-    try {
-      shape->push_back(std::stoll(dim));
-    } catch (...) {
-      return false;
-    }
+    const size_t first = dim.find_first_not_of(' ');
+    if (first == std::string::npos) continue;
+    const size_t last = dim.find_last_not_of(' ');
+    int64_t value = 0;
+    const char* begin = dim.data() + first;
+    const char* end = dim.data() + last + 1;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end || value < 0) return false;
+    shape->push_back(value);
   }
-  return true;
+  return ShapeElements(*shape).has_value();
 }
 
 bool ParseUnsigned(const std::string& text, uint64_t* out) {
@@ -54,8 +60,13 @@ bool ParseUnsigned(const std::string& text, uint64_t* out) {
 }  // namespace
 
 StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open statistic.csv");
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path));
+  return ParseStatisticCsvText(text, path);
+}
+
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                          const std::string& path) {
+  std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) return Status::Corrupt(path + ": empty statistic.csv (no header)");
   if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -103,7 +114,9 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
     }
     if (c_dtype >= 0) row.dtype = f[c_dtype];
     if (c_shape >= 0 && !ParseShapeText(f[c_shape], &row.shape)) {
-      return Status::Corrupt(where + "Shape is '" + f[c_shape] + "' (expected \"(d0,d1,...)\")");
+      return Status::Corrupt(where + "Shape is '" + f[c_shape] +
+                             "' (expected \"(d0,d1,...)\" of non-negative integers whose product "
+                             "fits int64)");
     }
     for (size_t i = 0; i < header.size(); ++i) {
       if (static_cast<int>(i) == c_type || static_cast<int>(i) == c_name ||

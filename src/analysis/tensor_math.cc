@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -38,7 +39,9 @@ void ConvertAs(const uint8_t* src, int64_t n, double* out) {
 // Scalar components per element: 2 for complex (real, imaginary), 1 otherwise.
 int Components(DType t) { return IsComplex(t) ? 2 : 1; }
 
-// Converts scalar components [first, first + n) of a tensor stored as `t` to double.
+// Converts scalar components [first, first + n) of a tensor stored as `t` to double. `t` is the
+// type of the elements as the file holds them (NpyInfo::dtype): bfloat16 only comes from a raw
+// '<E2' file, two bytes per element, never from graphdump's float32 form.
 void Convert(DType t, const uint8_t* data, int64_t first, int64_t n, double* out) {
   switch (t) {
     case DType::kBool:
@@ -66,7 +69,16 @@ void Convert(DType t, const uint8_t* data, int64_t first, int64_t n, double* out
         out[i] = HalfToDouble(h);
       }
       return;
-    case DType::kBFloat16:  // stored as float32 in .npy
+    case DType::kBFloat16:  // raw bfloat16 ('<E2'): the upper half of a float32
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, data + (first + i) * 2, 2);
+        const uint32_t bits = uint32_t{h} << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        out[i] = f;
+      }
+      return;
     case DType::kFloat32:
     case DType::kComplex64:
       return ConvertAs<float>(data + first * 4, n, out);
@@ -177,8 +189,11 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
   const bool same_components = Components(ta) == Components(tb);
   std::vector<double> xa(kChunk), xb(kChunk);
   Accum acc;
-  // float32 against float32 (the common case) reads the mapped data directly.
-  const bool both_f32 = ta == DType::kFloat32 && tb == DType::kFloat32;
+  // float32 against float32 (the common case) reads the mapped data directly, when it is
+  // aligned: the data follows a header of any length in a file that was not written by numpy.
+  const bool both_f32 = ta == DType::kFloat32 && tb == DType::kFloat32 &&
+                        reinterpret_cast<uintptr_t>(a.data()) % alignof(float) == 0 &&
+                        reinterpret_cast<uintptr_t>(b.data()) % alignof(float) == 0;
   for (int64_t first = 0; first < scalars; first += kChunk) {
     const int64_t n = std::min(kChunk, scalars - first);
     int64_t failed = 0;

@@ -13,6 +13,8 @@
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/tensor_math.h"
+#include "graphdump/internal/json_text.h"
+#include "graphdump/shape.h"
 
 namespace graphdump::analysis {
 namespace {
@@ -44,6 +46,13 @@ bool IsGradient(const KernelEntry& k) {
   return k.full_name.rfind("Gradients/", 0) == 0 || k.op_name.rfind("Gradients_", 0) == 0;
 }
 
+// A count read from statistic.csv as a double: any text parses, so it is clamped to
+// [0, 2^53] (converting 1e300 to int64_t is undefined, and sums of counts must not overflow).
+int64_t CountFrom(double v) {
+  constexpr double kMax = 9007199254740992.0;  // 2^53
+  return v >= 0 ? static_cast<int64_t>(std::min(v, kMax)) : 0;
+}
+
 // A summary from statistic.csv values, for tensors dumped as statistics only.
 bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
   auto get = [&](const char* column, double* v) {
@@ -56,16 +65,15 @@ bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
   double mx = 0, mn = 0, l2 = 0, v = 0;
   const bool have_max = get("Max Value", &mx), have_min = get("Min Value", &mn);
   if (get("Count", &v)) {
-    s->elements = static_cast<int64_t>(v);
+    s->elements = CountFrom(v);
   } else {
-    s->elements = 1;
-    for (int64_t d : row.shape) s->elements *= d;
+    s->elements = ShapeElements(row.shape).value_or(0);  // checked by ParseStatisticCsv
   }
-  if (get("NaN Count", &v)) s->nan = static_cast<int64_t>(v);
+  if (get("NaN Count", &v)) s->nan = CountFrom(v);
   if ((have_max && std::isnan(mx)) || (have_min && std::isnan(mn)))
     s->nan = std::max<int64_t>(s->nan, 1);
-  if (get("Positive Inf Count", &v)) s->pos_inf = static_cast<int64_t>(v);
-  if (get("Negative Inf Count", &v)) s->neg_inf = static_cast<int64_t>(v);
+  if (get("Positive Inf Count", &v)) s->pos_inf = CountFrom(v);
+  if (get("Negative Inf Count", &v)) s->neg_inf = CountFrom(v);
   if (have_max && std::isinf(mx) && mx > 0) s->pos_inf = std::max<int64_t>(s->pos_inf, 1);
   if (have_min && std::isinf(mn) && mn < 0) s->neg_inf = std::max<int64_t>(s->neg_inf, 1);
   if (have_max) s->max = mx;
@@ -78,7 +86,7 @@ bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
   else
     s->l2norm = std::nan("");
   if (get("Zero Count", &v))
-    s->zero = static_cast<int64_t>(v);
+    s->zero = CountFrom(v);
   else
     s->zero = (have_max && have_min && mx == 0 && mn == 0) ? s->elements : 0;
   return have_max || have_min || row.values.count("NaN Count");
@@ -352,7 +360,7 @@ std::string WatchResultJson(const WatchResult& result) {
     j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
     if (!firsts.empty()) j["first_hit"] = per_rank[0];
   }
-  return j.dump(2);
+  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

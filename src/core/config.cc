@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "graphdump/internal/json_text.h"
 #include "graphdump/internal/kernel_entry.h"
+#include "graphdump/layout.h"
 
 namespace graphdump {
 namespace {
@@ -105,7 +107,7 @@ std::string OneLine(const std::string& message) {
 
 // A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `array [1,2]`.
 std::string Describe(const Json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string text = internal::JsonText(value);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
   if (value.is_string()) return "string " + text;
   if (value.is_array()) return "array " + text;
@@ -299,6 +301,16 @@ void Parser::ParseNetName(const Json& common) {
   if (!good) {
     Error("common_dump_settings.net_name",
           "net_name only supports alphabetic, digit, or {'-', '_'}, but got: \"" + *name + "\"");
+    return;
+  }
+  // net_name is a directory name of the dump (SPEC §5): longer than NAME_MAX, every write of
+  // the run would fail with ENAMETOOLONG.
+  if (name->size() > kMaxBasenameBytes) {
+    Error("common_dump_settings.net_name",
+          "net_name is " + std::to_string(name->size()) +
+              " bytes long, but it names a "
+              "directory of the dump and a directory name can be at most " +
+              std::to_string(kMaxBasenameBytes) + " bytes: \"" + name->substr(0, 40) + "...\"");
     return;
   }
   config_.net_name = *name;
@@ -639,9 +651,11 @@ void Parser::CheckUnknownKeys(const Json& object, const std::string& section_nam
       for (const std::string& k : keys) best = std::min(best, EditDistance(lower, k));
       return best;
     };
-    const auto misspelt_other = std::find_if(other.begin(), other.end(), [&](const auto& k) {
-      return IsNear(key, k) && EditDistance(lower, k) < nearest(known);
-    });
+    // (A named copy: clang before 16 cannot capture a structured binding.)
+    const auto misspelt_other =
+        std::find_if(other.begin(), other.end(), [&, &name = key](const auto& k) {
+          return IsNear(name, k) && EditDistance(lower, k) < nearest(known);
+        });
     if (misspelt_other != other.end()) {
       Warn(key_path, "unknown key, ignored; did you mean \"" + *misspelt_other +
                          "\"? It belongs in " + other_name);
@@ -652,6 +666,7 @@ void Parser::CheckUnknownKeys(const Json& object, const std::string& section_nam
 }
 
 StatusOr<ParsedConfig> Parser::Parse(const std::string& json_text) {
+  GRAPHDUMP_RETURN_IF_ERROR(internal::CheckJsonDepth(json_text, file_name_));
   Json root;
   try {
     root = Json::parse(json_text);
@@ -745,7 +760,7 @@ std::string ConfigToJson(const DumpConfig& config) {
   Json root;
   root[kCommon] = std::move(common);
   root[kE2e] = std::move(e2e);
-  return root.dump(4, ' ', false, Json::error_handler_t::replace) + "\n";
+  return internal::JsonText(root, 4) + "\n";
 }
 
 const char* StatCategoryColumn(StatCategory category) {

@@ -1,13 +1,12 @@
 // Reading the configuration from a file or from the environment (SPEC §1).
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <system_error>
 
 #include "graphdump/config.h"
+#include "graphdump/file_system.h"
 #include "graphdump/ge_dialect.h"
 
 namespace graphdump {
@@ -37,13 +36,12 @@ StatusOr<ParsedConfig> LoadConfigFile(const std::filesystem::path& file,
                                    "got:\"" +
                                    file.extension().string() + "\"");
   }
-  std::ifstream in(absolute, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in.good() && !in.eof()) {
-    return Status::IOError(name + ": cannot read the dump config file");
+  StatusOr<std::string> bytes = ReadRegularFile(absolute.string());
+  if (!bytes.ok()) {
+    return Status(bytes.status().code(),
+                  "cannot read the dump config file: " + bytes.status().message());
   }
-  std::string text = bytes.str();
+  std::string text = std::move(*bytes);
   ParsedConfig parsed;
   if (IsGeDumpConfig(text)) {
     // The GE / TF-adapter dialect (SPEC §10); a disabled one still parses, but dumps nothing.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/ge_dialect.h"
 #include "testing/testing.h"
 
 namespace graphdump {
@@ -344,6 +345,54 @@ TEST(ParseConfigTest, MalformedJson) {
   EXPECT_NE(ParseError(e2e).find("e2e_dump_settings: should be an object"), std::string::npos);
 }
 
+// A value nested 100,000 deep: printing it in a message recursed once per level and overflowed
+// the stack (SIGSEGV). The depth is refused before the document is parsed.
+TEST(ParseConfigTest, DeepNestingIsAnErrorNotACrash) {
+  const size_t depth = 100000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  for (const std::string& value : {deep, std::string(depth, '{')}) {
+    const std::string text = "{\"common_dump_settings\": {\"dump_mode\": 0,\n \"path\": " + value;
+    StatusOr<ParsedConfig> parsed = ParseConfig(text, "deep.json", "");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(),
+              "deep.json: Parse dump json failed, error: arrays and objects nest deeper than 64 "
+              "levels at line 2, column 72 (a dump configuration needs 3: the file, its "
+              "sections and their arrays)");
+    std::vector<std::string> warnings;
+    StatusOr<GeDumpOptions> ge = ParseGeDumpOptions("{\"dump\": " + value, "ge.json", &warnings);
+    ASSERT_FALSE(ge.ok());
+    EXPECT_NE(ge.status().message().find("ge.json: Parse dump json failed, error: arrays and "
+                                         "objects nest deeper than 64 levels at line 1, column 73"),
+              std::string::npos)
+        << ge.status().message();
+    EXPECT_FALSE(IsGeDumpConfig("{\"dump\": " + value));
+  }
+  // Brackets inside strings do not count; 64 levels are accepted.
+  json strings = WithCommon("net_name", std::string(1000, '['));
+  EXPECT_NE(ParseError(strings).find("net_name only supports"), std::string::npos);
+  json nested = json::array();
+  for (int i = 0; i < 61; ++i) nested = json::array({nested});
+  EXPECT_NE(ParseError(WithCommon("kernels", nested)).find("common_dump_settings.kernels[0]"),
+            std::string::npos);
+}
+
+// net_name names a directory: over 255 bytes every write failed at run time (ENAMETOOLONG).
+TEST(ParseConfigTest, NetNameLongerThanADirectoryNameIsAnError) {
+  EXPECT_EQ(ParseOk(WithCommon("net_name", std::string(255, 'n'))).config.net_name.size(), 255u);
+  const std::string message = ParseError(WithCommon("net_name", std::string(256, 'n')));
+  EXPECT_EQ(message,
+            "common_dump_settings.net_name: net_name is 256 bytes long, but it names a "
+            "directory of the dump and a directory name can be at most 255 bytes: \"" +
+                std::string(40, 'n') + "...\"");
+}
+
+TEST(ParseConfigTest, NonObjectSections) {
+  json e2e = BaseConfig();
+  e2e["e2e_dump_settings"] = true;
+  EXPECT_NE(ParseError(e2e).find("e2e_dump_settings: should be an object"), std::string::npos);
+}
+
 TEST(ParseConfigTest, UnknownKeysWarnWithTheNearestKnownKey) {
   json config = BaseConfig();
   config["common_dump_settings"]["iterations"] = "1";
@@ -557,8 +606,10 @@ TEST(ConfigToJsonTest, EveryKeyInTableOrderAndRoundTrip) {
                                                 "device_stat_precision_mode", "sample_mode",
                                                 "sample_num", "save_kernel_args"}));
   EXPECT_EQ(out["common_dump_settings"]["iteration"], "0-3|8");
-  EXPECT_EQ(out["common_dump_settings"]["kernels"], json({"Conv2D", "name-regex(.*relu.*)"}));
-  EXPECT_EQ(out["common_dump_settings"]["statistic_category"], json({"md5", "max"}));
+  // ordered_json on both sides: clang finds json against ordered_json ambiguous.
+  using Ordered = nlohmann::ordered_json;
+  EXPECT_EQ(out["common_dump_settings"]["kernels"], Ordered({"Conv2D", "name-regex(.*relu.*)"}));
+  EXPECT_EQ(out["common_dump_settings"]["statistic_category"], Ordered({"md5", "max"}));
   EXPECT_EQ(out["e2e_dump_settings"]["sample_num"], 100);
   EXPECT_EQ(out["e2e_dump_settings"]["enable"], true);
 

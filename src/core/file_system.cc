@@ -1,18 +1,29 @@
 // The POSIX file layer: directories 0700, files written under a temporary name in the same
 // directory and renamed into place (so a crash or a full disk never leaves a truncated file
 // under a real name), finished files 0400 (SPEC §5).
+//
+// Below a file system's root, every directory is opened on its own, relative to its parent's
+// descriptor (openat), with O_NOFOLLOW, and files are created and opened with O_NOFOLLOW: a
+// symbolic link planted in the dump directory (a statistic.csv pointing at a file elsewhere, a
+// rank_0 pointing at another directory) is refused with an error naming it, never followed.
 #include "graphdump/file_system.h"
 
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace graphdump {
 namespace {
@@ -40,6 +51,25 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// `path` without trailing slashes ("/" stays "/").
+std::string WithoutTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// The components of `relative` ("a//b/" -> {"a", "b"}).
+std::vector<std::string> Components(const std::string& relative) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start < relative.size()) {
+    size_t slash = relative.find('/', start);
+    if (slash == std::string::npos) slash = relative.size();
+    if (slash > start) parts.push_back(relative.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return parts;
+}
+
 // Writes all of `data`, retrying short writes and EINTR. Returns 0 or the errno.
 int WriteFully(int fd, const void* data, size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -55,90 +85,188 @@ int WriteFully(int fd, const void* data, size_t size) {
   return 0;
 }
 
-// ".{basename}.tmp.{pid}.{n}" in the same directory (so rename stays on one file system),
-// with the basename shortened so the temporary name fits NAME_MAX.
-std::string TempPathFor(const std::string& path) {
+// A descriptor closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(other.Release()) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = other.Release();
+    }
+    return *this;
+  }
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// An open directory, shared by the files being written in it.
+using DirFd = std::shared_ptr<const Fd>;
+
+// ".{basename}.tmp.{pid}.{n}" (so rename stays in one directory), with the basename shortened
+// so the temporary name fits NAME_MAX.
+std::string TempNameFor(const std::string& base) {
   static std::atomic<uint64_t> counter{0};
   const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." +
                              std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-  std::string base = BaseName(path);
   const size_t room = kNameMax - 1 - suffix.size();
-  if (base.size() > room) base.resize(room);
-  const std::string dir = DirName(path);
-  return (dir == "/" ? "" : dir) + "/." + base + suffix;
+  return "." + (base.size() > room ? base.substr(0, room) : base) + suffix;
 }
 
-// The temporaries being written, for the handler RemoveTemporariesOnSignals installs: a fixed
-// table of slots, since a signal handler may neither lock nor allocate. A temporary that finds
-// every slot taken is not tracked (and is left behind if the process is killed).
-class LiveTemporaries {
+// What a signal must undo before the process dies of it: the temporaries being written (removed)
+// and the appends in progress (truncated back to their old size), so that SIGINT, SIGTERM or
+// SIGHUP leave only whole files and whole rows. A fixed table of slots, since a signal handler
+// may neither lock nor allocate; an action that finds every slot taken is not tracked.
+class SignalCleanup {
  public:
-  // Returns the slot to pass to Forget, or -1 when not tracked.
-  int Track(const std::string& path) {
-    if (path.size() >= PATH_MAX) return -1;
+  // Registers the temporary `name` in the directory `dir_fd` before it is created, so that a
+  // signal arriving while it exists removes it. Blocks for good when the process is already
+  // dying of a signal (nothing new may appear then). Returns the slot for Forget, or -1.
+  int BeginTemporary(int dir_fd, const std::string& name) {
+    return Begin([&](Slot& slot) {
+      slot.dir_fd = dir_fd;
+      std::memcpy(slot.name, name.c_str(), std::min(name.size() + 1, sizeof(slot.name)));
+      slot.name[sizeof(slot.name) - 1] = '\0';
+      slot.append_fd = -1;
+    });
+  }
+
+  // Registers an append to `fd`, a file `size` bytes long before it: a signal truncates it back.
+  int BeginAppend(int fd, off_t size) {
+    return Begin([&](Slot& slot) {
+      slot.dir_fd = -1;
+      slot.name[0] = '\0';
+      slot.append_fd = fd;
+      slot.append_size = size;
+    });
+  }
+
+  // Ends what Begin* started (the temporary is gone or committed, the append done).
+  void Forget(int slot) {
+    if (slot >= 0) slots_[slot].state.store(kFree, std::memory_order_release);
+  }
+
+  // Ends the creation that Begin* announced (after open() returned).
+  void EndCreate() { creating_.fetch_sub(1, std::memory_order_seq_cst); }
+
+  // The signal handler's part; async-signal-safe. New temporaries are stopped first, then the
+  // ones being created get a moment to appear, then everything live is undone.
+  void UndoAll() {
+    dying_.store(true, std::memory_order_seq_cst);
+    struct timespec start, now;
+    ::clock_gettime(CLOCK_MONOTONIC, &start);
+    while (creating_.load(std::memory_order_seq_cst) > 0) {
+      ::clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - start.tv_sec >= 2) break;  // a creator this handler interrupted
+    }
+    for (Slot& slot : slots_) {
+      if (slot.state.load(std::memory_order_acquire) != kLive) continue;
+      if (slot.append_fd >= 0) {
+        (void)::ftruncate(slot.append_fd, slot.append_size);
+      } else {
+        ::unlinkat(slot.dir_fd, slot.name, 0);
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    std::atomic<int> state;
+    int dir_fd;
+    char name[kNameMax + 1];
+    int append_fd;
+    off_t append_size;
+  };
+  static constexpr int kSlots = 256;  // writer threads times files open at once, with room
+  enum { kFree, kClaimed, kLive };
+  static_assert(std::atomic<int>::is_always_lock_free);
+
+  // Counts a creation in progress (the caller calls EndCreate after its open()) and claims a
+  // slot filled by `fill`. A creator that finds the process dying never returns: the signal's
+  // default action is about to end the process, and the handler may have finished already.
+  template <typename Fill>
+  int Begin(Fill fill) {
+    creating_.fetch_add(1, std::memory_order_seq_cst);
+    if (dying_.load(std::memory_order_seq_cst)) {
+      for (;;) ::pause();
+    }
     for (int i = 0; i < kSlots; ++i) {
       int expected = kFree;
-      if (!states_[i].compare_exchange_strong(expected, kClaimed)) continue;
-      std::memcpy(paths_[i], path.c_str(), path.size() + 1);
-      states_[i].store(kLive, std::memory_order_release);
+      if (!slots_[i].state.compare_exchange_strong(expected, kClaimed)) continue;
+      fill(slots_[i]);
+      slots_[i].state.store(kLive, std::memory_order_release);
       return i;
     }
     return -1;
   }
 
-  void Forget(int slot) {
-    if (slot >= 0) states_[slot].store(kFree, std::memory_order_release);
-  }
-
-  // Async-signal-safe.
-  void UnlinkAll() {
-    for (int i = 0; i < kSlots; ++i) {
-      if (states_[i].load(std::memory_order_acquire) == kLive) ::unlink(paths_[i]);
-    }
-  }
-
- private:
-  static constexpr int kSlots = 256;  // writer threads times files open at once, with room
-  enum { kFree, kClaimed, kLive };
-  static_assert(std::atomic<int>::is_always_lock_free);
-  std::atomic<int> states_[kSlots] = {};
-  char paths_[kSlots][PATH_MAX] = {};  // zero pages until a slot is used
+  std::atomic<bool> dying_{false};
+  std::atomic<int> creating_{0};
+  Slot slots_[kSlots] = {};  // zero pages until a slot is used
 };
 
 // Constant-initialised (no constructor runs, nothing to destroy), so the handler may use it at
 // any time.
-constinit LiveTemporaries live_temporaries;
+constinit SignalCleanup signal_cleanup;
 
-void UnlinkTemporariesAndDie(int signal) {
-  live_temporaries.UnlinkAll();
+void UndoAndDie(int signal) {
+  signal_cleanup.UndoAll();
   ::signal(signal, SIG_DFL);
   ::raise(signal);
 }
 
-// Creates the temporary `path` is written through, with `mode`; returns its descriptor, or -1
-// with errno set. A temporary left by a crashed process with the same pid can collide: the next
-// name is taken.
-int CreateTemporary(const std::string& path, mode_t mode, std::string* temp_path) {
+// Creates the temporary for `base` in `dir_fd` with `mode`, registered with signal_cleanup.
+// Returns its descriptor (or -1 with errno set), its name and its cleanup slot. A temporary
+// left by a crashed process with the same pid can collide: the next name is taken.
+int CreateTemporary(int dir_fd, const std::string& base, mode_t mode, std::string* temp_name,
+                    int* slot) {
   for (int attempt = 0;; ++attempt) {
-    *temp_path = TempPathFor(path);
-    const int fd = ::open(temp_path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd >= 0 || errno != EEXIST || attempt == 100) return fd;
+    *temp_name = TempNameFor(base);
+    *slot = signal_cleanup.BeginTemporary(dir_fd, *temp_name);
+    const int fd = ::openat(dir_fd, temp_name->c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    const int error = errno;
+    signal_cleanup.EndCreate();
+    if (fd >= 0) return fd;
+    signal_cleanup.Forget(*slot);
+    *slot = -1;
+    errno = error;
+    if (error != EEXIST || attempt == 100) return -1;
   }
 }
 
+// A file being written under a temporary name in the directory `dir_fd` (owned).
 class PosixWritableFile : public WritableFile {
  public:
-  PosixWritableFile(int fd, std::string temp_path, std::string path, bool fsync)
-      : fd_(fd),
-        temp_path_(std::move(temp_path)),
+  // `final_mode` < 0 keeps the creation mode (user files).
+  PosixWritableFile(DirFd dir, int fd, int slot, std::string temp_name, std::string path,
+                    bool fsync, int final_mode)
+      : dir_(std::move(dir)),
+        fd_(fd),
+        slot_(slot),
+        temp_name_(std::move(temp_name)),
         path_(std::move(path)),
         fsync_(fsync),
-        slot_(live_temporaries.Track(temp_path_)) {}
+        final_mode_(final_mode) {}
 
   ~PosixWritableFile() override {
     if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_path_.c_str());
-    live_temporaries.Forget(slot_);
+    if (!committed_) ::unlinkat(dir_->get(), temp_name_.c_str(), 0);
+    signal_cleanup.Forget(slot_);
   }
 
   Status Append(const void* data, size_t size) override {
@@ -151,93 +279,346 @@ class PosixWritableFile : public WritableFile {
   Status Commit() override {
     if (fd_ < 0) return Status::Internal("commit of " + path_ + " twice");
     if (fsync_ && ::fsync(fd_) != 0) return ErrnoError("sync", path_, errno);
-    if (::fchmod(fd_, S_IRUSR) != 0) return ErrnoError("set permissions of", path_, errno);
+    if (final_mode_ >= 0 && ::fchmod(fd_, static_cast<mode_t>(final_mode_)) != 0) {
+      return ErrnoError("set permissions of", path_, errno);
+    }
     const int fd = fd_;
     fd_ = -1;
     // close() can report a delayed write error (NFS, quotas).
     if (::close(fd) != 0) return ErrnoError("write", path_, errno);
-    if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    // renameat replaces whatever has the final name, a planted symbolic link included, without
+    // following it.
+    if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), BaseName(path_).c_str()) != 0) {
       return ErrnoError("rename to", path_, errno);
+    }
     committed_ = true;
-    if (fsync_) SyncDirectory();
+    if (fsync_) (void)::fsync(dir_->get());  // best effort: some file systems refuse
     return Status::Ok();
   }
 
  private:
-  // Makes the rename durable; best effort (some file systems refuse to sync directories).
-  void SyncDirectory() {
-    const int dir = ::open(DirName(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return;
-    (void)::fsync(dir);
-    ::close(dir);
-  }
-
+  DirFd dir_;
   int fd_;
-  std::string temp_path_;
+  int slot_;
+  std::string temp_name_;
   std::string path_;
   bool fsync_;
-  int slot_;
+  int final_mode_;
   bool committed_ = false;
 };
 
+// The error for an openat() of `name` in the directory `where` that failed with `error`: a
+// symbolic link is named as such.
+Status OpenError(const std::string& what, const std::string& path, int error) {
+  if (error == ELOOP) {
+    return Status::IOError("cannot " + what + " " + path +
+                           ": it is a symbolic link, and graphdump does not write through links "
+                           "(remove it)");
+  }
+  return ErrnoError(what, path, error);
+}
+
+// Creates `dir` and its missing parents with mode 0700, following any symbolic links on the
+// way (the caller named the path).
+Status MakeParents(const std::string& dir) {
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    const std::string prefix = dir.substr(0, pos);
+    if (prefix.empty() || prefix == "/") continue;
+    if (::mkdir(prefix.c_str(), S_IRWXU) == 0) continue;
+    const int error = errno;
+    struct stat st;
+    if (error == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) continue;
+      return Status::IOError("cannot create directory " + dir + ": " + prefix +
+                             " exists and is not a directory");
+    }
+    return ErrnoError("create directory", prefix, error);
+  }
+  return Status::Ok();
+}
+
 class PosixFileSystem : public FileSystem {
  public:
-  explicit PosixFileSystem(bool fsync) : fsync_(fsync) {}
+  PosixFileSystem(bool fsync, std::string root)
+      : fsync_(fsync), root_(root.empty() ? "" : WithoutTrailingSlashes(std::move(root))) {}
 
   Status CreateDirectories(const std::string& dir) override {
     if (dir.empty()) return Status::InvalidArgument("cannot create a directory with an empty name");
-    size_t pos = 0;
-    while (pos != std::string::npos) {
-      pos = dir.find('/', pos + 1);
-      const std::string prefix = dir.substr(0, pos);
-      if (prefix.empty() || prefix == "/") continue;
-      if (::mkdir(prefix.c_str(), S_IRWXU) == 0) continue;
-      const int error = errno;
-      struct stat st;
-      if (error == EEXIST && ::stat(prefix.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) continue;
-        return Status::IOError("cannot create directory " + dir + ": " + prefix +
-                               " exists and is not a directory");
-      }
-      return ErrnoError("create directory", prefix, error);
-    }
-    return Status::Ok();
+    if (root_.empty()) return MakeParents(dir);
+    GRAPHDUMP_RETURN_IF_ERROR(MakeParents(root_));
+    return OpenDirectory(dir, /*create=*/true).status();
   }
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    std::string temp_path;
-    const int fd = CreateTemporary(path, S_IRUSR | S_IWUSR, &temp_path);
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "create", path));
+    std::string temp_name;
+    int slot = -1;
+    const int fd =
+        CreateTemporary(dir->get(), BaseName(path), S_IRUSR | S_IWUSR, &temp_name, &slot);
     if (fd < 0) return ErrnoError("create", path, errno);
-    return std::unique_ptr<WritableFile>(
-        std::make_unique<PosixWritableFile>(fd, temp_path, path, fsync_));
+    return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
+        std::move(dir), fd, slot, temp_name, path, fsync_, S_IRUSR));
   }
 
   Status AppendToFile(const std::string& path, const std::string& data) override {
-    // The file is read-only between appends (0400); open it for writing as 0600.
-    if (::chmod(path.c_str(), S_IRUSR | S_IWUSR) != 0 && errno != ENOENT) {
-      return ErrnoError("set permissions of", path, errno);
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "open", path));
+    const std::string base = BaseName(path);
+    bool created = false;
+    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, OpenForAppend(dir->get(), base, path, &created));
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return ErrnoError("open", path, errno);
+    // Appended as one piece or not at all: a failure (a full disk) or a signal part way cuts the
+    // file back to its old size, so no torn row is left under the final name.
+    const int slot = signal_cleanup.BeginAppend(fd.get(), st.st_size);
+    signal_cleanup.EndCreate();
+    int error = WriteFully(fd.get(), data.data(), data.size());
+    if (error == 0 && fsync_ && ::fsync(fd.get()) != 0) error = errno;
+    if (error != 0) {
+      if (created) {
+        ::unlinkat(dir->get(), base.c_str(), 0);
+      } else {
+        (void)::ftruncate(fd.get(), st.st_size);
+      }
     }
-    const int fd =
-        ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, S_IRUSR | S_IWUSR);
-    if (fd < 0) return ErrnoError("open", path, errno);
-    int error = WriteFully(fd, data.data(), data.size());
-    if (error == 0 && fsync_ && ::fsync(fd) != 0) error = errno;
-    if (::close(fd) != 0 && error == 0) error = errno;
+    signal_cleanup.Forget(slot);
+    // Read-only again, whether the rows went in or not.
+    if (::fchmod(fd.get(), S_IRUSR) != 0 && error == 0) error = errno;
+    if (::close(fd.Release()) != 0 && error == 0) error = errno;
     if (error != 0) return ErrnoError("write", path, error);
-    if (::chmod(path.c_str(), S_IRUSR) != 0) return ErrnoError("set permissions of", path, errno);
+    return Status::Ok();
+  }
+
+  Status Remove(const std::string& path) override {
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "remove", path));
+    if (::unlinkat(dir->get(), BaseName(path).c_str(), 0) != 0 && errno != ENOENT) {
+      return ErrnoError("remove", path, errno);
+    }
     return Status::Ok();
   }
 
   bool Exists(const std::string& path) override {
+    StatusOr<DirFd> dir = OpenDirectory(DirName(path), false, "open", path);
     struct stat st;
-    return ::stat(path.c_str(), &st) == 0;
+    return dir.ok() &&
+           ::fstatat((*dir)->get(), BaseName(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
   }
 
  private:
+  // WalkDirectory, remembering the directories opened: a dump writes many files into each (a
+  // walk costs an openat per level). A remembered directory that was removed since is opened
+  // again.
+  StatusOr<DirFd> OpenDirectory(const std::string& dir, bool create, const std::string& what = "",
+                                const std::string& path = "") {
+    const std::string key = WithoutTrailingSlashes(dir);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = open_dirs_.find(key);
+      struct stat st;
+      if (it != open_dirs_.end()) {
+        if (::fstat(it->second->get(), &st) == 0 && st.st_nlink > 0) return it->second;
+        open_dirs_.erase(it);
+      }
+    }
+    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, WalkDirectory(dir, create, what, path));
+    auto opened = std::make_shared<const Fd>(std::move(fd));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (open_dirs_.size() >= kOpenDirs) open_dirs_.clear();
+    open_dirs_[key] = opened;
+    return opened;
+  }
+
+  // Opens the directory `dir` (creating it and its parents below the root when `create`).
+  // Below the root, each component is opened relative to its parent with O_NOFOLLOW, and the
+  // root itself must not be a symbolic link; outside a root, `dir` is opened as named. Errors
+  // say "cannot {what} {path}" (the file the caller is after; `dir` when empty).
+  StatusOr<Fd> WalkDirectory(const std::string& dir, bool create, const std::string& what,
+                             const std::string& path) {
+    const std::string& target = path.empty() ? dir : path;
+    const std::string verb = what.empty() ? "create directory" : what;
+    if (root_.empty()) {
+      const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return ErrnoError(verb, target, errno);
+      return Fd(fd);
+    }
+    const std::string normal = WithoutTrailingSlashes(dir);
+    const bool below = normal == root_ || (normal.compare(0, root_.size(), root_) == 0 &&
+                                           (root_ == "/" || normal[root_.size()] == '/'));
+    if (!below) {
+      return Status::InvalidArgument("cannot " + verb + " " + target + ": it is outside " + root_ +
+                                     ", the directory being written");
+    }
+    Fd current(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (current.get() < 0) {
+      const int error = errno;
+      struct stat st;
+      if (::lstat(root_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        return Status::IOError("cannot " + verb + " " + target + ": " + root_ +
+                               " is a symbolic link; graphdump writes only into a real directory "
+                               "(name the directory the link points to)");
+      }
+      if (error == ENOTDIR) {
+        return Status::IOError("cannot " + verb + " " + target + ": " + root_ +
+                               " exists and is not a directory");
+      }
+      return ErrnoError(verb, target, error);
+    }
+    std::string walked = root_ == "/" ? "" : root_;
+    for (const std::string& part : Components(normal.substr(root_.size()))) {
+      walked += "/" + part;
+      if (part == "." || part == "..") {
+        return Status::InvalidArgument("cannot " + verb + " " + target + ": '" + part +
+                                       "' in a path below " + root_);
+      }
+      if (create && ::mkdirat(current.get(), part.c_str(), S_IRWXU) != 0 && errno != EEXIST) {
+        return ErrnoError("create directory", walked, errno);
+      }
+      Fd next(
+          ::openat(current.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (next.get() < 0) {
+        const int error = errno;
+        struct stat st;
+        if (::fstatat(current.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          if (S_ISLNK(st.st_mode)) {
+            return Status::IOError("cannot " + verb + " " + target + ": " + walked +
+                                   " is a symbolic link, and graphdump does not follow links "
+                                   "below " +
+                                   root_ + " (remove it)");
+          }
+          if (!S_ISDIR(st.st_mode)) {
+            return Status::IOError("cannot " + verb + " " + target + ": " + walked +
+                                   " exists and is not a directory");
+          }
+        }
+        return ErrnoError(verb, target, error);
+      }
+      current = std::move(next);
+    }
+    return current;
+  }
+
+  // Opens `base` in `dir_fd` for appending, creating it (0600) when missing. An existing file
+  // is made writable (0600) through a read-only descriptor first, so that neither open follows
+  // a symbolic link or blocks on a FIFO.
+  StatusOr<Fd> OpenForAppend(int dir_fd, const std::string& base, const std::string& path,
+                             bool* created) {
+    constexpr int kWrite = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
+    Fd fd(::openat(dir_fd, base.c_str(), kWrite | O_CREAT | O_EXCL, S_IRUSR | S_IWUSR));
+    if (fd.get() >= 0) {
+      *created = true;
+      return fd;
+    }
+    if (errno != EEXIST) return OpenError("open", path, errno);
+    Fd existing(::openat(dir_fd, base.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (existing.get() < 0) return OpenError("open", path, errno);
+    struct stat before, after;
+    if (::fstat(existing.get(), &before) != 0) return ErrnoError("open", path, errno);
+    if (!S_ISREG(before.st_mode)) {
+      return Status::IOError("cannot open " + path + ": it is not a regular file");
+    }
+    // The file is read-only between appends (0400).
+    if (::fchmod(existing.get(), S_IRUSR | S_IWUSR) != 0) {
+      return ErrnoError("set permissions of", path, errno);
+    }
+    fd = Fd(::openat(dir_fd, base.c_str(), kWrite));
+    if (fd.get() < 0) return OpenError("open", path, errno);
+    if (::fstat(fd.get(), &after) != 0 || after.st_ino != before.st_ino ||
+        after.st_dev != before.st_dev) {
+      return Status::IOError("cannot open " + path + ": it was replaced while being opened");
+    }
+    return fd;
+  }
+
+  static constexpr size_t kOpenDirs = 64;
   bool fsync_;
+  std::string root_;  // "" when not confined
+  std::mutex mu_;
+  std::map<std::string, DirFd> open_dirs_;  // by path without trailing '/'
 };
 
+// The kind of a file that is not a regular one, for messages.
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
 }  // namespace
+
+ReadableFile::ReadableFile(ReadableFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(other.fd_), size_(other.size_) {
+  other.fd_ = -1;
+}
+
+ReadableFile& ReadableFile::operator=(ReadableFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = other.fd_;
+    size_ = other.size_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+ReadableFile::~ReadableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status ReadableFile::Read(uint64_t offset, uint64_t n, std::string* out) const {
+  if (offset > size_ || n > size_ - offset) {
+    return Status::IOError(path_ + ": cannot read " + std::to_string(n) + " bytes at offset " +
+                           std::to_string(offset) + ": the file has " + std::to_string(size_));
+  }
+  out->resize(n);
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      const int error = errno;
+      return Status::IOError(
+          path_ + ": read failed: " + (r < 0 ? ErrnoText(error) : std::string("the file shrank")));
+    }
+    done += static_cast<uint64_t>(r);
+  }
+  return Status::Ok();
+}
+
+StatusOr<ReadableFile> OpenRegularFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    const int error = errno;
+    const std::string message = path + ": cannot open: " + ErrnoText(error);
+    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return Status::IOError(path + ": cannot stat: " + ErrnoText(error));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": cannot read it: it is " + FileKind(st.st_mode) +
+                                   ", not a regular file");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return ReadableFile(path, fd, static_cast<uint64_t>(st.st_size));
+}
+
+StatusOr<std::string> ReadRegularFile(const std::string& path) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile file, OpenRegularFile(path));
+  std::string text;
+  GRAPHDUMP_RETURN_IF_ERROR(file.Read(0, file.size(), &text));
+  return text;
+}
 
 std::string OutputPathProblem(const std::string& path) {
   if (path.empty()) return "the path is empty";
@@ -257,19 +638,19 @@ std::string OutputPathProblem(const std::string& path) {
 }
 
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
-  std::string temp_path;
-  const int fd = CreateTemporary(path, 0666, &temp_path);
+  auto dir =
+      std::make_shared<const Fd>(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir->get() < 0) return ErrnoError("create", path, errno);
+  std::string temp_name;
+  int slot = -1;
+  const int fd = CreateTemporary(dir->get(), BaseName(path), 0666, &temp_name, &slot);
   if (fd < 0) return ErrnoError("create", path, errno);
-  const int slot = live_temporaries.Track(temp_path);
-  int error = 0;
+  PosixWritableFile file(std::move(dir), fd, slot, temp_name, path, /*fsync=*/false,
+                         /*final_mode=*/-1);
   for (std::string_view piece : pieces) {
-    if (error == 0) error = WriteFully(fd, piece.data(), piece.size());
+    GRAPHDUMP_RETURN_IF_ERROR(file.Append(piece.data(), piece.size()));
   }
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && ::rename(temp_path.c_str(), path.c_str()) != 0) error = errno;
-  if (error != 0) ::unlink(temp_path.c_str());
-  live_temporaries.Forget(slot);
-  return error == 0 ? Status::Ok() : ErrnoError("write", path, error);
+  return file.Commit();
 }
 
 void RemoveTemporariesOnSignals() {
@@ -277,7 +658,7 @@ void RemoveTemporariesOnSignals() {
     struct sigaction old;
     if (::sigaction(signal, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
     struct sigaction action = {};
-    action.sa_handler = UnlinkTemporariesAndDie;
+    action.sa_handler = UndoAndDie;
     sigemptyset(&action.sa_mask);
     ::sigaction(signal, &action, nullptr);
   }
@@ -289,8 +670,8 @@ Status FileSystem::WriteWholeFile(const std::string& path, const std::string& da
   return file->Commit();
 }
 
-std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync) {
-  return std::make_shared<PosixFileSystem>(fsync);
+std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync, std::string root) {
+  return std::make_shared<PosixFileSystem>(fsync, std::move(root));
 }
 
 }  // namespace graphdump

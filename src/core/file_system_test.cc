@@ -253,6 +253,141 @@ TEST(PosixFileSystemTest, AppendToFileKeepsFileReadOnlyBetweenAppends) {
   EXPECT_NE(missing.message().find(dir.Sub("none/statistic.csv")), std::string::npos);
 }
 
+// A full disk part way through an append (here: the file size limit, which fails write() the
+// same way) left a partial row under the final name; the file is now cut back to what it held.
+TEST(PosixFileSystemTest, FailedAppendLeavesTheFileAsItWas) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("statistic.csv");
+  const std::string header = "Op Type,Op Name\n" + std::string(900, 'h') + "\n";
+  ASSERT_TRUE(fs->AppendToFile(path, header).ok());
+  Status status, fresh;
+  WithSmallFileSizeLimit([&] {
+    status = fs->AppendToFile(path, std::string(50, 'r') + ",\n" + std::string(200, 'r') + ",\n");
+    fresh = fs->AppendToFile(dir.Sub("new.csv"), std::string(3000, 'n'));
+  });
+  EXPECT_EQ(status.message(), "cannot write " + path + ": " + std::strerror(EFBIG));
+  EXPECT_EQ(ReadFile(path), header);  // no partial row
+  EXPECT_EQ(Mode(path), 0400u);
+  EXPECT_EQ(fresh.message(), "cannot write " + dir.Sub("new.csv") + ": " + std::strerror(EFBIG));
+  EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"statistic.csv"});  // none created
+  ASSERT_TRUE(fs->AppendToFile(path, "row,\n").ok());  // and it still takes rows
+  EXPECT_EQ(ReadFile(path), header + "row,\n");
+}
+
+TEST(PosixFileSystemTest, RemoveAndExists) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  ASSERT_TRUE(fs->WriteWholeFile(dir.Sub("x"), "1").ok());
+  EXPECT_TRUE(fs->Exists(dir.Sub("x")));
+  ASSERT_TRUE(fs->Remove(dir.Sub("x")).ok());
+  EXPECT_FALSE(fs->Exists(dir.Sub("x")));
+  EXPECT_TRUE(fs->Remove(dir.Sub("x")).ok());  // already gone is fine
+  ASSERT_EQ(::symlink("/nonexistent", dir.Sub("dangling").c_str()), 0);
+  EXPECT_TRUE(fs->Exists(dir.Sub("dangling")));  // a name is taken, even by a broken link
+}
+
+// Symbolic links planted in the dump directory were followed: a statistic.csv link had rows
+// appended to (and chmod 0400 applied to) the file it pointed at; a rank_0 link sent the whole
+// dump elsewhere. Nothing is written through them now, and the errors name them.
+TEST(PosixFileSystemTest, ConfinedToItsRootWithoutFollowingLinks) {
+  TempDir dir;
+  const std::string root = dir.Sub("dump");
+  const std::string outside = dir.Sub("outside");
+  ASSERT_EQ(::mkdir(outside.c_str(), 0700), 0);
+  testing::WriteFile(outside + "/victim.csv", "precious\n");
+  ASSERT_EQ(::chmod((outside + "/victim.csv").c_str(), 0644), 0);
+  auto fs = NewPosixFileSystem(/*fsync=*/false, root);
+  ASSERT_TRUE(fs->CreateDirectories(root + "/rank_0/Net/0/0").ok());
+  EXPECT_EQ(Mode(root), 0700u);
+  const std::string csv = root + "/rank_0/Net/0/0/statistic.csv";
+  ASSERT_EQ(::symlink((outside + "/victim.csv").c_str(), csv.c_str()), 0);
+  const Status append = fs->AppendToFile(csv, "row,\n");
+  EXPECT_EQ(append.message(), "cannot open " + csv +
+                                  ": it is a symbolic link, and graphdump does not write through "
+                                  "links (remove it)");
+  // A whole-file write replaces the link itself (rename does not follow it).
+  ASSERT_TRUE(fs->WriteWholeFile(csv, "header\n").ok());
+  EXPECT_EQ(ReadFile(csv), "header\n");
+  EXPECT_EQ(ReadFile(outside + "/victim.csv"), "precious\n");
+  EXPECT_EQ(Mode(outside + "/victim.csv"), 0644u);
+
+  ASSERT_EQ(::symlink(outside.c_str(), (root + "/rank_1").c_str()), 0);
+  for (const Status& status : {fs->CreateDirectories(root + "/rank_1/Net/0/0"),
+                               fs->NewWritableFile(root + "/rank_1/x.npy").status(),
+                               fs->AppendToFile(root + "/rank_1/execution_order.csv", "0\n"),
+                               fs->Remove(root + "/rank_1/victim.csv")}) {
+    EXPECT_EQ(status.code(), StatusCode::kIOError);
+    EXPECT_NE(status.message().find(": " + root +
+                                    "/rank_1 is a symbolic link, and graphdump "
+                                    "does not follow links below " +
+                                    root + " (remove it)"),
+              std::string::npos)
+        << status.message();
+  }
+  EXPECT_FALSE(fs->Exists(root + "/rank_1/victim.csv"));
+  EXPECT_EQ(DirEntries(outside), std::vector<std::string>{"victim.csv"});
+  EXPECT_EQ(ReadFile(outside + "/victim.csv"), "precious\n");
+
+  const Status elsewhere = fs->WriteWholeFile(outside + "/new", "x");
+  EXPECT_EQ(elsewhere.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(elsewhere.message(), "cannot create " + outside + "/new: it is outside " + root +
+                                     ", the directory being written");
+  EXPECT_EQ(fs->CreateDirectories(root + "/../x").code(), StatusCode::kInvalidArgument);
+}
+
+// The root may be reached through links (the user named the path) but must itself be a real
+// directory: a dump path that is a link to elsewhere is refused.
+TEST(PosixFileSystemTest, RootThatIsALinkIsRefused) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.Sub("real").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(dir.Sub("real").c_str(), dir.Sub("link").c_str()), 0);
+  auto through_parent = NewPosixFileSystem(false, dir.Sub("link") + "/dump");
+  ASSERT_TRUE(through_parent->CreateDirectories(dir.Sub("link/dump/rank_0")).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(dir.Sub("real/dump/rank_0")));
+  auto linked = NewPosixFileSystem(false, dir.Sub("link"));
+  const Status refused = linked->CreateDirectories(dir.Sub("link/rank_0"));
+  EXPECT_EQ(refused.message(), "cannot create directory " + dir.Sub("link/rank_0") + ": " +
+                                   dir.Sub("link") +
+                                   " is a symbolic link; graphdump writes only into a real "
+                                   "directory (name the directory the link points to)");
+  testing::WriteFile(dir.Sub("file"), "x");
+  auto file_root = NewPosixFileSystem(false, dir.Sub("file"));
+  EXPECT_NE(file_root->CreateDirectories(dir.Sub("file/a"))
+                .message()
+                .find(dir.Sub("file") + " exists and is not a directory"),
+            std::string::npos);
+}
+
+// A FIFO (or a device) where a file is expected blocked readers forever; /dev/zero grew memory
+// without bound. Only regular files are opened, without blocking.
+TEST(RegularFileTest, OnlyRegularFilesAreReadAndNothingBlocks) {
+  TempDir dir;
+  testing::WriteFile(dir.Sub("text"), "hello");
+  StatusOr<std::string> text = ReadRegularFile(dir.Sub("text"));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "hello");
+  ASSERT_EQ(::mkfifo(dir.Sub("fifo").c_str(), 0600), 0);
+  StatusOr<std::string> fifo = ReadRegularFile(dir.Sub("fifo"));
+  EXPECT_EQ(fifo.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(fifo.status().message(),
+            dir.Sub("fifo") + ": cannot read it: it is a FIFO, not a regular file");
+  EXPECT_EQ(ReadRegularFile("/dev/zero").status().message(),
+            "/dev/zero: cannot read it: it is a character device, not a regular file");
+  EXPECT_EQ(ReadRegularFile(dir.path()).status().message(),
+            dir.path() + ": cannot read it: it is a directory, not a regular file");
+  StatusOr<std::string> missing = ReadRegularFile(dir.Sub("none"));
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(),
+            dir.Sub("none") + ": cannot open: No such file or directory");
+  StatusOr<ReadableFile> file = OpenRegularFile(dir.Sub("text"));
+  ASSERT_TRUE(file.ok());
+  std::string part;
+  EXPECT_TRUE(file->Read(1, 3, &part).ok());
+  EXPECT_EQ(part, "ell");
+  EXPECT_EQ(file->Read(3, 5, &part).code(), StatusCode::kIOError);  // beyond the end
+}
+
 TEST(PosixFileSystemTest, WriteWholeFileReplacesReadOnlyFile) {
   TempDir dir;
   auto fs = NewPosixFileSystem();
@@ -273,10 +408,11 @@ TEST(FaultFileSystemTest, InjectedFailures) {
   EXPECT_EQ(bad.code(), StatusCode::kIOError);
   EXPECT_NE(bad.message().find("No space left on device"), std::string::npos);
   EXPECT_FALSE(fault->AppendToFile(dir.Sub("bad.csv"), "x").ok());
-  fault->FailAfterBytes(8);  // 5 used: 3 more fit
-  const Status full = fault->AppendToFile(dir.Sub("log"), "abcdef");
+  fault->FailAfterBytes(10);  // 5 used: 5 more fit
+  ASSERT_TRUE(fault->AppendToFile(dir.Sub("log"), "ab").ok());
+  const Status full = fault->AppendToFile(dir.Sub("log"), "cdef");
   EXPECT_EQ(full.message(), testing::NoSpaceMessage(dir.Sub("log")));
-  EXPECT_EQ(ReadFile(dir.Sub("log")), "abc");  // what fitted, like a real full disk
+  EXPECT_EQ(ReadFile(dir.Sub("log")), "ab");  // all or nothing, as AppendToFile promises
   EXPECT_FALSE(fault->WriteWholeFile(dir.Sub("late"), "x").ok());
   EXPECT_EQ(ListFilesRecursive(dir.path()), (std::vector<std::string>{"kept", "log"}));
   EXPECT_EQ(ReadFile(dir.Sub("kept")), "12345");

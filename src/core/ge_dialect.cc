@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fmt/format.h"
+#include "graphdump/internal/json_text.h"
 #include "graphdump/layout.h"
 #include "nlohmann/json.hpp"
 
@@ -26,14 +27,16 @@ StatusOr<bool> ParseBool(const json& value, const std::string& key) {
     if (s == "false" || s == "False" || s == "0") return false;
   }
   if (value.is_number_unsigned() && value.get<uint64_t>() <= 1) return value.get<uint64_t>() == 1;
-  return Status::InvalidArgument(fmt::format(
-      "{}: {} is not a boolean; allowed: true, false, \"true\", \"false\"", key, value.dump()));
+  return Status::InvalidArgument(
+      fmt::format("{}: {} is not a boolean; allowed: true, false, \"true\", \"false\"", key,
+                  internal::JsonText(value)));
 }
 
 StatusOr<std::string> ParseString(const json& value, const std::string& key) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_unsigned()) return std::to_string(value.get<uint64_t>());
-  return Status::InvalidArgument(fmt::format("{}: {} is not a string", key, value.dump()));
+  return Status::InvalidArgument(
+      fmt::format("{}: {} is not a string", key, internal::JsonText(value)));
 }
 
 std::vector<std::string> SplitSpaces(const std::string& text) {
@@ -62,6 +65,7 @@ std::string Lower(std::string_view s) {
 }  // namespace
 
 bool IsGeDumpConfig(const std::string& json_text) {
+  if (!internal::CheckJsonDepth(json_text, "").ok()) return false;  // ParseConfig says why
   json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   return doc.is_object() && doc.contains("dump") && doc["dump"].is_object() &&
          !doc.contains("common_dump_settings");
@@ -70,6 +74,7 @@ bool IsGeDumpConfig(const std::string& json_text) {
 StatusOr<GeDumpOptions> ParseGeDumpOptions(const std::string& json_text,
                                            const std::string& file_name,
                                            std::vector<std::string>* warnings) {
+  GRAPHDUMP_RETURN_IF_ERROR(internal::CheckJsonDepth(json_text, file_name));
   json doc;
   try {
     doc = json::parse(json_text);
@@ -205,7 +210,7 @@ std::string GeConfigToJson(const DumpConfig& config) {
   }
   nlohmann::ordered_json root;
   root["dump"] = std::move(dump);
-  return root.dump(4, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return internal::JsonText(root, 4) + "\n";
 }
 
 std::string GeTimestampDirName(std::chrono::system_clock::time_point time) {

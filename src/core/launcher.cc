@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,6 +41,43 @@ struct Rank {
 };
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// The stop signal (SIGINT, SIGTERM, SIGHUP) received while the ranks run; 0 until then. A signal
+// handler can only store to a variable like this one.
+volatile sig_atomic_t received_stop_signal = 0;
+
+void RecordStopSignal(int signal) { received_stop_signal = signal; }
+
+// While it lives, the stop signals (those not ignored) are recorded instead of ending the
+// launcher: it forwards them to its ranks and waits for them, so that each rank cleans up
+// (removes its temporaries) before the launcher dies of the signal too. Without this, the
+// launcher died at once and PR_SET_PDEATHSIG killed the ranks with SIGKILL, which leaves
+// temporaries behind.
+class StopSignals {
+ public:
+  StopSignals() {
+    received_stop_signal = 0;
+    for (int i = 0; i < 3; ++i) {
+      struct sigaction action = {};
+      action.sa_handler = RecordStopSignal;
+      sigemptyset(&action.sa_mask);
+      installed_[i] = ::sigaction(kSignals[i], nullptr, &old_[i]) == 0 &&
+                      old_[i].sa_handler != SIG_IGN &&
+                      ::sigaction(kSignals[i], &action, nullptr) == 0;
+    }
+  }
+  ~StopSignals() {
+    for (int i = 0; i < 3; ++i) {
+      if (installed_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
+    }
+  }
+  int received() const { return received_stop_signal; }
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3];
+  bool installed_[3] = {};
+};
 
 // The environment of rank `rank`: the launcher's own, with the rank variables replaced.
 std::vector<std::string> RankEnv(const LaunchOptions& options, uint16_t port, int rank) {
@@ -290,6 +328,7 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
     }
   }
   LaunchResult result;
+  StopSignals stop_signals;
   Clock::time_point kill_at = Clock::time_point::max();
   auto running = [&ranks] {
     for (const Rank& r : ranks) {
@@ -298,6 +337,11 @@ StatusOr<LaunchResult> LaunchRanks(const LaunchOptions& options) {
     return false;
   };
   while (running()) {
+    if (stop_signals.received() != 0 && result.stop_signal == 0) {
+      result.stop_signal = stop_signals.received();
+      SignalRunning(ranks, result.stop_signal);
+      kill_at = std::min(kill_at, Clock::now() + options.grace);
+    }
     PumpOutput(options, ranks, 50);
     std::vector<int> ended = Reap(ranks);
     if (result.first_failed_rank < 0) {
@@ -338,6 +382,11 @@ int LaunchRanks(int nproc, const std::vector<std::string>& argv) {
   if (!result.ok()) {
     std::fprintf(stderr, "graphdump: %s\n", result.status().message().c_str());
     return 2;
+  }
+  if (result->stop_signal != 0) {  // the ranks have stopped; now die of the signal as asked
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::raise(result->stop_signal);
   }
   if (result->ok()) return 0;
   std::fprintf(stderr, "graphdump: job failed: %s\n", result->message.c_str());

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -112,6 +113,36 @@ TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   ASSERT_TRUE(result.ok());
   EXPECT_EQ(result->first_failed_rank, 0);
   EXPECT_EQ(result->ranks[1].signal, SIGKILL);
+}
+
+// SIGTERM to the launcher: it used to die at once, and PR_SET_PDEATHSIG then killed the ranks
+// with SIGKILL before they could remove their temporaries. Now each rank gets the SIGTERM
+// (its own handler cleans up), the launcher waits for them and reports the signal.
+TEST(LauncherTest, StopSignalIsForwardedToTheRanksAndWaitedFor) {
+  Captured captured;
+  testing::TempDir dir;
+  LaunchOptions options = Shell(2,
+                                "trap 'touch " + dir.path() +
+                                    "/cleaned.$RANK; kill $!; exit 7' TERM; echo ready; "
+                                    "sleep 60 & wait",
+                                &captured);
+  int ready = 0;
+  options.output = [&](const std::string& line, bool is_stderr) {
+    std::lock_guard<std::mutex> lock(captured.mu);
+    (is_stderr ? captured.err : captured.out).push_back(line);
+    if (line.find("] ready") != std::string::npos && ++ready == 2) ::kill(::getpid(), SIGTERM);
+  };
+  StatusOr<LaunchResult> result = LaunchRanks(options);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->stop_signal, SIGTERM);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(result->ranks[r].exit_status, 7) << r;  // their trap ran: the signal reached them
+    EXPECT_TRUE(result->ranks[r].stopped_by_launcher);
+    EXPECT_EQ(::access(dir.Sub("cleaned." + std::to_string(r)).c_str(), F_OK), 0) << r;
+  }
+  struct sigaction now;
+  ASSERT_EQ(::sigaction(SIGTERM, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);  // the caller's action is back
 }
 
 TEST(LauncherTest, MissingProgramFailsWith127) {

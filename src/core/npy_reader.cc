@@ -3,10 +3,13 @@
 // commas, True/False) and reject everything else with a message that names the file.
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "graphdump/npy.h"
+#include "graphdump/shape.h"
+#include "graphdump/tensor_view.h"
 
 namespace graphdump {
 namespace {
@@ -197,17 +200,25 @@ StatusOr<NpyInfo> ParseNpyHeader(const uint8_t* data, size_t size, const std::st
                                 "<u8 <f2 <f4 <f8 <c8 <c16)");
   }
   info.dtype = *dtype;
-  const uint64_t item = DTypeBits(*dtype) / 8;
-  uint64_t count = 1;
-  for (int64_t dim : info.shape) {
-    if (dim < 0) return CorruptNpy(path, "negative dimension in 'shape'");
-    if (dim != 0 && count > std::numeric_limits<uint64_t>::max() / item / uint64_t(dim)) {
-      return CorruptNpy(path, "'shape' describes more bytes than can be addressed");
-    }
-    count *= static_cast<uint64_t>(dim);
+  std::optional<int64_t> elements = ShapeElements(info.shape);
+  std::optional<int64_t> bytes = elements ? ElementBytes(*elements, DTypeBits(*dtype)) : elements;
+  if (!bytes) {
+    return CorruptNpy(path, "'shape' " + ShapeToString(info.shape) +
+                                " describes more bytes than can be addressed");
   }
-  info.data_bytes = static_cast<size_t>(count * item);
+  info.elements = *elements;
+  info.data_bytes = static_cast<size_t>(*bytes);
   return info;
+}
+
+Status CheckNpyDataSize(const NpyInfo& info, uint64_t file_size, const std::string& path) {
+  const uint64_t available = file_size > info.data_offset ? file_size - info.data_offset : 0;
+  if (info.data_bytes > available) {
+    return Status::Corrupt(path + ": truncated .npy: header promises " +
+                           std::to_string(info.data_bytes) + " data bytes, file has " +
+                           std::to_string(available));
+  }
+  return Status::Ok();
 }
 
 }  // namespace graphdump

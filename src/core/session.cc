@@ -2,6 +2,7 @@
 #include "graphdump/session.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/internal/buffer_pool.h"
+#include "graphdump/internal/json_text.h"
 #include "graphdump/internal/stats_cache.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "graphdump/layout.h"
@@ -96,7 +98,8 @@ class SessionImpl final : public DumpSession {
       : options_(std::move(options)),
         config_(options_.config),
         selector_(std::move(selector)),
-        fs_(options_.file_system ? options_.file_system : NewPosixFileSystem()),
+        fs_(options_.file_system ? options_.file_system
+                                 : NewPosixFileSystem(/*fsync=*/false, config_.path)),
         root_(RootDir(config_, options_.rank)),
         buffers_(std::max<size_t>(1, options_.queue_bytes)) {
     if (!config_.enable) {
@@ -119,9 +122,17 @@ class SessionImpl final : public DumpSession {
       nlohmann::ordered_json j;
       j["device_target"] = options_.device_target;
       j["graphdump_version"] = GRAPHDUMP_VERSION;
-      GRAPHDUMP_RETURN_IF_ERROR(fs_->WriteWholeFile(meta, j.dump(4) + "\n"));
+      GRAPHDUMP_RETURN_IF_ERROR(fs_->WriteWholeFile(meta, internal::JsonText(j, 4) + "\n"));
     }
-    return Status::Ok();
+    // Written now, while the disk has room, and removed by a clean Close: whatever stops the
+    // run (a kill, a full disk) leaves it in place.
+    return fs_->WriteWholeFile(
+        IncompletePath(),
+        fmt::format("This dump is incomplete: graphdump (process {}) was still writing it, or was "
+                    "stopped before it finished (killed, or the machine stopped). Every file "
+                    "under its final name is complete; later tensors and statistic rows are "
+                    "missing.\n",
+                    ::getpid()));
   }
 
   Status OnGraphCompiled(const GraphInfo& graph) override {
@@ -286,6 +297,10 @@ class SessionImpl final : public DumpSession {
     EndStepDirs();
     if (async_) async_->Drain();
     for (const std::string& entry : UnusedEntries()) Log("unused kernel in config: " + entry);
+    if (!failed_) {
+      Status removed = fs_->Remove(IncompletePath());
+      if (!removed.ok()) Fail(removed);
+    }
     return FirstError();
   }
 
@@ -341,11 +356,13 @@ class SessionImpl final : public DumpSession {
         fmt::format("dumping stopped: {}. Files written before this error are complete; "
                     "nothing more is dumped in this run (see {}/.dump_metadata/INCOMPLETE).",
                     status.message(), root_));
+    // Appended to the marker Start wrote: its last block has room for a few lines, so this
+    // needs no new space on a full disk.
     const std::string text = fmt::format(
-        "graphdump stopped dumping at iteration {}.\nerror: {}\nEvery file under its final name "
-        "is complete; tensors after this error were not written.\n",
+        "graphdump stopped dumping (the run was at iteration {}).\nerror: {}\nEvery file under "
+        "its final name is complete; tensors after this error were not written.\n",
         iteration_, status.message());
-    Status marker = fs_->WriteWholeFile(root_ + "/.dump_metadata/INCOMPLETE", text);
+    Status marker = fs_->AppendToFile(IncompletePath(), text);
     if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
   }
 
@@ -361,6 +378,8 @@ class SessionImpl final : public DumpSession {
     ++steps_completed_;
     step_dumps_ = false;
   }
+
+  std::string IncompletePath() const { return root_ + "/.dump_metadata/INCOMPLETE"; }
 
   void WriteGraphFiles(GraphState& state) {
     state.files_dirty = false;
@@ -438,7 +457,7 @@ class SessionImpl final : public DumpSession {
       for (const auto& [name, value] : kernel.attributes) args[name] = value;
       const std::string name =
           FileNameIn(dir, fmt::format("{}.{}.json", file.op_type, file.op_name), ".json");
-      Status st = fs_->WriteWholeFile(dir + "/" + name, args.dump(4) + "\n");
+      Status st = fs_->WriteWholeFile(dir + "/" + name, internal::JsonText(args, 4) + "\n");
       if (!st.ok()) Fail(st);
     }
   }
@@ -654,12 +673,16 @@ class SessionImpl final : public DumpSession {
     for (const auto& sd : ready) FlushStatistics(*sd);
   }
 
+  // Also after a failure: the rows are those of tensors written (or reduced) before it.
   void FlushStatistics(const StepDir& sd) {
-    if (sd.rows.empty() || failed_) return;
+    if (sd.rows.empty()) return;
     const std::string csv = sd.dir + "/statistic.csv";
-    std::string text = fs_->Exists(csv) ? "" : StatisticCsvHeader(config_.statistic_category);
+    const bool exists = fs_->Exists(csv);
+    std::string text = exists ? "" : StatisticCsvHeader(config_.statistic_category);
     for (const auto& [seq, line] : sd.rows) text += line;
-    Status st = fs_->AppendToFile(csv, text);
+    // A new file appears whole under its name (temporary, then rename), so even a kill cannot
+    // leave half a row; rows for an existing file are appended all or nothing.
+    Status st = exists ? fs_->AppendToFile(csv, text) : fs_->WriteWholeFile(csv, text);
     if (!st.ok()) {
       Fail(st);
       return;

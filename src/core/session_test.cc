@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <regex>
 #include <thread>
@@ -626,7 +627,135 @@ TEST_P(DiskFullTest, ByteBudgetExhaustedMidFile) {
   ExpectEveryNpyComplete(dir.path());
 }
 
+// The rows of statistic.csv under `dir`: every line ends with a comma (SPEC §6) and has the
+// header's number of fields plus the trailing empty one, so a torn row is caught.
+void ExpectWholeStatisticRows(const std::string& dir) {
+  for (const std::string& file : Matching(ListFilesRecursive(dir), R"(statistic\.csv$)")) {
+    const std::string csv = ReadFile(dir + "/" + file);
+    ASSERT_FALSE(csv.empty()) << file;
+    EXPECT_EQ(csv.back(), '\n') << file;
+    const size_t header_end = csv.find('\n');
+    const auto fields = [](const std::string& line) {  // a quoted Shape holds commas
+      const std::string unquoted = std::regex_replace(line, std::regex(R"("[^"]*")"), "S");
+      return std::count(unquoted.begin(), unquoted.end(), ',') + 1;
+    };
+    const std::string header = csv.substr(0, header_end);
+    size_t start = header_end + 1;
+    while (start < csv.size()) {
+      const size_t end = csv.find('\n', start);
+      const std::string row = csv.substr(start, end - start);
+      EXPECT_EQ(fields(row), fields(header) + 1) << file << ": " << row;
+      EXPECT_EQ(row.back(), ',') << file << ": " << row;
+      start = end + 1;
+    }
+  }
+}
+
+// The INCOMPLETE marker is written when the dump starts and removed by a clean close, so that
+// a run stopped in any way (killed, a full disk) leaves it.
+TEST(SessionTest, IncompleteMarkerLivesUntilACleanClose) {
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(dir.path())));
+  const std::string marker = dir.Sub("rank_0/.dump_metadata/INCOMPLETE");
+  EXPECT_NE(ReadFile(marker).find("This dump is incomplete"), std::string::npos);
+  ASSERT_TRUE(RunSyntheticGraph(*session, {}).ok());
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(::access(marker.c_str(), F_OK), -1);
+}
+
+// A statistic dump on a full disk: statistic.csv could not be written, and INCOMPLETE, written
+// afterwards, was missing in 17 of 19 runs (no room for a new file), the rows torn in 11 of 21.
+TEST_P(DiskFullTest, StatisticCsvFailureIsMarkedAndLeavesNoTornRows) {
+  TempDir dir;
+  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
+  fault->FailPathsContaining("/1/statistic.csv");  // iteration 1's table cannot be written
+  std::vector<std::string> log;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic")",
+                                    GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
+  options.file_system = fault;
+  options.log = [&](const std::string& m) { log.push_back(m); };
+  auto session = DumpSession::Open(options);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());
+  Status closed = (*session)->Close();
+  const std::string failed = dir.Sub("rank_0/Net/0/1/statistic.csv");
+  const std::string message = "cannot create " + failed + ": No space left on device";
+  EXPECT_EQ(closed.message(), message);
+  ASSERT_EQ(log.size(), 1u);
+  const std::string incomplete = ReadFile(dir.Sub("rank_0/.dump_metadata/INCOMPLETE"));
+  EXPECT_NE(incomplete.find("error: " + message), std::string::npos) << incomplete;
+  EXPECT_NE(incomplete.find("stopped dumping (the run was at iteration"), std::string::npos) << incomplete;
+  EXPECT_EQ(Matching(ListFilesRecursive(dir.path()), R"(statistic\.csv$)"),
+            std::vector<std::string>{"rank_0/Net/0/0/statistic.csv"});
+  ExpectWholeStatisticRows(dir.path());
+}
+
+// The rows of tensors written before an error are flushed after it (they were dropped).
+TEST_P(DiskFullTest, RowsOfTensorsWrittenBeforeTheErrorAreKept) {
+  TempDir dir;
+  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
+  fault->FailOnFile(12);  // a tensor file in the middle of iteration 0
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "full")",
+                                    GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
+  options.file_system = fault;
+  options.writer_threads = 1;
+  options.log = [](const std::string&) {};
+  auto session = DumpSession::Open(options);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());
+  EXPECT_EQ((*session)->Close().code(), StatusCode::kIOError);
+  const std::vector<std::string> files = ListFilesRecursive(dir.Sub("rank_0/Net/0/0"));
+  const std::vector<std::string> npy = Matching(files, R"(\.npy$)");
+  ASSERT_FALSE(npy.empty());
+  ASSERT_EQ(Matching(files, "statistic.csv").size(), 1u);
+  const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), npy.size() + 1)
+      << csv;  // the header and one row per tensor file written
+  ExpectWholeStatisticRows(dir.path());
+}
+
 INSTANTIATE_TEST_SUITE_P(SyncAndAsync, DiskFullTest, ::testing::Bool());
+
+// A symbolic link planted in the dump path is not followed: rank_0 pointing elsewhere stopped
+// nothing, and the whole dump went there.
+TEST(SessionTest, PlantedLinksAreNotFollowed) {
+  TempDir dir;
+  const std::string outside = dir.Sub("outside");
+  ASSERT_EQ(::mkdir(outside.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(dir.Sub("dump").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), dir.Sub("dump/rank_0").c_str()), 0);
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.Sub("dump")));
+  options.log = [](const std::string&) {};
+  StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find(dir.Sub("dump/rank_0") + " is a symbolic link"),
+            std::string::npos)
+      << session.status().message();
+  EXPECT_TRUE(ListFilesRecursive(outside).empty());
+
+  // A statistic.csv link inside an iteration directory: the rows do not reach its target.
+  TempDir second;
+  testing::WriteFile(second.Sub("victim"), "keep\n");
+  ASSERT_EQ(::chmod(second.Sub("victim").c_str(), 0644), 0);
+  options.config = Parse(ConfigJson(second.Sub("dump"), R"(, "saved_data": "statistic")"));
+  auto open = DumpSession::Open(options);
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(::mkdir(second.Sub("dump/rank_0/Net").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(second.Sub("dump/rank_0/Net/0").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(second.Sub("dump/rank_0/Net/0/0").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(second.Sub("victim").c_str(),
+                      second.Sub("dump/rank_0/Net/0/0/statistic.csv").c_str()),
+            0);
+  ASSERT_TRUE(RunSyntheticGraph(**open, {}).ok());
+  (void)(*open)->Close();
+  EXPECT_EQ(ReadFile(second.Sub("victim")), "keep\n");
+  struct stat st;
+  ASSERT_EQ(::stat(second.Sub("victim").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
 
 TEST(AsyncWriterTest, BoundsTheBytesInFlightAndRunsEveryJob) {
   std::atomic<int> ran{0};

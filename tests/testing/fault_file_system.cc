@@ -94,11 +94,11 @@ Status FaultFileSystem::AppendToFile(const std::string& path, const std::string&
     std::lock_guard<std::mutex> lock(mutex_);
     if (PathFails(path)) return Status::IOError(NoSpaceMessage(path));
   }
-  const size_t allowed = Reserve(data.size());
-  if (allowed > 0) GRAPHDUMP_RETURN_IF_ERROR(base_->AppendToFile(path, data.substr(0, allowed)));
-  if (allowed < data.size()) return Status::IOError(NoSpaceMessage(path));
-  return Status::Ok();
+  if (Reserve(data.size()) < data.size()) return Status::IOError(NoSpaceMessage(path));
+  return base_->AppendToFile(path, data);
 }
+
+Status FaultFileSystem::Remove(const std::string& path) { return base_->Remove(path); }
 
 bool FaultFileSystem::Exists(const std::string& path) { return base_->Exists(path); }
 

@@ -17,8 +17,9 @@ class FaultFileSystem : public FileSystem {
   explicit FaultFileSystem(std::shared_ptr<FileSystem> base);
 
   // Appends (file writes and AppendToFile) fail with "No space left on device" once more than
-  // `bytes` bytes in total have been written through this file system; the write that crosses
-  // the limit stores the bytes that still fit, like a real full disk.
+  // `bytes` bytes in total have been written through this file system. A file write that
+  // crosses the limit stores the bytes that still fit, like a real full disk; an AppendToFile
+  // that crosses it stores nothing, as FileSystem::AppendToFile promises.
   void FailAfterBytes(uint64_t bytes);
   // The `k`th call of NewWritableFile (1-based) fails.
   void FailOnFile(int k);
@@ -31,6 +32,7 @@ class FaultFileSystem : public FileSystem {
   Status CreateDirectories(const std::string& dir) override;
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
   Status AppendToFile(const std::string& path, const std::string& data) override;
+  Status Remove(const std::string& path) override;
   bool Exists(const std::string& path) override;
 
   // Takes up to `size` bytes of the budget; returns how many may be written.

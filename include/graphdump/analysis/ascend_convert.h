@@ -79,4 +79,9 @@ struct AscendHostTensor {
 // kUnsupported for data types without a NumPy equivalent.
 StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, bool is_input, int index);
 
+// Reads `tensor`, one tensor of the dump file at `path` as its header (ParseAscendDump) described
+// it, in host layout as above. Reads only the tensor's own bytes (kIOError naming the file when
+// the file no longer holds them), not the header.
+StatusOr<AscendHostTensor> LoadAscendTensor(const std::string& path, const AscendTensor& tensor);
+
 }  // namespace graphdump

@@ -113,6 +113,11 @@ StatusOr<AscendDumpFile> ReadAscendDumpHeader(const std::string& path);
 // last three dot-separated fields are decimal numbers (task id, stream id, timestamp).
 bool LooksLikeAscendDumpName(std::string_view file_name);
 
+// Parses the text of a mapping.csv: one "{short name},{original name}" line per file (a '\r'
+// before the '\n' is dropped; lines without a comma or with an empty short name are skipped; of
+// two lines for one short name the last wins).
+std::map<std::string, std::string> ParseMappingCsv(std::string_view text);
+
 // The names files in a dump directory stand for: a file whose name was too long has a short one
 // ("{n}", "{n}.npy") and a "{short},{original}" line in mapping.csv beside it. Reads each
 // directory's mapping.csv once.

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/status.h"
 
 namespace graphdump {
@@ -16,6 +17,9 @@ struct AscendIndexEntry {
   std::string path;           // the raw dump file, or the .npy file
   bool in_dump_file = false;  // true: tensor `slot` inside the raw dump file at `path`
                               // (read it with LoadAscendTensor); false: a .npy file
+  AscendTensor tensor;        // in_dump_file: the tensor as the file's header describes it,
+                              // where its bytes are included, so that reading it needs no
+                              // second parse of the header
   std::string op_type;
   std::string op_name;  // sanitised full name, as in the file name
   uint32_t task_id = 0;

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "graphdump/dtype.h"
+#include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/npy_file.h"
+#include "graphdump/dtype.h"
 #include "graphdump/graph.h"
 #include "graphdump/status.h"
 
@@ -41,6 +42,9 @@ struct TensorEntry {
   uint64_t timestamp = 0;
   std::optional<StatisticRow> stats;
   bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (SPEC §9)
+  // in_dump_file: the tensor as the file's header described it when indexed (where its bytes
+  // are); when absent, OpenTensor finds it by io and slot in the header.
+  std::optional<AscendTensor> ascend;
 };
 
 // A kernel's tensors in one iteration.
@@ -93,17 +97,18 @@ struct DumpIndex {
 };
 
 // The tensor an entry names, ready to read: a mapped .npy file, or the tensor read out of an
-// Ascend dump file. Errors name the file.
+// Ascend dump file (only its own bytes, where the index recorded them: reading every tensor of
+// a file costs one pass over the file, not one header parse per tensor). Errors name the file.
 StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 
 // Indexes `dir`: a dump root holding rank_{id}/ directories, one rank_{id} directory, or a
 // {net_name} directory inside one. Failing those, a GE-layout dump ({YYYYMMDDhhmmss}/
 // {device_id}/{model_name}/{model_id}/{data_index}/ with Ascend dump files, SPEC §10) or a
 // directory written by `graphdump convert`: device_id is the rank, model_id the graph and
-// data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns kNotFound when `dir` does not exist and
-// kInvalidArgument "not a dump directory" (naming it and what was expected) when it holds no
-// dump. Unreadable or malformed pieces (a bad statistic.csv, an unparsable file name) are listed
-// in `skipped` and the rest is indexed.
+// data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns
+// kNotFound when `dir` does not exist and kInvalidArgument "not a dump directory" (naming it and
+// what was expected) when it holds no dump. Unreadable or malformed pieces (a bad statistic.csv, an
+// unparsable file name) are listed in `skipped` and the rest is indexed.
 StatusOr<DumpIndex> IndexDump(const std::string& dir);
 
 // The file-name form of a full name (SPEC §5): '/', '\\', '.' and ' ' become '_'.
@@ -114,8 +119,13 @@ std::string FileKernelName(const std::string& full_name);
 bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
                        TensorEntry* tensor);
 
-// Parses a statistic.csv file. Errors are kCorrupt naming the file and line.
+// Parses a statistic.csv file (a regular file: OpenRegularFile). Errors are kCorrupt naming the
+// file and line; a Shape must hold non-negative dimensions whose product fits int64_t.
 StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path);
+
+// ParseStatisticCsv for the file's `text`; `path` names it in errors.
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                          const std::string& path);
 
 // Parses the source traces of an .ir text: each kernel's `# In file PATH(LINE)/ code/` (or
 // `PATH:LINE/`) lines, attached to the kernel named by the preceding `Fullname with scope:

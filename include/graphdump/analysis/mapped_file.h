@@ -12,8 +12,11 @@ namespace graphdump::analysis {
 
 class MappedFile {
  public:
-  // Maps `path`. kNotFound when it does not exist, kIOError (naming the file and the system's
-  // reason) when it cannot be opened or mapped. `populate` reads the pages in at once.
+  // Maps `path`, a regular file (OpenRegularFile: a FIFO or device is refused with
+  // kInvalidArgument, without blocking). kNotFound when it does not exist, kIOError (naming the
+  // file and the system's reason) when it cannot be opened or mapped. `populate` reads the
+  // pages in at once. A file that shrinks while mapped is the caller's risk (SIGBUS), as with
+  // any mapping; dump files are read-only and never rewritten in place.
   static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path, bool populate = false);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
