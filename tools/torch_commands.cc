@@ -318,7 +318,7 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
                  "data_dump.json (default: $GRAPHDUMP_CONFIG or $MINDSPORE_DUMP_CONFIG; "
                  "neither set: no dump)");
   app.add_flag("--enable-dump", f->ge.enable_dump,
-               "GE / TF-adapter dialect (SPEC §10): dump in the GE layout to --dump-path");
+               "GE / TF-adapter dialect (docs/ascend.md): dump in the GE layout to --dump-path");
   app.add_option("--dump-path", f->ge.dump_path,
                  "the dump root, replacing the configuration's path (absolute, [A-Za-z0-9_/-]); "
                  "with --enable-dump, the GE dialect's dump root");
@@ -413,7 +413,7 @@ constexpr char kRunFooter[] = R"(
 Inputs come from --input files (one per model input, in order) or, without them, from
 torch.randn with --input-shape and --seed (the same as torch.manual_seed(seed); torch.randn(...)
 in Python). Each step runs the model's forward graph kernel by kernel; what is dumped follows
-the configuration (SPEC.md, docs/cli-run-train.md).
+the configuration (docs/configuration.md, docs/cli-run-train.md).
 
 examples:
   graphdump run alexnet.pt --input-shape 1x3x224x224 --config data_dump.json

@@ -423,7 +423,7 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir) {
     return Status::InvalidArgument(
         dir +
         ": not a dump directory: expected rank_{id}/{net_name}/{graph_id}/{iteration}/ "
-        "below it (SPEC §5), found " +
+        "below it (docs/layout.md), found " +
         (index.ranks.empty() ? std::string("no rank_{id} directory")
                              : std::string("no {net_name}/{graph_id} directory")));
   }
