@@ -26,6 +26,9 @@ DumpIndex Index(const std::string& path) {
     index = analysis::IndexDump(path);
   }
   if (!index.ok()) Raise(index.status());
+  for (const std::string& warning : index->warnings) {
+    if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+  }
   return std::move(*index);
 }
 

@@ -125,19 +125,23 @@ void BindTorch(py::module_& m) {
   py::class_<DumpHost>(m, "Host", "A dump session driven by Python (graphdump::DumpHost)")
       .def_static(
           "open",
-          [](const Config& config, uint32_t rank,
-             const std::string& model_name) -> std::unique_ptr<DumpHost> {
+          [](const Config& config, uint32_t rank, const std::string& model_name,
+             bool overwrite) -> std::unique_ptr<DumpHost> {
             SessionOptions options;
             options.config = config.parsed.config;
             options.rank = rank;
             options.model_name = model_name;
+            options.overwrite = overwrite;
             StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
+            if (!session.ok() && session.status().code() == StatusCode::kInvalidArgument) {
+              RaiseConfigError(session.status().message());
+            }
             if (!session.ok()) Raise(session.status());
             return std::make_unique<DumpHost>(std::move(*session));
           },
-          py::arg("config"), py::arg("rank"), py::arg("model_name"),
-          "Opens the dump session of `rank` (creates its directory). When the rank does not "
-          "dump, the host only runs modules (dumping is false).")
+          py::arg("config"), py::arg("rank"), py::arg("model_name"), py::arg("overwrite") = false,
+          "Opens the dump session of `rank` (creates its directory; an existing one is an "
+          "earlier run's: ConfigError, or removed first with overwrite).")
       .def_static(
           "executor_only", [] { return std::make_unique<DumpHost>(nullptr); },
           "A host that runs modules through the executor and dumps nothing.")
@@ -201,6 +205,12 @@ void BindTorch(py::module_& m) {
                              })
       .def_property_readonly("calls", &DumpHost::calls)
       .def_property_readonly("graphs", &DumpHost::num_models)
+      .def(
+          "run_failed",
+          [](DumpHost& host, const std::string& reason) {
+            if (host.session()) host.session()->OnRunFailed(reason);
+          },
+          py::arg("reason"), "The script stopped with an error: INCOMPLETE keeps `reason`.")
       .def(
           "close",
           [](DumpHost& host) {

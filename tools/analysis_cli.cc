@@ -46,6 +46,9 @@ std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const st
                      : kExitFailure;
     return std::nullopt;
   }
+  for (const std::string& warning : index->warnings) {
+    fmt::print(stderr, "{}: warning: {}\n", command, warning);
+  }
   return std::move(index).value();
 }
 

@@ -1,6 +1,9 @@
 // graphdump watch DIR --check ...: the first NaN, overflow, vanishing gradient...
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
+
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/watch.h"
@@ -28,6 +31,39 @@ void PrintPerRank(const analysis::WatchResult& result) {
   }
 }
 
+// --first: what followed the first hit of `first`'s rank: how many hits, in which kernels and
+// iterations, the kernels in the order they were hit.
+void PrintPropagation(const analysis::WatchResult& result, const analysis::WatchHit& first) {
+  std::vector<std::string> kernels;
+  std::set<std::string> seen = {first.kernel};
+  size_t later = 0;
+  int64_t last_iteration = first.iteration;
+  bool passed_first = false;
+  for (const analysis::WatchHit& h : result.hits) {
+    if (h.rank != first.rank) continue;
+    if (!passed_first) {  // hits are in execution order: those before the first are none
+      passed_first = &h == &first || (h.kernel == first.kernel && h.iteration == first.iteration &&
+                                       h.is_input == first.is_input && h.slot == first.slot &&
+                                       h.check == first.check);
+      continue;
+    }
+    ++later;
+    if (h.iteration >= 0) last_iteration = std::max(last_iteration, h.iteration);
+    if (seen.insert(h.kernel).second) kernels.push_back(h.kernel);
+  }
+  if (later == 0) {
+    fmt::print("then: no other hit{}\n", result.ranks > 1 ? " on this rank" : "");
+    return;
+  }
+  constexpr size_t kShown = 5;
+  std::string names;
+  for (size_t i = 0; i < kernels.size() && i < kShown; ++i) names += (i ? ", " : "") + kernels[i];
+  if (kernels.size() > kShown) names += fmt::format(" (and {} more)", kernels.size() - kShown);
+  fmt::print("then: {} more hit(s){}, {} other kernel(s), iterations {} to {}{}{}\n", later,
+             result.ranks > 1 ? " on this rank" : "", kernels.size(), first.iteration,
+             last_iteration, kernels.empty() ? "" : "; next hit: ", names);
+}
+
 }  // namespace
 
 int RunWatch(int argc, char** argv) {
@@ -36,7 +72,8 @@ int RunWatch(int argc, char** argv) {
       "order, the first one highlighted with its kernel, iteration and source line.",
       "graphdump watch"};
   std::string dir, checks_text = "nan,inf";
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, first_only = false;
+  size_t limit = 20;
   analysis::WatchOptions options;
   app.add_option("DIR", dir, "dump root or rank_{id} directory")->required();
   app.add_option("--check", checks_text,
@@ -46,13 +83,23 @@ int RunWatch(int argc, char** argv) {
                  "(||w-w_prev||/||w_prev|| > T, 0.1)")
       ->capture_default_str();
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
-  app.add_flag("--json", json, "print JSON");
+  app.add_flag("--first", first_only,
+               "print only the first hit (of each rank) and a summary of the hits after it "
+               "(how many, in which kernels and iterations): what the first bad value spread to");
+  app.add_option("--limit", limit, "print at most N hits (0: all; --json always lists all)")
+      ->capture_default_str();
+  app.add_flag("--json", json, "print JSON (every hit)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.footer(
       "Examples:\n"
       "  graphdump watch dump/ --check nan,inf,overflow\n"
       "  graphdump watch dump/ --check grad-vanish:1e-9,grad-explode:100\n"
       "  graphdump watch dump/ --check weight-unchanged,weight-change:0.5 --json\n"
+      "  graphdump watch dump/ --check nan,inf --first\n"
+      "Without --check: nan,inf. Only floating-point tensors are value-checked; 'zero' skips\n"
+      "parameters and constants. A tensor dumped as statistics only (saved_data statistic) is\n"
+      "judged by its statistic.csv row: counts are printed only where the row has a count\n"
+      "column, otherwise what max and min prove ('max is NaN: at least one NaN').\n"
       "Gradient kernels are those whose full name starts with Gradients/; weights are the\n"
       "Parameter.* files, compared between consecutive dumped iterations.\n"
       "Over a dump root with several rank_{id} directories the first hit of each rank is\n"
@@ -72,18 +119,30 @@ int RunWatch(int argc, char** argv) {
   if (json) {
     fmt::print("{}\n", analysis::WatchResultJson(result));
   } else {
-    fmt::print("watch {}: {} tensors checked, {} hit(s)\n", dir, result.tensors_checked,
+    fmt::print("watch {}: {} tensors checked{}, {} hit(s)\n", dir, result.tensors_checked,
+               result.weight_pairs_checked
+                   ? fmt::format(", {} weight pairs compared", result.weight_pairs_checked)
+                   : "",
                result.hits.size());
-    for (size_t i = 0; i < result.hits.size() && i < 200; ++i) {
+    const size_t shown = first_only ? 0 : limit == 0 ? result.hits.size()
+                                                     : std::min(limit, result.hits.size());
+    for (size_t i = 0; i < shown; ++i) {
       const auto& h = result.hits[i];
       fmt::print("  {} it {} {} {} {}: [{}] {}\n", i == 0 ? "->" : "  ", h.iteration, h.kernel,
                  h.is_input ? "input" : "output", h.slot, h.check, h.detail);
     }
-    if (result.hits.size() > 200) fmt::print("  ... {} more\n", result.hits.size() - 200);
+    if (!first_only && shown < result.hits.size()) {
+      fmt::print("  ... {} more hit(s) (--limit 0 prints all; --first summarises them)\n",
+                 result.hits.size() - shown);
+    }
     if (result.ranks > 1) {
       PrintPerRank(result);
     } else if (!result.hits.empty()) {
       PrintFirstHit("first hit", result.hits.front());
+    }
+    if (first_only && !result.hits.empty()) {
+      const std::vector<analysis::WatchHit> firsts = analysis::FirstHitPerRank(result);
+      PrintPropagation(result, firsts.front());
     }
   }
   PrintSkipped("graphdump watch", result.skipped);

@@ -198,8 +198,10 @@ struct OpenedSession {
 // dumping is off or `rank` is not in support_device. The dump goes to rank_{rank}.
 // With --enable-dump, the GE / TF-adapter options given as flags (SPEC §10) instead.
 StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDumpOptions& ge,
-                                    const std::string& model_path, uint32_t rank) {
+                                    const std::string& model_path, uint32_t rank,
+                                    bool overwrite) {
   SessionOptions options;
+  options.overwrite = overwrite;
   options.model_name = std::filesystem::path(model_path).stem().string();
   // Between steps the CLI only writes parameters and optimizer state with ATen in-place calls,
   // which bump version counters.
@@ -280,12 +282,14 @@ std::string HumanBytes(uint64_t bytes) {
 }
 
 // Closes the session and prints where the dump is. Returns the exit code.
+// `failure`: why the run stopped early (empty when it did not), kept in INCOMPLETE.
 int FinishSession(const std::string& command, DumpSession* session, const std::string& off_reason,
-                  int code) {
+                  int code, const std::string& failure) {
   if (!session) {
     std::printf("dump: off (%s)\n", off_reason.c_str());
     return code;
   }
+  if (!failure.empty()) session->OnRunFailed(command + ": " + failure);
   Status closed = session->Close();
   const DumpSummary s = session->Summary();
   std::printf("dump: %s\n", s.root.c_str());
@@ -310,6 +314,7 @@ struct CommonFlags {
   int steps = 1;
   uint64_t seed = 0;
   bool list_kernels = false;
+  bool overwrite = false;
 };
 
 void AddCommonFlags(CLI::App& app, CommonFlags* f) {
@@ -322,6 +327,9 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
   app.add_option("--dump-path", f->ge.dump_path,
                  "the dump root, replacing the configuration's path (absolute, [A-Za-z0-9_/-]); "
                  "with --enable-dump, the GE dialect's dump root");
+  app.add_flag("--overwrite", f->overwrite,
+               "replace an earlier dump in the dump path (the rank_{id} directory); without it "
+               "a path that holds one is an error: one run per directory (docs/layout.md)");
   app.add_option("--dump-step", f->ge.dump_step,
                  "GE dialect: steps, e.g. \"0|5|10\" (default all)");
   app.add_option("--dump-mode", f->ge.dump_mode, "GE dialect: input, output (default) or all");
@@ -376,7 +384,7 @@ struct Loaded {
 StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   Loaded loaded;
   GRAPHDUMP_ASSIGN_OR_RETURN(OpenedSession opened,
-                             OpenSession(flags.config, flags.ge, flags.model, rank));
+                             OpenSession(flags.config, flags.ge, flags.model, rank, flags.overwrite));
   loaded.session = std::move(opened.session);
   loaded.dump_off = std::move(opened.off_reason);
   GRAPHDUMP_ASSIGN_OR_RETURN(loaded.model, TorchModel::Load(flags.model, loaded.session.get()));
@@ -502,13 +510,14 @@ int RunTorchRun(int argc, char** argv) {
   TorchModel& model = *loaded->model;
   model.module().eval();
   int code = kExitOk;
+  std::string failure;
   c10::IValue last;
   for (int step = 0; step < flags.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     auto out = model.Forward(inputs);
     if (!out.ok()) {
-      std::fprintf(stderr, "%s: error: step %d: %s\n", command.c_str(), step + 1,
-                   out.status().message().c_str());
+      failure = "step " + std::to_string(step + 1) + ": " + out.status().message();
+      std::fprintf(stderr, "%s: error: %s\n", command.c_str(), failure.c_str());
       code = ExitFor(out.status()) == kExitUsage ? kExitUsage : kExitFailure;
       break;
     }
@@ -525,7 +534,7 @@ int RunTorchRun(int argc, char** argv) {
                                               ", not a tensor; nothing was written");
     if (!st.ok()) code = Fail(command, st);
   }
-  return FinishSession(command, loaded->session.get(), loaded->dump_off, code);
+  return FinishSession(command, loaded->session.get(), loaded->dump_off, code, failure);
 }
 
 int RunTorchTrain(int argc, char** argv) {
@@ -615,13 +624,14 @@ int RunTorchTrain(int argc, char** argv) {
   auto trainer = Trainer::Create(&model, options);
   if (!trainer.ok()) return Fail(command, trainer.status());
   int code = kExitOk;
+  std::string failure;
   bool warned_loss = false;  // once, at the first step whose loss is NaN or infinite
   for (int step = 0; step < flags.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     auto loss = (*trainer)->Step(data, labels);
     if (!loss.ok()) {
-      std::fprintf(stderr, "%s: error: step %d: %s\n", command.c_str(), step + 1,
-                   loss.status().message().c_str());
+      failure = "step " + std::to_string(step + 1) + ": " + loss.status().message();
+      std::fprintf(stderr, "%s: error: %s\n", command.c_str(), failure.c_str());
       code = ExitFor(loss.status()) == kExitUsage ? kExitUsage : kExitFailure;
       break;
     }
@@ -650,7 +660,7 @@ int RunTorchTrain(int argc, char** argv) {
                   Status::IOError("cannot save the model to " + save_model + ": " + e.what()));
     }
   }
-  return FinishSession(command, loaded->session.get(), loaded->dump_off, code);
+  return FinishSession(command, loaded->session.get(), loaded->dump_off, code, failure);
 }
 
 }  // namespace graphdump::tools

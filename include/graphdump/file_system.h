@@ -47,6 +47,15 @@ class FileSystem {
 
   // True when something (a file, a directory, a symbolic link) has the name `path`.
   virtual bool Exists(const std::string& path) = 0;
+
+  // Creates the directory `dir` (its missing parents too) only if nothing has that name yet:
+  // true when this call made it, false when something was there. Atomic (mkdir), so of two
+  // processes claiming one directory exactly one gets true.
+  virtual StatusOr<bool> CreateDirectoryIfAbsent(const std::string& dir) = 0;
+
+  // Removes `dir` and everything below it; symbolic links below it are removed, never followed.
+  // A missing `dir` is fine.
+  virtual Status RemoveTree(const std::string& dir) = 0;
 };
 
 // The real file system (POSIX). `fsync` makes every committed file durable before the rename.

@@ -57,6 +57,10 @@ struct SessionOptions {
   // their own memory, kept alive, instead of a staging copy taken on the host's thread. A host
   // whose own code may write tensors behind the session's back (a user's Python) leaves it off.
   bool host_reports_writes = false;
+  // One run per directory: a session refuses to open when its rank directory ({path}/rank_{id})
+  // already exists, so that two runs never mix their files. With `overwrite`, an existing rank
+  // directory is removed first (the CLI's --overwrite; GRAPHDUMP_OVERWRITE=1 in Python).
+  bool overwrite = false;
 };
 
 // What the session wrote, for the host's summary.
@@ -155,6 +159,10 @@ class DumpSession {
 
   // Marks modules for dump_mode 2 (kernels whose module_path equals or lies under one of these).
   virtual void SetDump(const std::string& module_path) = 0;
+
+  // The host's run stopped with an error (a kernel failed, the user's script raised): the dump
+  // is incomplete, and `.dump_metadata/INCOMPLETE` says why; Close then keeps it.
+  virtual void OnRunFailed(const std::string& reason) = 0;
 
   // Waits for every pending write, writes the remaining statistic rows, reports unused kernel
   // entries. Returns the first write error, if any. Idempotent.

@@ -5,8 +5,8 @@ import runpy
 import signal
 import sys
 
-USAGE = "usage: graphdump python [--config FILE] [--nproc N] SCRIPT [ARGS...]\n" \
-        "       graphdump python [--config FILE] [--nproc N] -m MODULE [ARGS...]\n"
+USAGE = "usage: graphdump python [--config FILE] [--overwrite] [--nproc N] SCRIPT [ARGS...]\n" \
+        "       graphdump python [--config FILE] [--overwrite] [--nproc N] -m MODULE [ARGS...]\n"
 
 HELP = USAGE + """
 Runs SCRIPT with Debian's python3 exactly as `python3 SCRIPT ARGS` would, with dumping on:
@@ -20,6 +20,8 @@ not dumped: script or trace the model. What the training computes is not changed
 options:
   --config FILE   data_dump.json (default: $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG;
                   neither set: the script runs with dumping off)
+  --overwrite     replace an earlier dump in the dump path (each rank's rank_{id} directory);
+                  without it, a path that holds one is an error: one run per directory
   --nproc N       start N ranks of the script on this machine, as torchrun does: each gets
                   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, its output lines
                   prefixed [rank k]; when one fails the others are stopped
@@ -65,6 +67,10 @@ def _parse(argv):
                 config, i = argv[i + 1], i + 2
             else:
                 config, i = arg.split("=", 1)[1], i + 1
+            continue
+        if arg == "--overwrite":
+            os.environ["GRAPHDUMP_OVERWRITE"] = "1"
+            i += 1
             continue
         if arg == "-m":
             if i + 1 >= len(argv):
@@ -120,6 +126,7 @@ def main(argv):
         return 2
     signal.signal(signal.SIGTERM, _terminate)
     dump.start()
+    error = None
     try:
         if module is not None:
             sys.argv = [module] + args
@@ -128,8 +135,19 @@ def main(argv):
             sys.argv = [script] + args
             sys.path[0] = os.path.dirname(os.path.abspath(script))
             runpy.run_path(script, run_name="__main__")
+    except ConfigError as e:
+        # The dump could not start (e.g. the path holds an earlier run): a usage error.
+        sys.stderr.write(f"graphdump python: error: {e}\n")
+        return 2
+    except SystemExit as e:
+        if e.code not in (0, None):
+            error = f"the script exited with status {e.code}"
+        raise
+    except BaseException as e:
+        error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        raise
     finally:
-        _print_summary(dump.close())
+        _print_summary(dump.close(error=error))
     return 0
 
 

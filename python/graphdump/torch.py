@@ -90,6 +90,12 @@ def _not_torchscript(module, what):
                      f"or torch.jit.load), got {name} (docs/python.md)")
 
 
+def _describe_exception(exc_type, exc):
+    """'ValueError: message', as Python's last traceback line says it."""
+    text = str(exc)
+    return f"{exc_type.__name__}: {text}" if text else exc_type.__name__
+
+
 class Dump:
     """A dump of this process's training, on between start() and close() (or in a ``with``).
 
@@ -102,15 +108,20 @@ class Dump:
       wrap() and track().
     name: the net name when the configuration leaves it empty (the GE dialect): default the
       script's file name.
+    overwrite: replace an earlier dump in the rank's directory ({path}/rank_{id}) instead of
+      raising ConfigError (one run per directory, docs/layout.md); default: true when
+      $GRAPHDUMP_OVERWRITE is 1 (``graphdump python --overwrite`` sets it).
 
     The dump directory of a rank is opened at the first call of a dumped module, when the rank
     is known (torch.distributed's, else $RANK, else 0); a rank outside support_device runs
     undumped.
     """
 
-    def __init__(self, config=None, *, auto=False, name=None):
+    def __init__(self, config=None, *, auto=False, name=None, overwrite=None):
         self._config = _C.load_config(None if config is None else os.fspath(config))
         self._auto = auto
+        self._overwrite = (os.environ.get("GRAPHDUMP_OVERWRITE") == "1" if overwrite is None
+                           else bool(overwrite))
         self._name = name or _script_name()
         self._pid = os.getpid()
         self._started = False
@@ -192,9 +203,11 @@ class Dump:
             _log(f"dump: off ({self._off_reason})")
         return self
 
-    def close(self):
+    def close(self, error=None):
         """Ends the open iteration, waits for every file, turns the dump off and returns the
-        summary (None when nothing was dumped). Idempotent; also runs at interpreter exit."""
+        summary (None when nothing was dumped). Idempotent; also runs at interpreter exit.
+        error: why the training stopped early (an exception), if it did: the dump is then marked
+        incomplete, and .dump_metadata/INCOMPLETE says why."""
         global _active
         if self._closed:
             return self._summary
@@ -210,6 +223,8 @@ class Dump:
         if not self._dumping():
             return None
         self._flush_allreduce()
+        if error is not None:
+            self._host.run_failed(str(error))
         self._error = self._host.close()
         self._summary = self._host.summary()
         if self._error:
@@ -220,7 +235,9 @@ class Dump:
         return self.start()
 
     def __exit__(self, exc_type, exc, traceback):
-        self.close()
+        failed = exc_type is not None and not (issubclass(exc_type, SystemExit) and
+                                               exc.code in (0, None))
+        self.close(error=_describe_exception(exc_type, exc) if failed else None)
         return False
 
     # --- what is dumped --------------------------------------------------------------------
@@ -288,7 +305,7 @@ class Dump:
         if self._off_reason:
             self._host = _C.Host.executor_only()
         else:
-            self._host = _C.Host.open(self._config, rank, self._name)
+            self._host = _C.Host.open(self._config, rank, self._name, self._overwrite)
         if len(self._optimizers):
             self._host.track_optimizers()
         for module in self._wrapped:

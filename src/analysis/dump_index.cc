@@ -1,6 +1,8 @@
 // Indexing a dump directory from its file names and text files (SPEC §5).
 #include "graphdump/analysis/dump_index.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -72,6 +74,9 @@ std::map<std::string, std::string> ReadMapping(const fs::path& dir, std::vector<
 }
 
 struct GraphContext {
+  // Written by graphdump, which writes one run per directory: two files of one tensor in an
+  // iteration are two calls of a module in that iteration (graphdump python), not two runs.
+  bool one_run = false;
   // file-form kernel name -> (full name, execution order position)
   std::unordered_map<std::string, std::pair<std::string, int64_t>> by_file_name;
 };
@@ -144,6 +149,20 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     k.op_type = op_type;
     k.op_name = op_name;
     k.tensors.push_back(std::move(tensor));
+  }
+  // MindSpore runs each kernel of a graph once per iteration: two files of one tensor are two
+  // runs dumped into one path.
+  for (auto it = kernels.begin(); !ctx.one_run && it != kernels.end(); ++it) {
+    std::map<std::pair<bool, uint32_t>, int> files;
+    for (const TensorEntry& t : it->second.tensors) {
+      if (++files[{t.is_input, t.slot}] != 2) continue;
+      entry.mixed_runs = fmt::format(
+          "{} holds files of more than one run ({} has two files for {} {}): results mix "
+          "runs; dump each run into its own directory (docs/layout.md)",
+          dir.string(), it->second.op_name, t.is_input ? "input" : "output", t.slot);
+      break;
+    }
+    if (!entry.mixed_runs.empty()) break;
   }
   const fs::path csv = dir / "statistic.csv";
   if (fs::exists(csv)) {
@@ -218,6 +237,10 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
     }
   }
   GraphContext ctx;
+  std::error_code ec;
+  const fs::path meta = rank_dir / ".dump_metadata" / "config.json";
+  ctx.one_run = fs::is_regular_file(meta, ec) &&
+                ReadText(meta, skipped).find("\"graphdump_version\"") != std::string::npos;
   for (size_t i = 0; i < graph.execution_order.size(); ++i) {
     ctx.by_file_name.emplace(FileKernelName(graph.execution_order[i]),
                              std::make_pair(graph.execution_order[i], static_cast<int64_t>(i)));
@@ -414,8 +437,19 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir) {
     std::sort(index.ranks.begin(), index.ranks.end(),
               [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
   }
-  size_t graphs = 0;
-  for (const RankEntry& r : index.ranks) graphs += r.graphs.size();
+  size_t graphs = 0, mixed = 0;
+  for (const RankEntry& r : index.ranks) {
+    graphs += r.graphs.size();
+    for (const GraphEntry& g : r.graphs) {
+      for (const IterationEntry& it : g.iterations) {
+        if (it.mixed_runs.empty()) continue;
+        if (mixed++ == 0) index.warnings.push_back(it.mixed_runs);
+      }
+    }
+  }
+  if (mixed > 1) {
+    index.warnings.back() += fmt::format(" (and {} more iteration directories)", mixed - 1);
+  }
   if ((index.ranks.empty() || graphs == 0) && IndexAscendLayout(path.string(), &index)) {
     return index;
   }

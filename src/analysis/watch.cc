@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "graphdump/analysis/npy_file.h"
@@ -53,8 +54,20 @@ int64_t CountFrom(double v) {
   return v >= 0 ? static_cast<int64_t>(std::min(v, kMax)) : 0;
 }
 
+// What a tensor's summary rests on: the file's elements (every count exact), or a statistic.csv
+// row, whose columns may lack a count (then only what max and min prove is known).
+struct Evidence {
+  TensorSummary s;
+  bool from_file = true;
+  bool nan_counted = true, inf_counted = true, overflow_counted = true;
+  const char* nan_seen_in = "";  // statistics only: "max", "min" or "max and min" is NaN
+};
+
 // A summary from statistic.csv values, for tensors dumped as statistics only.
-bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
+bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
+  TensorSummary* s = &e->s;
+  e->from_file = false;
+  e->overflow_counted = false;
   auto get = [&](const char* column, double* v) {
     auto it = row.values.find(column);
     if (it == row.values.end() || it->second.empty()) return false;
@@ -69,18 +82,27 @@ bool SummaryFromStats(const StatisticRow& row, TensorSummary* s) {
   } else {
     s->elements = ShapeElements(row.shape).value_or(0);  // checked by ParseStatisticCsv
   }
-  if (get("NaN Count", &v)) s->nan = CountFrom(v);
-  if ((have_max && std::isnan(mx)) || (have_min && std::isnan(mn)))
-    s->nan = std::max<int64_t>(s->nan, 1);
-  if (get("Positive Inf Count", &v)) s->pos_inf = CountFrom(v);
-  if (get("Negative Inf Count", &v)) s->neg_inf = CountFrom(v);
-  if (have_max && std::isinf(mx) && mx > 0) s->pos_inf = std::max<int64_t>(s->pos_inf, 1);
-  if (have_min && std::isinf(mn) && mn < 0) s->neg_inf = std::max<int64_t>(s->neg_inf, 1);
+  // Without a count column, a NaN or infinite max or min proves at least one such element: the
+  // count is then 1 and marked as a lower bound (not counted).
+  e->nan_counted = get("NaN Count", &v);
+  if (e->nan_counted) s->nan = CountFrom(v);
+  const bool nan_max = have_max && std::isnan(mx), nan_min = have_min && std::isnan(mn);
+  if (!e->nan_counted && (nan_max || nan_min)) {
+    s->nan = 1;
+    e->nan_seen_in = nan_max && nan_min ? "max and min are" : nan_max ? "max is" : "min is";
+  }
+  double pos = 0, neg = 0;
+  const bool have_pos = get("Positive Inf Count", &pos), have_neg = get("Negative Inf Count", &neg);
+  e->inf_counted = have_pos && have_neg;
+  if (have_pos) s->pos_inf = CountFrom(pos);
+  if (have_neg) s->neg_inf = CountFrom(neg);
+  if (!have_pos && have_max && std::isinf(mx) && mx > 0) s->pos_inf = 1;
+  if (!have_neg && have_min && std::isinf(mn) && mn < 0) s->neg_inf = 1;
   if (have_max) s->max = mx;
   if (have_min) s->min = mn;
   s->max_abs = std::max(have_max && std::isfinite(mx) ? std::fabs(mx) : 0.0,
                         have_min && std::isfinite(mn) ? std::fabs(mn) : 0.0);
-  s->fp16_overflow = s->max_abs > 65504.0;
+  s->fp16_overflow = s->max_abs > 65504.0 ? 1 : 0;  // at least one: not counted
   if (get("L2Norm Value", &l2))
     s->l2norm = l2;
   else
@@ -119,30 +141,82 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   return h;
 }
 
-void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorSummary& s,
+// "2 +Inf and 1 -Inf", "1 -Inf"; without counts, what max and min prove.
+std::string InfText(const Evidence& e) {
+  const TensorSummary& s = e.s;
+  if (!e.inf_counted) {
+    std::string text;
+    if (s.pos_inf) text = "max is +Inf";
+    if (s.neg_inf) text += std::string(text.empty() ? "" : " and ") + "min is -Inf";
+    return text + ": at least one infinity (statistic.csv has no Inf count columns)";
+  }
+  std::string text;
+  if (s.pos_inf) text = fmt::format("{} +Inf", s.pos_inf);
+  if (s.neg_inf) text += fmt::format("{}{} -Inf", text.empty() ? "" : " and ", s.neg_inf);
+  return text + fmt::format(" of {} elements", s.elements);
+}
+
+// overflow: elements a float16 cannot hold. An infinity in a float16 tensor is the overflow
+// itself; in a wider type it is that type's own infinity, and the finite values beyond 65504
+// are what would overflow in float16.
+std::string OverflowText(const Evidence& e, std::optional<DType> dtype) {
+  const TensorSummary& s = e.s;
+  std::vector<std::string> parts;
+  if (s.fp16_overflow > 0) {
+    parts.push_back(e.overflow_counted
+                        ? fmt::format("{} finite elements beyond the float16 range (|x| > 65504)",
+                                      s.fp16_overflow)
+                        : fmt::format("max |x| {:.6g} > 65504: at least one element beyond the "
+                                      "float16 range",
+                                      s.max_abs));
+  }
+  if (s.pos_inf + s.neg_inf > 0) {
+    const std::string infs = InfText(e);
+    if (dtype == DType::kFloat16) {
+      parts.push_back(infs + " (float16 overflowed)");
+    } else {
+      parts.push_back(infs + fmt::format(" (infinite in {} itself)",
+                                         dtype ? std::string(DTypeName(*dtype)) : "its dtype"));
+    }
+  }
+  std::string text;
+  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text;
+}
+
+void CheckTensor(const DumpIndex& index, const TensorTask& t, const Evidence& e,
                  const std::vector<WatchCheck>& checks, std::vector<WatchHit>* hits) {
+  const TensorSummary& s = e.s;
   const bool gradient = IsGradient(*t.kernel) && !t.tensor->is_input;
+  const std::optional<DType> dtype = t.tensor->dtype;
+  // Value checks concern floating-point data (an integer or bool tensor holds no NaN and its
+  // zeros are indices or masks); "all zero" concerns what kernels compute, not the weights
+  // (a bias starts at zero) or the graph's constants.
+  const bool floating = !dtype || IsFloatingPoint(*dtype) || IsComplex(*dtype);
+  const bool computed = !t.kernel->is_parameter && t.iteration->iteration >= 0;
   for (const WatchCheck& c : checks) {
     std::string detail;
     switch (c.kind) {
       case WatchKind::kNan:
-        if (s.nan > 0) detail = fmt::format("{} NaN of {} elements", s.nan, s.elements);
+        if (s.nan > 0) {
+          detail = e.nan_counted ? fmt::format("{} NaN of {} elements", s.nan, s.elements)
+                                 : fmt::format("{} NaN: at least one NaN of {} elements "
+                                               "(statistic.csv has no NaN Count column)",
+                                               e.nan_seen_in, s.elements);
+        }
         break;
       case WatchKind::kInf:
-        if (s.pos_inf + s.neg_inf > 0)
-          detail = fmt::format("{} +Inf, {} -Inf of {} elements", s.pos_inf, s.neg_inf, s.elements);
+        if (s.pos_inf + s.neg_inf > 0) detail = InfText(e);
         break;
       case WatchKind::kOverflow:
-        if (s.fp16_overflow + s.pos_inf + s.neg_inf > 0)
-          detail = fmt::format("{} elements outside the float16 range (|x| > 65504 or Inf)",
-                               s.fp16_overflow + s.pos_inf + s.neg_inf);
+        if (s.fp16_overflow + s.pos_inf + s.neg_inf > 0) detail = OverflowText(e, dtype);
         break;
       case WatchKind::kZero:
-        if (s.elements > 0 && s.zero == s.elements)
+        if (floating && computed && s.elements > 0 && s.zero == s.elements)
           detail = fmt::format("all {} elements are zero", s.elements);
         break;
       case WatchKind::kLarge:
-        if (s.max_abs > c.threshold || s.pos_inf + s.neg_inf > 0)
+        if (floating && (s.max_abs > c.threshold || s.pos_inf + s.neg_inf > 0))
           detail = fmt::format("max |x| {:.6g} > {:g}",
                                s.pos_inf + s.neg_inf ? INFINITY : s.max_abs, c.threshold);
         break;
@@ -161,7 +235,8 @@ void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorSummar
   }
 }
 
-void CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<WatchCheck>& checks,
+// Returns whether the pair could be compared (it counts as a tensor checked).
+bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<WatchCheck>& checks,
                  std::vector<WatchHit>* hits, std::vector<Skipped>* skipped, std::mutex* mu) {
   auto cur = OpenTensor(*t.tensor);
   auto prev = OpenTensor(*t.previous);
@@ -169,7 +244,7 @@ void CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
     if (!r->ok()) {
       std::lock_guard<std::mutex> lock(*mu);
       skipped->push_back({"", r->status().message()});
-      return;
+      return false;
     }
   }
   const DeltaNorms d = DeltaBetween(**cur, **prev);
@@ -184,6 +259,7 @@ void CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
     }
     if (!detail.empty()) hits->push_back(MakeHit(index, t, c, std::move(detail)));
   }
+  return true;
 }
 
 }  // namespace
@@ -262,15 +338,15 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   }
   std::vector<std::vector<WatchHit>> hits(tasks.size());
   std::mutex mu;
-  std::atomic<int64_t> checked{0};
+  std::atomic<int64_t> checked{0}, pairs{0};
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
               options.progress ? "watch" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
                 if (t.previous) {
-                  CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu);
+                  if (CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu)) ++pairs;
                   return;
                 }
-                TensorSummary s;
+                Evidence e;
                 if (!t.tensor->path.empty()) {
                   auto npy = OpenTensor(*t.tensor);
                   if (!npy.ok()) {
@@ -278,14 +354,15 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                     result.skipped.push_back({t.tensor->path, npy.status().message()});
                     return;
                   }
-                  s = SummarizeTensor(**npy);
-                } else if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &s)) {
+                  e.s = SummarizeTensor(**npy);
+                } else if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &e)) {
                   return;
                 }
                 ++checked;
-                CheckTensor(index, t, s, checks, &hits[i]);
+                CheckTensor(index, t, e, checks, &hits[i]);
               });
   result.tensors_checked = checked;
+  result.weight_pairs_checked = pairs;
   for (auto& h : hits) {
     for (auto& hit : h) result.hits.push_back(std::move(hit));
   }
@@ -349,6 +426,7 @@ std::string WatchResultJson(const WatchResult& result) {
   for (const Skipped& s : result.skipped)
     skipped.push_back({{"path", s.path}, {"reason", s.reason}});
   json j = {{"tensors_checked", result.tensors_checked},
+            {"weight_pairs_checked", result.weight_pairs_checked},
             {"hits", hits},
             {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
             {"skipped", skipped}};

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -403,6 +404,37 @@ class PosixFileSystem : public FileSystem {
     struct stat st;
     return dir.ok() &&
            ::fstatat((*dir)->get(), BaseName(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  }
+
+  StatusOr<bool> CreateDirectoryIfAbsent(const std::string& dir) override {
+    const std::string parent = DirName(dir);
+    if (root_.empty() || WithoutTrailingSlashes(dir) != root_) {
+      GRAPHDUMP_RETURN_IF_ERROR(CreateDirectories(parent));
+      GRAPHDUMP_ASSIGN_OR_RETURN(DirFd at, OpenDirectory(parent, false, "create", dir));
+      if (::mkdirat(at->get(), BaseName(dir).c_str(), S_IRWXU) == 0) return true;
+      if (errno == EEXIST) return false;
+      return ErrnoError("create directory", dir, errno);
+    }
+    GRAPHDUMP_RETURN_IF_ERROR(MakeParents(DirName(root_)));
+    if (::mkdir(root_.c_str(), S_IRWXU) == 0) return true;
+    if (errno == EEXIST) return false;
+    return ErrnoError("create directory", dir, errno);
+  }
+
+  Status RemoveTree(const std::string& dir) override {
+    if (!root_.empty()) {
+      // Checked like every other path: below the root, reached without links.
+      StatusOr<DirFd> parent = OpenDirectory(DirName(dir), false, "remove", dir);
+      if (!parent.ok()) return parent.status();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_dirs_.clear();
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // removes links, does not follow them
+    if (ec) return Status::IOError("cannot remove " + dir + ": " + ec.message());
+    return Status::Ok();
   }
 
  private:

@@ -111,6 +111,7 @@ class SessionImpl final : public DumpSession {
   ~SessionImpl() override { (void)Close(); }
 
   Status Start() {
+    GRAPHDUMP_RETURN_IF_ERROR(ClaimRoot());
     GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(root_ + "/.dump_metadata"));
     const std::string copy = root_ + "/.dump_metadata/data_dump.json";
     if (!fs_->Exists(copy)) {
@@ -290,6 +291,14 @@ class SessionImpl final : public DumpSession {
     }
   }
 
+  void OnRunFailed(const std::string& reason) override {
+    if (closed_ || run_failed_) return;
+    run_failed_ = true;
+    Status marker = fs_->AppendToFile(
+        IncompletePath(), "The run stopped with an error, so the dump ends there: " + reason + "\n");
+    if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
+  }
+
   Status Close() override {
     if (closed_) return FirstError();
     EndIteration();
@@ -297,7 +306,7 @@ class SessionImpl final : public DumpSession {
     EndStepDirs();
     if (async_) async_->Drain();
     for (const std::string& entry : UnusedEntries()) Log("unused kernel in config: " + entry);
-    if (!failed_) {
+    if (!failed_ && !run_failed_) {
       Status removed = fs_->Remove(IncompletePath());
       if (!removed.ok()) Fail(removed);
     }
@@ -380,6 +389,27 @@ class SessionImpl final : public DumpSession {
   }
 
   std::string IncompletePath() const { return root_ + "/.dump_metadata/INCOMPLETE"; }
+
+  // One run per directory: the rank directory is made by this session (mkdir, so of two
+  // processes starting together only one gets it), or it is an earlier run's and is refused,
+  // or removed first when the user asked to overwrite.
+  Status ClaimRoot() {
+    GRAPHDUMP_ASSIGN_OR_RETURN(bool created, fs_->CreateDirectoryIfAbsent(root_));
+    if (!created && options_.overwrite) {
+      GRAPHDUMP_RETURN_IF_ERROR(fs_->RemoveTree(root_));
+      GRAPHDUMP_ASSIGN_OR_RETURN(created, fs_->CreateDirectoryIfAbsent(root_));
+    }
+    if (created) return Status::Ok();
+    // A symbolic link in its place is named as such (and never followed).
+    GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(root_));
+    return Status::InvalidArgument(fmt::format(
+        "{} already exists: an earlier run dumped there (or another run is dumping there now). "
+        "graphdump writes one run per directory so that runs never mix; remove it, dump "
+        "elsewhere (--dump-path, or the configuration's path), or replace it with --overwrite "
+        "(graphdump run, train, python) or overwrite=True (graphdump.torch.Dump) "
+        "(docs/layout.md)",
+        root_));
+  }
 
   void WriteGraphFiles(GraphState& state) {
     state.files_dirty = false;
@@ -710,6 +740,7 @@ class SessionImpl final : public DumpSession {
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
+  bool run_failed_ = false;  // OnRunFailed: INCOMPLETE stays
   StatsCache stats_cache_;  // statistic-only tensors reduced in this step (and the last)
 
   // Shared with writer threads.

@@ -218,9 +218,16 @@ def test_planted_links():
             os.symlink(target, link)
             cfg = config(work, "c", dump, asynchronous=False)
             code, out, err = t.run(*TRAIN, "--config", cfg, "--steps", "2", env=ENV)
-            t.expect_eq(code, 3, f"{what}: the dump fails: {err[-300:]}")
-            t.expect(f"{link} is a symbolic link" in err or
-                     f"{link}: it is a symbolic link" in err, f"{what}: the link is named: {err}")
+            if "/" in relative:
+                # rank_0 exists, so the run is refused before it writes anything (one run per
+                # directory); links planted while a run writes are the session tests' case.
+                t.expect(code == 2 and f"{dump}/rank_0 already exists" in err,
+                         f"{what}: an existing rank_0 is refused: {code} {err[-300:]}")
+            else:
+                t.expect_eq(code, 3, f"{what}: the dump fails: {err[-300:]}")
+                t.expect(f"{link} is a symbolic link" in err or
+                         f"{link}: it is a symbolic link" in err,
+                         f"{what}: the link is named: {err}")
             outside_untouched(what)
             t.expect(os.path.islink(link) or relative.endswith(".csv"),
                      f"{what}: the link itself is left alone")

@@ -102,4 +102,10 @@ Status FaultFileSystem::Remove(const std::string& path) { return base_->Remove(p
 
 bool FaultFileSystem::Exists(const std::string& path) { return base_->Exists(path); }
 
+StatusOr<bool> FaultFileSystem::CreateDirectoryIfAbsent(const std::string& dir) {
+  return base_->CreateDirectoryIfAbsent(dir);
+}
+
+Status FaultFileSystem::RemoveTree(const std::string& dir) { return base_->RemoveTree(dir); }
+
 }  // namespace graphdump::testing

@@ -34,6 +34,8 @@ class FaultFileSystem : public FileSystem {
   Status AppendToFile(const std::string& path, const std::string& data) override;
   Status Remove(const std::string& path) override;
   bool Exists(const std::string& path) override;
+  StatusOr<bool> CreateDirectoryIfAbsent(const std::string& dir) override;
+  Status RemoveTree(const std::string& dir) override;
 
   // Takes up to `size` bytes of the budget; returns how many may be written.
   size_t Reserve(size_t size);

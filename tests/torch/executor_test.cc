@@ -70,6 +70,7 @@ class RecordingSession : public DumpSession {
   void OnConstant(uint32_t, uint32_t, const TensorView&) override { ++constants_; }
   void EndStep(uint32_t) override {}
   void SetDump(const std::string& path) override { set_dump_.push_back(path); }
+  void OnRunFailed(const std::string&) override {}
   Status Close() override { return Status::Ok(); }
   DumpSummary Summary() const override { return {}; }
   const DumpConfig& config() const override { return config_; }

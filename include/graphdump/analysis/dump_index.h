@@ -62,6 +62,8 @@ struct IterationEntry {
   int64_t iteration = 0;  // -1 for constants/
   std::string dir;
   std::vector<KernelEntry> kernels;  // execution order (order, then timestamp, then name)
+  // Set when the directory holds files of more than one run (says which tensor shows it).
+  std::string mixed_runs;
 };
 
 struct GraphEntry {
@@ -90,6 +92,8 @@ struct DumpIndex {
   std::string root;
   std::vector<RankEntry> ranks;
   std::vector<Skipped> skipped;
+  // What the reader should know about the data (a directory holding two runs), one sentence each.
+  std::vector<std::string> warnings;
 
   // "file:line" of the frame a user recognises as theirs (UserFrame: the innermost outside
   // PyTorch's own files) recorded for `full_name` in graph `graph`, or empty.

@@ -54,7 +54,8 @@ struct WatchOptions {
 struct WatchResult {
   std::vector<WatchHit> hits;  // execution order: rank, graph, iteration, order, io, slot
   std::vector<Skipped> skipped;
-  int64_t tensors_checked = 0;
+  int64_t tensors_checked = 0;       // value checks (nan, inf, ...): tensors read
+  int64_t weight_pairs_checked = 0;  // weight checks: a parameter against its previous dump
   size_t ranks = 0;  // rank_{id} directories in the index
 };
 
