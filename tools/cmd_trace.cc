@@ -6,6 +6,7 @@
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/trace.h"
+#include "graphdump/analysis/source_json.h"
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::tools {
@@ -46,6 +47,7 @@ int RunTrace(int argc, char** argv) {
                    {"kernel", m.full_name},
                    {"location", m.location},
                    {"code", m.code},
+                   {"source_trace", analysis::SourceTraceJson<nlohmann::json>(m.source_trace)},
                    {"files", files}});
     }
     fmt::print("{}\n", internal::JsonText(j, 2));

@@ -413,6 +413,13 @@ std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& fu
   return loc ? loc->file + ":" + std::to_string(loc->line) : "";
 }
 
+const std::vector<SourceLocation>& DumpIndex::SourceTrace(const GraphEntry& graph,
+                                                         const std::string& full_name) const {
+  static const std::vector<SourceLocation> kNone;
+  auto it = graph.source_traces.find(full_name);
+  return it == graph.source_traces.end() ? kNone : it->second;
+}
+
 StatusOr<DumpIndex> IndexDump(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return Status::NotFound(dir + ": no such directory");

@@ -51,6 +51,7 @@ std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& fil
           m.full_name = name;
           m.location = loc.file + ":" + std::to_string(loc.line);
           m.code = loc.code;
+          m.source_trace = trace->second;
           for (const IterationEntry& it : g.iterations) {
             for (const KernelEntry& k : it.kernels) {
               if (k.full_name != name) continue;

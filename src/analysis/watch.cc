@@ -13,6 +13,7 @@
 
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
+#include "graphdump/analysis/source_json.h"
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/shape.h"
@@ -137,6 +138,7 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   h.check = check.text;
   h.detail = std::move(detail);
   h.source_line = index.SourceLine(*t.graph, t.kernel->full_name);
+  h.source_trace = index.SourceTrace(*t.graph, t.kernel->full_name);
   h.path = t.tensor->path;
   return h;
 }
@@ -411,6 +413,7 @@ nlohmann::json HitJson(const WatchHit& h) {
           {"check", h.check},
           {"detail", h.detail},
           {"source_line", h.source_line},
+          {"source_trace", SourceTraceJson<nlohmann::json>(h.source_trace)},
           {"path", h.path}};
 }
 

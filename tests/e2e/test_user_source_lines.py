@@ -3,6 +3,7 @@ come from a module call, F.relu and torch.log, saved as a TorchScript archive. -
 watch and trace name this file's lines (not torch's), F.relu keeps its call site, backward
 kernels carry their forward kernel's line, and the kernel of F.relu's untaken in-place branch is
 marked as not run."""
+import json
 import os
 import re
 
@@ -65,6 +66,20 @@ try:
     first = next((l for l in out.splitlines() if l.startswith("first hit")), "")
     gdtest.expect("/log-op" in first and f"{HERE}:{LOG}" in first,
                   f"watch's first hit is the log kernel at {HERE}:{LOG}: {first}")
+
+    # --json keeps the whole stack, innermost first (torch's own frames, then this file's).
+    _, out, _ = gdtest.run("watch", root, "--check", "nan", "-q", "--json")
+    hit = json.loads(out)["first_hit"]
+    frames = [(os.path.basename(f["file"]), f["line"]) for f in hit["source_trace"]]
+    gdtest.expect((HERE, LOG) in frames, f"watch --json has the trace: {frames}")
+    gdtest.expect(hit["source_line"].endswith(f"{HERE}:{LOG}"), "source_line is the user's frame")
+    _, out, _ = gdtest.run("trace", root, f"{HERE}:{RELU}", "--json", check=0)
+    conv = [m for m in json.loads(out) if re.match(r"^Default/conv1-Conv2d/conv2d-op\d+$",
+                                                   m["kernel"])]
+    frames = [(f["file"], f["line"]) for f in conv[0]["source_trace"]] if conv else []
+    gdtest.expect(len(frames) >= 2 and frames[0][0].endswith("torch/nn/modules/conv.py") and
+                  (HERE, RELU) in [(os.path.basename(f), l) for f, l in frames],
+                  f"trace --json has conv2d's whole trace, torch's frame first: {frames}")
 
     # trace of the F.relu line: its forward kernels and the backward kernels made from them.
     _, out, _ = gdtest.run("trace", root, f"{HERE}:{RELU}", check=0)

@@ -98,6 +98,9 @@ struct DumpIndex {
   // "file:line" of the frame a user recognises as theirs (UserFrame: the innermost outside
   // PyTorch's own files) recorded for `full_name` in graph `graph`, or empty.
   std::string SourceLine(const GraphEntry& graph, const std::string& full_name) const;
+  // The whole source trace recorded for `full_name` (innermost first); empty when none.
+  const std::vector<SourceLocation>& SourceTrace(const GraphEntry& graph,
+                                                 const std::string& full_name) const;
 };
 
 // The tensor an entry names, ready to read: a mapped .npy file, or the tensor read out of an

@@ -19,6 +19,7 @@ struct TraceMatch {
   std::string full_name;
   std::string location;  // the matching "file:line" as recorded
   std::string code;
+  std::vector<SourceLocation> source_trace;  // the kernel's whole trace, innermost first
   std::vector<TraceFile> files;
 };
 

@@ -43,6 +43,7 @@ struct WatchHit {
   std::string check;        // "nan", "large:10000"...
   std::string detail;       // "3 NaN of 120 elements", "l2norm 2.3e-09 < 1e-07"
   std::string source_line;  // "model.py:58", may be empty
+  std::vector<SourceLocation> source_trace;  // every frame, innermost first (--json)
   std::string path;
 };
 
