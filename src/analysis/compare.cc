@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "graphdump/analysis/parallel.h"
+#include "graphdump/analysis/source_json.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/stats.h"
 #include "graphdump/tensor_view.h"
@@ -259,7 +260,11 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   k.op_type = p.a->op_type;
   k.pairing = p.pairing;
   k.source_line = index_a.SourceLine(ga, k.name_a);
-  if (k.source_line.empty()) k.source_line = index_b.SourceLine(gb, k.name_b);
+  k.source_trace = index_a.SourceTrace(ga, k.name_a);
+  if (k.source_line.empty()) {
+    k.source_line = index_b.SourceLine(gb, k.name_b);
+    k.source_trace = index_b.SourceTrace(gb, k.name_b);
+  }
   const size_t kernel_index = result->kernels.size();
   std::vector<bool> used_b(p.b->tensors.size());
   for (const TensorEntry& ta : p.a->tensors) {
@@ -493,6 +498,7 @@ std::string CompareResultJson(const CompareResult& result) {
                        {"op_type", k.op_type},
                        {"pairing", PairingName(k.pairing)},
                        {"source_line", k.source_line},
+                       {"source_trace", SourceTraceJson<json>(k.source_trace)},
                        {"verdict", VerdictName(k.verdict)},
                        {"reason", k.reason},
                        {"tensors", tensors}});
@@ -502,7 +508,8 @@ std::string CompareResultJson(const CompareResult& result) {
     const KernelComparison& f = result.kernels[result.first_failure];
     j["first_failure"] = {{"kernel", f.name_a},           {"iteration", f.iteration},
                           {"graph_id", f.graph_id},       {"rank", f.rank},
-                          {"source_line", f.source_line}, {"reason", f.reason}};
+                          {"source_line", f.source_line}, {"reason", f.reason},
+                          {"source_trace", SourceTraceJson<json>(f.source_trace)}};
   } else {
     j["first_failure"] = nullptr;
   }

@@ -74,6 +74,12 @@ class CompareTest(unittest.TestCase):
         j = json.loads(p.stdout)
         self.assertEqual(j['first_failure']['kernel'], net[4]['full_name'])
         self.assertEqual(j['first_failure']['source_line'], '/home/user/project/model.py:14')
+        # The whole trace rides along: the user's frame, then the outer (torch) frame.
+        frames = [(f['file'], f['line']) for f in j['first_failure']['source_trace']]
+        self.assertEqual(frames, [('/home/user/project/model.py', 14),
+                                  ('/usr/lib/python3/torch/nn/modules/module.py', 1190)])
+        failing = [k for k in j['kernels'] if k['kernel_a'] == j['first_failure']['kernel']]
+        self.assertEqual(failing[0]['source_trace'], j['first_failure']['source_trace'])
         verdicts = [k['verdict'] for k in j['kernels']]
         self.assertEqual(verdicts, ['pass'] * 4 + ['error'] * 4)
 

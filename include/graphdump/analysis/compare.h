@@ -49,7 +49,8 @@ struct KernelComparison {
   std::string name_a, name_b;  // full names
   std::string op_type;
   Pairing pairing = Pairing::kFullName;
-  std::string source_line;  // innermost "file:line" from A (or B) .ir, may be empty
+  std::string source_line;  // the user's "file:line" from A (or B) .ir, may be empty
+  std::vector<SourceLocation> source_trace;  // the whole trace it came from (--json)
   std::vector<TensorComparison> tensors;
   Verdict verdict = Verdict::kPass;
   std::string reason;  // of the worst tensor
