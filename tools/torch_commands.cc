@@ -157,9 +157,11 @@ StatusOr<at::Tensor> ReadNpy(const std::string& path) {
   return t;
 }
 
-// Writes a tensor as .npy (C order).
+// Writes a tensor as .npy (C order). NumPy has no bfloat16: a bfloat16 tensor is written as
+// float32, each value widened exactly, as the dump writes it (docs/file-format.md).
 Status WriteNpyFile(const std::string& path, const at::Tensor& tensor) {
   at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
+  if (t.scalar_type() == at::kBFloat16) t = t.to(at::kFloat);
   std::optional<DType> dtype;
   for (DType d : kAllDTypes) {
     if (ToScalarType(d) == t.scalar_type()) dtype = d;
@@ -315,7 +317,34 @@ struct CommonFlags {
   uint64_t seed = 0;
   bool list_kernels = false;
   bool overwrite = false;
+  std::string precision;               // "", "bf16", "fp16" or "fp32"
+  std::vector<std::string> keep_fp32;  // kernel entries run in float32
 };
+
+// "bf16" -> kBFloat16; nullopt for "" (no precision run).
+std::optional<at::ScalarType> PrecisionDtype(const std::string& name) {
+  if (name == "bf16") return at::kBFloat16;
+  if (name == "fp16") return at::kHalf;
+  if (name == "fp32") return at::kFloat;
+  return std::nullopt;
+}
+
+// --precision and --keep-fp32 as options of TorchModel::SetPrecision; nullopt without
+// --precision. InvalidArgument for --keep-fp32 without a lower precision to keep kernels from.
+StatusOr<std::optional<PrecisionOptions>> PrecisionFromFlags(const CommonFlags& flags) {
+  const auto dtype = PrecisionDtype(flags.precision);
+  if (!flags.keep_fp32.empty() && (!dtype || *dtype == at::kFloat)) {
+    return Status::InvalidArgument(
+        "--keep-fp32 runs kernels in float32 inside a lower-precision run: give --precision "
+        "bf16 or fp16 with it" +
+        std::string(dtype ? " (got --precision fp32)" : ""));
+  }
+  if (!dtype) return std::optional<PrecisionOptions>();
+  PrecisionOptions options;
+  options.dtype = *dtype;
+  options.keep_fp32 = flags.keep_fp32;
+  return std::optional<PrecisionOptions>(std::move(options));
+}
 
 void AddCommonFlags(CLI::App& app, CommonFlags* f) {
   app.add_option("model", f->model, "TorchScript archive written by torch.jit.save")->required();
@@ -339,6 +368,15 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
                  "mark a module path (e.g. features.0) for dump_mode 2; repeatable");
   app.add_option("--steps", f->steps, "number of steps")->check(CLI::Range(1, 1000000));
   app.add_option("--seed", f->seed, "seed for random inputs (default 0)");
+  app.add_option("--precision", f->precision,
+                 "run in this precision: cast the model's floating parameters, buffers and "
+                 "inputs to bf16, fp16 or fp32; kernel names stay those of the float32 run "
+                 "(docs/precision.md)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  app.add_option("--keep-fp32", f->keep_fp32,
+                 "with --precision bf16|fp16: run these kernels in float32 (entries as in the "
+                 "configuration's kernels: full name, op type, name-regex(RE)); put them after "
+                 "MODEL");
   app.add_flag("--list-kernels", f->list_kernels,
                "print every kernel's full name, module and source line (after one forward step "
                "without dumping; kernels that did not run are marked), then exit");
@@ -347,10 +385,15 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
 // --list-kernels: every kernel's full name, module and the source line a user recognises as
 // theirs, after one forward step on `inputs` without dumping, so that kernels in a branch that
 // did not run (the in-place branch of F.relu) are marked. Returns the exit code.
-int ListKernels(const std::string& command, const std::string& model_path,
+int ListKernels(const std::string& command, const CommonFlags& flags,
                 std::vector<c10::IValue> inputs, bool train_mode) {
-  auto model = TorchModel::Load(model_path, nullptr);
+  auto precision = PrecisionFromFlags(flags);
+  if (!precision.ok()) return Fail(command, precision.status());
+  auto model = TorchModel::Load(flags.model, nullptr);
   if (!model.ok()) return Fail(command, model.status());
+  if (*precision) {
+    if (Status st = (*model)->SetPrecision(**precision); !st.ok()) return Fail(command, st);
+  }
   torch::NoGradGuard no_grad;
   (*model)->module().train(train_mode);
   auto out = (*model)->Forward(std::move(inputs));
@@ -383,6 +426,9 @@ struct Loaded {
 };
 StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   Loaded loaded;
+  // Flags first: a bad one must not leave a dump directory behind (one run per directory).
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::optional<PrecisionOptions> precision,
+                             PrecisionFromFlags(flags));
   GRAPHDUMP_ASSIGN_OR_RETURN(OpenedSession opened,
                              OpenSession(flags.config, flags.ge, flags.model, rank, flags.overwrite));
   loaded.session = std::move(opened.session);
@@ -391,6 +437,7 @@ StatusOr<Loaded> LoadModel(const CommonFlags& flags, uint32_t rank = 0) {
   for (const std::string& path : flags.set_dump) {
     GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetDump(path));
   }
+  if (precision) GRAPHDUMP_RETURN_IF_ERROR(loaded.model->SetPrecision(*precision));
   if (!flags.set_dump.empty() && (!loaded.session || loaded.session->config().dump_mode != 2)) {
     std::fprintf(
         stderr,
@@ -428,6 +475,13 @@ examples:
   GRAPHDUMP_CONFIG=$PWD/data_dump.json graphdump run resnet18.pt --input x.npy --steps 3
   graphdump run model.pt --list-kernels            # full names, modules and source lines
   graphdump run model.pt --config dump.json --set-dump features.0 --input-shape 1x3x64x64
+  graphdump run model.pt --input x.npy --precision bf16 --config dump.json   # float32 x is cast
+  graphdump run model.pt --input x.npy --precision bf16 --keep-fp32 dot 'name-regex(.*/sub-op[0-9]+)'
+
+--precision bf16|fp16|fp32 casts the model's floating parameters, buffers and inputs; kernel
+names stay those of the float32 run, so `graphdump compare` pairs the two dumps by name.
+--keep-fp32 runs the kernels it selects in float32 (inputs cast up; kept kernels pass float32 to
+each other; other kernels and the model's result get the run's dtype): docs/precision.md.
 )";
 
 constexpr char kTrainFooter[] = R"(
@@ -442,6 +496,7 @@ examples:
       --config examples/data_dump.json
   graphdump train model.pt --data x.npy --labels y.npy --optimizer adam --lr 0.001 --steps 10
   graphdump train model.pt --steps 2 --input-shape 4x12 --classes 3 --save-model trained.pt
+  graphdump train model.pt --steps 3 --data x.npy --labels y.npy --precision bf16 --keep-fp32 softmax
 
 multi-rank (data parallel, docs/distributed.md): --nproc N starts N ranks on this machine; each
 trains on rows [r*B/N, (r+1)*B/N) of the batch, gradients are averaged across ranks by
@@ -504,7 +559,7 @@ int RunTorchRun(int argc, char** argv) {
     if (!tensor.ok()) return Fail(command, tensor.status());
     inputs.push_back(*tensor);
   }
-  if (flags.list_kernels) return ListKernels(command, flags.model, inputs, /*train_mode=*/false);
+  if (flags.list_kernels) return ListKernels(command, flags, inputs, /*train_mode=*/false);
   auto loaded = LoadModel(flags);
   if (!loaded.ok()) return Fail(command, loaded.status());
   TorchModel& model = *loaded->model;
@@ -607,7 +662,7 @@ int RunTorchTrain(int argc, char** argv) {
                                                    " must hold int64 class indices"));
     }
   }
-  if (flags.list_kernels) return ListKernels(command, flags.model, {data}, /*train_mode=*/true);
+  if (flags.list_kernels) return ListKernels(command, flags, {data}, /*train_mode=*/true);
   auto loaded = LoadModel(flags, env->rank);
   if (!loaded.ok()) return Fail(command, loaded.status());
   TorchModel& model = *loaded->model;

@@ -16,6 +16,31 @@ std::string ErrorText(const std::exception& e) {
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// `value` (a tensor, or a list of tensors) with each tensor for which `cast` returns a defined
+// tensor replaced by it; `changed` tells whether anything was replaced.
+template <typename Cast>
+c10::IValue MapTensors(const c10::IValue& value, Cast&& cast, bool* changed) {
+  if (value.isTensor()) {
+    at::Tensor c = cast(value.toTensor());
+    if (!c.defined()) return value;
+    *changed = true;
+    return c10::IValue(std::move(c));
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> list;
+    bool any = false;
+    for (const at::Tensor& t : value.toTensorVector()) {
+      at::Tensor c = t.defined() ? cast(t) : at::Tensor();
+      any |= c.defined();
+      list.push_back(c.defined() ? c : t);
+    }
+    if (!any) return value;
+    *changed = true;
+    return c10::IValue(std::move(list));
+  }
+  return value;
+}
+
 }  // namespace
 
 GraphExecutor::GraphExecutor(const CompiledGraph* graph, DumpSession* session)
@@ -30,11 +55,87 @@ StatusOr<c10::IValue> GraphExecutor::Run(std::vector<c10::IValue> inputs) {
   }
   Frame frame(graph_->num_slots);
   for (size_t i = 0; i < inputs.size(); ++i) frame[body.params[i]] = std::move(inputs[i]);
+  kept_outputs_.clear();
   GRAPHDUMP_RETURN_IF_ERROR(RunBlock(body, frame));
-  if (body.returns.size() == 1) return frame[body.returns[0]];
   std::vector<c10::IValue> outs;
   for (uint32_t slot : body.returns) outs.push_back(frame[slot]);
+  if (precision_) {
+    // The model's results are in the run's dtype, whatever kernel made them.
+    for (c10::IValue& v : outs) {
+      bool changed = false;
+      v = MapTensors(
+          v,
+          [&](const at::Tensor& t) {
+            return IsKeptOutput(t) ? t.to(precision_->dtype) : at::Tensor();
+          },
+          &changed);
+    }
+    kept_outputs_.clear();
+  }
+  if (outs.size() == 1) return outs[0];
   return c10::IValue(c10::ivalue::Tuple::create(std::move(outs)));
+}
+
+bool GraphExecutor::IsKeptOutput(const at::Tensor& t) const {
+  if (!t.defined() || t.scalar_type() != at::kFloat) return false;
+  auto it = kept_outputs_.find(t.unsafeGetTensorImpl());
+  return it != kept_outputs_.end() && it->second.lock().get() == t.unsafeGetTensorImpl();
+}
+
+void GraphExecutor::CastInputs(const StepPlan& step, torch::jit::Stack& stack,
+                               std::vector<std::pair<c10::IValue, c10::IValue>>* written_casts) {
+  const bool keep = static_cast<size_t>(step.kernel) < precision_->keep_fp32.size() &&
+                    precision_->keep_fp32[step.kernel];
+  const at::ScalarType dtype = precision_->dtype;
+  auto cast = [&](const at::Tensor& t) {
+    if (keep) return t.scalar_type() == dtype ? t.to(at::kFloat) : at::Tensor();
+    return IsKeptOutput(t) ? t.to(dtype) : at::Tensor();
+  };
+  for (size_t i = 0; i < stack.size(); ++i) {
+    bool changed = false;
+    c10::IValue cast_value = MapTensors(stack[i], cast, &changed);
+    if (!changed) continue;
+    if (std::find(step.written_inputs.begin(), step.written_inputs.end(), i) !=
+        step.written_inputs.end()) {
+      written_casts->emplace_back(stack[i], cast_value);
+    }
+    stack[i] = std::move(cast_value);
+  }
+}
+
+void GraphExecutor::AfterCastKernel(
+    const StepPlan& step, torch::jit::Stack& stack,
+    const std::vector<std::pair<c10::IValue, c10::IValue>>& written_casts) {
+  // `stack` holds the outputs now. An in-place kernel wrote the cast copy of its input: the copy
+  // is written back into the tensor it was cast from, which takes its place among the outputs.
+  for (const auto& [original, cast] : written_casts) {
+    if (!original.isTensor() || !cast.isTensor()) continue;
+    const at::Tensor& target = original.toTensor();
+    const at::Tensor& written = cast.toTensor();
+    target.copy_(written);
+    for (c10::IValue& out : stack) {
+      if (out.isTensor() && out.toTensor().unsafeGetTensorImpl() == written.unsafeGetTensorImpl()) {
+        out = original;
+      }
+    }
+  }
+  const bool keep = static_cast<size_t>(step.kernel) < precision_->keep_fp32.size() &&
+                    precision_->keep_fp32[step.kernel];
+  if (!keep) return;
+  for (const c10::IValue& out : stack) {
+    bool unused = false;
+    MapTensors(
+        out,
+        [&](const at::Tensor& t) {
+          if (t.scalar_type() == at::kFloat) {
+            kept_outputs_.emplace(t.unsafeGetTensorImpl(),
+                                  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
+                                      t.getIntrusivePtr()));
+          }
+          return at::Tensor();
+        },
+        &unused);
+  }
 }
 
 Status GraphExecutor::RunBlock(const BlockPlan& block, Frame& frame) {
@@ -177,6 +278,14 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
   torch::jit::Stack stack;
   stack.reserve(step.inputs.size());
   for (uint32_t slot : step.inputs) stack.push_back(frame[slot]);
+  std::vector<std::pair<c10::IValue, c10::IValue>> written_casts;
+  if (precision_) {
+    try {
+      CastInputs(step, stack, &written_casts);
+    } catch (const std::exception& e) {
+      return KernelFailed(step, frame, ErrorText(e));
+    }
+  }
   std::vector<TensorView> input_views;
   if (wants) {
     for (size_t i = 0; i < stack.size(); ++i) {
@@ -199,6 +308,7 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
   }
   try {
     (*step.op)(stack);
+    if (precision_) AfterCastKernel(step, stack, written_casts);
   } catch (const std::exception& e) {
     return KernelFailed(step, frame, ErrorText(e));
   }

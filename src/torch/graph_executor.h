@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph_compiler.h"
@@ -14,6 +15,17 @@
 #include "graphdump/status.h"
 
 namespace graphdump::torch_internal {
+
+// A precision run (docs/precision.md): the model's floating parameters, buffers and inputs are
+// in `dtype`; kernels flagged in `keep_fp32` (indexed like GraphInfo::kernels) compute in float32.
+// A kept kernel's inputs of `dtype` are cast up to float32 and its outputs stay float32, so kept
+// kernels hand float32 to each other; a kernel that is not kept casts the float32 outputs of kept
+// kernels it reads back to `dtype`, and so does the model's return. The dump shows what each
+// kernel computed on: a kept kernel's inputs as cast, its float32 outputs.
+struct PrecisionPlan {
+  at::ScalarType dtype = at::kFloat;
+  std::vector<uint8_t> keep_fp32;
+};
 
 // Sees every kernel's outputs as it finishes (the trainer maps autograd nodes to kernels).
 using KernelOutputObserver =
@@ -34,6 +46,10 @@ class GraphExecutor {
   // When set, the input and output dtypes and shapes of each kernel whose flag in `known` is 0
   // are recorded into `kernels` (both indexed like GraphInfo::kernels) when it first runs; its
   // flag is then set and `*learned` becomes true. Kernels already known cost one flag test.
+  // Runs kept kernels in float32 (PrecisionPlan); null (the default) runs every kernel as is.
+  // `plan` is not owned and must outlive the runs.
+  void set_precision(const PrecisionPlan* plan) { precision_ = plan; }
+
   void set_meta_recorder(std::vector<KernelInfo>* kernels, std::vector<uint8_t>* known,
                          bool* learned) {
     metas_ = kernels;
@@ -51,12 +67,27 @@ class GraphExecutor {
   Status KernelFailed(const StepPlan& step, Frame& frame, const std::string& what);
   Status RunLoop(const StepPlan& step, Frame& frame);
   void RecordMetas(const StepPlan& step, const Frame& frame, const torch::jit::Stack& outputs);
+  // PrecisionPlan casts of a kernel's inputs on `stack`; the inputs an in-place kernel writes
+  // that were cast are listed in `written_casts` (the value before the cast, the cast value).
+  void CastInputs(const StepPlan& step, torch::jit::Stack& stack,
+                  std::vector<std::pair<c10::IValue, c10::IValue>>* written_casts);
+  // After the operator ran: writes cast inputs back into the tensors they came from, and
+  // remembers a kept kernel's float32 outputs.
+  void AfterCastKernel(const StepPlan& step, torch::jit::Stack& stack,
+                       const std::vector<std::pair<c10::IValue, c10::IValue>>& written_casts);
+  bool IsKeptOutput(const at::Tensor& t) const;
 
   const CompiledGraph* graph_;
   DumpSession* session_;
   // Views keep the logical layout; the session applies trans_flag (storage order when false).
   bool logical_layout_ = true;
   KernelOutputObserver observer_;
+  const PrecisionPlan* precision_ = nullptr;
+  // Float32 outputs of kept kernels in this run, by TensorImpl; the weak reference tells a
+  // live tensor from a freed one whose address was reused.
+  std::unordered_map<const c10::TensorImpl*,
+                     c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>>
+      kept_outputs_;
   std::vector<KernelInfo>* metas_ = nullptr;
   std::vector<uint8_t>* metas_known_ = nullptr;
   bool* metas_learned_ = nullptr;

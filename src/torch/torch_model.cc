@@ -1,11 +1,13 @@
 #include "graphdump/torch/torch_model.h"
 
+#include <re2/re2.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <filesystem>
 
 #include "graph_compiler.h"
 #include "graph_executor.h"
+#include "graphdump/internal/kernel_entry.h"
 #include "tensor_views.h"
 
 namespace graphdump {
@@ -160,8 +162,96 @@ Status TorchModel::BeginStep(const std::vector<c10::IValue>& inputs) {
   return Status::Ok();
 }
 
+StatusOr<std::vector<size_t>> TorchModel::SelectKernels(const std::vector<std::string>& entries,
+                                                        const std::string& option) const {
+  const size_t compiled = metas_known_.size();  // host kernels come after these
+  std::vector<uint8_t> selected(compiled, 0);
+  for (const std::string& raw : entries) {
+    const std::string normalized = internal::NormalizeKernelEntry(raw);
+    if (normalized.empty()) {
+      return Status::InvalidArgument(option + " '" + raw +
+                                     "': an empty entry; give a full name, an op type or "
+                                     "name-regex(REGEX) (docs/configuration.md)");
+    }
+    auto entry = internal::ClassifyKernelEntry(normalized);
+    if (!entry.ok()) return Status::InvalidArgument(option + " " + entry.status().message());
+    std::unique_ptr<RE2> regex;
+    if (entry->kind == KernelEntry::Kind::kRegex) {
+      RE2::Options re_options;
+      re_options.set_log_errors(false);
+      regex = std::make_unique<RE2>(entry->pattern, re_options);
+    }
+    bool any = false;
+    for (size_t i = 0; i < compiled; ++i) {
+      const std::string& name = compiled_->info.kernels[i].full_name;
+      const bool match = entry->kind == KernelEntry::Kind::kRegex ? RE2::FullMatch(name, *regex)
+                         : entry->kind == KernelEntry::Kind::kFullName
+                             ? name == entry->pattern
+                             : internal::OpTypeEntryMatches(entry->pattern, name);
+      if (match) selected[i] = 1, any = true;
+    }
+    if (!any) {
+      return Status::InvalidArgument(
+          option + " '" + raw + "' selects no kernel of the model (" +
+          (entry->kind == KernelEntry::Kind::kRegex      ? "a name-regex, matched against whole full names"
+           : entry->kind == KernelEntry::Kind::kFullName ? "a full name"
+                                                         : "an op type") +
+          "; `graphdump run MODEL --list-kernels` lists the kernels' full names)");
+    }
+  }
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < compiled; ++i) {
+    if (selected[i]) indices.push_back(i);
+  }
+  return indices;
+}
+
+Status TorchModel::SetPrecision(const PrecisionOptions& options) {
+  if (!at::isFloatingType(options.dtype)) {
+    return Status::InvalidArgument(std::string("precision ") + c10::toString(options.dtype) +
+                                   " is not a floating dtype");
+  }
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<size_t> keep, SelectKernels(options.keep_fp32,
+                                                                     "--keep-fp32"));
+  try {
+    torch::NoGradGuard no_grad;
+    auto cast = [&](const at::Tensor& t) {
+      if (t.defined() && t.is_floating_point() && t.scalar_type() != options.dtype) {
+        t.set_data(t.to(options.dtype));
+      }
+    };
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) cast(p.value);
+    for (const auto& b : module_.named_buffers(/*recurse=*/true)) cast(b.value);
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("casting the model's parameters to ") +
+                            c10::toString(options.dtype) + " failed: " + e.what());
+  }
+  precision_ = std::make_unique<torch_internal::PrecisionPlan>();
+  precision_->dtype = options.dtype;
+  SetKeepFp32(keep);
+  return Status::Ok();
+}
+
+void TorchModel::SetKeepFp32(const std::vector<size_t>& kernels) {
+  if (!precision_) return;
+  precision_->keep_fp32.assign(metas_known_.size(), 0);
+  for (size_t i : kernels) {
+    if (i < precision_->keep_fp32.size()) precision_->keep_fp32[i] = 1;
+  }
+}
+
 StatusOr<c10::IValue> TorchModel::RunMethod(std::vector<c10::IValue> inputs) {
+  if (precision_) {
+    // Floating inputs take the run's dtype (float32 .npy files feed a bfloat16 model).
+    for (c10::IValue& v : inputs) {
+      if (v.isTensor() && v.toTensor().is_floating_point() &&
+          v.toTensor().scalar_type() != precision_->dtype) {
+        v = v.toTensor().to(precision_->dtype);
+      }
+    }
+  }
   GraphExecutor executor(compiled_.get(), registered_ ? session_ : nullptr);
+  executor.set_precision(precision_.get());
   executor.set_observer(observer_);
   executor.set_meta_recorder(&compiled_->info.kernels, &metas_known_, &metas_learned_);
   inputs.insert(inputs.begin(), module_._ivalue());

@@ -28,7 +28,17 @@ namespace graphdump {
 
 namespace torch_internal {
 struct CompiledGraph;
+struct PrecisionPlan;
 }
+
+// A precision run (docs/precision.md): the model's floating parameters, buffers and inputs are
+// cast to `dtype`; the kernels `keep_fp32` selects compute in float32.
+struct PrecisionOptions {
+  at::ScalarType dtype = at::kFloat;
+  // Entries as in the configuration's `kernels` (docs/configuration.md): a full name, an op type
+  // (case-insensitive substring of the kernel's op type), or name-regex(RE) (RE2, whole name).
+  std::vector<std::string> keep_fp32;
+};
 
 struct TorchModelOptions {
   std::string method = "forward";  // the method that is run
@@ -59,6 +69,22 @@ class TorchModel {
   // under it for dump_mode 2. Returns InvalidArgument naming the path and listing the valid
   // ones when no module has that path.
   Status SetDump(const std::string& module_path);
+
+  // Casts the module's floating parameters and buffers to `options.dtype` (in place: the module
+  // object itself changes) and makes later steps cast floating inputs to it and run the kernels
+  // `options.keep_fp32` selects in float32. Kernel names do not change. Returns InvalidArgument
+  // naming an entry that is malformed or selects no kernel of the method.
+  Status SetPrecision(const PrecisionOptions& options);
+
+  // The indices (into graph().kernels, compiled kernels only) of the kernels `entries` select;
+  // InvalidArgument naming an entry that is malformed or selects none. `option` names the
+  // entries' origin in messages ("--keep-fp32").
+  StatusOr<std::vector<size_t>> SelectKernels(const std::vector<std::string>& entries,
+                                              const std::string& option) const;
+
+  // The kernels that run in float32 (SetPrecision), replacing the set; indices as SelectKernels
+  // returns them. Requires a precision set by SetPrecision.
+  void SetKeepFp32(const std::vector<size_t>& kernels);
 
   // Runs one step of the method: BeginStep, the kernels, EndStep. `inputs` are the method's
   // arguments (without the module itself).
@@ -113,6 +139,7 @@ class TorchModel {
   std::vector<uint8_t> metas_known_;              // per compiled kernel: dtypes and shapes seen
   bool metas_learned_ = false;                    // metas learned in this step, not yet sent
   std::optional<uint64_t> parameters_iteration_;  // the iteration parameters were last dumped
+  std::unique_ptr<torch_internal::PrecisionPlan> precision_;  // SetPrecision; null: as loaded
   bool registered_ = false;
   bool in_step_ = false;
 };
