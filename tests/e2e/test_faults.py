@@ -165,14 +165,22 @@ def test_full_disk():
 
 
 def test_two_runs_into_one_path():
-    """Two runs into one dump path at once: each file is whole (docs/reliability.md)."""
+    """Two runs into one dump path at once: exactly one gets the directory, the other is
+    refused before it writes, and each file is whole (docs/reliability.md)."""
     work = t.temp_dir()
     try:
         dump = os.path.join(work, "dump")
         cfg = config(work, "c", dump)
         procs = [start(cfg, 20) for _ in range(2)]
+        results = []
         for p in procs:
-            p.communicate(timeout=300)
+            _, err = p.communicate(timeout=300)
+            results.append((p.returncode, err))
+        codes = sorted(code for code, _ in results)
+        t.expect_eq(codes, [0, 2], f"one run dumps, the other is refused: {results}")
+        refused = [err for code, err in results if code == 2]
+        t.expect(refused and "already exists" in refused[0],
+                 f"the refusal says why: {refused}")
         n = check_dump(dump, "two runs into one path")
         t.expect(n > 0, "the runs wrote files")
         for order in glob.glob(os.path.join(dump, "rank_0", "execution_order", "*global*")):
