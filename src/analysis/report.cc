@@ -52,7 +52,7 @@ bool IsComputed(const std::string& op_type, int64_t iteration) {
   return op_type != "Parameter" && iteration >= 0;
 }
 
-// The last two scope components ("layer5-Layer/Mul-op5"), at most 40 characters: an axis label.
+// The last two scope components ("layer5-Layer/Mul-op5"), at most 32 characters: an axis label.
 std::string ShortName(const std::string& full_name) {
   size_t cut = full_name.rfind('/');
   if (cut != std::string::npos && cut > 0) {
@@ -62,7 +62,7 @@ std::string ShortName(const std::string& full_name) {
     cut = 0;
   }
   std::string s = full_name.substr(cut);
-  if (s.size() > 40) s = "\u2026" + s.substr(s.size() - 39);
+  if (s.size() > 32) s = "\u2026" + s.substr(s.size() - 31);
   return s;
 }
 
@@ -726,7 +726,8 @@ std::string RenderReportHtml(const ReportInput& input) {
       "padding:2px 6px;text-align:left}}tr.error td{{background:#fdd}}"
       "tr.warning td{{background:#ffd}}tr.first-hit td{{background:#fcc;font-weight:bold}}"
       "details{{margin:.6em 0}}summary{{cursor:pointer;font-weight:bold}}"
-      "svg.plot{{display:block;margin:.3em 0;font-size:10px}}div.pair{{display:flex;gap:10px}}"
+      "svg.plot{{display:block;margin:.3em "
+      "0;font-size:10px;overflow:visible}}div.pair{{display:flex;gap:10px}}"
       "code{{font-size:11px}}.legend text{{font-size:11px}}.band text{{font-size:10px;"
       "fill:#900}}</style>\n</head><body>\n<h1>{0}</h1>\n",
       Escape(input.title));

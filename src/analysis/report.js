@@ -47,7 +47,7 @@
     });
     var top = ['nan', 'pos-inf'].filter(function (b) { return used[b]; });
     var bottom = ['neg-inf', 'nonpos'].filter(function (b) { return used[b]; });
-    var labelRoom = chart.kernel_axis ? 120 : 28;
+    var labelRoom = chart.kernel_axis ? 150 : 28;  // kernel labels: up to 32 characters, slanted
     var margin = {left: 72, right: 16, top: 22 + BAND_HEIGHT * top.length,
                   bottom: BAND_HEIGHT * bottom.length + labelRoom + 16};
     var plotW = chart.width - margin.left - margin.right, plotH = chart.height;
@@ -113,12 +113,14 @@
         .selectAll('path,line').attr('fill', 'none').attr('stroke', '#999');
 
     // x axis: every label when they fit, else every k-th; the markers' kernels always.
-    var room = chart.kernel_axis ? 13 : 28;
+    var room = chart.kernel_axis ? 15 : 28;
     var step = Math.max(1, Math.ceil(n * room / plotW));
     var ticks = {};
     for (var i = 0; i < n; i += step) ticks[i] = true;
     chart.markers.forEach(function (m) {
-      if (m['class'] !== 'iteration-boundary') ticks[m.index] = true;
+      if (m['class'] === 'iteration-boundary') return;
+      for (var j = m.index - step + 1; j < m.index + step; ++j) delete ticks[j];
+      ticks[m.index] = true;
     });
     var xAxis = g.append('g').attr('class', 'x axis').attr('transform', translate(0, axisY));
     Object.keys(ticks).forEach(function (key) {

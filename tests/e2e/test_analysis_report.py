@@ -357,6 +357,23 @@ class ReportTest(unittest.TestCase):
             shutil.copy(out + '.png', os.path.join(keep, 'report_compare.png'))
             shutil.copy(out, os.path.join(keep, 'report_compare.html'))
 
+    def test_hostile_kernel_names(self):
+        """Names are data: markup in a kernel's name is shown as text, never run or parsed."""
+        net = d.simple_net(n=4)
+        evil = 'Default/net-Net/x</script><img src=x onerror=alert(1)>&amp;"q"-Mul-op9'
+        net[2]['full_name'] = evil
+        net[2]['op_type'] = 'Mul'
+        net[2]['outputs'][0][0, 0] = np.inf
+        dump = os.path.join(self.root, 'evil')
+        d.write_dump(dump, {0: net})
+        out, page = self.report(dump)
+        tree = self.render(out, height=1400)
+        self.assertEqual(tree.find('img'), [])
+        marks = tree.find('path', cls='pos-inf')
+        self.assertTrue(marks)
+        self.assertEqual({m.attrs['data-kernel'] for m in marks}, {evil})
+        self.assertTrue(marks[0].title().startswith(evil))
+
     def test_usage(self):
         dump = os.path.join(self.root, 'u')
         d.write_dump(dump, {0: d.simple_net()})
