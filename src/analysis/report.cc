@@ -205,10 +205,39 @@ void Worse(std::optional<double>* acc, double v, bool lowest) {
   if (!acc->has_value() || std::isnan(v) || (lowest ? v < **acc : v > **acc)) *acc = v;
 }
 
+// The worst metrics of a kernel's inputs or of its outputs; nullopt where none was compared.
+struct SideMetrics {
+  std::optional<double> cosine, max_abs, max_rel;  // over the tensors compared as tensors
+  std::optional<double> stat_diff;                 // over the tensors compared by statistics
+};
+
+SideMetrics WorstOf(const KernelComparison& k, bool inputs) {
+  SideMetrics w;
+  for (const TensorComparison& t : k.tensors) {
+    if (t.is_input != inputs) continue;
+    if (t.mode == "tensor") {
+      // The metrics are over the pairs where both sides are finite; where NaN or Inf sits in
+      // one side only, |a-b| over the whole tensor is NaN (or Inf): draw that, not the rest.
+      const PairMetrics& m = t.metrics;
+      const bool mismatch = m.nonfinite_mismatches > 0;
+      const double whole = m.nan_a > 0 || m.nan_b > 0 ? NAN : INFINITY;
+      Worse(&w.cosine, mismatch ? NAN : m.cosine, true);
+      Worse(&w.max_abs, mismatch ? whole : m.max_abs_err, false);
+      Worse(&w.max_rel, mismatch ? whole : m.max_rel_err, false);
+    } else if (t.mode == "statistic") {
+      for (const auto& [column, diff] : t.stat_diffs) Worse(&w.stat_diff, diff, false);
+    }
+  }
+  return w;
+}
+
+// The comparison's charts. Each is one point per computed kernel and iteration (`points`) with
+// series of values parallel to it: a view over more per-kernel numbers (the inputs' error beside
+// the outputs') is one more ChartSeries filled in the loop, or one more Chart sharing `points`.
 void CompareSection(const CompareResult& r, Page* page) {
   page->html += "<h2>Comparison along the execution order</h2>\n";
-  // One point per computed kernel and iteration. Parameters and constants are compared too (the
-  // tables list them) but are not kernels of the order, so they are not drawn.
+  // Parameters and constants are compared too (the tables list them) but are not kernels of the
+  // order, so they are not drawn.
   Chart cosine = MakeChart("compare-cosine", "cosine similarity along the execution order",
                            "kernels in execution order", false, true, 920, 200);
   Chart errors =
@@ -224,25 +253,10 @@ void CompareSection(const CompareResult& r, Page* page) {
     const KernelComparison& k = r.kernels[i];
     if (!IsComputed(k.op_type, k.iteration)) continue;
     // The kernel's outputs; its inputs only when no output was compared (an input-only dump).
-    bool outputs = std::any_of(k.tensors.begin(), k.tensors.end(), [](const TensorComparison& t) {
-      return !t.is_input && t.mode != "missing";
-    });
-    std::optional<double> c, a, e, s;
-    for (const TensorComparison& t : k.tensors) {
-      if (t.is_input == outputs) continue;
-      if (t.mode == "tensor") {
-        // The metrics are over the pairs where both sides are finite; where NaN or Inf sits in
-        // one side only, |a-b| over the whole tensor is NaN (or Inf): draw that, not the rest.
-        const PairMetrics& m = t.metrics;
-        const bool mismatch = m.nonfinite_mismatches > 0;
-        const double whole = m.nan_a > 0 || m.nan_b > 0 ? NAN : INFINITY;
-        Worse(&c, mismatch ? NAN : m.cosine, true);
-        Worse(&a, mismatch ? whole : m.max_abs_err, false);
-        Worse(&e, mismatch ? whole : m.max_rel_err, false);
-      } else if (t.mode == "statistic") {
-        for (const auto& [column, diff] : t.stat_diffs) Worse(&s, diff, false);
-      }
-    }
+    const bool outputs =
+        std::any_of(k.tensors.begin(), k.tensors.end(),
+                    [](const TensorComparison& t) { return !t.is_input && t.mode != "missing"; });
+    const SideMetrics w = WorstOf(k, /*inputs=*/!outputs);
     const size_t index = cosine.points.size();
     if (std::make_tuple(k.rank, k.graph_id, k.iteration) != group) {
       group = {k.rank, k.graph_id, k.iteration};
@@ -257,10 +271,10 @@ void CompareSection(const CompareResult& r, Page* page) {
     if (k.name_b != k.name_a) detail += "; paired with " + k.name_b;
     if (!k.source_line.empty()) detail += "; source " + k.source_line;
     cosine.points.push_back({k.name_a, ShortName(k.name_a), detail});
-    cos.values.push_back(c);
-    abs.values.push_back(a);
-    rel.values.push_back(e);
-    stat.values.push_back(s);
+    cos.values.push_back(w.cosine);
+    abs.values.push_back(w.max_abs);
+    rel.values.push_back(w.max_rel);
+    stat.values.push_back(w.stat_diff);
     if (static_cast<int64_t>(i) == first_position) {
       cosine.markers.push_back({index, "first-divergence", "first-divergence",
                                 "first divergence: " + ShortName(k.name_a)});
