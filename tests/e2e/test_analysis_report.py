@@ -81,16 +81,7 @@ class Dom(html.parser.HTMLParser):
         self.stack[-1].text += data
 
     def find(self, tag=None, cls=None, **attrs):
-        out = []
-        for e in self.root.iter():
-            if tag and e.tag != tag:
-                continue
-            if cls and cls not in e.classes():
-                continue
-            if any(e.attrs.get(k.replace('_', '-')) != v for k, v in attrs.items()):
-                continue
-            out.append(e)
-        return out
+        return within(self.root, tag, cls, **attrs)
 
     def chart(self, chart_id):
         """The <svg class="plot"> drawn into <div id="chart-{chart_id}">."""
