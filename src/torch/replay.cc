@@ -526,9 +526,12 @@ std::variant<Call, std::string> RebuildCall(const KernelInfo& info, size_t dumpe
       return std::string(
           "it is a backward kernel (an autograd function, not an operator call of the graph)");
     }
+    if (info.full_name.rfind("Default/optimizer-", 0) == 0) {
+      return std::string("it is an optimizer update (several operators on a parameter)");
+    }
     return std::string(
-        "the graph file records no operator schema for it (a dump written by MindSpore, or by a "
-        "graphdump older than replay)");
+        "the graph file records no operator schema for it (a kernel the host made itself, or a "
+        "dump written by MindSpore or by a graphdump older than replay)");
   }
   c10::FunctionSchema parsed = [&] {
     try {
@@ -573,8 +576,8 @@ std::variant<Call, std::string> RebuildCall(const KernelInfo& info, size_t dumpe
   if (slots != dumped_inputs) {
     if (dumped_inputs == 0) {
       return std::string(
-          "the dump holds no inputs of it: dump with input_output 0 (inputs and outputs) to "
-          "replay");
+          "the dump holds no input tensors of it: replay needs input_output 0 (inputs and "
+          "outputs) and saved_data tensor or full");
     }
     return "its call reads " + std::to_string(slots) + " tensors and the dump holds " +
            std::to_string(dumped_inputs) + " inputs (an optional tensor that was None at run time)";
@@ -662,8 +665,8 @@ void Judge(ReplayResult* r) {
         (r->has_reference ? ", conditioning (" + Number(r->conditioning.rel_l2) +
                                 ") and inherited error (" + Number(r->inherited.rel_l2) + ")"
                           : "") +
-        " are within " + Number(kSignificantRoundings) + " roundings of " + d + " (" +
-        Number(floor) + ")" +
+        (r->has_reference ? " are" : " is") + " within " + Number(kSignificantRoundings) +
+        " roundings of " + d + " (" + Number(floor) + ")" +
         (r->has_reference ? "" : "; give --reference for conditioning and inheritance");
   } else if (own >= cond && own >= inh) {
     r->verdict = ReplayVerdict::kInaccurate;
@@ -785,7 +788,9 @@ StatusOr<ReplayResult> ReplayKernel(const ReplayRequest& request) {
   };
   if (!*info) return not_replayable(missing);
   r.schema = (*info)->schema;
-  if (r.source.empty()) r.source = torch_internal::DescribeSource(**info);
+  if (r.source.empty() && UserFrame((*info)->source_trace)) {
+    r.source = torch_internal::DescribeSource(**info);
+  }
   auto rebuilt = RebuildCall(**info, x.size());
   if (std::holds_alternative<std::string>(rebuilt)) {
     return not_replayable(std::get<std::string>(rebuilt));

@@ -2,14 +2,15 @@
 subtraction ill-conditioned (its own error is nil), the kernels after them inherit; the three
 numbers equal float64 arithmetic in NumPy on the dumped inputs; conv2d, linear, matmul, softmax,
 layer_norm and add replay bit for bit in float32 and bfloat16; the graph files record schemas and
-arguments; random kernels and run-time arguments are refused saying why; bad names are usage
-errors listing candidates."""
+arguments; random kernels, run-time arguments, backward and optimizer kernels are refused saying
+why; bad names, iterations and ranks are usage errors listing what exists."""
 import json
 import os
 
 import numpy as np
 import torch
 
+import gdmodels
 import gdtest as t
 import precision_fixture as p
 
@@ -156,6 +157,23 @@ try:
     t.expect(code == 3 and not r["replayable"] and "argument 'size' was computed while the "
              "graph ran" in r["reason"], f"view(x.size(0), -1): {code} {out} {err}")
 
+    # Training: forward kernels replay; backward and optimizer kernels are refused.
+    dump = os.path.join(work, "train")
+    cfg = t.write_config(os.path.join(work, "train.json"), dump, {"net_name": "Net"})
+    t.run("train", gdmodels.model_path("mlp"), "--steps", "2", "--input-shape", "4x12",
+          "--classes", "3", "--config", cfg, env=p.ONE_THREAD, check=0)
+    r = replay_json(dump, "fc2-Linear/linear", "--iteration", "1")
+    t.expect(r["iteration"] == 1 and r["reproduces"] and r["verdict"] == "accurate"
+             and r["reason"].startswith("accurate at float32: its own error (")
+             and " is within 4 roundings of float32" in r["reason"], f"train linear: {r}")
+    r = replay_json(dump, "fc2-Linear/linear")
+    t.expect(r["iteration"] == 0 and "replayed iteration 0 of 0, 1 (choose with --iteration)"
+             in r["notes"], f"first of two iterations, noted: {r}")
+    code, out, err = replay(dump, "NllLossBackward0", check=None)
+    t.expect(code == 3 and "it is a backward kernel" in err, f"backward kernel: {code} {err}")
+    code, out, err = replay(dump, "ApplyGradientDescent-op15", check=None)
+    t.expect(code == 3 and "it is an optimizer update" in err, f"optimizer: {code} {err}")
+
     # Usage errors: exit 2, naming what was given and the candidates.
     code, _, err = replay(low, "op", check=None)
     t.expect(code == 2 and "'op' matches 6 kernels" in err and dot in err, f"ambiguous: {err}")
@@ -164,6 +182,8 @@ try:
              f"unknown kernel: {err}")
     code, _, err = replay(low, dot, "--iteration", "7", check=None)
     t.expect(code == 2 and "--iteration 7" in err and "iterations 0" in err, f"iteration: {err}")
+    code, _, err = replay(low, dot, "--rank", "3", check=None)
+    t.expect(code == 2 and "--rank 3" in err and "holds ranks 0" in err, f"rank: {err}")
     code, _, err = replay(low, dot, "--reference", vfp32, check=None)
     t.expect(code == 2 and "the reference" in err and dot in err, f"reference lacks it: {err}")
     code, _, err = replay(os.path.join(work, "missing"), dot, check=None)
