@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   const struct {
     const char* name;
     int (*run)(int, char**);
-  } commands[] = {{"run", RunTorchRun}, {"train", RunTorchTrain}};
+  } commands[] = {{"run", RunTorchRun}, {"train", RunTorchTrain}, {"replay", RunTorchReplay}};
   for (const auto& c : commands) {
     if (argc >= 2 && std::strcmp(argv[1], c.name) == 0) {
       std::string name = std::string("graphdump ") + c.name;  // what the user typed
