@@ -61,7 +61,28 @@ def test_compare_is_the_cli_table(dumps, tmp_path):
                            na_values={c: [""] for c in graphdump._NUMERIC_COMPARE_COLUMNS})
     pd.testing.assert_frame_equal(result.table, expected)
     report = json.loads(cli("compare", dumps["nan"], dumps["clean"], "--json", "-q").stdout)
-    assert result.first_divergence == report["first_failure"]
+    assert result.first_divergence == report["first_adding_error"]
+    assert result.first_divergence["kernel"] == report["first_failure"]["kernel"]
+    # Attribution (docs/precision.md): the columns, the ranked contributors, the sources.
+    for column in ("standard", "norm_rel_err", "error", "role", "input_error", "output_error",
+                   "growth", "added_error", "adds_error", "contribution_rank"):
+        assert column in result.table.columns
+    assert result.table["adds_error"].dtype == bool
+    assert result.contributors == report["contributors"] and result.contributors
+    assert result.contributors[0]["contribution_rank"] == 1
+    top = result.table[result.table.contribution_rank == 1]
+    assert set(top.kernel_a) == {result.contributors[0]["kernel"]} and top.adds_error.all()
+    flagged = set(result.table[result.table.adds_error].kernel_a)
+    assert flagged == {c["kernel"] for c in result.contributors}
+    assert result.first_divergence["kernel"] in flagged
+    assert result.differing_sources == report["differing_sources"]
+    assert result.differing_graph_inputs == report["differing_graph_inputs"]
+    assert set(result.table.role) <= {"operator", "parameter", "constant"}
+    assert "parameter" in set(result.table.role)
+    assert not result.table[result.table.role != "operator"].adds_error.any()
+    user = graphdump.compare(dumps["nan"], dumps["clean"], rtol=1e-3)
+    assert set(user.table.standard) == {"user"}
+    assert set(result.table.standard) - {""} <= {"float32", "exact", "float16", "bfloat16"}
     # The NaN entered at step 3: iteration 2 passes, the first divergence is in iteration 3.
     assert result.first_divergence["iteration"] == 3
     assert result.summary["error"] > 0
