@@ -47,7 +47,8 @@ void PrintAttribution(const analysis::CompareResult& r) {
       fmt::print("  graph input: it {} {} input {} (produced by no dumped kernel)\n", k.iteration,
                  k.name_a, slot);
     }
-    if (shown > kShown) fmt::print("  ... (see --json differing_sources, differing_graph_inputs)\n");
+    if (shown > kShown)
+      fmt::print("  ... (see --json differing_sources, differing_graph_inputs)\n");
   }
 }
 
@@ -240,9 +241,9 @@ int RunCompare(int argc, char** argv) {
       "when an output fails it and its error grows 10x over its inputs' (docs/precision.md).\n"
       "Parameters, constants and graph inputs that differ are listed apart.\n"
       "Exit status: 0 every kernel passes (warnings allowed), 1 a kernel, parameter or graph\n"
-      "input fails, a file was skipped or nothing could be paired, 2 usage error (including a missing or non-dump\n"
-      "directory, or an --out whose directory is missing or not writable), 3 --out could not be\n"
-      "written.");
+      "input fails, a file was skipped or nothing could be paired, 2 usage error (including a\n"
+      "missing or non-dump directory, or an --out whose directory is missing or not writable),\n"
+      "3 --out could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (app.count("--iteration") > 0) {
     if (iteration < 0) {

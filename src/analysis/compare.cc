@@ -7,14 +7,14 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
-#include <set>
-#include <tuple>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string_view>
+#include <tuple>
 
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/source_json.h"
@@ -365,7 +365,6 @@ const T* FindMatching(const std::vector<T>& items, const T& like, Key key) {
   return items.size() == 1 ? &items.front() : nullptr;
 }
 
-
 // The worst tensor's verdict and reason (the rule for sources and for kernels whose outputs
 // carry no measured error).
 void WorstTensor(KernelComparison* k) {
@@ -429,9 +428,8 @@ void Attribute(const CompareOptions& options, double saved_error, KernelComparis
     double& side = t.is_input ? k->input_error : k->output_error;
     if (std::isnan(side) || t.error > side) side = t.error;
     if (t.is_input) continue;
-    rtol = std::max(rtol, options.user_tolerances
-                              ? options.rtol
-                              : StandardFor(t.dtype_a, t.dtype_b).rtol);
+    rtol = std::max(
+        rtol, options.user_tolerances ? options.rtol : StandardFor(t.dtype_a, t.dtype_b).rtol);
     if (t.verdict == Verdict::kError) {
       output_fails = true;
       if (!failing || t.error > failing->error) failing = &t;
@@ -729,10 +727,14 @@ std::string CompareResultJson(const CompareResult& result) {
   };
   // The object of first_failure, first_adding_error and each contributor.
   auto brief = [&](const KernelComparison& f) {
-    json o = {{"kernel", f.name_a},           {"iteration", f.iteration},
-              {"graph_id", f.graph_id},       {"rank", f.rank},
-              {"order", f.order},             {"op_type", f.op_type},
-              {"source_line", f.source_line}, {"reason", f.reason},
+    json o = {{"kernel", f.name_a},
+              {"iteration", f.iteration},
+              {"graph_id", f.graph_id},
+              {"rank", f.rank},
+              {"order", f.order},
+              {"op_type", f.op_type},
+              {"source_line", f.source_line},
+              {"reason", f.reason},
               {"source_trace", SourceTraceJson<json>(f.source_trace)}};
     attribution(f, &o);
     return o;
@@ -779,18 +781,18 @@ std::string CompareResultJson(const CompareResult& result) {
       tensors.push_back(jt);
     }
     json jk = {{"rank", k.rank},
-                       {"graph_id", k.graph_id},
-                       {"iteration", k.iteration},
-                       {"order", k.order},
-                       {"kernel_a", k.name_a},
-                       {"kernel_b", k.name_b},
-                       {"op_type", k.op_type},
-                       {"pairing", PairingName(k.pairing)},
-                       {"source_line", k.source_line},
-                       {"source_trace", SourceTraceJson<json>(k.source_trace)},
-                       {"verdict", VerdictName(k.verdict)},
-                       {"reason", k.reason},
-                       {"tensors", tensors}};
+               {"graph_id", k.graph_id},
+               {"iteration", k.iteration},
+               {"order", k.order},
+               {"kernel_a", k.name_a},
+               {"kernel_b", k.name_b},
+               {"op_type", k.op_type},
+               {"pairing", PairingName(k.pairing)},
+               {"source_line", k.source_line},
+               {"source_trace", SourceTraceJson<json>(k.source_trace)},
+               {"verdict", VerdictName(k.verdict)},
+               {"reason", k.reason},
+               {"tensors", tensors}};
     attribution(k, &jk);
     kernels.push_back(std::move(jk));
   }
@@ -818,9 +820,8 @@ std::string CompareResultJson(const CompareResult& result) {
   json inputs = json::array();
   for (const auto& [i, slot] : result.differing_graph_inputs) {
     const KernelComparison& k = result.kernels[i];
-    auto t = std::find_if(k.tensors.begin(), k.tensors.end(), [&](const TensorComparison& x) {
-      return x.is_input && x.slot == slot;
-    });
+    auto t = std::find_if(k.tensors.begin(), k.tensors.end(),
+                          [&](const TensorComparison& x) { return x.is_input && x.slot == slot; });
     inputs.push_back({{"kernel", k.name_a},
                       {"slot", slot},
                       {"iteration", k.iteration},

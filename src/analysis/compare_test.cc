@@ -95,8 +95,8 @@ DumpIndex WriteDump(const TempDir& dir, const std::vector<Kernel>& kernels) {
   return std::move(index).value();
 }
 
-CompareResult Compare(const std::vector<Kernel>& a, const std::vector<Kernel>& b,
-                      bool user = false, double atol = 1e-8, double rtol = 1e-5) {
+CompareResult Compare(const std::vector<Kernel>& a, const std::vector<Kernel>& b, bool user = false,
+                      double atol = 1e-8, double rtol = 1e-5) {
   TempDir da, db;
   CompareOptions options;
   options.progress = false;
@@ -139,7 +139,8 @@ TEST(CompareStandardTest, VerdictsFollowEachDtypesThresholdsNearZeroAndAtOne) {
     const PrecisionStandard s = StandardFor(dtype, "float32");
     const float near_bound = static_cast<float>(s.rtol * s.small_value);
     const float one_bound = static_cast<float>(s.rtol);
-    const std::vector<Kernel> under_test = {{"Default/net-Net/Add-op0", {{"output", 0, dtype, {0, 1}}}}};
+    const std::vector<Kernel> under_test = {
+        {"Default/net-Net/Add-op0", {{"output", 0, dtype, {0, 1}}}}};
     auto with = [&](float near, float at_one) {
       return std::vector<Kernel>{
           {"Default/net-Net/Add-op0", {{"output", 0, "float32", {near, 1 - at_one}}}}};
@@ -196,7 +197,8 @@ TEST(CompareAttributionTest, TheFirstKernelThatAddsErrorIsNamedNotTheOnesThatInh
                 const std::vector<float>& e, const std::vector<float>& f, const std::string& dt) {
     return std::vector<Kernel>{
         {"Parameter.w", {{"output", 0, dt, w}}},
-        {"Default/net-Net/Mul-op0", {{"input", 0, dt, x}, {"input", 1, dt, w}, {"output", 0, dt, y}}},
+        {"Default/net-Net/Mul-op0",
+         {{"input", 0, dt, x}, {"input", 1, dt, w}, {"output", 0, dt, y}}},
         {"Default/net-Net/Sub-op1", {{"input", 0, dt, y}, {"output", 0, dt, d}}},
         {"Default/net-Net/Mul-op2", {{"input", 0, dt, d}, {"output", 0, dt, e}}},
         {"Default/net-Net/Add-op3", {{"input", 0, dt, e}, {"output", 0, dt, f}}}};
@@ -241,11 +243,15 @@ TEST(CompareAttributionTest, TheFirstKernelThatAddsErrorIsNamedNotTheOnesThatInh
 
 TEST(CompareAttributionTest, GraphInputsThatDifferAreListedApart) {
   const std::vector<Kernel> a = {
-      {"Default/net-Net/Relu-op0", {{"input", 0, "float32", {1, 2, 5}}, {"output", 0, "float32", {1, 2, 5}}}},
-      {"Default/net-Net/Neg-op1", {{"input", 0, "float32", {1, 2, 5}}, {"output", 0, "float32", {-1, -2, -5}}}}};
+      {"Default/net-Net/Relu-op0",
+       {{"input", 0, "float32", {1, 2, 5}}, {"output", 0, "float32", {1, 2, 5}}}},
+      {"Default/net-Net/Neg-op1",
+       {{"input", 0, "float32", {1, 2, 5}}, {"output", 0, "float32", {-1, -2, -5}}}}};
   const std::vector<Kernel> b = {
-      {"Default/net-Net/Relu-op0", {{"input", 0, "float32", {1, 2, 3}}, {"output", 0, "float32", {1, 2, 3}}}},
-      {"Default/net-Net/Neg-op1", {{"input", 0, "float32", {1, 2, 3}}, {"output", 0, "float32", {-1, -2, -3}}}}};
+      {"Default/net-Net/Relu-op0",
+       {{"input", 0, "float32", {1, 2, 3}}, {"output", 0, "float32", {1, 2, 3}}}},
+      {"Default/net-Net/Neg-op1",
+       {{"input", 0, "float32", {1, 2, 3}}, {"output", 0, "float32", {-1, -2, -3}}}}};
   const CompareResult r = Compare(a, b);
   ASSERT_EQ(r.differing_graph_inputs.size(), 1u);  // Neg's input is Relu's output
   EXPECT_EQ(r.kernels[r.differing_graph_inputs[0].first].name_a, "Default/net-Net/Relu-op0");
@@ -254,6 +260,28 @@ TEST(CompareAttributionTest, GraphInputsThatDifferAreListedApart) {
   EXPECT_EQ(r.first_failure, -1);
   EXPECT_EQ(r.errors, 0);
   EXPECT_EQ(r.warnings, 2);
+}
+
+// A backward kernel's dumped inputs (the incoming gradient) agree, but it computes from what
+// its forward kernel saved: the forward scope's error counts as its input error.
+TEST(CompareAttributionTest, BackwardKernelsInheritTheirForwardScopesError) {
+  auto net = [](const std::vector<float>& y, const std::vector<float>& dx) {
+    return std::vector<Kernel>{
+        {"Default/net-Net/loss-Loss/LogSoftmax-op0",
+         {{"input", 0, "float32", {1, 2, 3}}, {"output", 0, "float32", y}}},
+        {"Gradients/Default/net-Net/loss-Loss/LogSoftmaxBackward0-op1",
+         {{"input", 0, "float32", {1, 1, 1}}, {"output", 0, "float32", dx}}}};
+  };
+  const CompareResult r = Compare(net({-2, -1, 0.5f}, {0.5f, 0.2f, -0.7f}),
+                                  net({-2.4f, -1.4f, -0.4f}, {0.8f, 0.1f, -0.9f}));
+  ASSERT_EQ(r.kernels.size(), 2u);
+  const KernelComparison& forward = r.kernels[0];
+  const KernelComparison& backward = r.kernels[1];
+  EXPECT_TRUE(forward.adds_error) << forward.reason;
+  EXPECT_NEAR(backward.input_error, Output(forward).error, 1e-12);  // its dumped input: 0
+  EXPECT_FALSE(backward.adds_error) << backward.reason;
+  EXPECT_EQ(backward.verdict, Verdict::kWarning) << backward.reason;
+  EXPECT_EQ(r.contributors, std::vector<int64_t>{0});
 }
 
 }  // namespace

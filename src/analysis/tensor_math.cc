@@ -239,7 +239,8 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
         xb[i] = vb;
       }
     }
-    if (!both_f32 && FiniteChunk(xa.data(), xb.data(), n, atol, rtol, small, &acc, &failed)) [[likely]] {
+    if (!both_f32 && FiniteChunk(xa.data(), xb.data(), n, atol, rtol, small, &acc, &failed))
+        [[likely]] {
       if (failed > 0 && m.first_failure < 0) {
         for (int64_t i = 0; i < n; ++i) {
           if (std::fabs(xa[i] - xb[i]) > atol + rtol * std::max(std::fabs(xb[i]), small)) {
@@ -306,8 +307,8 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
   m.ref_sum_sq = acc.nb;
   m.max_rel_err = acc.max_rel;
   m.rmse = m.finite_pairs ? std::sqrt(acc.sq / static_cast<double>(m.finite_pairs)) : 0.0;
-  const double ref_norm = std::max(std::sqrt(acc.nb),
-                                   small * std::sqrt(static_cast<double>(m.finite_pairs)));
+  const double ref_norm =
+      std::max(std::sqrt(acc.nb), small * std::sqrt(static_cast<double>(m.finite_pairs)));
   m.norm_rel_err = acc.sq == 0    ? 0.0
                    : ref_norm > 0 ? std::sqrt(acc.sq) / ref_norm
                                   : std::numeric_limits<double>::infinity();

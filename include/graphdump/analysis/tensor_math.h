@@ -17,11 +17,11 @@ namespace graphdump::analysis {
 // below `small_value` counts as `small_value`, so near-zero references do not dominate).
 struct PairMetrics {
   int64_t elements = 0;
-  int64_t finite_pairs = 0;         // elements where both sides are finite
-  double cosine = 1.0;              // a.b / (|a||b|); 1 when both are all zero, 0 when one is
-  double max_abs_err = 0;           // max |a-b|
-  double max_rel_err = 0;  // max |a-b| / (max(|b|, small_value) + eps), eps = 2^-52
-  double rmse = 0;         // sqrt(mean (a-b)^2)
+  int64_t finite_pairs = 0;  // elements where both sides are finite
+  double cosine = 1.0;       // a.b / (|a||b|); 1 when both are all zero, 0 when one is
+  double max_abs_err = 0;    // max |a-b|
+  double max_rel_err = 0;    // max |a-b| / (max(|b|, small_value) + eps), eps = 2^-52
+  double rmse = 0;           // sqrt(mean (a-b)^2)
   // ||a-b||_2 / max(||b||_2, small_value * sqrt(finite_pairs)): the error of the whole tensor
   // relative to its size (rmse over the reference's root mean square, floored); 0 when a == b,
   // +inf when the reference is all zero (and small_value is 0) but a is not.
@@ -30,7 +30,7 @@ struct PairMetrics {
   double rel_err_below_0_5pct = 1;  // share of elements with rel err < 0.005
   // elements with |a-b| > atol + rtol*max(|b|, small_value) (finite pairs)
   int64_t allclose_failures = 0;
-  int64_t first_failure = -1;       // flat index of the first such element
+  int64_t first_failure = -1;  // flat index of the first such element
   int64_t nan_a = 0, nan_b = 0, inf_a = 0, inf_b = 0;
   int64_t nonfinite_mismatches = 0;  // positions where NaN/+Inf/-Inf differ between a and b
   int64_t first_nonfinite_mismatch = -1;
