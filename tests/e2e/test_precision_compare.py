@@ -93,6 +93,16 @@ try:
             t.expect_eq((tensor["dtype_a"], tensor["dtype_b"]), ("bfloat16", "float32"),
                         f"{model}: the file names' dtypes")
 
+        # With the issue's --atol 1e-2 --rtol 1e-2 the elementwise rule changes ("user"), the
+        # attribution does not: the same kernel adds the error.
+        code, out, err = t.run("compare", bf16, fp32, "-q", "--json", "--atol", "1e-2",
+                               "--rtol", "1e-2")
+        loose = json.loads(out)
+        t.expect_eq(loose["first_adding_error"]["kernel"], target,
+                    f"{model}: --atol/--rtol 1e-2 names the same kernel")
+        t.expect_eq({tt["standard"] for k in loose["kernels"] for tt in k["tensors"]}, {"user"},
+                    f"{model}: --atol/--rtol judge every tensor")
+
         # The CSV: columns, and attribution that follows from the metrics and from NumPy.
         with open(out_csv, newline="") as f:
             rows = list(csv.DictReader(f))
