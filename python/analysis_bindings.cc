@@ -109,14 +109,17 @@ py::tuple ReadTensor(const std::string& path, bool ascend_dump_file, bool is_inp
   return py::make_tuple(info.descr, info.shape, info.fortran_order, data);
 }
 
+// atol/rtol: both None for each pair's dtype standard; else the elementwise rule (an unset one
+// takes its CLI default).
 py::tuple Compare(const std::string& a, const std::string& b, std::optional<int64_t> iteration,
-                  double atol, double rtol) {
+                  std::optional<double> atol, std::optional<double> rtol) {
   const DumpIndex index_a = Index(a);
   const DumpIndex index_b = Index(b);
   analysis::CompareOptions options;
   options.iteration = iteration;
-  options.atol = atol;
-  options.rtol = rtol;
+  options.user_tolerances = atol.has_value() || rtol.has_value();
+  if (atol) options.atol = *atol;
+  if (rtol) options.rtol = *rtol;
   options.progress = false;
   std::string csv, json;
   {
@@ -176,7 +179,7 @@ void BindAnalysis(py::module_& m) {
         "(descr, shape, fortran_order, bytes) of a .npy file or of a tensor in an Ascend dump "
         "file.");
   m.def("compare", &Compare, py::arg("a"), py::arg("b"), py::arg("iteration") = std::nullopt,
-        py::arg("atol") = 1e-8, py::arg("rtol") = 1e-5,
+        py::arg("atol") = std::nullopt, py::arg("rtol") = std::nullopt,
         "(result CSV, result JSON) of comparing dump A (under test) with B (reference).");
   m.def("watch", &Watch, py::arg("path"), py::arg("checks") = "nan,inf",
         "The watch result as JSON.");

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -13,6 +14,43 @@
 
 namespace graphdump::tools {
 namespace {
+
+// "0.0123" or "-" when not measured.
+std::string Err(double v) { return std::isnan(v) ? "-" : fmt::format("{:.3g}", v); }
+
+// The ranked contributors and the sources that differ (docs/precision.md).
+void PrintAttribution(const analysis::CompareResult& r) {
+  constexpr size_t kShown = 10;
+  if (!r.contributors.empty()) {
+    fmt::print("kernels adding error (norm rel err of inputs -> outputs, largest added first):\n");
+    for (size_t i = 0; i < r.contributors.size() && i < kShown; ++i) {
+      const auto& k = r.kernels[r.contributors[i]];
+      fmt::print("  {:2}. it {}{} {}{}: {} -> {} (x{})\n", i + 1, k.iteration, OrderTag(k.order),
+                 k.name_a, k.source_line.empty() ? "" : " at " + k.source_line, Err(k.input_error),
+                 Err(k.output_error), Err(k.growth));
+    }
+    if (r.contributors.size() > kShown)
+      fmt::print("  ... {} in all (see --json contributors)\n", r.contributors.size());
+  }
+  if (!r.differing_sources.empty() || !r.differing_graph_inputs.empty()) {
+    fmt::print("sources that differ (not a divergence: their values differ before any kernel):\n");
+    size_t shown = 0;
+    for (int64_t i : r.differing_sources) {
+      if (++shown > kShown) break;
+      const auto& k = r.kernels[i];
+      fmt::print("  {} it {} {}: {}\n", analysis::KernelRoleName(k.role), k.iteration, k.name_a,
+                 k.reason);
+    }
+    for (const auto& [i, slot] : r.differing_graph_inputs) {
+      if (++shown > kShown) break;
+      const auto& k = r.kernels[i];
+      fmt::print("  graph input: it {} {} input {} (produced by no dumped kernel)\n", k.iteration,
+                 k.name_a, slot);
+    }
+    if (shown > kShown)
+      fmt::print("  ... (see --json differing_sources, differing_graph_inputs)\n");
+  }
+}
 
 void PrintText(const analysis::CompareResult& r, const std::string& a, const std::string& b) {
   fmt::print("compare A={} B={}\n", a, b);
@@ -35,14 +73,16 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
     const auto& u = r.unpaired[i];
     fmt::print("  unpaired: only in {}: iteration {} {}\n", u.side, u.iteration, u.full_name);
   }
-  if (r.first_failure >= 0) {
-    const auto& f = r.kernels[r.first_failure];
+  const int64_t first = r.first_adding_error >= 0 ? r.first_adding_error : r.first_failure;
+  if (first >= 0) {
+    const auto& f = r.kernels[first];
     fmt::print("first divergence: {} (rank {}, graph {}, iteration {}){}\n  {}\n", f.name_a, f.rank,
                f.graph_id, f.iteration, f.source_line.empty() ? "" : " at " + f.source_line,
                f.reason);
   } else {
-    fmt::print("no kernel failed\n");
+    fmt::print("{}\n", r.errors == 0 ? "no kernel failed" : "no kernel adds error");
   }
+  PrintAttribution(r);
 }
 
 // "0, 1, 2" (the dumped iterations of any rank and graph, constants not counted), "none".
@@ -159,9 +199,10 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
 
 int RunCompare(int argc, char** argv) {
   CLI::App app{
-      "Compare two dumps kernel by kernel: cosine similarity, max abs/rel error, RMSE, "
-      "shares within 0.1%/0.5%, |a-b| <= atol + rtol*|b|; report the first failing "
-      "kernel in execution order with its source line.",
+      "Compare two dumps kernel by kernel: cosine similarity, max abs/rel error, RMSE, norm "
+      "rel err, shares within 0.1%/0.5%, an elementwise check by the pair's dtype standard "
+      "(or --atol/--rtol); attribute the error to the kernels that add it (outputs against "
+      "inputs) and report the first of them with its source line, and a ranked list.",
       "graphdump compare"};
   std::string a, b, out, ranks_text;
   bool json = false, quiet = false;
@@ -175,8 +216,10 @@ int RunCompare(int argc, char** argv) {
                  "every listed rank (default all) against the first one")
       ->expected(0, 1);
   app.add_option("--iteration", iteration, "compare only this iteration (default: all common)");
-  app.add_option("--atol", options.atol, "absolute tolerance")->capture_default_str();
-  app.add_option("--rtol", options.rtol, "relative tolerance")->capture_default_str();
+  app.add_option("--atol", options.atol,
+                 "absolute tolerance (with --rtol: |a-b| <= atol + rtol*|b| for every tensor; "
+                 "default: each pair's dtype standard, docs/precision.md)");
+  app.add_option("--rtol", options.rtol, "relative tolerance (unset one of the two: 1e-8 / 1e-5)");
   app.add_option("--out", out, "write the per-tensor CSV here (columns: docs/analysis.md)");
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
   app.add_flag("--json", json, "print the result as JSON");
@@ -193,10 +236,14 @@ int RunCompare(int argc, char** argv) {
       "disagreement (iteration, kernel, ranks, max abs error) is reported. Put --ranks after DIR\n"
       "or write --ranks=LIST.\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
-      "op type. Exit status: 0 every kernel passes (warnings allowed), 1 a kernel fails, a file\n"
-      "was skipped or nothing could be paired, 2 usage error (including a missing or non-dump\n"
-      "directory, or an --out whose directory is missing or not writable), 3 --out could not be\n"
-      "written.");
+      "op type. Without --atol/--rtol each tensor pair is judged by the standard of the lower\n"
+      "precision of its dtypes (bfloat16: |a-b| <= 2^-8*max(|b|, 2^-8)); a kernel adds error\n"
+      "when an output fails it and its error grows 10x over its inputs' (docs/precision.md).\n"
+      "Parameters, constants and graph inputs that differ are listed apart.\n"
+      "Exit status: 0 every kernel passes (warnings allowed), 1 a kernel, parameter or graph\n"
+      "input fails, a file was skipped or nothing could be paired, 2 usage error (including a\n"
+      "missing or non-dump directory, or an --out whose directory is missing or not writable),\n"
+      "3 --out could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (app.count("--iteration") > 0) {
     if (iteration < 0) {
@@ -206,6 +253,7 @@ int RunCompare(int argc, char** argv) {
     }
     options.iteration = iteration;
   }
+  options.user_tolerances = app.count("--atol") + app.count("--rtol") > 0;
   if (!(options.atol >= 0) || !(options.rtol >= 0)) {
     fmt::print(stderr, "graphdump compare: error: --atol and --rtol must be >= 0\n");
     return kExitUsage;
@@ -245,8 +293,10 @@ int RunCompare(int argc, char** argv) {
                    : std::string("the dumps share no graph and iteration with kernels of the "
                                  "same names, order and types"));
   }
-  return result.errors > 0 || !result.skipped.empty() || result.kernels.empty() ? kExitFinding
-                                                                                : kExitOk;
+  return result.errors > 0 || !result.differing_graph_inputs.empty() || !result.skipped.empty() ||
+                 result.kernels.empty()
+             ? kExitFinding
+             : kExitOk;
 }
 
 }  // namespace graphdump::tools

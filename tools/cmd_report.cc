@@ -43,6 +43,7 @@ int RunReport(int argc, char** argv) {
       "Exit status: 0 written, 2 usage error (including an -o whose directory is missing or not\n"
       "writable), 3 the file could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
+  options.user_tolerances = app.count("--atol") + app.count("--rtol") > 0;
   if (dir.empty() == compare.empty()) {
     fmt::print(stderr, "graphdump report: error: give either DIR or --compare A B\n");
     return kExitUsage;

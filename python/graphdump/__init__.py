@@ -112,46 +112,68 @@ class Comparison:
     """What ``compare`` returns.
 
     table: the ``compare --out`` table as a DataFrame, one row per tensor pair (columns in
-      docs/analysis.md).
-    first_divergence: the first kernel with verdict error in execution order (what the CLI
-      prints as the first divergence), as a dict with 'kernel', 'rank', 'graph_id',
-      'iteration', 'source_line' and 'reason'; None when no kernel fails.
+      docs/analysis.md), with the attribution columns (standard, norm_rel_err, error, role,
+      input_error, output_error, growth, added_error, adds_error, contribution_rank).
+    first_divergence: what the CLI prints as the first divergence: the first kernel that adds
+      error (docs/precision.md) or, when none does, the first kernel with verdict error, as a
+      dict with 'kernel', 'rank', 'graph_id', 'iteration', 'order', 'op_type',
+      'source_line', 'reason', 'source_trace' and the attribution fields ('input_error',
+      'output_error', 'growth', 'added_error', 'adds_error', 'contribution_rank', 'role');
+      None when no kernel fails.
+    contributors: the kernels that add error, the largest added error first, as dicts of the
+      same form (``contributors[0]`` is the top contributor).
     summary: counts: 'kernels', 'pass', 'warning', 'error', 'unpaired', 'skipped'.
     unpaired: kernels found on one side only, as dicts with 'side' ('A' or 'B') and 'kernel'.
+    differing_sources: parameters and constants whose values differ ('kernel', 'role',
+      'iteration', 'error', 'reason'); differing_graph_inputs: kernel inputs no dumped kernel
+      produced whose values differ ('kernel', 'slot', 'iteration', 'error', 'reason').
     Unpacks as ``table, first_divergence = compare(...)``.
     """
     table: Any
     first_divergence: Optional[Dict[str, Any]]
     summary: Dict[str, int] = field(default_factory=dict)
     unpaired: List[Dict[str, Any]] = field(default_factory=list)
+    contributors: List[Dict[str, Any]] = field(default_factory=list)
+    differing_sources: List[Dict[str, Any]] = field(default_factory=list)
+    differing_graph_inputs: List[Dict[str, Any]] = field(default_factory=list)
 
     def __iter__(self):
         return iter((self.table, self.first_divergence))
 
 
-def compare(a, b, *, iteration=None, atol=1e-8, rtol=1e-5):
+def compare(a, b, *, iteration=None, atol=None, rtol=None):
     """Compares dump `a` (the run under test) with dump `b` (the reference) kernel by kernel, as
     ``graphdump compare A B`` does, and returns a Comparison.
 
     iteration: only this iteration (default: every iteration both have).
-    atol, rtol: the elementwise check |a-b| <= atol + rtol*|b|.
+    atol, rtol: None (default): each tensor pair is judged by the standard of the lower
+      precision of its dtypes (docs/precision.md); given (either): the elementwise check
+      |a-b| <= atol + rtol*|b| for every pair (an unset one is 1e-8 / 1e-5), as the CLI's
+      --atol/--rtol.
     """
     if iteration is not None and iteration < 0:
         raise ValueError(f"iteration must be 0 or more, got {iteration}")
-    csv, text = _graphdump.compare(os.fspath(a), os.fspath(b), iteration, float(atol),
-                                   float(rtol))
+    csv, text = _graphdump.compare(os.fspath(a), os.fspath(b), iteration,
+                                   None if atol is None else float(atol),
+                                   None if rtol is None else float(rtol))
     result = json.loads(text)
     table = _pandas().read_csv(io.StringIO(csv), keep_default_na=False,
                                na_values={c: [""] for c in _NUMERIC_COMPARE_COLUMNS})
-    return Comparison(table=table, first_divergence=result.get("first_failure"),
-                      summary=result.get("summary", {}), unpaired=result.get("unpaired", []))
+    table["adds_error"] = table["adds_error"].astype(str).str.lower() == "true"
+    first = result.get("first_adding_error") or result.get("first_failure")
+    return Comparison(table=table, first_divergence=first,
+                      summary=result.get("summary", {}), unpaired=result.get("unpaired", []),
+                      contributors=result.get("contributors", []),
+                      differing_sources=result.get("differing_sources", []),
+                      differing_graph_inputs=result.get("differing_graph_inputs", []))
 
 
 # compare --out columns whose empty cells mean "not computed".
 _NUMERIC_COMPARE_COLUMNS = [
     "elements", "cosine", "max_abs_err", "max_rel_err", "rmse", "rel_err_below_0.1pct",
     "rel_err_below_0.5pct", "allclose_failures", "nan_a", "nan_b", "inf_a", "inf_b",
-    "nonfinite_mismatches"]
+    "nonfinite_mismatches", "norm_rel_err", "error", "input_error", "output_error", "growth",
+    "added_error"]
 
 
 def watch(path, checks="nan,inf"):

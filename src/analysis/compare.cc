@@ -6,10 +6,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <set>
+#include <string_view>
+#include <tuple>
 
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/source_json.h"
@@ -21,6 +26,8 @@ namespace graphdump::analysis {
 namespace {
 
 constexpr double kRelEps = 2.220446049250313e-16;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::nan("");
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -146,7 +153,11 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
     const double diff = std::fabs(va - vb);
     out->stat_diffs.push_back({column, diff / (std::fabs(vb) + kRelEps)});
     const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
-    if (!same_special && !(diff <= options.atol + options.rtol * std::fabs(vb))) {
+    const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
+    const double allowed = options.user_tolerances
+                               ? options.atol + options.rtol * std::fabs(vb)
+                               : standard.rtol * std::max(std::fabs(vb), standard.small_value);
+    if (!same_special && !(diff <= allowed)) {
       if (!failures.empty()) failures += "; ";
       failures += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
     }
@@ -162,8 +173,31 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
   }
 }
 
-void JudgeTensor(const CompareOptions& options, TensorComparison* t) {
+bool IsFloating(const std::string& lower) {
+  return lower.find("float") != std::string::npos || lower.find("complex") != std::string::npos;
+}
+
+// One dtype's standard (docs/precision.md). rtol and the small-value floors of float16,
+// bfloat16 and float32 are msprobe's; float64 extends float32's (8 ulp, a smaller floor).
+PrecisionStandard StandardOf(const std::string& dtype) {
+  const std::string lower = Lower(dtype);
+  if (lower == "float16") return {"float16", 0x1p-10, 0x1p-11};
+  if (lower == "bfloat16") return {"bfloat16", 0x1p-8, 0x1p-8};
+  if (lower == "float64" || lower == "complex128") return {"float64", 0x1p-49, 0x1p-30};
+  if (!lower.empty() && !IsFloating(lower)) return {"exact", 0, 0};
+  return {"float32", 0x1p-20, 0x1p-14};  // float32, complex64, unknown or missing
+}
+
+std::string Pow2Text(double v) {
+  int exp = 0;
+  if (v > 0 && std::frexp(v, &exp) == 0.5) return fmt::format("2^{}", exp - 1);
+  return fmt::format("{:g}", v);
+}
+
+void JudgeTensor(const CompareOptions& options, const PrecisionStandard& standard,
+                 TensorComparison* t) {
   const PairMetrics& m = t->metrics;
+  const bool both_floating = IsFloating(Lower(t->dtype_a)) && IsFloating(Lower(t->dtype_b));
   if (m.nonfinite_mismatches > 0) {
     t->verdict = Verdict::kError;
     t->reason = fmt::format(
@@ -172,16 +206,23 @@ void JudgeTensor(const CompareOptions& options, TensorComparison* t) {
         m.nonfinite_mismatches, m.first_nonfinite_mismatch, m.nan_a, m.inf_a, m.nan_b, m.inf_b);
   } else if (m.allclose_failures > 0) {
     t->verdict = Verdict::kError;
+    const std::string rule =
+        options.user_tolerances
+            ? fmt::format("|a-b| <= {:g} + {:g}*|b|", options.atol, options.rtol)
+            : fmt::format("the {} standard |a-b| <= {}*max(|b|, {})", standard.dtype,
+                          Pow2Text(standard.rtol), Pow2Text(standard.small_value));
     t->reason = fmt::format(
-        "{} of {} elements fail |a-b| <= {:g} + {:g}*|b| (first at flat index {}); max abs err "
+        "{} of {} elements fail {} (first at flat index {}); norm rel err {:.6g}, max abs err "
         "{:.6g}, cosine {:.6g}",
-        m.allclose_failures, m.elements, options.atol, options.rtol, m.first_failure, m.max_abs_err,
+        m.allclose_failures, m.elements, rule, m.first_failure, m.norm_rel_err, m.max_abs_err,
         m.cosine);
   } else if (m.nan_a > 0 || m.inf_a > 0) {
     t->verdict = Verdict::kWarning;
     t->reason = fmt::format("NaN/Inf at the same positions on both sides ({} NaN, {} Inf)", m.nan_a,
                             m.inf_a);
-  } else if (t->dtype_a != t->dtype_b) {
+  } else if (t->dtype_a != t->dtype_b && !both_floating) {
+    // Floating dtypes differ in a precision comparison by design (bfloat16 against float32):
+    // the pair is judged by the lower precision's standard, and that is not a warning.
     t->verdict = Verdict::kWarning;
     t->reason = fmt::format("dtypes differ ({} vs {}), compared in float64; within tolerance",
                             t->dtype_a, t->dtype_b);
@@ -195,6 +236,8 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   out->dtype_b = tb->dtype ? std::string(DTypeName(*tb->dtype)) : tb->dtype_name;
   out->path_a = ta->path;
   out->path_b = tb->path;
+  out->error = kNaN;
+  out->standard = options.user_tolerances ? "user" : StandardFor(out->dtype_a, out->dtype_b).dtype;
   std::unique_ptr<MappedNpy> na, nb;
   for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {
     if (t->path.empty()) continue;
@@ -215,6 +258,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     out->mode = na && nb ? "tensor" : "statistic";
     out->verdict = Verdict::kError;
     out->reason = "shape " + out->shape_a + " vs " + out->shape_b;
+    out->error = kInf;
     return;
   }
   if (!na || !nb) {
@@ -235,8 +279,16 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     out->reason = "element counts differ";
     return;
   }
-  out->metrics = ComparePair(*na, *nb, options.atol, options.rtol);
-  JudgeTensor(options, out);
+  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
+  if (options.user_tolerances) {
+    out->standard = "user";
+    out->metrics = ComparePair(*na, *nb, options.atol, options.rtol);
+  } else {
+    out->standard = standard.dtype;
+    out->metrics = ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
+  }
+  out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
+  JudgeTensor(options, standard, out);
 }
 
 struct TensorTask {
@@ -259,6 +311,9 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   k.name_b = p.b->full_name;
   k.op_type = p.a->op_type;
   k.pairing = p.pairing;
+  k.role = !p.a->is_parameter ? KernelRole::kOperator
+           : iteration < 0    ? KernelRole::kConstant
+                              : KernelRole::kParameter;
   k.source_line = index_a.SourceLine(ga, k.name_a);
   k.source_trace = index_a.SourceTrace(ga, k.name_a);
   if (k.source_line.empty()) {
@@ -276,6 +331,7 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
     });
     if (tb == p.b->tensors.end()) {
       tc.mode = "missing";
+      tc.error = kNaN;
       tc.verdict = Verdict::kWarning;
       tc.reason = Describe(tc) + " only in A";
       tc.path_a = ta.path;
@@ -292,6 +348,7 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
     tc.is_input = p.b->tensors[j].is_input;
     tc.slot = p.b->tensors[j].slot;
     tc.mode = "missing";
+    tc.error = kNaN;
     tc.verdict = Verdict::kWarning;
     tc.reason = Describe(tc) + " only in B";
     tc.path_b = p.b->tensors[j].path;
@@ -308,7 +365,216 @@ const T* FindMatching(const std::vector<T>& items, const T& like, Key key) {
   return items.size() == 1 ? &items.front() : nullptr;
 }
 
+// The worst tensor's verdict and reason (the rule for sources and for kernels whose outputs
+// carry no measured error).
+void WorstTensor(KernelComparison* k) {
+  for (const TensorComparison& t : k->tensors) {
+    if (t.verdict > k->verdict ||
+        (k->reason.empty() && t.verdict == k->verdict && t.verdict != Verdict::kPass)) {
+      k->verdict = t.verdict;
+      k->reason = Describe(t) + ": " + t.reason;
+    }
+  }
+}
+
+// "0.0123" / "inf".
+std::string ErrText(double v) { return fmt::format("{:.3g}", v); }
+
+constexpr std::string_view kGradients = "Gradients/";
+
+// Backward kernels (Gradients/{forward scope}/{Node}-op{N}) compute from tensors the forward
+// pass saved, which are not dumped as their inputs. Their inherited error therefore also counts
+// the forward kernels of their scope: the largest tensor error of the operator kernels whose
+// full name lies below each scope, by (rank, graph, iteration, scope).
+using ScopeKey = std::tuple<uint32_t, uint32_t, int64_t, std::string>;
+
+std::map<ScopeKey, double> ForwardScopeErrors(const std::vector<KernelComparison>& kernels) {
+  std::map<ScopeKey, double> out;
+  for (const KernelComparison& k : kernels) {
+    if (k.role != KernelRole::kOperator || k.name_a.rfind(kGradients, 0) == 0) continue;
+    double worst = kNaN;
+    for (const TensorComparison& t : k.tensors)
+      if (!std::isnan(t.error) && (std::isnan(worst) || t.error > worst)) worst = t.error;
+    if (std::isnan(worst)) continue;
+    for (size_t slash = k.name_a.find('/'); slash != std::string::npos;
+         slash = k.name_a.find('/', slash + 1)) {
+      auto [it, fresh] =
+          out.try_emplace({k.rank, k.graph_id, k.iteration, k.name_a.substr(0, slash)}, worst);
+      if (!fresh) it->second = std::max(it->second, worst);
+    }
+  }
+  return out;
+}
+
+// The forward error a backward kernel inherits through saved tensors; NaN when none is known.
+double SavedTensorError(const std::map<ScopeKey, double>& forward, const KernelComparison& k) {
+  if (k.name_a.rfind(kGradients, 0) != 0) return kNaN;
+  const size_t slash = k.name_a.rfind('/');
+  if (slash <= kGradients.size()) return kNaN;
+  const std::string scope = k.name_a.substr(kGradients.size(), slash - kGradients.size());
+  auto it = forward.find({k.rank, k.graph_id, k.iteration, scope});
+  return it == forward.end() ? kNaN : it->second;
+}
+
+// Fills the kernel's attribution fields, then its verdict (compare.h states the rules).
+// `saved_error`: a backward kernel's SavedTensorError (counted as an input's), else NaN.
+void Attribute(const CompareOptions& options, double saved_error, KernelComparison* k) {
+  if (!std::isnan(saved_error)) k->input_error = saved_error;
+  double rtol = 0;
+  bool output_fails = false;
+  const TensorComparison* failing = nullptr;  // the output whose error is largest
+  for (const TensorComparison& t : k->tensors) {
+    if (std::isnan(t.error)) continue;
+    double& side = t.is_input ? k->input_error : k->output_error;
+    if (std::isnan(side) || t.error > side) side = t.error;
+    if (t.is_input) continue;
+    rtol = std::max(
+        rtol, options.user_tolerances ? options.rtol : StandardFor(t.dtype_a, t.dtype_b).rtol);
+    if (t.verdict == Verdict::kError) {
+      output_fails = true;
+      if (!failing || t.error > failing->error) failing = &t;
+    }
+  }
+  const double in = k->input_error, out = k->output_error;
+  if (!std::isnan(out)) {
+    if (std::isnan(in)) {
+      k->added_error = out;
+    } else if (std::isinf(in)) {  // the inputs already disagree in shape or NaN/Inf positions
+      k->growth = std::isinf(out) ? 1.0 : 0.0;
+      k->added_error = 0;
+    } else {
+      const double base = std::max(in, rtol);
+      k->growth = base > 0 ? out / base : (out > 0 ? kInf : 0.0);
+      k->added_error = out - in;
+    }
+  }
+  const bool far_from_close = !std::isnan(in) && in < 0.1 && out > 0.5;
+  k->adds_error = k->role == KernelRole::kOperator && output_fails &&
+                  (std::isnan(in) || k->growth >= kGrowthLimit || far_from_close);
+  if (k->role != KernelRole::kOperator) {
+    WorstTensor(k);
+    return;
+  }
+  // An operator: a failing input was made upstream (by an earlier kernel, or a graph input or
+  // parameter, listed apart), so it is at most a warning, and only where no output was
+  // measured; a measured output's failure is judged below.
+  for (const TensorComparison& t : k->tensors) {
+    Verdict v = t.verdict;
+    std::string why = t.reason;
+    if (v == Verdict::kError && t.is_input) {
+      if (!std::isnan(out)) continue;
+      v = Verdict::kWarning;
+      why = "inherited (no output compared): " + why;
+    } else if (v == Verdict::kError && !std::isnan(t.error)) {
+      continue;
+    }
+    if (v > k->verdict || (k->reason.empty() && v == k->verdict && v != Verdict::kPass)) {
+      k->verdict = v;
+      k->reason = Describe(t) + ": " + why;
+    }
+  }
+  if (!failing) return;
+  const std::string inputs =
+      std::isnan(in) ? std::string("no input compared")
+                     : fmt::format("inputs {} (growth x{:.3g}{})", ErrText(in), k->growth,
+                                   k->adds_error ? "" : fmt::format(" < x{:g}", kGrowthLimit));
+  if (k->adds_error) {
+    k->verdict = Verdict::kError;
+    k->reason = fmt::format("adds error: {} norm rel err {} vs {}; {}: {}", Describe(*failing),
+                            ErrText(out), inputs, Describe(*failing), failing->reason);
+  } else if (k->verdict != Verdict::kError) {
+    k->verdict = Verdict::kWarning;
+    k->reason = fmt::format("inherits error: {} norm rel err {} vs {}; {}: {}", Describe(*failing),
+                            ErrText(out), inputs, Describe(*failing), failing->reason);
+  }
+}
+
+// Identity of a reference tensor's values, to tell which inputs an earlier kernel produced.
+using Fingerprint = std::tuple<std::string, std::string, int64_t, double, double>;
+
+std::optional<Fingerprint> FingerprintOf(const TensorComparison& t) {
+  if (t.mode != "tensor" || t.shape_b.empty() || t.metrics.elements == 0) return std::nullopt;
+  return Fingerprint{t.shape_b, Lower(t.dtype_b), t.metrics.elements, t.metrics.ref_sum,
+                     t.metrics.ref_sum_sq};
+}
+
+// first_failure, first_adding_error, contributors, differing sources and graph inputs.
+void Summarize(CompareResult* r) {
+  const auto& ks = r->kernels;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const int64_t index = static_cast<int64_t>(i);
+    if (ks[i].role != KernelRole::kOperator) {
+      if (ks[i].verdict == Verdict::kError) r->differing_sources.push_back(index);
+      continue;
+    }
+    if (r->first_failure < 0 && ks[i].verdict == Verdict::kError) r->first_failure = index;
+    if (ks[i].adds_error) {
+      if (r->first_adding_error < 0) r->first_adding_error = index;
+      r->contributors.push_back(index);
+    }
+  }
+  std::stable_sort(r->contributors.begin(), r->contributors.end(), [&](int64_t x, int64_t y) {
+    const KernelComparison &a = ks[x], &b = ks[y];
+    if (a.added_error != b.added_error) return a.added_error > b.added_error;
+    if (a.growth != b.growth) return a.growth > b.growth;
+    return x < y;
+  });
+  for (size_t i = 0; i < r->contributors.size(); ++i)
+    r->kernels[r->contributors[i]].contribution_rank = static_cast<int>(i + 1);
+  // Graph inputs: operator inputs whose reference values no earlier operator of the same
+  // iteration output and no parameter or constant of the graph holds.
+  std::map<std::tuple<uint32_t, uint32_t>, std::set<Fingerprint>> constants;
+  for (const KernelComparison& k : ks) {
+    if (k.role != KernelRole::kConstant) continue;
+    for (const TensorComparison& t : k.tensors)
+      if (auto f = FingerprintOf(t)) constants[{k.rank, k.graph_id}].insert(*f);
+  }
+  size_t begin = 0;
+  while (begin < ks.size()) {
+    size_t end = begin;
+    while (end < ks.size() && ks[end].rank == ks[begin].rank &&
+           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration)
+      ++end;
+    std::set<Fingerprint> known = constants[{ks[begin].rank, ks[begin].graph_id}];
+    for (size_t i = begin; i < end; ++i) {
+      if (ks[i].role == KernelRole::kOperator) continue;
+      for (const TensorComparison& t : ks[i].tensors)
+        if (auto f = FingerprintOf(t)) known.insert(*f);
+    }
+    for (size_t i = begin; i < end; ++i) {
+      if (ks[i].role != KernelRole::kOperator) continue;
+      for (const TensorComparison& t : ks[i].tensors) {
+        auto f = FingerprintOf(t);
+        if (!f || !t.is_input || known.count(*f) || t.verdict != Verdict::kError) continue;
+        r->differing_graph_inputs.push_back({static_cast<int64_t>(i), t.slot});
+      }
+      for (const TensorComparison& t : ks[i].tensors)
+        if (auto f = FingerprintOf(t); f && !t.is_input) known.insert(*f);
+    }
+    begin = end;
+  }
+}
+
 }  // namespace
+
+PrecisionStandard StandardFor(const std::string& dtype_a, const std::string& dtype_b) {
+  const PrecisionStandard a = StandardOf(dtype_a), b = StandardOf(dtype_b);
+  if (a.dtype == "exact") return b;
+  if (b.dtype == "exact") return a;
+  return a.rtol >= b.rtol ? a : b;  // the lower precision
+}
+
+const char* KernelRoleName(KernelRole r) {
+  switch (r) {
+    case KernelRole::kOperator:
+      return "operator";
+    case KernelRole::kParameter:
+      return "parameter";
+    case KernelRole::kConstant:
+      return "constant";
+  }
+  return "?";
+}
 
 const char* VerdictName(Verdict v) {
   switch (v) {
@@ -370,14 +636,9 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
                 CompareTensor(t.a, t.b, options, &result.kernels[t.kernel].tensors[t.tensor],
                               &result.skipped, &mu);
               });
+  const std::map<ScopeKey, double> forward = ForwardScopeErrors(result.kernels);
   for (KernelComparison& k : result.kernels) {
-    for (const TensorComparison& t : k.tensors) {
-      if (t.verdict > k.verdict ||
-          (k.reason.empty() && t.verdict == k.verdict && t.verdict != Verdict::kPass)) {
-        k.verdict = t.verdict;
-        k.reason = Describe(t) + ": " + t.reason;
-      }
-    }
+    Attribute(options, SavedTensorError(forward, k), &k);
     (k.verdict == Verdict::kPass      ? result.passed
      : k.verdict == Verdict::kWarning ? result.warnings
                                       : result.errors)++;
@@ -390,12 +651,7 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
                      };
                      return key(x) < key(y);
                    });
-  for (size_t i = 0; i < result.kernels.size(); ++i) {
-    if (result.kernels[i].verdict == Verdict::kError) {
-      result.first_failure = static_cast<int64_t>(i);
-      break;
-    }
-  }
+  Summarize(&result);
   return result;
 }
 
@@ -420,16 +676,19 @@ std::string CompareResultCsv(const CompareResult& result) {
       "rank,graph_id,iteration,order,kernel_a,kernel_b,op_type,pairing,io,slot,mode,dtype_a,"
       "dtype_b,shape_a,shape_b,elements,cosine,max_abs_err,max_rel_err,rmse,"
       "rel_err_below_0.1pct,rel_err_below_0.5pct,allclose_failures,nan_a,nan_b,inf_a,inf_b,"
-      "nonfinite_mismatches,verdict,kernel_verdict,reason,source_line,path_a,path_b\n";
+      "nonfinite_mismatches,verdict,kernel_verdict,reason,source_line,path_a,path_b,standard,"
+      "norm_rel_err,error,role,input_error,output_error,growth,added_error,adds_error,"
+      "contribution_rank\n";
   for (const KernelComparison& k : result.kernels) {
     for (const TensorComparison& t : k.tensors) {
       const PairMetrics& m = t.metrics;
       const bool has = t.mode == "tensor" && t.reason.rfind("shape", 0) != 0;
       auto metric = [&](double v) { return has ? Num(v) : std::string(); };
       auto count = [&](int64_t v) { return has ? std::to_string(v) : std::string(); };
+      auto known = [](double v) { return std::isnan(v) ? std::string() : Num(v); };
       out += fmt::format(
           "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-          "{},{},{},{},{}\n",
+          "{},{},{},{},{},",
           k.rank, k.graph_id, k.iteration, k.order, CsvField(k.name_a), CsvField(k.name_b),
           CsvField(k.op_type), PairingName(k.pairing), t.is_input ? "input" : "output", t.slot,
           t.mode, t.dtype_a, t.dtype_b, CsvField(t.shape_a), CsvField(t.shape_b), count(m.elements),
@@ -439,6 +698,10 @@ std::string CompareResultCsv(const CompareResult& result) {
           count(m.inf_b), count(m.nonfinite_mismatches), VerdictName(t.verdict),
           VerdictName(k.verdict), CsvField(t.reason), CsvField(k.source_line), CsvField(t.path_a),
           CsvField(t.path_b));
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", t.standard, metric(m.norm_rel_err),
+                         known(t.error), KernelRoleName(k.role), known(k.input_error),
+                         known(k.output_error), known(k.growth), known(k.added_error),
+                         k.adds_error ? "true" : "false", k.contribution_rank);
     }
   }
   return out;
@@ -451,6 +714,31 @@ std::string CompareResultJson(const CompareResult& result) {
                   {"warning", result.warnings},         {"error", result.errors},
                   {"unpaired", result.unpaired.size()}, {"skipped", result.skipped.size()}};
   auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
+  // NaN: not measured (null); infinities as text, like `finite`.
+  auto known = [&](double v) { return std::isnan(v) ? json(nullptr) : finite(v); };
+  auto attribution = [&](const KernelComparison& k, json* o) {
+    (*o)["role"] = KernelRoleName(k.role);
+    (*o)["input_error"] = known(k.input_error);
+    (*o)["output_error"] = known(k.output_error);
+    (*o)["growth"] = known(k.growth);
+    (*o)["added_error"] = known(k.added_error);
+    (*o)["adds_error"] = k.adds_error;
+    (*o)["contribution_rank"] = k.contribution_rank;
+  };
+  // The object of first_failure, first_adding_error and each contributor.
+  auto brief = [&](const KernelComparison& f) {
+    json o = {{"kernel", f.name_a},
+              {"iteration", f.iteration},
+              {"graph_id", f.graph_id},
+              {"rank", f.rank},
+              {"order", f.order},
+              {"op_type", f.op_type},
+              {"source_line", f.source_line},
+              {"reason", f.reason},
+              {"source_trace", SourceTraceJson<json>(f.source_trace)}};
+    attribution(f, &o);
+    return o;
+  };
   json kernels = json::array();
   for (const KernelComparison& k : result.kernels) {
     json tensors = json::array();
@@ -464,6 +752,8 @@ std::string CompareResultJson(const CompareResult& result) {
                  {"shape_b", t.shape_b},
                  {"verdict", VerdictName(t.verdict)},
                  {"reason", t.reason},
+                 {"standard", t.standard},
+                 {"error", known(t.error)},
                  {"path_a", t.path_a},
                  {"path_b", t.path_b}};
       if (t.mode == "tensor") {
@@ -473,6 +763,7 @@ std::string CompareResultJson(const CompareResult& result) {
                          {"max_abs_err", finite(m.max_abs_err)},
                          {"max_rel_err", finite(m.max_rel_err)},
                          {"rmse", finite(m.rmse)},
+                         {"norm_rel_err", finite(m.norm_rel_err)},
                          {"rel_err_below_0.1pct", m.rel_err_below_0_1pct},
                          {"rel_err_below_0.5pct", m.rel_err_below_0_5pct},
                          {"allclose_failures", m.allclose_failures},
@@ -489,30 +780,57 @@ std::string CompareResultJson(const CompareResult& result) {
       }
       tensors.push_back(jt);
     }
-    kernels.push_back({{"rank", k.rank},
-                       {"graph_id", k.graph_id},
-                       {"iteration", k.iteration},
-                       {"order", k.order},
-                       {"kernel_a", k.name_a},
-                       {"kernel_b", k.name_b},
-                       {"op_type", k.op_type},
-                       {"pairing", PairingName(k.pairing)},
-                       {"source_line", k.source_line},
-                       {"source_trace", SourceTraceJson<json>(k.source_trace)},
-                       {"verdict", VerdictName(k.verdict)},
-                       {"reason", k.reason},
-                       {"tensors", tensors}});
+    json jk = {{"rank", k.rank},
+               {"graph_id", k.graph_id},
+               {"iteration", k.iteration},
+               {"order", k.order},
+               {"kernel_a", k.name_a},
+               {"kernel_b", k.name_b},
+               {"op_type", k.op_type},
+               {"pairing", PairingName(k.pairing)},
+               {"source_line", k.source_line},
+               {"source_trace", SourceTraceJson<json>(k.source_trace)},
+               {"verdict", VerdictName(k.verdict)},
+               {"reason", k.reason},
+               {"tensors", tensors}};
+    attribution(k, &jk);
+    kernels.push_back(std::move(jk));
   }
   j["kernels"] = kernels;
-  if (result.first_failure >= 0) {
-    const KernelComparison& f = result.kernels[result.first_failure];
-    j["first_failure"] = {{"kernel", f.name_a},           {"iteration", f.iteration},
-                          {"graph_id", f.graph_id},       {"rank", f.rank},
-                          {"source_line", f.source_line}, {"reason", f.reason},
-                          {"source_trace", SourceTraceJson<json>(f.source_trace)}};
-  } else {
-    j["first_failure"] = nullptr;
+  j["first_failure"] =
+      result.first_failure >= 0 ? brief(result.kernels[result.first_failure]) : json(nullptr);
+  j["first_adding_error"] = result.first_adding_error >= 0
+                                ? brief(result.kernels[result.first_adding_error])
+                                : json(nullptr);
+  json contributors = json::array();
+  for (int64_t i : result.contributors) contributors.push_back(brief(result.kernels[i]));
+  j["contributors"] = contributors;
+  json sources = json::array();
+  for (int64_t i : result.differing_sources) {
+    const KernelComparison& k = result.kernels[i];
+    sources.push_back({{"kernel", k.name_a},
+                       {"role", KernelRoleName(k.role)},
+                       {"iteration", k.iteration},
+                       {"graph_id", k.graph_id},
+                       {"rank", k.rank},
+                       {"error", known(k.output_error)},
+                       {"reason", k.reason}});
   }
+  j["differing_sources"] = sources;
+  json inputs = json::array();
+  for (const auto& [i, slot] : result.differing_graph_inputs) {
+    const KernelComparison& k = result.kernels[i];
+    auto t = std::find_if(k.tensors.begin(), k.tensors.end(),
+                          [&](const TensorComparison& x) { return x.is_input && x.slot == slot; });
+    inputs.push_back({{"kernel", k.name_a},
+                      {"slot", slot},
+                      {"iteration", k.iteration},
+                      {"graph_id", k.graph_id},
+                      {"rank", k.rank},
+                      {"error", t == k.tensors.end() ? json(nullptr) : known(t->error)},
+                      {"reason", t == k.tensors.end() ? std::string() : t->reason}});
+  }
+  j["differing_graph_inputs"] = inputs;
   json unpaired = json::array();
   for (const UnpairedKernel& u : result.unpaired) {
     unpaired.push_back({{"side", std::string(1, u.side)},

@@ -465,11 +465,13 @@ std::string Summary(const ReportInput& input) {
     } else {
       html += "<li>No computed kernel failed.</li>\n";
     }
-    if (r->first_failure >= 0 && r->first_failure != position) {
-      const KernelComparison& p = r->kernels[r->first_failure];
+    if (!r->differing_sources.empty()) {
+      const int64_t source = r->differing_sources.front();
+      const KernelComparison& p = r->kernels[source];
       html += fmt::format(
           "<li>A parameter or constant differs{}: <code>{}</code> (iteration {}): {}</li>\n",
-          position >= 0 ? " before it" : "", Escape(p.name_a), p.iteration, Escape(p.reason));
+          position >= 0 && source < position ? " before it" : "", Escape(p.name_a), p.iteration,
+          Escape(p.reason));
     }
   }
   if (const WatchResult* w = input.watch) {
@@ -573,8 +575,8 @@ const RankEntry* FindRank(const DumpIndex& index, uint32_t rank) {
 
 std::optional<std::string> FirstFailingKernel(const CompareResult& compare, int64_t* position) {
   // `kernels` is sorted by rank, graph, iteration and order; the first error among computed
-  // kernels in that order is the first divergence (CompareDumps' own first_failure may be a
-  // parameter, which is listed first in its iteration).
+  // kernels in that order is the first divergence (CompareDumps' first_failure skips
+  // parameters and constants too; a CompareRanks result's does not).
   for (size_t i = 0; i < compare.kernels.size(); ++i) {
     const KernelComparison& k = compare.kernels[i];
     if (k.verdict != Verdict::kError || !IsComputed(k.op_type, k.iteration)) continue;

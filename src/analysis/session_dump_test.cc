@@ -118,6 +118,7 @@ TEST(SessionDumpTest, StatisticDumpComparesAgainstTensorDump) {
   const DumpIndex stats = Dump(stats_dir.path(), clean, "statistic");
   const DumpIndex tensors = Dump(tensor_dir.path(), clean);
   CompareOptions options = Quiet();
+  options.user_tolerances = true;
   options.rtol = 1e-4;  // statistic.csv keeps 6 significant digits
   options.atol = 1e-6;
   const CompareResult r = CompareDumps(stats, tensors, options);

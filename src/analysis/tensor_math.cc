@@ -95,7 +95,7 @@ int Class(double x) {  // 0 finite, 1 NaN, 2 +Inf, 3 -Inf
 }
 
 struct Accum {
-  double dot = 0, na = 0, nb = 0, sq = 0, max_abs = 0, max_rel = 0;
+  double dot = 0, na = 0, nb = 0, sb = 0, sq = 0, max_abs = 0, max_rel = 0;
   int64_t below1 = 0, below5 = 0;
 };
 
@@ -126,11 +126,12 @@ double Sum2(V2d v) { return v[0] + v[1]; }
 // and returns true only when every value of both chunks is finite; otherwise leaves `acc`
 // untouched for the element-by-element path. `failed` receives the atol/rtol failures.
 template <typename TA, typename TB>
-bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, Accum* acc,
-                 int64_t* failed) {
-  V2d dot = {}, na = {}, nb = {}, sq = {}, max_abs = {}, max_rel = {}, probe = {};
+bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, double small,
+                 Accum* acc, int64_t* failed) {
+  V2d dot = {}, na = {}, nb = {}, sb = {}, sq = {}, max_abs = {}, max_rel = {}, probe = {};
   V2i below1 = {}, below5 = {}, fails = {};
   const V2d eps = {kRelEps, kRelEps}, atol2 = {atol, atol}, rtol2 = {rtol, rtol};
+  const V2d small2 = {small, small};
   const V2d t1 = {0.001, 0.001}, t5 = {0.005, 0.005};
   int64_t i = 0;
   for (; i + 2 <= n; i += 2) {
@@ -138,16 +139,18 @@ bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, 
     probe += (a - a) + (b - b);  // NaN exactly when a value is NaN or Inf
     const V2d d = Abs2(a - b);
     const V2d ab = Abs2(b);
-    const V2d rel = d / (ab + eps);
+    const V2d floored = ab > small2 ? ab : small2;
+    const V2d rel = d / (floored + eps);
     dot += a * b;
     na += a * a;
     nb += b * b;
+    sb += b;
     sq += d * d;
     max_abs = max_abs > d ? max_abs : d;
     max_rel = max_rel > rel ? max_rel : rel;
     below1 -= rel < t1;  // a true comparison is -1
     below5 -= rel < t5;
-    fails -= d > atol2 + rtol2 * ab;
+    fails -= d > atol2 + rtol2 * floored;
   }
   double tail_probe = 0;
   Accum tail;
@@ -155,10 +158,12 @@ bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, 
   for (; i < n; ++i) {
     const double a = static_cast<double>(x[i]), b = static_cast<double>(y[i]);
     tail_probe += (a - a) + (b - b);
-    const double d = std::fabs(a - b), ab = std::fabs(b), rel = d / (ab + kRelEps);
+    const double d = std::fabs(a - b), ab = std::max(std::fabs(b), small);
+    const double rel = d / (ab + kRelEps);
     tail.dot += a * b;
     tail.na += a * a;
     tail.nb += b * b;
+    tail.sb += b;
     tail.sq += d * d;
     tail.max_abs = std::max(tail.max_abs, d);
     tail.max_rel = std::max(tail.max_rel, rel);
@@ -170,6 +175,7 @@ bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, 
   acc->dot += Sum2(dot) + tail.dot;
   acc->na += Sum2(na) + tail.na;
   acc->nb += Sum2(nb) + tail.nb;
+  acc->sb += Sum2(sb) + tail.sb;
   acc->sq += Sum2(sq) + tail.sq;
   acc->max_abs = std::max({acc->max_abs, max_abs[0], max_abs[1], tail.max_abs});
   acc->max_rel = std::max({acc->max_rel, max_rel[0], max_rel[1], tail.max_rel});
@@ -181,7 +187,8 @@ bool FiniteChunk(const TA* x, const TB* y, int64_t n, double atol, double rtol, 
 
 }  // namespace
 
-PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol) {
+PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol,
+                        double small) {
   PairMetrics m;
   const DType ta = a.info().dtype, tb = b.info().dtype;
   const int64_t scalars = a.NumElements() * std::max(Components(ta), Components(tb));
@@ -200,10 +207,11 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
     if (both_f32) {
       const float* fa = reinterpret_cast<const float*>(a.data()) + first;
       const float* fb = reinterpret_cast<const float*>(b.data()) + first;
-      if (FiniteChunk(fa, fb, n, atol, rtol, &acc, &failed)) [[likely]] {
+      if (FiniteChunk(fa, fb, n, atol, rtol, small, &acc, &failed)) [[likely]] {
         if (failed > 0 && m.first_failure < 0) {
           for (int64_t i = 0; i < n; ++i) {
-            if (std::fabs(double(fa[i]) - fb[i]) > atol + rtol * std::fabs(double(fb[i]))) {
+            if (std::fabs(double(fa[i]) - fb[i]) >
+                atol + rtol * std::max(std::fabs(double(fb[i])), small)) {
               m.first_failure = first + i;
               break;
             }
@@ -231,10 +239,11 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
         xb[i] = vb;
       }
     }
-    if (!both_f32 && FiniteChunk(xa.data(), xb.data(), n, atol, rtol, &acc, &failed)) [[likely]] {
+    if (!both_f32 && FiniteChunk(xa.data(), xb.data(), n, atol, rtol, small, &acc, &failed))
+        [[likely]] {
       if (failed > 0 && m.first_failure < 0) {
         for (int64_t i = 0; i < n; ++i) {
-          if (std::fabs(xa[i] - xb[i]) > atol + rtol * std::fabs(xb[i])) {
+          if (std::fabs(xa[i] - xb[i]) > atol + rtol * std::max(std::fabs(xb[i]), small)) {
             m.first_failure = first + i;
             break;
           }
@@ -248,11 +257,12 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
       const double x = xa[i], y = xb[i];
       if (std::isfinite(x) && std::isfinite(y)) [[likely]] {
         const double d = std::fabs(x - y);
-        const double ay = std::fabs(y);
+        const double ay = std::max(std::fabs(y), small);
         const double rel = d / (ay + kRelEps);
         acc.dot += x * y;
         acc.na += x * x;
         acc.nb += y * y;
+        acc.sb += y;
         acc.sq += d * d;
         acc.max_abs = std::max(acc.max_abs, d);
         acc.max_rel = std::max(acc.max_rel, rel);
@@ -293,8 +303,15 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
     m.cosine = std::clamp(acc.dot / norm, -1.0, 1.0);
   }
   m.max_abs_err = acc.max_abs;
+  m.ref_sum = acc.sb;
+  m.ref_sum_sq = acc.nb;
   m.max_rel_err = acc.max_rel;
   m.rmse = m.finite_pairs ? std::sqrt(acc.sq / static_cast<double>(m.finite_pairs)) : 0.0;
+  const double ref_norm =
+      std::max(std::sqrt(acc.nb), small * std::sqrt(static_cast<double>(m.finite_pairs)));
+  m.norm_rel_err = acc.sq == 0    ? 0.0
+                   : ref_norm > 0 ? std::sqrt(acc.sq) / ref_norm
+                                  : std::numeric_limits<double>::infinity();
   m.rel_err_below_0_1pct = scalars ? static_cast<double>(acc.below1) / scalars : 1.0;
   m.rel_err_below_0_5pct = scalars ? static_cast<double>(acc.below5) / scalars : 1.0;
   return m;

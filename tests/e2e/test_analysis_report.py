@@ -201,13 +201,14 @@ class ReportTest(unittest.TestCase):
         nan = bad[6]['outputs'][0].copy()
         nan[0, 0] = np.nan
         bad[6]['outputs'] = [nan]
-        # A parameter that differs: compare's own first failure is this parameter, listed first.
+        # A parameter that differs: compare lists it apart, never as the first failure.
         w = np.ones((3, 3), np.float32)
         a, b = os.path.join(self.root, 'a'), os.path.join(self.root, 'b')
         d.write_dump(a, {0: bad, 1: bad, 2: bad}, parameters={i: {'fc_weight': w * 2} for i in range(3)})
         d.write_dump(b, {0: net, 1: net, 2: net}, parameters={i: {'fc_weight': w} for i in range(3)})
         j = json.loads(d.graphdump('compare', a, b, '--json').stdout)
-        self.assertEqual(j['first_failure']['kernel'], 'fc_weight')
+        self.assertEqual(j['differing_sources'][0]['kernel'], 'fc_weight')
+        self.assertEqual(j['first_failure']['kernel'], net[5]['full_name'])
 
         out, page = self.report('--compare', a, b)
         tree = self.render(out)

@@ -61,12 +61,60 @@ def test_compare_is_the_cli_table(dumps, tmp_path):
                            na_values={c: [""] for c in graphdump._NUMERIC_COMPARE_COLUMNS})
     pd.testing.assert_frame_equal(result.table, expected)
     report = json.loads(cli("compare", dumps["nan"], dumps["clean"], "--json", "-q").stdout)
-    assert result.first_divergence == report["first_failure"]
-    # The NaN entered at step 3: iteration 2 passes, the first divergence is in iteration 3.
-    assert result.first_divergence["iteration"] == 3
-    assert result.summary["error"] > 0
+    assert result.first_divergence == report["first_adding_error"]
+    # The NaN came with step 3's data: a graph input that differs, reported apart
+    # (docs/precision.md); iteration 2 passes, and no kernel adds error, every one inherits.
+    assert result.differing_graph_inputs == report["differing_graph_inputs"]
+    assert result.differing_graph_inputs[0]["iteration"] == 3
+    assert result.first_divergence is None and result.contributors == []
+    assert result.summary["warning"] > 0
+    assert (result.table[result.table.iteration == 2].kernel_verdict == "pass").all()
     table, first = result  # unpacks as (table, first divergence)
     assert first is result.first_divergence and table is result.table
+
+
+def test_compare_attributes_the_error_to_the_kernel_that_adds_it(tmp_path):
+    """dot_net in float32 and bfloat16 (tests/e2e/precision_models.py): the bfloat16 dot adds
+    the error; Python returns what compare --json and --out say about it."""
+    import precision_fixture as p
+    dumps = {}
+    for name, extra in (("fp32", []), ("bf16", ["--precision", "bf16"])):
+        config = write_config(tmp_path / f"{name}.json", tmp_path / name, {"net_name": "Net"})
+        cli("run", p.model("dot_net"), "--input", p.data("dot_x.npy"), "--config", config,
+            *extra, check=0)
+        dumps[name] = tmp_path / name
+    dot = p.find(p.kernel_names(tmp_path / "fp32" / "rank_0"), "dot")
+    result = graphdump.compare(dumps["bf16"], dumps["fp32"])
+    report = json.loads(cli("compare", dumps["bf16"], dumps["fp32"], "--json", "-q").stdout)
+    assert result.first_divergence == report["first_adding_error"]
+    assert result.first_divergence["kernel"] == dot
+    assert result.first_divergence["source_line"].endswith(
+        f"precision_models.py:{p.source_line('DOT_LINE')}")
+    assert result.contributors == report["contributors"]
+    assert [c["kernel"] for c in result.contributors] == [dot]
+    assert result.contributors[0]["contribution_rank"] == 1
+    assert result.contributors[0]["growth"] >= 10
+    assert result.differing_sources == [] and result.differing_graph_inputs == []
+    table = result.table
+    for column in ("standard", "norm_rel_err", "error", "role", "input_error", "output_error",
+                   "growth", "added_error", "adds_error", "contribution_rank"):
+        assert column in table.columns
+    assert table["adds_error"].dtype == bool
+    assert set(table[table.adds_error].kernel_a) == {dot}
+    assert set(table[table.contribution_rank == 1].kernel_a) == {dot}
+    rows = table[table.kernel_a == dot]
+    assert (rows.standard == "bfloat16").all()
+    assert rows.growth.iloc[0] == pytest.approx(
+        rows.output_error.iloc[0] / max(rows.input_error.iloc[0], 2 ** -8))
+    assert {"operator", "parameter"} <= set(table.role) <= {"operator", "parameter", "constant"}
+    assert not table[table.role != "operator"].adds_error.any()
+    cli("compare", dumps["bf16"], dumps["fp32"], "--out", tmp_path / "out.csv", "-q")
+    expected = pd.read_csv(tmp_path / "out.csv", keep_default_na=False,
+                           na_values={c: [""] for c in graphdump._NUMERIC_COMPARE_COLUMNS})
+    pd.testing.assert_frame_equal(table, expected)
+    # atol/rtol switch every pair to the elementwise rule: standard "user".
+    user = graphdump.compare(dumps["bf16"], dumps["fp32"], atol=1e-2, rtol=1e-2)
+    assert set(user.table.standard) == {"user"}
 
 
 def test_watch_is_the_cli_watch(dumps):

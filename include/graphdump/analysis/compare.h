@@ -1,6 +1,7 @@
 // Compare two dump directories kernel by kernel (issue 4 / DESIGN "Compare").
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,11 +15,34 @@ namespace graphdump::analysis {
 
 struct CompareOptions {
   std::optional<int64_t> iteration;  // only this iteration; all common ones when unset
-  double atol = 1e-8;
+  // false (the default): each tensor pair is judged by the precision standard of the lower
+  // precision of its two dtypes (StandardFor, docs/precision.md), and `atol`/`rtol` are unused.
+  // true (the CLI's --atol/--rtol): every pair is checked with |a-b| <= atol + rtol*|b|.
+  bool user_tolerances = false;
+  double atol = 1e-8;  // torch.allclose's defaults
   double rtol = 1e-5;
   int threads = 0;       // 0: DefaultThreads()
   bool progress = true;  // progress bar on a terminal
 };
+
+// The tolerance standard of a dtype (docs/precision.md gives the table and its sources): an
+// element passes when |a-b| <= rtol * max(|b|, small_value), and relative errors divide by
+// max(|b|, small_value).
+struct PrecisionStandard {
+  std::string dtype;  // "bfloat16", "float16", "float32", "float64"; "exact" for integer pairs
+  double rtol = 0;
+  double small_value = 0;
+};
+
+// The standard a tensor pair is judged by: that of the lower precision of its two dtypes
+// (the larger rtol and small-value floor), named as in dump file names ("bfloat16",
+// MindSpore's "Float32"); an unknown or missing name counts as float32; integers and bool are
+// exact (rtol 0), and a floating dtype against an integer one takes the floating one's.
+PrecisionStandard StandardFor(const std::string& dtype_a, const std::string& dtype_b);
+
+// A kernel whose output grows the error of its inputs by this factor or more adds error
+// (msprobe's "output error >= 10x input error" warning rule).
+inline constexpr double kGrowthLimit = 10.0;
 
 enum class Verdict { kPass = 0, kWarning = 1, kError = 2 };
 const char* VerdictName(Verdict v);
@@ -39,7 +63,17 @@ struct TensorComparison {
   std::vector<std::pair<std::string, double>> stat_diffs;
   Verdict verdict = Verdict::kPass;
   std::string reason;  // empty when pass
+  // The elementwise standard applied: a dtype name from StandardFor, or "user" (--atol/--rtol).
+  std::string standard;
+  // The error attribution uses: metrics.norm_rel_err for compared tensors, +inf when shapes
+  // or NaN/Inf positions differ, NaN when not measured (statistic-only, missing, skipped).
+  double error = 0;
 };
+
+// What a compared kernel is. Parameters (Parameter.* files) and graph constants (constants/)
+// are sources of values, not computations: attribution never names them.
+enum class KernelRole { kOperator, kParameter, kConstant };
+const char* KernelRoleName(KernelRole r);  // "operator", "parameter", "constant"
 
 struct KernelComparison {
   uint32_t rank = 0;
@@ -52,8 +86,38 @@ struct KernelComparison {
   std::string source_line;  // the user's "file:line" from A (or B) .ir, may be empty
   std::vector<SourceLocation> source_trace;  // the whole trace it came from (--json)
   std::vector<TensorComparison> tensors;
+  // pass / warning / error and why. An operator kernel is an error only when it adds error
+  // (below; an output whose shape or NaN/Inf positions differ from agreeing inputs does) or an
+  // output fails where no error could be measured (statistic-only); an output that fails its
+  // standard while the kernel only inherits its inputs' error is a warning ("inherits error").
+  // Inputs that fail their standard never make the kernel fail: they were made upstream (an
+  // earlier kernel, a graph input or a parameter, reported apart); they make it a warning only
+  // when no output was compared (an inputs-only dump, AccumulateGrad). Sources (parameters,
+  // constants) take their worst tensor's verdict.
   Verdict verdict = Verdict::kPass;
-  std::string reason;  // of the worst tensor
+  std::string reason;
+  KernelRole role = KernelRole::kOperator;
+
+  // Attribution (docs/precision.md), in TensorComparison::error units (norm_rel_err):
+  // the worst error over the compared inputs and over the compared outputs; NaN when no such
+  // tensor was compared (an output-only dump has no input error). A backward kernel
+  // (Gradients/{scope}/...) computes from tensors its forward pass saved, which are not
+  // dumped as its inputs: its input_error also counts every tensor of the forward operator
+  // kernels below {scope} in the same iteration.
+  double input_error = std::nan("");
+  double output_error = std::nan("");
+  // output_error / max(input_error, rtol of the outputs' standard): how much the kernel
+  // multiplies the error it receives; NaN when either error is unknown.
+  double growth = std::nan("");
+  // output_error - input_error (output_error alone when no input was compared): the error the
+  // kernel adds; used to rank the contributors.
+  double added_error = std::nan("");
+  // The kernel adds error: an operator whose outputs fail their standard, and whose growth is
+  // >= kGrowthLimit, or whose inputs are close (input_error < 0.1) while an output is far
+  // (output_error > 0.5) (msprobe's rules); with no input compared, any output failure counts.
+  bool adds_error = false;
+  // 1-based position in CompareResult::contributors; 0 when not listed.
+  int contribution_rank = 0;
 };
 
 struct UnpairedKernel {
@@ -68,8 +132,25 @@ struct CompareResult {
   std::vector<UnpairedKernel> unpaired;
   std::vector<Skipped> skipped;  // unreadable files (both sides), reasons name them
   int passed = 0, warnings = 0, errors = 0;
-  // Index into `kernels` of the first kernel with verdict error, in execution order; -1 none.
+  // Index into `kernels` of the first kernel with verdict error in execution order (sorted
+  // as `kernels`), -1 when none. Plain compare skips sources (parameters, constants): it is
+  // the first operator that adds error or, where outputs were not dumped, that fails.
+  // CompareRanks counts parameters too (they are what it checks).
   int64_t first_failure = -1;
+  // Index into `kernels` of the first kernel with adds_error, in execution order; -1 none.
+  // Equal to first_failure when outputs were dumped. What `compare` prints as the first
+  // divergence.
+  int64_t first_adding_error = -1;
+  // Indices into `kernels` of every kernel with adds_error, the largest added_error first
+  // (ties: the larger growth, then execution order). `compare --replay N` replays the first N.
+  std::vector<int64_t> contributors;
+  // Indices into `kernels` of parameters and constants whose values differ beyond their
+  // standard (verdict error), in execution order: reported apart, never a divergence.
+  std::vector<int64_t> differing_sources;
+  // Inputs of operator kernels that no earlier dumped kernel produced (graph inputs: the
+  // input of the first kernels, not a parameter) whose values differ beyond their standard:
+  // (kernel index, input slot), in execution order.
+  std::vector<std::pair<int64_t, uint32_t>> differing_graph_inputs;
 };
 
 // Compares two indexed dumps. Tensor files are mapped one pair at a time, in parallel.

@@ -13,25 +13,38 @@ namespace graphdump::analysis {
 
 // Error metrics of a tensor `a` against a reference `b` of the same element count. Elements
 // where either side is NaN/Inf are left out of the numeric metrics and counted instead.
+// Relative errors divide by max(|b|, small_value) + eps (the small-value rule: a reference
+// below `small_value` counts as `small_value`, so near-zero references do not dominate).
 struct PairMetrics {
   int64_t elements = 0;
-  int64_t finite_pairs = 0;         // elements where both sides are finite
-  double cosine = 1.0;              // a.b / (|a||b|); 1 when both are all zero, 0 when one is
-  double max_abs_err = 0;           // max |a-b|
-  double max_rel_err = 0;           // max |a-b| / (|b| + eps), eps = 2.220446049250313e-16
-  double rmse = 0;                  // sqrt(mean (a-b)^2)
+  int64_t finite_pairs = 0;  // elements where both sides are finite
+  double cosine = 1.0;       // a.b / (|a||b|); 1 when both are all zero, 0 when one is
+  double max_abs_err = 0;    // max |a-b|
+  double max_rel_err = 0;    // max |a-b| / (max(|b|, small_value) + eps), eps = 2^-52
+  double rmse = 0;           // sqrt(mean (a-b)^2)
+  // ||a-b||_2 / max(||b||_2, small_value * sqrt(finite_pairs)): the error of the whole tensor
+  // relative to its size (rmse over the reference's root mean square, floored); 0 when a == b,
+  // +inf when the reference is all zero (and small_value is 0) but a is not.
+  double norm_rel_err = 0;
   double rel_err_below_0_1pct = 1;  // share of elements with rel err < 0.001
   double rel_err_below_0_5pct = 1;  // share of elements with rel err < 0.005
-  int64_t allclose_failures = 0;    // elements with |a-b| > atol + rtol*|b| (finite pairs)
-  int64_t first_failure = -1;       // flat index of the first such element
+  // elements with |a-b| > atol + rtol*max(|b|, small_value) (finite pairs)
+  int64_t allclose_failures = 0;
+  int64_t first_failure = -1;  // flat index of the first such element
   int64_t nan_a = 0, nan_b = 0, inf_a = 0, inf_b = 0;
   int64_t nonfinite_mismatches = 0;  // positions where NaN/+Inf/-Inf differ between a and b
   int64_t first_nonfinite_mismatch = -1;
+  // Sum and sum of squares of b's finite elements (in a fixed order): with the shape, a
+  // fingerprint that tells whether two dumped tensors hold the same reference values.
+  double ref_sum = 0, ref_sum_sq = 0;
 };
 
 // Computes PairMetrics over two mapped tensors (any stored dtypes; converted to double).
+// `small_value` >= 0 is the small-value floor of the relative errors and of the elementwise
+// check (0: the plain |a-b| <= atol + rtol*|b| of torch.allclose).
 // REQUIRES: a.NumElements() == b.NumElements().
-PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol);
+PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol,
+                        double small_value = 0);
 
 // Statistics of one tensor for watchpoints and plots.
 struct TensorSummary {

@@ -1,0 +1,140 @@
+"""compare on precision runs (docs/precision.md): each model of precision_models.py run in
+float32 and with --precision bf16; compare (bf16 under test, float32 the reference) names the
+kernel that adds the error at its source line (dot_net: the bfloat16 dot; naive_var: the
+subtraction that cancels), as the first divergence and the top contributor, not its inputs,
+parameters or the kernels around it; --out, --json and the text agree, and the CSV's
+attribution columns follow from its own metrics and from NumPy on the dumped files."""
+import csv
+import json
+import math
+import os
+
+import numpy as np
+
+import gdtest as t
+import precision_fixture as p
+
+CASES = (("dot_net", ["dot_x.npy"], "dot", "DOT_LINE"),
+         ("naive_var", ["var_x.npy"], "sub", "VAR_LINE"))
+BF16_RTOL = 2.0 ** -8
+BF16_SMALL = 2.0 ** -8
+
+
+def number(text):
+    return float("nan") if text == "" else float(text)
+
+
+def norm_rel_err(path_a, path_b, small):
+    a = np.load(path_a).astype(np.float64).ravel()
+    b = np.load(path_b).astype(np.float64).ravel()
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), small * math.sqrt(b.size)))
+
+
+work = t.temp_dir()
+try:
+    for model, inputs, op, marker in CASES:
+        fp32, _, _ = p.dump_run(work, model + "_fp32", model, inputs)
+        bf16, _, _ = p.dump_run(work, model + "_bf16", model, inputs, "--precision", "bf16")
+        names = p.kernel_names(fp32)
+        target = p.find(names, op)
+        where = f"precision_models.py:{p.source_line(marker)}"
+
+        out_csv = os.path.join(work, model + ".csv")
+        code, out, err = t.run("compare", bf16, fp32, "-q", "--out", out_csv)
+        t.expect_eq(code, 1, f"{model}: a kernel adds error: {out}{err}")
+        t.expect(f"first divergence: {target} " in out and
+                 where in out.split("first divergence:")[1].splitlines()[0],
+                 f"{model}: the text names {target} at {where}: {out}")
+        ranked = out.split("kernels adding error")[1].splitlines()[1]
+        t.expect(ranked.strip().startswith("1.") and target in ranked and where in ranked,
+                 f"{model}: the ranked list starts with {target} at {where}: {ranked}")
+        t.expect("sources that differ" not in out,
+                 f"{model}: the bfloat16 casts of parameters and inputs are within the bfloat16 "
+                 f"standard, so no source is listed: {out}")
+
+        code, out, err = t.run("compare", bf16, fp32, "-q", "--json")
+        j = json.loads(out)
+        first = j["first_adding_error"]
+        t.expect_eq(first["kernel"], target, f"{model}: the first kernel adding error")
+        t.expect(first["source_line"].endswith(where),
+                 f"{model}: its user source line is {where}: {first['source_line']}")
+        t.expect_eq(j["first_failure"]["kernel"], target,
+                    f"{model}: the first kernel with verdict error is the same kernel")
+        t.expect_eq(j["contributors"][0]["kernel"], target, f"{model}: the top contributor")
+        t.expect_eq(j["contributors"][0]["contribution_rank"], 1, f"{model}: ranked first")
+        t.expect_eq([c["kernel"] for c in j["contributors"]], [target],
+                    f"{model}: no other kernel adds error")
+        t.expect_eq(j["differing_sources"], [], f"{model}: no parameter differs beyond bfloat16")
+        t.expect_eq(j["differing_graph_inputs"], [], f"{model}: nor does the graph input")
+        kernels = {k["kernel_a"]: k for k in j["kernels"]}
+        for k in j["kernels"]:
+            if k["role"] != "operator":
+                t.expect(not k["adds_error"] and k["contribution_rank"] == 0,
+                         f"{model}: {k['kernel_a']} ({k['role']}) is never named")
+        t.expect(any(k["role"] == "parameter" for k in j["kernels"]),
+                 f"{model}: the parameters were compared (role parameter)")
+        i = names.index(target)
+        t.expect(i > 0 and i + 1 < len(names), f"{model}: {target} has neighbours: {names}")
+        for neighbour in (names[i - 1], names[i + 1]):
+            k = kernels[neighbour]
+            t.expect(not k["adds_error"] and k["verdict"] != "error",
+                     f"{model}: neighbour {neighbour} does not add error: {k['verdict']} "
+                     f"{k['reason']} growth {k['growth']}")
+        after = kernels[names[i + 1]]
+        t.expect(after["verdict"] == "warning" and "inherits error" in after["reason"],
+                 f"{model}: the next kernel inherits the error: {after['reason']}")
+        k = kernels[target]
+        t.expect(k["verdict"] == "error" and k["reason"].startswith("adds error"),
+                 f"{model}: {target}: {k['reason']}")
+        t.expect(k["growth"] >= 10, f"{model}: {target} grows the error >= 10x: {k['growth']}")
+        for tensor in k["tensors"]:
+            t.expect_eq(tensor["standard"], "bfloat16",
+                        f"{model}: bfloat16 vs float32 is judged by bfloat16")
+            t.expect_eq((tensor["dtype_a"], tensor["dtype_b"]), ("bfloat16", "float32"),
+                        f"{model}: the file names' dtypes")
+
+        # With the issue's --atol 1e-2 --rtol 1e-2 the elementwise rule changes ("user"), the
+        # attribution does not: the same kernel adds the error.
+        code, out, err = t.run("compare", bf16, fp32, "-q", "--json", "--atol", "1e-2",
+                               "--rtol", "1e-2")
+        loose = json.loads(out)
+        t.expect_eq(loose["first_adding_error"]["kernel"], target,
+                    f"{model}: --atol/--rtol 1e-2 names the same kernel")
+        t.expect_eq({tt["standard"] for k in loose["kernels"] for tt in k["tensors"]}, {"user"},
+                    f"{model}: --atol/--rtol judge every tensor")
+
+        # The CSV: columns, and attribution that follows from the metrics and from NumPy.
+        with open(out_csv, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for column in ("standard", "norm_rel_err", "error", "role", "input_error",
+                       "output_error", "growth", "added_error", "adds_error",
+                       "contribution_rank"):
+            t.expect(column in rows[0], f"{model}: --out has a {column} column")
+        flagged = {r["kernel_a"] for r in rows if r["adds_error"] == "true"}
+        t.expect_eq(flagged, {target}, f"{model}: adds_error in the CSV")
+        for r in rows:
+            if r["mode"] != "tensor":
+                continue
+            expected = norm_rel_err(r["path_a"], r["path_b"], BF16_SMALL)
+            t.expect(abs(number(r["norm_rel_err"]) - expected) <= 1e-9 + 1e-6 * expected,
+                     f"{model}: norm_rel_err of {r['path_a']}: {r['norm_rel_err']} vs NumPy "
+                     f"{expected}")
+        rows_of = [r for r in rows if r["kernel_a"] == target]
+        inputs_err = max(number(r["error"]) for r in rows_of if r["io"] == "input")
+        output_err = max(number(r["error"]) for r in rows_of if r["io"] == "output")
+        r0 = rows_of[0]
+        t.expect_eq(r0["verdict"] if r0["io"] == "output" else rows_of[-1]["verdict"], "error",
+                    f"{model}: the output fails the bfloat16 standard")
+        t.expect(abs(number(r0["input_error"]) - inputs_err) <= 1e-9 * max(1, inputs_err) and
+                 abs(number(r0["output_error"]) - output_err) <= 1e-9 * max(1, output_err),
+                 f"{model}: input/output_error are the largest tensor errors")
+        growth = output_err / max(inputs_err, BF16_RTOL)
+        t.expect(abs(number(r0["growth"]) - growth) <= 1e-6 * growth,
+                 f"{model}: growth {r0['growth']} = {output_err} / max({inputs_err}, 2^-8)")
+        t.expect_eq(r0["contribution_rank"], "1", f"{model}: contribution_rank")
+        # The error the kernel adds is far beyond what bfloat16 rounding explains.
+        t.expect(output_err > 0.05 and inputs_err < 0.01,
+                 f"{model}: inputs {inputs_err}, output {output_err}")
+finally:
+    t.cleanup(work)
+t.finish()
