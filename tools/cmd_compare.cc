@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/rank_compare.h"
+#include "graphdump/internal/json_text.h"
+#include "replay_suspects.h"
 
 namespace graphdump::tools {
 namespace {
@@ -50,6 +53,30 @@ void PrintAttribution(const analysis::CompareResult& r) {
     if (shown > kShown)
       fmt::print("  ... (see --json differing_sources, differing_graph_inputs)\n");
   }
+}
+
+void PrintReplays(const analysis::CompareResult& r, const std::vector<SuspectReplay>& replays) {
+  if (replays.empty()) return;
+  fmt::print("replays of the kernels adding the most error (docs/precision.md, \"Replay\"):\n");
+  for (size_t i = 0; i < replays.size(); ++i) {
+    fmt::print("  {:2}. {}: {}\n", i + 1, r.kernels[replays[i].kernel].name_a,
+               SuspectReplayText(replays[i]));
+  }
+}
+
+// CompareResultJson with "replays": [{"kernel", "contributor", "replay"}] when replays were asked.
+std::string ResultJson(const analysis::CompareResult& r, const std::vector<SuspectReplay>& replays,
+                       bool asked) {
+  if (!asked) return analysis::CompareResultJson(r);
+  nlohmann::json j = nlohmann::json::parse(analysis::CompareResultJson(r));
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < replays.size(); ++i) {
+    list.push_back({{"kernel", r.kernels[replays[i].kernel].name_a},
+                    {"contributor", i + 1},
+                    {"replay", replays[i].result}});
+  }
+  j["replays"] = std::move(list);
+  return internal::JsonText(j, 2);
 }
 
 void PrintText(const analysis::CompareResult& r, const std::string& a, const std::string& b) {
@@ -208,6 +235,7 @@ int RunCompare(int argc, char** argv) {
   bool json = false, quiet = false;
   analysis::CompareOptions options;
   int64_t iteration = -1;
+  int replay_count = 0;
   app.add_option("A", a, "dump under test (root or rank_{id}); with --ranks the multi-rank dump")
       ->required();
   app.add_option("B", b, "reference dump (not with --ranks)");
@@ -222,6 +250,10 @@ int RunCompare(int argc, char** argv) {
   app.add_option("--rtol", options.rtol, "relative tolerance (unset one of the two: 1e-8 / 1e-5)");
   app.add_option("--out", out, "write the per-tensor CSV here (columns: docs/analysis.md)");
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
+  app.add_option("--replay", replay_count,
+                 "re-execute the first N kernels of the ranked list of kernels adding error with "
+                 "LibTorch and say whether each is inaccurate, ill-conditioned or inherits "
+                 "(graphdump replay; needs inputs in the dump)");
   app.add_flag("--json", json, "print the result as JSON");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.footer(
@@ -230,6 +262,7 @@ int RunCompare(int argc, char** argv) {
       "  graphdump compare run_a/rank_0 run_b/rank_0 --iteration 3 --atol 1e-3 --rtol 1e-2\n"
       "  graphdump compare dump/ --ranks          (every rank against rank_0)\n"
       "  graphdump compare dump/ --ranks=0,2,3 --json\n"
+      "  graphdump compare bf16/ fp32/ --replay 3    (replay the 3 kernels adding most error)\n"
       "--ranks checks one multi-rank dump: Parameter.* files, kernels whose full name contains\n"
       "AllReduce and the outputs of Default/optimizer-* kernels must agree across data-parallel\n"
       "ranks; each rank is compared against the first with --atol/--rtol, and the first\n"
@@ -260,6 +293,12 @@ int RunCompare(int argc, char** argv) {
   }
   options.progress = !quiet;
   const bool ranks = app.count("--ranks") > 0;
+  if (replay_count < 0 || replay_count > 1000 || (ranks && app.count("--replay") > 0)) {
+    fmt::print(stderr, "graphdump compare: error: --replay {}: {}\n", replay_count,
+               ranks ? "replays need a reference dump B, not --ranks"
+                     : "expected a number of kernels from 0 to 1000");
+    return kExitUsage;
+  }
   if (ranks != b.empty()) {
     fmt::print(stderr, "graphdump compare: error: {}\n",
                ranks ? "--ranks takes one dump directory, got two (" + a + ", " + b + ")"
@@ -279,10 +318,13 @@ int RunCompare(int argc, char** argv) {
     const std::string csv = analysis::CompareResultCsv(result);
     if (int written = WriteOutput("graphdump compare", out, csv)) return written;
   }
+  const std::vector<SuspectReplay> replays =
+      ReplaySuspects(result, a, b, replay_count, "compare");
   if (json) {
-    fmt::print("{}\n", analysis::CompareResultJson(result));
+    fmt::print("{}\n", ResultJson(result, replays, app.count("--replay") > 0));
   } else {
     PrintText(result, a, b);
+    PrintReplays(result, replays);
   }
   PrintSkipped("graphdump compare", result.skipped);
   if (result.kernels.empty()) {

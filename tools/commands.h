@@ -3,6 +3,9 @@
 // error, 3 runtime failure.
 #pragma once
 
+#include <optional>
+#include <string>
+
 namespace graphdump::tools {
 
 inline constexpr int kExitOk = 0;
@@ -26,6 +29,9 @@ int RunTorchRun(int argc, char** argv);    // torch_commands.cc, in graphdump-to
 int RunTorchTrain(int argc, char** argv);  // torch_commands.cc, in graphdump-torch
 int RunReplay(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch replay
 int RunTorchReplay(int argc, char** argv);  // torch_replay.cc, in graphdump-torch
+// The graphdump-torch executable beside this one, or nullopt after telling stderr (as
+// "graphdump NAME: ...") that this graphdump was built without LibTorch.
+std::optional<std::string> TorchExecutable(const char* name);
 int RunLs(int argc, char** argv);
 int RunTrace(int argc, char** argv);
 int RunCompare(int argc, char** argv);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -26,8 +27,9 @@ std::filesystem::path SelfDirectory(std::error_code& error) {
   return std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
 }
 
-// argv[0] is "graphdump <name>"; the rest are the command's arguments.
-int ExecTorchCommand(const char* name, int argc, char** argv) {
+}  // namespace
+
+std::optional<std::string> TorchExecutable(const char* name) {
   std::error_code error;
   const std::string path = (SelfDirectory(error) / kTorchExecutable).string();
   if (error || access(path.c_str(), X_OK) != 0) {
@@ -35,8 +37,18 @@ int ExecTorchCommand(const char* name, int argc, char** argv) {
                  "graphdump %s: %s is missing: this graphdump was built without LibTorch; "
                  "rebuild with -DGRAPHDUMP_WITH_TORCH=ON (the default) to run models\n",
                  name, error ? kTorchExecutable : path.c_str());
-    return kExitUsage;
+    return std::nullopt;
   }
+  return path;
+}
+
+namespace {
+
+// argv[0] is "graphdump <name>"; the rest are the command's arguments.
+int ExecTorchCommand(const char* name, int argc, char** argv) {
+  const std::optional<std::string> found = TorchExecutable(name);
+  if (!found) return kExitUsage;
+  const std::string& path = *found;
   std::vector<char*> args = {const_cast<char*>(path.c_str()), const_cast<char*>(name)};
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
