@@ -121,5 +121,6 @@ int ExecPython(int argc, char** argv) {
 int RunPython(int argc, char** argv) { return ExecPython(argc, argv); }
 int RunRun(int argc, char** argv) { return ExecTorchCommand("run", argc, argv); }
 int RunTrain(int argc, char** argv) { return ExecTorchCommand("train", argc, argv); }
+int RunBisect(int argc, char** argv) { return ExecTorchCommand("bisect", argc, argv); }
 
 }  // namespace graphdump::tools
