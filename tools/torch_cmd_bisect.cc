@@ -32,7 +32,7 @@ result misses the tolerance. The result names each kernel and its source line, a
 examples:
   graphdump bisect model.pt --input x.npy --precision bf16
   graphdump bisect model.pt --input x.npy --precision bf16 --tolerance 0.001
-  graphdump bisect model.pt --input-shape 1x3x64x64 --precision fp16 --json
+  graphdump bisect model.pt --input-shape 1x3x64x64 --precision bf16 --json
   graphdump bisect model.pt --input x.npy --precision bf16 --target Default/fc-Linear/linear-op9
 
 exit codes: 0 a set was found (or the run already matches: nothing to keep), 1 even every
@@ -130,7 +130,7 @@ class BisectPrinter {
 
   void Header() const {
     std::fprintf(out_,
-                 "graphdump bisect: %s in %s against float32; error: relative L2 of %s; "
+                 "graphdump bisect: %s in %s against float32; the relative L2 error of %s, "
                  "tolerance %s\n",
                  flags_.model.c_str(), flags_.precision.c_str(),
                  flags_.target.empty() ? "the model's output"
@@ -199,7 +199,7 @@ class BisectPrinter {
     }
     std::printf("without any one of them the error exceeds %s (pruning tried each)\n",
                 Number(flags_.tolerance).c_str());
-    std::printf("reproduce:\n  %s\n", Command(r.keep).c_str());
+    std::printf("reproduce: %s\n", Command(r.keep).c_str());
   }
 
   std::string Unreachable(const BisectResult& r) const {
