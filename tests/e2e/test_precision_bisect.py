@@ -121,6 +121,18 @@ try:
         f":{p.source_line('VAR_LINE')}") for k in var["keep"]),
         f"the cancelling subtraction is kept: {var['keep']}")
 
+    # Random inputs (--input-shape, --seed): the command repeats them, and reproduces the error.
+    code, out, err = bisect(p.model("dot_net"), "--input-shape", "16", "--seed", "3",
+                            "--precision", "bf16", "--json")
+    t.expect_eq(code, 0, f"bisect with a random input: {err}")
+    r = json.loads(out)
+    t.expect("--input-shape 16 --seed 3 --precision bf16 --keep-fp32" in r["command"]
+             and r["keep"][0]["full_name"] == k["full_name"], f"random input: {r['command']}")
+    ref = run_output("dot_net", [], "random_fp32", "--input-shape", "16", "--seed", "3",
+                     "--precision", "fp32")
+    got = p.norm_rel(reproduce(r["command"], "random_fixed"), ref)
+    t.expect(abs(got - r["error"]) <= 1e-9, f"random input reproduced: {got} vs {r['error']}")
+
     # --target: the error of one kernel's outputs. The dot's own output needs the dot.
     code, out, err = bisect(p.model("dot_net"), "--input", p.data("dot_x.npy"), "--precision",
                             "bf16", "--target", "dot", "--json")
