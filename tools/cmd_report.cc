@@ -9,25 +9,34 @@ namespace graphdump::tools {
 
 int RunReport(int argc, char** argv) {
   CLI::App app{
-      "Write one self-contained HTML report (inline SVG, no network fetches): error "
-      "metrics along the execution order with the first divergence marked, statistics "
-      "of chosen kernels across iterations, and a table of watchpoint hits.",
+      "Write one self-contained HTML report: charts first (error metrics along the execution "
+      "order with the first divergence marked; statistics of every kernel along the execution "
+      "order; statistics of the kernels that hit across iterations), tables after. NaN and "
+      "+-Inf are drawn as marked points, never dropped. d3.js is inlined into the file: no "
+      "network fetch. docs/analysis.md describes the page.",
       "graphdump report"};
-  std::string dir, out, kernel_filter, checks_text = "nan,inf,overflow";
+  std::string dir, out, checks_text = "nan,inf,overflow";
   std::vector<std::string> compare;
-  size_t max_kernels = 6;
+  analysis::SeriesSelection selection;
+  int threads = 0;
   analysis::CompareOptions options;
   app.add_option("DIR", dir, "dump to report on (not with --compare)");
   app.add_option("--compare", compare, "A B: compare two dumps")->expected(2);
   app.add_option("-o,--out", out, "HTML file to write")->required();
-  app.add_option("--kernels", kernel_filter, "plot kernels whose full name contains this text");
-  app.add_option("--max-kernels", max_kernels, "kernels to plot across iterations")
+  app.add_option("--kernels", selection.filter,
+                 "plot across iterations the kernels whose full name contains this text "
+                 "(default: the kernels that hit and the first divergence, else the first ones)");
+  app.add_option("--max-kernels", selection.limit, "kernels to plot across iterations")
       ->capture_default_str();
-  app.add_option("--check", checks_text, "watchpoints for the hit table (see watch --help)")
+  app.add_option("--check", checks_text, "watchpoints for the hits (see watch --help)")
       ->capture_default_str();
   app.add_option("--atol", options.atol, "compare: absolute tolerance")->capture_default_str();
   app.add_option("--rtol", options.rtol, "compare: relative tolerance")->capture_default_str();
+  app.add_option("--threads", threads, "worker threads (0: all cores)")->capture_default_str();
   app.footer(
+      "The charts show one rank: the first hit's, else the first divergence's, else the first.\n"
+      "The statistics along the execution order are of that hit's (or divergence's) iteration,\n"
+      "else of the last one.\n"
       "Examples:\n"
       "  graphdump report dump/ -o report.html\n"
       "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --kernels conv\n"
@@ -36,6 +45,10 @@ int RunReport(int argc, char** argv) {
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (dir.empty() == compare.empty()) {
     fmt::print(stderr, "graphdump report: error: give either DIR or --compare A B\n");
+    return kExitUsage;
+  }
+  if (threads < 0) {
+    fmt::print(stderr, "graphdump report: error: --threads must be 0 or more, got {}\n", threads);
     return kExitUsage;
   }
   auto checks = analysis::ParseWatchChecks(checks_text);
@@ -49,6 +62,7 @@ int RunReport(int argc, char** argv) {
   if (!main_index) return rc;
   analysis::ReportInput input;
   analysis::CompareResult compare_result;
+  options.threads = threads;
   if (!compare.empty()) {
     auto reference = OpenDump("graphdump report", compare[1], &rc);
     if (!reference) return rc;
@@ -58,9 +72,11 @@ int RunReport(int argc, char** argv) {
   } else {
     input.title = "graphdump report: " + dir;
   }
-  const analysis::WatchResult watch = analysis::RunWatch(*main_index, *checks, {});
+  analysis::WatchOptions watch_options;
+  watch_options.threads = threads;
+  const analysis::WatchResult watch = analysis::RunWatch(*main_index, *checks, watch_options);
   input.watch = &watch;
-  input.series = analysis::CollectKernelSeries(*main_index, kernel_filter, max_kernels);
+  analysis::CollectReportCharts(*main_index, selection, threads, &input);
   if (int written = WriteOutput("graphdump report", out, analysis::RenderReportHtml(input))) {
     return written;
   }

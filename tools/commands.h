@@ -24,6 +24,8 @@ int RunTrain(int argc, char** argv);       // torch_exec.cc: executes graphdump-
 int RunPython(int argc, char** argv);      // torch_exec.cc: executes python3 -m graphdump
 int RunTorchRun(int argc, char** argv);    // torch_commands.cc, in graphdump-torch
 int RunTorchTrain(int argc, char** argv);  // torch_commands.cc, in graphdump-torch
+int RunReplay(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch replay
+int RunTorchReplay(int argc, char** argv);  // torch_replay.cc, in graphdump-torch
 int RunBisect(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch bisect
 int RunTorchBisect(int argc, char** argv);  // torch_cmd_bisect.cc, in graphdump-torch
 int RunLs(int argc, char** argv);

@@ -28,6 +28,8 @@ constexpr Command kCommands[] = {
     {"compare", "compare two dumps and report the first diverging kernel", RunCompare},
     {"watch", "check a dump against watchpoints (nan, inf, overflow, gradients...)", RunWatch},
     {"report", "write a self-contained HTML report with plots", RunReport},
+    {"replay", "re-execute one dumped kernel: its own, conditioning and inherited error",
+     RunReplay},
 };
 
 void PrintUsage(FILE* out) {

@@ -24,6 +24,18 @@ struct TensorMeta {
   std::vector<int64_t> shape;
 };
 
+// One argument of a kernel's operator call, in the order of its schema, as `graphdump replay`
+// rebuilds the call (docs/graph-proto.md). `value` is one of
+//   input.N              the kernel's dumped input slot N (a tensor)
+//   [input.N, input.M]   a list of tensors, each a dumped input slot
+//   a constant           None, True, False, 3, -1.5, 1e-05, inf, "mean", [1, 1], [0.5, 2.0]
+//   <runtime>            a non-tensor value computed while the graph ran (x.size(0)), or a
+//                        tensor list whose length only the run knew: not recorded
+struct KernelArgument {
+  std::string name;   // the schema's name for it: "stride"
+  std::string value;  // as above
+};
+
 struct KernelInfo {
   uint32_t graph_id = 0;
   uint32_t index = 0;        // position in GraphInfo::kernels; set by the session
@@ -35,6 +47,11 @@ struct KernelInfo {
   std::vector<TensorMeta> inputs;            // as seen when the graph was compiled, may be empty
   std::vector<TensorMeta> outputs;
   std::map<std::string, std::string> attributes;  // non-tensor arguments (stride, padding...)
+  // The operator's schema as LibTorch prints it ("aten::conv2d(Tensor input, Tensor weight,
+  // Tensor? bias=None, int[2] stride=1, ...) -> Tensor") and every argument of the call in its
+  // order; empty when the host records none.
+  std::string schema;
+  std::vector<KernelArgument> arguments;
   uint32_t stream_id = 0;
   bool marked_for_dump = false;  // set_dump marked this kernel's module (dump_mode 2)
   // The host has run the graph and this kernel has not run yet: it lies in a branch not taken

@@ -13,6 +13,8 @@
 //         -> (<Tensor[float32], (1, 64, 15, 15)>)
 //         # Fullname with scope: (Default/features-Sequential/0-Conv2d/conv2d-op0)
 //         # In file /home/u/model.py(30)/        x = self.conv(x)/
+//         # Schema: aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, ...) -> Tensor
+//         # Arguments: (input=input.0, weight=input.1, bias=input.2, stride=[4, 4], ...)
 //     ...
 //   }
 //
@@ -23,6 +25,7 @@
 #include <string>
 
 #include "graphdump/graph.h"
+#include "graphdump/status.h"
 
 namespace graphdump {
 
@@ -34,6 +37,11 @@ std::string GenerateIrText(const GraphInfo& graph);
 
 // The graph as a serialized graphdump.proto.GraphProto (proto/graphdump_graph.proto).
 std::string SerializeGraphProto(const GraphInfo& graph);
+
+// The graph a serialized GraphProto (a graphs/*.pb file's `bytes`) describes, kernels in
+// execution order with their schemas and arguments. kCorrupt naming `path` when the bytes are
+// not a GraphProto or name an unknown dtype.
+StatusOr<GraphInfo> ParseGraphProto(const std::string& bytes, const std::string& path);
 
 // "<Tensor[float32], (1, 3)>"
 std::string TensorMetaToIr(const TensorMeta& meta);

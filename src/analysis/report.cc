@@ -1,17 +1,27 @@
-// report: one self-contained HTML page with inline SVG plots (no scripts, no network).
+// report: one self-contained HTML page. The C++ side gathers the numbers and writes them as one
+// JSON block of chart descriptions; report.js (inlined with d3.js, see report_assets.h) draws
+// them. Tables are plain HTML, so the page still says what happened without scripts.
 #include "graphdump/analysis/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "graphdump/analysis/npy_file.h"
-#include "graphdump/analysis/tensor_math.h"
+#include "graphdump/analysis/parallel.h"
+#include "graphdump/internal/report_assets.h"
+#include "graphdump/stats.h"
 
 namespace graphdump::analysis {
 namespace {
+
+using Json = nlohmann::json;
 
 std::string Escape(const std::string& s) {
   std::string out;
@@ -36,244 +46,729 @@ std::string Escape(const std::string& s) {
   return out;
 }
 
-struct Line {
-  std::string name;
-  std::string color;
-  std::vector<double> x, y;
-};
-
-constexpr int kWidth = 900, kHeight = 260, kLeft = 70, kRight = 20, kTop = 20, kBottom = 40;
-
-// A line chart. `marker_x` (when finite) draws the first-divergence marker.
-std::string SvgChart(const std::string& title, const std::vector<Line>& lines, bool log_y,
-                     double marker_x = NAN, const std::string& marker_label = "") {
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  // Log plots draw zeros at a tenth of the smallest positive value.
-  double floor = INFINITY;
-  for (const Line& l : lines)
-    for (double v : l.y)
-      if (v > 0 && std::isfinite(v)) floor = std::min(floor, v);
-  floor = std::isfinite(floor) ? floor / 10 : 1e-12;
-  auto ty = [&](double v) { return log_y ? std::log10(std::max(v, floor)) : v; };
-  for (const Line& l : lines) {
-    for (size_t i = 0; i < l.x.size(); ++i) {
-      if (!std::isfinite(l.y[i])) continue;
-      x0 = std::min(x0, l.x[i]);
-      x1 = std::max(x1, l.x[i]);
-      y0 = std::min(y0, ty(l.y[i]));
-      y1 = std::max(y1, ty(l.y[i]));
-    }
-  }
-  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) y1 = y0 + 1, y0 -= 1;
-  const double pw = kWidth - kLeft - kRight, ph = kHeight - kTop - kBottom;
-  auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * pw; };
-  auto py = [&](double y) { return kTop + (1 - (ty(y) - y0) / (y1 - y0)) * ph; };
-  std::string svg = fmt::format(
-      "<svg class=\"plot\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">\n<title>{}</title>\n"
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#999\"/>\n",
-      kWidth, kHeight, kWidth, kHeight, Escape(title), Escape(title), kLeft, kTop, pw, ph);
-  for (int i = 0; i <= 4; ++i) {  // y axis ticks
-    const double v = y0 + (y1 - y0) * i / 4;
-    const double y = kTop + (1 - i / 4.0) * ph;
-    svg += fmt::format(
-        "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
-        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n",
-        kLeft, y, kLeft + pw, y, kLeft - 4, y + 3,
-        log_y ? fmt::format("{:.2g}", std::pow(10.0, v)) : fmt::format("{:.8g}", v));
-  }
-  svg += fmt::format(
-      "<text x=\"{}\" y=\"{}\" font-size=\"10\">{:g}</text><text x=\"{}\" y=\"{}\" "
-      "font-size=\"10\" text-anchor=\"end\">{:g}</text>\n",
-      kLeft, kHeight - kBottom + 14, x0, kLeft + pw, kHeight - kBottom + 14, x1);
-  int legend = 0;
-  for (const Line& l : lines) {
-    std::string points;
-    for (size_t i = 0; i < l.x.size(); ++i) {
-      if (!std::isfinite(l.y[i])) continue;
-      points += fmt::format("{:.1f},{:.1f} ", px(l.x[i]), py(l.y[i]));
-    }
-    svg += fmt::format(
-        "<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" "
-        "points=\"{}\"/>\n<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"{}\">{}</text>\n",
-        l.color, points, kLeft + 10 + 160 * legend, kHeight - 8, l.color, Escape(l.name));
-    ++legend;
-  }
-  if (std::isfinite(marker_x)) {
-    const double x = px(marker_x);
-    svg += fmt::format(
-        "<g id=\"first-divergence\" class=\"first-divergence\"><line x1=\"{:.1f}\" y1=\"{}\" "
-        "x2=\"{:.1f}\" y2=\"{}\" stroke=\"#d00\" stroke-width=\"2\" stroke-dasharray=\"4 2\"/>"
-        "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" fill=\"#d00\">{}</text></g>\n",
-        x, kTop, x, kTop + ph, x + 4, kTop + 12, Escape(marker_label));
-  }
-  return svg + "</svg>\n";
+// Parameters, constants and graph inputs are written as op type "Parameter" (SPEC §5); they are
+// not kernels the graph computes, so no divergence marker sits on them.
+bool IsComputed(const std::string& op_type, int64_t iteration) {
+  return op_type != "Parameter" && iteration >= 0;
 }
 
-std::string CompareSection(const CompareResult& r) {
-  std::string html = fmt::format(
-      "<h2>Comparison</h2>\n<p>{} kernels compared: {} pass, {} warning, {} error; {} unpaired, "
-      "{} skipped files.</p>\n",
-      r.kernels.size(), r.passed, r.warnings, r.errors, r.unpaired.size(), r.skipped.size());
-  Line cosine{"cosine similarity", "#1f77b4", {}, {}};
-  Line max_abs{"max abs err", "#d62728", {}, {}};
-  Line max_rel{"max rel err", "#ff7f0e", {}, {}};
-  for (size_t i = 0; i < r.kernels.size(); ++i) {
-    double cos = 1, mabs = 0, mrel = 0;
-    bool any = false;
-    for (const TensorComparison& t : r.kernels[i].tensors) {
-      if (t.mode != "tensor") continue;
-      any = true;
-      cos = std::min(cos, t.metrics.cosine);
-      mabs = std::max(mabs, t.metrics.max_abs_err);
-      mrel = std::max(mrel, t.metrics.max_rel_err);
-    }
-    if (!any) continue;
-    cosine.x.push_back(i);
-    cosine.y.push_back(cos);
-    max_abs.x.push_back(i);
-    max_abs.y.push_back(mabs);
-    max_rel.x.push_back(i);
-    max_rel.y.push_back(mrel);
-  }
-  double marker = NAN;
-  std::string label;
-  if (r.first_failure >= 0) {
-    const KernelComparison& f = r.kernels[r.first_failure];
-    marker = static_cast<double>(r.first_failure);
-    label = "first divergence: " + f.op_type;
-    html += fmt::format(
-        "<p class=\"first-divergence-text\"><b>First divergence</b> (execution order #{}): "
-        "<code>{}</code>, iteration {}{}<br>{}</p>\n",
-        r.first_failure, Escape(f.name_a), f.iteration,
-        f.source_line.empty() ? "" : ", source " + Escape(f.source_line), Escape(f.reason));
+// The last two scope components ("layer5-Layer/Mul-op5"), at most 32 characters: an axis label.
+std::string ShortName(const std::string& full_name) {
+  size_t cut = full_name.rfind('/');
+  if (cut != std::string::npos && cut > 0) {
+    const size_t parent = full_name.rfind('/', cut - 1);
+    cut = parent == std::string::npos ? 0 : parent + 1;
   } else {
-    html += "<p>No kernel failed.</p>\n";
+    cut = 0;
   }
-  html += "<p>x axis: kernels in execution order (all compared iterations in sequence).</p>\n";
-  html += "<h3>Cosine similarity (lowest over the kernel's tensors)</h3>\n";
-  html += SvgChart("cosine similarity along execution order", {cosine}, false, marker, label);
-  html += "<h3>Max abs and max rel error (highest over the kernel's tensors, log scale)</h3>\n";
-  html += SvgChart("max abs / max rel error along execution order (log10)", {max_abs, max_rel},
-                   true, marker, label);
-  html +=
-      "<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>verdict</th><th>reason"
-      "</th><th>source</th></tr>\n";
+  std::string s = full_name.substr(cut);
+  if (s.size() > 32) s = "\u2026" + s.substr(s.size() - 31);
+  return s;
+}
+
+// A chart as report.js draws it: one x position per point, series of values parallel to points.
+// A value is a number, NaN or +-inf (drawn as marked points in bands above and below the plot,
+// never dropped and never as 0), or nullopt (no value: nothing drawn).
+struct ChartPoint {
+  std::string name;    // full kernel name (hover, data-kernel attributes)
+  std::string label;   // axis label
+  std::string detail;  // hover text: iteration, counts, verdict
+};
+
+struct ChartSeries {
+  std::string name;
+  std::string color;
+  std::vector<std::optional<double>> values;  // parallel to Chart::points
+};
+
+struct ChartMarker {
+  size_t index = 0;       // into Chart::points
+  std::string css_class;  // "first-divergence", "first-hit", "hit", "iteration-boundary"
+  std::string id;         // element id, may be empty
+  std::string label;
+};
+
+struct Chart {
+  std::string id;  // drawn into <div id="chart-{id}">
+  std::string title;
+  std::string x_title;
+  bool log_y = false;
+  bool kernel_axis = true;  // x labels are kernel names (rotated), else iterations
+  int width = 920, height = 200;
+  std::vector<ChartPoint> points;
+  std::vector<ChartSeries> series;
+  std::vector<ChartMarker> markers;
+};
+
+Chart MakeChart(std::string id, std::string title, std::string x_title, bool log_y,
+                bool kernel_axis, int width, int height) {
+  Chart c;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.x_title = std::move(x_title);
+  c.log_y = log_y;
+  c.kernel_axis = kernel_axis;
+  c.width = width;
+  c.height = height;
+  return c;
+}
+
+Json ValueJson(const std::optional<double>& v) {
+  if (!v) return nullptr;
+  if (std::isnan(*v)) return "NaN";
+  if (std::isinf(*v)) return *v > 0 ? "Inf" : "-Inf";
+  return *v;
+}
+
+Json ChartJson(const Chart& c) {
+  Json points = Json::array(), series = Json::array(), markers = Json::array();
+  for (const ChartPoint& p : c.points) {
+    points.push_back({{"name", p.name}, {"label", p.label}, {"detail", p.detail}});
+  }
+  for (const ChartSeries& s : c.series) {
+    Json values = Json::array();
+    for (const auto& v : s.values) values.push_back(ValueJson(v));
+    series.push_back({{"name", s.name}, {"color", s.color}, {"values", std::move(values)}});
+  }
+  for (const ChartMarker& m : c.markers) {
+    markers.push_back(
+        {{"index", m.index}, {"class", m.css_class}, {"id", m.id}, {"label", m.label}});
+  }
+  return {{"id", c.id},
+          {"title", c.title},
+          {"x_title", c.x_title},
+          {"log_y", c.log_y},
+          {"kernel_axis", c.kernel_axis},
+          {"width", c.width},
+          {"height", c.height},
+          {"points", std::move(points)},
+          {"series", std::move(series)},
+          {"markers", std::move(markers)}};
+}
+
+// The page under construction: HTML in order, and the charts its placeholders name.
+struct Page {
+  std::string html;
+  std::vector<Chart> charts;
+
+  void Add(Chart chart) {
+    html += fmt::format("<div class=\"chart\" id=\"chart-{}\"></div>\n", chart.id);
+    charts.push_back(std::move(chart));
+  }
+};
+
+// "; 3 NaN, 1 +Inf of 32 elements", the counts the dump holds; empty when it holds none.
+std::string CountsText(const StatPoint& p) {
+  std::vector<std::string> parts;
+  if (p.nan_count >= 0) parts.push_back(fmt::format("{} NaN", p.nan_count));
+  if (p.pos_inf_count >= 0) parts.push_back(fmt::format("{} +Inf", p.pos_inf_count));
+  if (p.neg_inf_count >= 0) parts.push_back(fmt::format("{} -Inf", p.neg_inf_count));
+  std::string s = fmt::format("{}", fmt::join(parts, ", "));
+  if (p.elements >= 0) s += fmt::format("{}{} elements", s.empty() ? "" : " of ", p.elements);
+  return s.empty() ? s : "; " + s;
+}
+
+// Two charts over statistic points: max/min/mean (linear) and l2norm (log scale).
+void AddStatCharts(Page* page, const std::string& id, const std::string& what,
+                   const std::vector<StatPoint>& stats, std::vector<ChartPoint> points,
+                   bool kernel_axis, const std::vector<ChartMarker>& markers, int width) {
+  const std::string x_title = kernel_axis ? "kernels in execution order" : "iteration";
+  Chart values =
+      MakeChart(id + "-values", what + ": max, min, mean", x_title, false, kernel_axis, width, 200);
+  Chart norm = MakeChart(id + "-l2norm", what + ": l2norm (log scale)", x_title, true, kernel_axis,
+                         width, 160);
+  values.points = points;
+  norm.points = std::move(points);
+  values.markers = norm.markers = markers;
+  ChartSeries max{"max", "#d62728", {}}, min{"min", "#1f77b4", {}}, mean{"mean", "#2ca02c", {}},
+      l2{"l2norm", "#9467bd", {}};
+  for (const StatPoint& p : stats) {
+    max.values.push_back(p.max);
+    min.values.push_back(p.min);
+    mean.values.push_back(p.mean);
+    l2.values.push_back(p.l2norm);
+  }
+  // A statistic the dump does not hold (statistic.csv without "Avg Value") gets no legend entry.
+  for (ChartSeries* s : {&max, &min, &mean}) {
+    if (std::any_of(s->values.begin(), s->values.end(), [](const auto& v) { return v; })) {
+      values.series.push_back(std::move(*s));
+    }
+  }
+  norm.series = {l2};
+  page->Add(std::move(values));
+  page->Add(std::move(norm));
+}
+
+// Worst of the values: the lowest (cosine) or highest (errors); NaN wins, it is the news.
+void Worse(std::optional<double>* acc, double v, bool lowest) {
+  if (acc->has_value() && std::isnan(**acc)) return;
+  if (!acc->has_value() || std::isnan(v) || (lowest ? v < **acc : v > **acc)) *acc = v;
+}
+
+// The worst metrics of a kernel's inputs or of its outputs; nullopt where none was compared.
+struct SideMetrics {
+  std::optional<double> cosine, max_abs, max_rel;  // over the tensors compared as tensors
+  std::optional<double> stat_diff;                 // over the tensors compared by statistics
+};
+
+SideMetrics WorstOf(const KernelComparison& k, bool inputs) {
+  SideMetrics w;
+  for (const TensorComparison& t : k.tensors) {
+    if (t.is_input != inputs) continue;
+    if (t.mode == "tensor") {
+      // The metrics are over the pairs where both sides are finite; where NaN or Inf sits in
+      // one side only, |a-b| over the whole tensor is NaN (or Inf): draw that, not the rest.
+      const PairMetrics& m = t.metrics;
+      const bool mismatch = m.nonfinite_mismatches > 0;
+      const double whole = m.nan_a > 0 || m.nan_b > 0 ? NAN : INFINITY;
+      Worse(&w.cosine, mismatch ? NAN : m.cosine, true);
+      Worse(&w.max_abs, mismatch ? whole : m.max_abs_err, false);
+      Worse(&w.max_rel, mismatch ? whole : m.max_rel_err, false);
+    } else if (t.mode == "statistic") {
+      for (const auto& [column, diff] : t.stat_diffs) Worse(&w.stat_diff, diff, false);
+    }
+  }
+  return w;
+}
+
+// The comparison's charts. Each is one point per computed kernel and iteration (`points`) with
+// series of values parallel to it: a view over more per-kernel numbers (the inputs' error beside
+// the outputs') is one more ChartSeries filled in the loop, or one more Chart sharing `points`.
+void CompareSection(const CompareResult& r, Page* page) {
+  page->html += "<h2>Comparison along the execution order</h2>\n";
+  // Parameters and constants are compared too (the tables list them) but are not kernels of the
+  // order, so they are not drawn.
+  Chart cosine = MakeChart("compare-cosine", "cosine similarity along the execution order",
+                           "kernels in execution order", false, true, 920, 200);
+  Chart errors =
+      MakeChart("compare-errors", "max abs / max rel error along the execution order (log scale)",
+                "kernels in execution order", true, true, 920, 200);
+  ChartSeries cos{"cosine similarity", "#1f77b4", {}}, abs{"max abs err", "#d62728", {}},
+      rel{"max rel err", "#ff7f0e", {}}, stat{"statistics rel diff", "#8c564b", {}};
+  int64_t first_position = -1;
+  const std::optional<std::string> first = FirstFailingKernel(r, &first_position);
+  std::tuple<uint32_t, uint32_t, int64_t> group{~0u, ~0u, -2};
+  size_t groups = 0;
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    const KernelComparison& k = r.kernels[i];
+    if (!IsComputed(k.op_type, k.iteration)) continue;
+    // The kernel's outputs; its inputs only when no output was compared (an input-only dump).
+    const bool outputs =
+        std::any_of(k.tensors.begin(), k.tensors.end(),
+                    [](const TensorComparison& t) { return !t.is_input && t.mode != "missing"; });
+    const SideMetrics w = WorstOf(k, /*inputs=*/!outputs);
+    const size_t index = cosine.points.size();
+    if (std::make_tuple(k.rank, k.graph_id, k.iteration) != group) {
+      group = {k.rank, k.graph_id, k.iteration};
+      if (groups++ > 0) {
+        cosine.markers.push_back(
+            {index, "iteration-boundary", "", fmt::format("iteration {}", k.iteration)});
+      }
+    }
+    std::string detail = fmt::format("rank {}, graph {}, iteration {}: {}", k.rank, k.graph_id,
+                                     k.iteration, VerdictName(k.verdict));
+    if (!k.reason.empty()) detail += " (" + k.reason + ")";
+    if (k.name_b != k.name_a) detail += "; paired with " + k.name_b;
+    if (!k.source_line.empty()) detail += "; source " + k.source_line;
+    cosine.points.push_back({k.name_a, ShortName(k.name_a), detail});
+    cos.values.push_back(w.cosine);
+    abs.values.push_back(w.max_abs);
+    rel.values.push_back(w.max_rel);
+    stat.values.push_back(w.stat_diff);
+    if (static_cast<int64_t>(i) == first_position) {
+      cosine.markers.push_back({index, "first-divergence", "first-divergence",
+                                "first divergence: " + ShortName(k.name_a)});
+    }
+  }
+  errors.points = cosine.points;
+  errors.markers = cosine.markers;
+  for (ChartMarker& m : errors.markers) m.id.clear();  // ids are unique in the page
+  cosine.series = {cos};
+  errors.series = {abs, rel};
+  // Kernels compared only by their statistics get their own series, not a made-up tensor error.
+  if (std::any_of(stat.values.begin(), stat.values.end(), [](const auto& v) { return v; })) {
+    errors.series.push_back(stat);
+  }
+  if (cosine.points.empty()) {
+    page->html += "<p>No computed kernel was compared.</p>\n";
+    return;
+  }
+  page->html +=
+      "<p>One point per kernel and iteration, kernels in execution order (hover a point or a "
+      "label for the full name). Values of the kernel's outputs (its inputs where only inputs "
+      "were dumped).</p>\n<h3>Cosine similarity (lowest over the kernel's tensors)</h3>\n";
+  page->Add(std::move(cosine));
+  page->html += "<h3>Max abs and max rel error (highest over the kernel's tensors)</h3>\n";
+  page->Add(std::move(errors));
+}
+
+std::string OrderPointDetail(const StatPoint& p) {
+  return fmt::format("iteration {}, output 0{}", p.iteration, CountsText(p));
+}
+
+void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watch,
+                  const CompareResult* compare, Page* page) {
+  if (order.empty()) return;
+  page->html += fmt::format(
+      "<h2>Statistics along the execution order (rank {}, iteration {})</h2>\n<p>Output 0 of "
+      "every kernel the graph computes, in execution order.</p>\n",
+      order[0].rank, order[0].iteration);
+  int64_t first_position = -1;
+  if (compare) FirstFailingKernel(*compare, &first_position);
+  for (const OrderSeries& o : order) {
+    if (order.size() > 1) page->html += fmt::format("<h3>Graph {}</h3>\n", o.graph_id);
+    if (o.points.empty()) {
+      page->html += "<p>No output of a computed kernel was dumped in this iteration.</p>\n";
+      continue;
+    }
+    std::vector<ChartPoint> points;
+    std::map<std::string, size_t> position;
+    for (const StatPoint& p : o.points) {
+      position.emplace(p.kernel, points.size());
+      points.push_back({p.kernel, ShortName(p.kernel), OrderPointDetail(p)});
+    }
+    std::vector<ChartMarker> markers;
+    if (watch) {
+      for (const WatchHit& h : watch->hits) {
+        if (h.rank != o.rank || h.graph_id != o.graph_id || h.iteration != o.iteration) continue;
+        auto it = position.find(h.kernel);
+        if (it == position.end()) continue;
+        markers.push_back({it->second, "first-hit", "", "first hit: " + h.check});
+        break;
+      }
+    }
+    if (first_position >= 0) {
+      const KernelComparison& k = compare->kernels[first_position];
+      auto it = position.find(k.name_a);
+      if (k.rank == o.rank && k.graph_id == o.graph_id && k.iteration == o.iteration &&
+          it != position.end()) {
+        markers.push_back({it->second, "first-divergence", "", "first divergence"});
+      }
+    }
+    AddStatCharts(page, fmt::format("order-{}", o.graph_id), "output 0 along the order", o.points,
+                  std::move(points), true, markers, 920);
+  }
+}
+
+void SeriesSection(const std::vector<KernelSeries>& series, size_t iterations,
+                   const WatchResult* watch, Page* page) {
+  page->html += "<h2>Statistics across iterations</h2>\n";
+  if (iterations <= 1) {
+    page->html +=
+        "<p>The dump holds one iteration: the charts along the execution order above show "
+        "every kernel of it.</p>\n";
+    return;
+  }
+  if (series.empty()) {
+    page->html += "<p>No kernel selected.</p>\n";
+    return;
+  }
+  for (size_t n = 0; n < series.size(); ++n) {
+    const KernelSeries& s = series[n];
+    page->html += "<h3><code>" + Escape(s.kernel) + "</code> output 0</h3>\n<div class=\"pair\">";
+    std::vector<ChartPoint> points;
+    std::vector<ChartMarker> markers;
+    std::set<int64_t> hit_iterations;
+    if (watch) {
+      for (const WatchHit& h : watch->hits) {
+        if (h.kernel == s.kernel) hit_iterations.insert(h.iteration);
+      }
+    }
+    for (const StatPoint& p : s.points) {
+      if (hit_iterations.count(p.iteration)) {
+        markers.push_back({points.size(), "hit", "", "hit"});
+        hit_iterations.erase(p.iteration);  // one marker per iteration
+      }
+      points.push_back({s.kernel, std::to_string(p.iteration),
+                        fmt::format("iteration {}, output 0{}", p.iteration, CountsText(p))});
+    }
+    AddStatCharts(page, fmt::format("series-{}", n), "output 0", s.points, std::move(points), false,
+                  markers, 455);
+    page->html += "</div>\n";
+  }
+}
+
+void CompareTables(const CompareResult& r, std::string* html) {
+  int failing = 0;
+  for (const KernelComparison& k : r.kernels) failing += k.verdict != Verdict::kPass;
+  *html += fmt::format(
+      "<details id=\"compare-table\"><summary>Kernels that did not pass ({}; first 200)</summary>\n"
+      "<table><tr><th>#</th><th>rank</th><th>graph</th><th>iteration</th><th>kernel</th>"
+      "<th>verdict</th><th>reason</th><th>source</th></tr>\n",
+      failing);
   int shown = 0;
   for (size_t i = 0; i < r.kernels.size() && shown < 200; ++i) {
     const KernelComparison& k = r.kernels[i];
     if (k.verdict == Verdict::kPass) continue;
     ++shown;
-    html += fmt::format(
-        "<tr class=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>"
-        "<td>{}</td></tr>\n",
-        VerdictName(k.verdict), i, k.iteration, Escape(k.name_a), VerdictName(k.verdict),
-        Escape(k.reason), Escape(k.source_line));
+    html->append(fmt::format(
+        "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        VerdictName(k.verdict), i, k.rank, k.graph_id, k.iteration, Escape(k.name_a),
+        IsComputed(k.op_type, k.iteration) ? "" : " (parameter or constant)",
+        VerdictName(k.verdict), Escape(k.reason), Escape(k.source_line)));
   }
-  return html + "</table>\n";
+  *html += "</table></details>\n";
+  if (!r.unpaired.empty() || !r.skipped.empty()) {
+    *html += fmt::format(
+        "<details id=\"compare-unpaired\"><summary>Unpaired kernels ({}) and skipped files ({})"
+        "</summary>\n<ul>\n",
+        r.unpaired.size(), r.skipped.size());
+    for (size_t i = 0; i < r.unpaired.size() && i < 200; ++i) {
+      const UnpairedKernel& u = r.unpaired[i];
+      *html += fmt::format("<li>only in {}: rank {} graph {} iteration {} <code>{}</code></li>\n",
+                           u.side, u.rank, u.graph_id, u.iteration, Escape(u.full_name));
+    }
+    for (size_t i = 0; i < r.skipped.size() && i < 200; ++i) {
+      *html += fmt::format("<li>skipped <code>{}</code>: {}</li>\n", Escape(r.skipped[i].path),
+                           Escape(r.skipped[i].reason));
+    }
+    *html += "</ul></details>\n";
+  }
 }
 
-std::string WatchSection(const WatchResult& w) {
-  std::string html = fmt::format(
-      "<h2>Watchpoint hits</h2>\n<p>{} tensors checked, {} hits, {} skipped files.</p>\n"
-      "<table id=\"watch-hits\"><tr><th>iteration</th><th>kernel</th><th>tensor</th><th>check"
-      "</th><th>detail</th><th>source</th></tr>\n",
-      w.tensors_checked, w.hits.size(), w.skipped.size());
+void WatchTable(const WatchResult& w, std::string* html) {
+  *html += fmt::format(
+      "<details id=\"watch-table\"><summary>Watchpoint hits ({}; first 500)</summary>\n"
+      "<table id=\"watch-hits\"><tr><th>rank</th><th>graph</th><th>iteration</th><th>kernel</th>"
+      "<th>tensor</th><th>check</th><th>detail</th><th>source</th></tr>\n",
+      w.hits.size());
   for (size_t i = 0; i < w.hits.size() && i < 500; ++i) {
     const WatchHit& h = w.hits[i];
-    html += fmt::format(
-        "<tr{}><td>{}</td><td><code>{}</code></td><td>{} {}</td><td>{}</td><td>{}</td><td>{}"
-        "</td></tr>\n",
-        i == 0 ? " class=\"first-hit\"" : "", h.iteration, Escape(h.kernel),
+    html->append(fmt::format(
+        "<tr{}><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{} {}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td></tr>\n",
+        i == 0 ? " class=\"first-hit\"" : "", h.rank, h.graph_id, h.iteration, Escape(h.kernel),
         h.is_input ? "input" : "output", h.slot, Escape(h.check), Escape(h.detail),
-        Escape(h.source_line));
+        Escape(h.source_line)));
   }
-  return html + "</table>\n";
+  *html += "</table></details>\n";
 }
 
-std::string SeriesSection(const std::vector<KernelSeries>& series) {
-  std::string html = "<h2>Statistics across iterations</h2>\n";
-  if (series.empty()) return html + "<p>No kernel selected.</p>\n";
-  for (const KernelSeries& s : series) {
-    std::vector<double> x(s.iterations.begin(), s.iterations.end());
-    html += "<h3><code>" + Escape(s.kernel) + "</code> output 0</h3>\n";
-    html += SvgChart(s.kernel,
-                     {{"max", "#d62728", x, s.max},
-                      {"min", "#1f77b4", x, s.min},
-                      {"mean", "#2ca02c", x, s.mean},
-                      {"l2norm", "#9467bd", x, s.l2norm}},
-                     false);
+std::string Summary(const ReportInput& input) {
+  std::string html = "<section id=\"summary\"><ul>\n";
+  if (const CompareResult* r = input.compare) {
+    html += fmt::format(
+        "<li>{} kernel comparisons: {} pass, {} warning, {} error; {} unpaired, {} skipped "
+        "files.</li>\n",
+        r->kernels.size(), r->passed, r->warnings, r->errors, r->unpaired.size(),
+        r->skipped.size());
+    int64_t position = -1;
+    if (FirstFailingKernel(*r, &position)) {
+      const KernelComparison& f = r->kernels[position];
+      html += fmt::format(
+          "<li class=\"first-divergence-text\"><b>First divergence</b>: <a "
+          "href=\"#first-divergence\"><code>{}</code></a> (rank {}, graph {}, iteration {}, "
+          "execution order {}){}: {}</li>\n",
+          Escape(f.name_a), f.rank, f.graph_id, f.iteration, f.order,
+          f.source_line.empty() ? "" : ", source " + Escape(f.source_line), Escape(f.reason));
+    } else {
+      html += "<li>No computed kernel failed.</li>\n";
+    }
+    if (r->first_failure >= 0 && r->first_failure != position) {
+      const KernelComparison& p = r->kernels[r->first_failure];
+      html += fmt::format(
+          "<li>A parameter or constant differs{}: <code>{}</code> (iteration {}): {}</li>\n",
+          position >= 0 ? " before it" : "", Escape(p.name_a), p.iteration, Escape(p.reason));
+    }
   }
-  return html;
+  if (const WatchResult* w = input.watch) {
+    if (w->hits.empty()) {
+      html += fmt::format("<li>No watchpoint hit ({} tensors checked).</li>\n", w->tensors_checked);
+    } else {
+      const WatchHit& h = w->hits[0];
+      html += fmt::format(
+          "<li class=\"first-hit-text\"><b>First watchpoint hit</b>: <code>{}</code> {} {} "
+          "(rank {}, graph {}, iteration {}){}: {} {}; {} hits in all.</li>\n",
+          Escape(h.kernel), h.is_input ? "input" : "output", h.slot, h.rank, h.graph_id,
+          h.iteration, h.source_line.empty() ? "" : ", source " + Escape(h.source_line),
+          Escape(h.check), Escape(h.detail), w->hits.size());
+    }
+  }
+  return html + "</ul></section>\n";
+}
+
+// JSON for a <script> element: "<" never appears raw, so no "</script>" or "<!--" can end it.
+std::string ScriptSafeJson(const Json& j) {
+  const std::string text = j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// From a statistic.csv row: the value of `column` when it is there and a number ("nan", "inf"
+// and "-inf" included).
+std::optional<double> RowValue(const StatisticRow& row, const char* column) {
+  auto v = row.values.find(column);
+  if (v == row.values.end()) return std::nullopt;
+  const char* text = v->second.c_str();
+  char* end = nullptr;
+  const double d = std::strtod(text, &end);
+  if (end == text) return std::nullopt;
+  return d;
+}
+
+int64_t RowCount(const StatisticRow& row, const char* column) {
+  const std::optional<double> v = RowValue(row, column);
+  return v && std::isfinite(*v) ? static_cast<int64_t>(*v) : -1;
+}
+
+// Output 0's statistics, or nullopt when the kernel has none or its file cannot be read.
+std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) {
+  auto out = std::find_if(k.tensors.begin(), k.tensors.end(),
+                          [](const TensorEntry& t) { return !t.is_input && t.slot == 0; });
+  if (out == k.tensors.end()) return std::nullopt;
+  StatPoint p;
+  p.kernel = k.full_name;
+  p.iteration = iteration;
+  if (out->stats) {
+    const StatisticRow& row = *out->stats;
+    p.max = RowValue(row, "Max Value");
+    p.min = RowValue(row, "Min Value");
+    p.mean = RowValue(row, "Avg Value");
+    p.l2norm = RowValue(row, "L2Norm Value");
+    p.elements = RowCount(row, "Count");
+    if (p.elements < 0 && !row.shape.empty()) {
+      p.elements = 1;
+      for (int64_t d : row.shape) p.elements *= d;  // ParseStatisticCsv checked it fits
+    }
+    p.nan_count = RowCount(row, "NaN Count");
+    p.pos_inf_count = RowCount(row, "Positive Inf Count");
+    p.neg_inf_count = RowCount(row, "Negative Inf Count");
+    if (p.max || p.min || p.mean || p.l2norm) return p;
+  }
+  if (out->path.empty()) return std::nullopt;
+  auto npy = OpenTensor(*out);
+  if (!npy.ok()) return std::nullopt;
+  // The core's statistics: what statistic.csv would say (NaN when any element is NaN).
+  const TensorStats s =
+      ComputeStats((*npy)->info().dtype, (*npy)->data(), (*npy)->NumElements(), StatsRequest{});
+  p.max = s.max;
+  p.min = s.min;
+  p.mean = s.avg;
+  p.l2norm = s.l2norm;
+  p.elements = static_cast<int64_t>(s.count);
+  p.nan_count = static_cast<int64_t>(s.nan_count);
+  p.pos_inf_count = static_cast<int64_t>(s.positive_inf_count);
+  p.neg_inf_count = static_cast<int64_t>(s.negative_inf_count);
+  if (s.count == 0) p.max = p.min = p.mean = std::nullopt;  // an empty tensor has no extremes
+  return p;
+}
+
+const RankEntry* FindRank(const DumpIndex& index, uint32_t rank) {
+  for (const RankEntry& r : index.ranks) {
+    if (r.rank == rank) return &r;
+  }
+  return index.ranks.empty() ? nullptr : &index.ranks[0];
 }
 
 }  // namespace
 
-std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, const std::string& filter,
-                                              size_t limit) {
+std::optional<std::string> FirstFailingKernel(const CompareResult& compare, int64_t* position) {
+  // `kernels` is sorted by rank, graph, iteration and order; the first error among computed
+  // kernels in that order is the first divergence (CompareDumps' own first_failure may be a
+  // parameter, which is listed first in its iteration).
+  for (size_t i = 0; i < compare.kernels.size(); ++i) {
+    const KernelComparison& k = compare.kernels[i];
+    if (k.verdict != Verdict::kError || !IsComputed(k.op_type, k.iteration)) continue;
+    if (position) *position = static_cast<int64_t>(i);
+    return k.name_a;
+  }
+  if (position) *position = -1;
+  return std::nullopt;
+}
+
+ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
+                              const CompareResult* compare) {
+  ReportFocus focus;
+  if (watch) {
+    for (const WatchHit& h : FirstHitPerRank(*watch)) {
+      if (h.iteration < 0) continue;
+      return {h.rank, h.iteration};
+    }
+  }
+  int64_t position = -1;
+  if (compare && FirstFailingKernel(*compare, &position)) {
+    const KernelComparison& k = compare->kernels[position];
+    return {k.rank, k.iteration};
+  }
+  const RankEntry* rank = FindRank(index, 0);
+  if (!rank) return focus;
+  focus.rank = rank->rank;
+  focus.iteration = 0;
+  for (const GraphEntry& g : rank->graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.iteration >= 0) focus.iteration = it.iteration;  // ascending: the last one wins
+    }
+    if (!g.iterations.empty()) break;
+  }
+  return focus;
+}
+
+std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, uint32_t rank_id,
+                                              const SeriesSelection& selection) {
   std::vector<KernelSeries> series;
-  for (const RankEntry& r : index.ranks) {
-    for (const GraphEntry& g : r.graphs) {
-      for (const IterationEntry& it : g.iterations) {
-        if (it.iteration < 0) continue;
-        for (const KernelEntry& k : it.kernels) {
-          if (k.is_parameter || (!filter.empty() && k.full_name.find(filter) == std::string::npos))
-            continue;
-          auto s = std::find_if(series.begin(), series.end(),
-                                [&](const KernelSeries& x) { return x.kernel == k.full_name; });
-          if (s == series.end()) {
-            if (series.size() >= limit) continue;
-            series.push_back({k.full_name, {}, {}, {}, {}, {}});
-            s = series.end() - 1;
+  const RankEntry* rank = FindRank(index, rank_id);
+  if (!rank || selection.limit == 0) return series;
+  // The kernels, in execution order of their first appearance.
+  std::vector<std::string> names;
+  std::set<std::string> known;
+  for (const GraphEntry& g : rank->graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.iteration < 0) continue;
+      for (const KernelEntry& k : it.kernels) {
+        if (known.insert(k.full_name).second) names.push_back(k.full_name);
+      }
+    }
+  }
+  std::vector<std::string> chosen;
+  auto take = [&](const std::string& name) {
+    if (chosen.size() < selection.limit &&
+        std::find(chosen.begin(), chosen.end(), name) == chosen.end()) {
+      chosen.push_back(name);
+    }
+  };
+  if (!selection.filter.empty()) {
+    for (const std::string& n : names) {
+      if (n.find(selection.filter) != std::string::npos) take(n);
+    }
+  } else {
+    for (const std::string& n : selection.preferred) {
+      if (known.count(n)) take(n);
+    }
+    if (chosen.empty()) {
+      for (const GraphEntry& g : rank->graphs) {
+        for (const IterationEntry& it : g.iterations) {
+          for (const KernelEntry& k : it.kernels) {
+            if (IsComputed(k.op_type, it.iteration)) take(k.full_name);
           }
-          auto out = std::find_if(k.tensors.begin(), k.tensors.end(),
-                                  [](const TensorEntry& t) { return !t.is_input && t.slot == 0; });
-          if (out == k.tensors.end()) continue;
-          TensorSummary sum;
-          if (!out->path.empty()) {
-            auto npy = OpenTensor(*out);
-            if (!npy.ok()) continue;
-            sum = SummarizeTensor(**npy);
-          } else if (out->stats) {
-            auto get = [&](const char* c) {
-              auto v = out->stats->values.find(c);
-              return v == out->stats->values.end() ? NAN : std::strtod(v->second.c_str(), nullptr);
-            };
-            sum.max = get("Max Value");
-            sum.min = get("Min Value");
-            sum.mean = get("Avg Value");
-            sum.l2norm = get("L2Norm Value");
-          } else {
-            continue;
-          }
-          s->iterations.push_back(it.iteration);
-          s->max.push_back(sum.max);
-          s->min.push_back(sum.min);
-          s->mean.push_back(sum.mean);
-          s->l2norm.push_back(sum.l2norm);
         }
       }
     }
   }
+  // In execution order, whatever order the preferred names came in.
+  std::stable_sort(chosen.begin(), chosen.end(), [&](const std::string& a, const std::string& b) {
+    return std::find(names.begin(), names.end(), a) < std::find(names.begin(), names.end(), b);
+  });
+  for (const std::string& name : chosen) series.push_back({name, {}});
+  for (const GraphEntry& g : rank->graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.iteration < 0) continue;
+      for (const KernelEntry& k : it.kernels) {
+        auto s = std::find_if(series.begin(), series.end(),
+                              [&](const KernelSeries& x) { return x.kernel == k.full_name; });
+        if (s == series.end()) continue;
+        if (std::optional<StatPoint> p = ReadStatPoint(k, it.iteration)) {
+          s->points.push_back(std::move(*p));
+        }
+      }
+    }
+  }
+  for (KernelSeries& s : series) {
+    std::stable_sort(s.points.begin(), s.points.end(), [](const StatPoint& a, const StatPoint& b) {
+      return a.iteration < b.iteration;
+    });
+  }
   return series;
 }
 
+std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const ReportFocus& focus,
+                                            int threads) {
+  std::vector<OrderSeries> result;
+  const RankEntry* rank = FindRank(index, focus.rank);
+  if (!rank) return result;
+  for (const GraphEntry& g : rank->graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.iteration != focus.iteration) continue;
+      std::vector<const KernelEntry*> kernels;
+      for (const KernelEntry& k : it.kernels) {
+        if (IsComputed(k.op_type, it.iteration)) kernels.push_back(&k);
+      }
+      std::vector<std::optional<StatPoint>> points(kernels.size());
+      ParallelFor(kernels.size(), threads > 0 ? threads : DefaultThreads(), "report",
+                  [&](size_t i) { points[i] = ReadStatPoint(*kernels[i], it.iteration); });
+      OrderSeries o{rank->rank, g.graph_id, it.iteration, {}};
+      for (auto& p : points) {
+        if (p) o.points.push_back(std::move(*p));
+      }
+      result.push_back(std::move(o));
+    }
+  }
+  return result;
+}
+
+void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
+                         ReportInput* input) {
+  const ReportFocus focus = ChooseReportFocus(index, input->watch, input->compare);
+  if (input->watch) {
+    for (const WatchHit& h : input->watch->hits) {
+      if (h.rank == focus.rank) selection.preferred.push_back(h.kernel);
+    }
+  }
+  if (input->compare) {
+    if (std::optional<std::string> first = FirstFailingKernel(*input->compare)) {
+      selection.preferred.push_back(*first);
+    }
+  }
+  std::set<int64_t> iterations;
+  if (const RankEntry* rank = FindRank(index, focus.rank)) {
+    for (const GraphEntry& g : rank->graphs) {
+      for (const IterationEntry& it : g.iterations) {
+        if (it.iteration >= 0) iterations.insert(it.iteration);
+      }
+    }
+  }
+  input->iterations = iterations.size();
+  input->order = CollectOrderSeries(index, focus, threads);
+  input->series = CollectKernelSeries(index, focus.rank, selection);
+}
+
 std::string RenderReportHtml(const ReportInput& input) {
-  std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>" +
-      Escape(input.title) +
-      "</title>\n<style>body{font-family:sans-serif;margin:2em;max-width:1000px}"
-      "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px;"
-      "text-align:left}tr.error td{background:#fdd}tr.warning td{background:#ffd}"
-      "tr.first-hit td{background:#fcc;font-weight:bold}svg.plot{display:block;margin:1em 0}"
-      "code{font-size:11px}</style>\n</head><body>\n<h1>" +
-      Escape(input.title) + "</h1>\n";
-  if (input.compare) html += CompareSection(*input.compare);
-  if (input.watch) html += WatchSection(*input.watch);
-  html += SeriesSection(input.series);
-  return html + "</body></html>\n";
+  Page page;
+  page.html = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>{0}</title>\n"
+      "<style>body{{font-family:sans-serif;margin:1.5em;max-width:960px}}"
+      "h2{{border-bottom:1px solid #ccc;margin-top:1.5em}}h3{{font-size:14px;margin:1em 0 0}}"
+      "table{{border-collapse:collapse;font-size:12px}}td,th{{border:1px solid #ccc;"
+      "padding:2px 6px;text-align:left}}tr.error td{{background:#fdd}}"
+      "tr.warning td{{background:#ffd}}tr.first-hit td{{background:#fcc;font-weight:bold}}"
+      "details{{margin:.6em 0}}summary{{cursor:pointer;font-weight:bold}}"
+      "svg.plot{{display:block;margin:.3em "
+      "0;font-size:10px;overflow:visible}}div.pair{{display:flex;gap:10px}}"
+      "code{{font-size:11px}}.legend text{{font-size:11px}}.band text{{font-size:10px;"
+      "fill:#900}}</style>\n</head><body>\n<h1>{0}</h1>\n",
+      Escape(input.title));
+  page.html += Summary(input);
+  page.html +=
+      "<noscript><p>The charts are drawn by the page's inline script; with scripts off, the "
+      "tables below still list every finding.</p></noscript>\n<section id=\"plots\">\n";
+  if (input.compare) CompareSection(*input.compare, &page);
+  OrderSection(input.order, input.watch, input.compare, &page);
+  SeriesSection(input.series, input.iterations, input.watch, &page);
+  page.html += "</section>\n<section id=\"tables\">\n<h2>Tables</h2>\n";
+  if (input.compare) CompareTables(*input.compare, &page.html);
+  if (input.watch) WatchTable(*input.watch, &page.html);
+  page.html += "</section>\n";
+  Json charts = Json::array();
+  for (const Chart& c : page.charts) charts.push_back(ChartJson(c));
+  page.html += "<script type=\"application/json\" id=\"report-data\">" +
+               ScriptSafeJson({{"charts", std::move(charts)}}) + "</script>\n";
+  // d3.js is BSD-3-Clause: its notice travels with the copy.
+  page.html +=
+      "<script>/* D3.js 3.x, Copyright (C) 2013 Michael Bostock, BSD-3-Clause license; "
+      "inlined from Debian's libjs-d3. */\n";
+  page.html += internal::D3Js();
+  page.html += "\n</script>\n<script>\n";
+  page.html += internal::ReportJs();
+  page.html += "\n</script>\n</body></html>\n";
+  return page.html;
 }
 
 }  // namespace graphdump::analysis

@@ -55,6 +55,14 @@ void KernelToIr(const KernelInfo& k, std::string* out) {
     fmt::format_to(std::back_inserter(*out), "      # In file {}({})/{}/\n", loc.file, loc.line,
                    OneLine(loc.code));
   }
+  if (!k.schema.empty()) fmt::format_to(std::back_inserter(*out), "      # Schema: {}\n", k.schema);
+  if (!k.arguments.empty()) {
+    std::string args;
+    for (const KernelArgument& a : k.arguments) {
+      args += (args.empty() ? "" : ", ") + a.name + "=" + OneLine(a.value);
+    }
+    fmt::format_to(std::back_inserter(*out), "      # Arguments: ({})\n", args);
+  }
 }
 
 }  // namespace
@@ -112,8 +120,53 @@ std::string SerializeGraphProto(const GraphInfo& graph) {
       ap->set_name(name);
       ap->set_value(value);
     }
+    kp->set_schema(k.schema);
+    for (const KernelArgument& a : k.arguments) {
+      proto::AttributeProto* ap = kp->add_arguments();
+      ap->set_name(a.name);
+      ap->set_value(a.value);
+    }
   }
   return g.SerializeAsString();
+}
+
+StatusOr<GraphInfo> ParseGraphProto(const std::string& bytes, const std::string& path) {
+  proto::GraphProto g;
+  if (!g.ParseFromString(bytes)) {
+    return Status::Corrupt(path + ": not a graphdump graph file (GraphProto, docs/graph-proto.md)");
+  }
+  GraphInfo graph;
+  graph.graph_id = g.graph_id();
+  graph.name = g.name();
+  auto meta = [&](const proto::TensorMetaProto& p, std::vector<TensorMeta>* out) -> Status {
+    auto dtype = DTypeFromName(p.dtype());
+    if (!dtype) {
+      return Status::Corrupt(path + ": unknown dtype '" + p.dtype() + "' in a kernel's metadata");
+    }
+    out->push_back({*dtype, std::vector<int64_t>(p.shape().begin(), p.shape().end())});
+    return Status::Ok();
+  };
+  for (const proto::KernelProto& kp : g.kernels()) {
+    KernelInfo k;
+    k.graph_id = graph.graph_id;
+    k.index = kp.index();
+    k.full_name = kp.full_name();
+    k.op_type = kp.op_type();
+    k.module_path = kp.module_path();
+    k.stream_id = kp.stream_id();
+    k.not_run = kp.not_run();
+    for (const auto& sp : kp.source_trace()) {
+      k.source_trace.push_back({sp.file(), sp.line(), sp.column(), sp.code()});
+    }
+    for (const auto& m : kp.inputs()) GRAPHDUMP_RETURN_IF_ERROR(meta(m, &k.inputs));
+    for (const auto& m : kp.outputs()) GRAPHDUMP_RETURN_IF_ERROR(meta(m, &k.outputs));
+    k.input_names.assign(kp.input_names().begin(), kp.input_names().end());
+    for (const auto& ap : kp.attributes()) k.attributes[ap.name()] = ap.value();
+    k.schema = kp.schema();
+    for (const auto& ap : kp.arguments()) k.arguments.push_back({ap.name(), ap.value()});
+    graph.kernels.push_back(std::move(k));
+  }
+  return graph;
 }
 
 }  // namespace graphdump

@@ -4,6 +4,8 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
+#include <charconv>
+#include <cmath>
 #include <sstream>
 #include <unordered_map>
 
@@ -73,6 +75,98 @@ std::map<std::string, std::string> KernelAttributes(const Node* node) {
     attrs[torch_compat::ArgumentName(node, i)] = StaticValueText(in);
   }
   return attrs;
+}
+
+// A constant as KernelArgument writes it (graph.h): Python literals a replay parses back;
+// floats in the shortest text that reads back to the same double. nullopt for a value that has
+// no such form (an object, a tensor).
+std::optional<std::string> Literal(const c10::IValue& v) {
+  if (v.isNone()) return "None";
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  if (v.isDouble()) {
+    const double d = v.toDouble();
+    if (std::isnan(d)) return "nan";
+    if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+    char buffer[64];
+    auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), d);
+    std::string text(buffer, end);
+    // "1" would read back as an int: a Scalar argument must stay a float.
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    return text;
+  }
+  if (v.isString()) {
+    std::string text = "\"";
+    for (char c : v.toStringRef()) {
+      if (c == '"' || c == '\\') text += '\\';
+      text += c;
+    }
+    return text + "\"";
+  }
+  if (v.isDevice()) return Literal(c10::IValue(v.toDevice().str()));
+  auto join = [](const std::vector<c10::IValue>& elements) -> std::optional<std::string> {
+    std::string text = "[";
+    for (const c10::IValue& e : elements) {
+      auto element = Literal(e);
+      if (!element) return std::nullopt;
+      text += (text.size() > 1 ? ", " : "") + *element;
+    }
+    return text + "]";
+  };
+  if (v.isList()) return join(v.toListRef().vec());
+  if (v.isTuple()) return join(v.toTupleRef().elements().vec());
+  return std::nullopt;
+}
+
+// The call's arguments as KernelArgument values (graph.h). Tensors are numbered as the executor
+// dumps them (tensor_views.h AppendViews): each tensor and each element of a tensor list is the
+// next input slot. After a tensor list whose length only the run knows, slots are unknown.
+std::vector<KernelArgument> KernelArguments(const Node* node) {
+  std::vector<KernelArgument> args;
+  uint32_t slot = 0;
+  bool slots_known = true;
+  auto input = [&]() { return "input." + std::to_string(slot++); };
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    const Value* in = node->inputs()[i];
+    KernelArgument arg{torch_compat::ArgumentName(node, i), "<runtime>"};
+    if (auto constant = torch::jit::toIValue(in)) {
+      if (auto text = Literal(*constant)) arg.value = *text;
+    } else if (in->type()->kind() == c10::TypeKind::NoneType) {
+      arg.value = "None";
+    } else if (IsTensorLike(in->type())) {
+      if (in->type()->cast<c10::ListType>()) {
+        if (in->node()->kind() == c10::prim::ListConstruct && slots_known) {
+          std::string text = "[";
+          for (size_t e = 0; e < in->node()->inputs().size(); ++e) {
+            text += (e ? ", " : "") + input();
+          }
+          arg.value = text + "]";
+        } else {
+          slots_known = false;
+        }
+      } else if (slots_known) {
+        arg.value = input();
+      }
+    } else if (in->node()->kind() == c10::prim::ListConstruct) {
+      std::vector<c10::IValue> elements;
+      bool all_constant = true;
+      for (const Value* e : in->node()->inputs()) {
+        auto constant = torch::jit::toIValue(e);
+        if (!constant) {
+          all_constant = false;
+          break;
+        }
+        elements.push_back(*constant);
+      }
+      if (all_constant) {
+        if (auto text = Literal(c10::IValue(c10::ivalue::Tuple::create(std::move(elements))))) {
+          arg.value = *text;
+        }
+      }
+    }
+    args.push_back(std::move(arg));
+  }
+  return args;
 }
 
 void CollectModuleScopes(const torch::jit::Module& module, const std::string& path,
@@ -254,6 +348,12 @@ class Compiler {
       if (IsTensorLike(in->type())) k.input_names.push_back(in->debugName());
     }
     k.attributes = KernelAttributes(node);
+    if (const c10::FunctionSchema* schema = node->maybeSchema()) {
+      std::ostringstream text;
+      text << *schema;
+      k.schema = text.str();
+      k.arguments = KernelArguments(node);
+    }
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       if (torch_compat::WritesInputUnannotated(node, i)) {
         step->written_inputs.push_back(i);

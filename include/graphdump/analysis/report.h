@@ -1,6 +1,10 @@
-// A self-contained HTML report (inline SVG, no network fetches) over a dump or a comparison.
+// A self-contained HTML report over a dump or a comparison: charts drawn in the page by d3.js
+// (inlined with the data into the file: no network fetch), then collapsible tables.
+// docs/analysis.md describes the page.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,28 +14,91 @@
 
 namespace graphdump::analysis {
 
-// Statistics of one kernel output across iterations, for the plots.
-struct KernelSeries {
-  std::string kernel;
-  std::vector<int64_t> iterations;
-  std::vector<double> max, min, mean, l2norm;
+// Statistics of one kernel's output 0 at one iteration, as statistic.csv gives them: max, min,
+// mean and l2norm are NaN when any element is NaN and +-inf when an infinity decides them; a
+// statistic the dump does not hold (a statistic.csv without that column) is nullopt.
+struct StatPoint {
+  std::string kernel;  // full name
+  int64_t iteration = 0;
+  std::optional<double> max, min, mean, l2norm;
+  int64_t elements = -1;                                           // -1: unknown
+  int64_t nan_count = -1, pos_inf_count = -1, neg_inf_count = -1;  // -1: unknown
 };
 
-// Picks up to `limit` kernels (by `filter` substring of the full name when non-empty, else the
-// first ones in execution order) and computes their output-0 statistics per iteration (from
-// statistic.csv when there is no file).
-std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, const std::string& filter,
-                                              size_t limit);
+// Where the report looks in a dump with several ranks or graphs.
+struct ReportFocus {
+  uint32_t rank = 0;
+  int64_t iteration = 0;  // the iteration the along-the-order charts show
+};
+
+// The rank and iteration the charts show: those of the first watchpoint hit, else of the first
+// failing computed kernel of `compare` (never a parameter or constant), else the first rank and
+// its last iteration. REQUIRES: `index` holds at least one rank.
+ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
+                              const CompareResult* compare);
+
+// The full name of the first failing kernel of `compare` in execution order that is computed by
+// the graph (parameters, constants and graph inputs, op type "Parameter", are skipped), or
+// nullopt. Its index in `compare.kernels` goes to `*position` when non-null.
+std::optional<std::string> FirstFailingKernel(const CompareResult& compare,
+                                              int64_t* position = nullptr);
+
+// One kernel's output-0 statistics across the iterations of one rank.
+struct KernelSeries {
+  std::string kernel;
+  std::vector<StatPoint> points;  // ascending iteration
+};
+
+// Which kernels to follow across iterations: with a non-empty `filter`, up to `limit` kernels
+// whose full name contains it (execution order); else the kernels named in `preferred` (the ones
+// that hit, the first divergence) that the dump holds, up to `limit`; else the first `limit`
+// computed kernels in execution order.
+struct SeriesSelection {
+  std::string filter;
+  std::vector<std::string> preferred;
+  size_t limit = 6;
+};
+
+// The selected kernels' statistics in rank `rank` (from statistic.csv where it holds max, min,
+// mean or l2norm, else computed from the .npy file). Unreadable files are left out of the points.
+std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, uint32_t rank,
+                                              const SeriesSelection& selection);
+
+// Output-0 statistics of every computed kernel of one graph at one iteration, in execution order.
+struct OrderSeries {
+  uint32_t rank = 0, graph_id = 0;
+  int64_t iteration = 0;
+  std::vector<StatPoint> points;
+};
+
+// One OrderSeries per graph of `focus.rank` that holds `focus.iteration`. Files are read on
+// `threads` threads (0: DefaultThreads()).
+std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const ReportFocus& focus,
+                                            int threads);
 
 struct ReportInput {
   std::string title;
   const CompareResult* compare = nullptr;  // error metrics along the execution order
-  const WatchResult* watch = nullptr;      // table of hits
+  const WatchResult* watch = nullptr;      // table of hits, markers
+  std::vector<OrderSeries> order;          // statistics along the execution order
   std::vector<KernelSeries> series;        // statistics across iterations
+  size_t iterations = 0;  // iterations the dump holds (1: no across-iteration plots)
 };
 
-// The HTML text. The first divergence is drawn as an SVG element with id "first-divergence"
-// and class "first-divergence"; every plot is an <svg class="plot">.
+// Fills `input->order`, `input->series` and `input->iterations` from `index`, the dump that
+// `input->watch` and `input->compare` (either may be null) were computed on (A of a comparison):
+// the focus is ChooseReportFocus's; when `selection.filter` is empty, the kernels that hit in the
+// focus rank and the first failing kernel are added to `selection.preferred`. Files are read on
+// `threads` threads (0: DefaultThreads()).
+void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
+                         ReportInput* input);
+
+// The HTML text. Charts come first (drawn from a JSON block by the inlined script), tables after
+// in <details> elements. In the drawn page every chart is an <svg class="plot">; a NaN, +Inf or
+// -Inf value is a <path class="nonfinite nan|pos-inf|neg-inf"> whose data-kernel attribute holds
+// the kernel's full name; the first failing computed kernel of a comparison is marked by an
+// element of class "first-divergence" (id "first-divergence" on the first chart) with
+// data-kernel set.
 std::string RenderReportHtml(const ReportInput& input);
 
 }  // namespace graphdump::analysis

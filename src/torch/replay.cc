@@ -1,0 +1,957 @@
+// graphdump replay (docs/precision.md, "Replay"): finds a kernel's dumped files with the
+// analysis index, rebuilds its operator call from the graph file's schema and arguments
+// (graph.h KernelArgument), runs it with LibTorch in its dtype and in float64, and measures with
+// compare's metrics (tensor_math.h).
+#include "graphdump/torch/replay.h"
+
+#include <c10/core/InferenceMode.h>
+#include <torch/csrc/jit/frontend/function_schema_parser.h>
+#include <torch/csrc/jit/runtime/operator.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "graph_compiler.h"
+#include "graphdump/analysis/dump_index.h"
+#include "graphdump/analysis/npy_file.h"
+#include "graphdump/analysis/tensor_math.h"
+#include "graphdump/file_system.h"
+#include "graphdump/graph_files.h"
+#include "graphdump/npy.h"
+#include "torch_compat.h"
+
+namespace graphdump {
+namespace {
+
+using analysis::DumpIndex;
+using analysis::GraphEntry;
+using analysis::IterationEntry;
+using analysis::KernelEntry;
+using analysis::RankEntry;
+using analysis::TensorEntry;
+
+// Above this many units of roundoff of the kernel's dtype, a number is more than rounding: an
+// accurate kernel's output carries one rounding (about u/2 in relative L2) plus a few in its
+// computation.
+constexpr double kSignificantRoundings = 4;
+
+std::optional<at::ScalarType> ToScalarType(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+      return at::kBool;
+    case DType::kInt8:
+      return at::kChar;
+    case DType::kInt16:
+      return at::kShort;
+    case DType::kInt32:
+      return at::kInt;
+    case DType::kInt64:
+      return at::kLong;
+    case DType::kUInt8:
+      return at::kByte;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+    case DType::kComplex64:
+      return at::kComplexFloat;
+    case DType::kComplex128:
+      return at::kComplexDouble;
+    default:
+      return std::nullopt;
+  }
+}
+
+double UnitRoundoff(at::ScalarType type) {
+  switch (type) {
+    case at::kBFloat16:
+      return std::ldexp(1.0, -8);
+    case at::kHalf:
+      return std::ldexp(1.0, -11);
+    case at::kFloat:
+      return std::ldexp(1.0, -24);
+    default:
+      return std::ldexp(1.0, -53);
+  }
+}
+
+std::string DTypeText(at::ScalarType type) {
+  auto dtype = torch_compat::ToDType(type);
+  return dtype ? std::string(DTypeName(*dtype)) : std::string(c10::toString(type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the kernel.
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+std::string JoinNames(const std::vector<std::string>& names, size_t limit) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < limit; ++i) text += "\n  " + names[i];
+  if (names.size() > limit) text += "\n  ... (" + std::to_string(names.size() - limit) + " more)";
+  return text;
+}
+
+struct Located {
+  const RankEntry* rank = nullptr;
+  const GraphEntry* graph = nullptr;
+  const IterationEntry* iteration = nullptr;
+  const KernelEntry* kernel = nullptr;
+};
+
+StatusOr<const RankEntry*> ChooseRank(const DumpIndex& index, std::optional<uint32_t> rank,
+                                      const std::string& dir) {
+  if (index.ranks.empty()) return Status::InvalidArgument(dir + " holds no rank directory");
+  if (!rank) return &index.ranks.front();
+  std::string have;
+  for (const RankEntry& r : index.ranks) {
+    if (r.rank == *rank) return &r;
+    have += (have.empty() ? "" : ", ") + std::to_string(r.rank);
+  }
+  return Status::InvalidArgument("--rank " + std::to_string(*rank) + ": " + dir + " holds ranks " +
+                                 have);
+}
+
+// The full name `wanted` names in `rank`: itself, or the one kernel whose op type equals it or
+// whose full name contains it (case-insensitively).
+StatusOr<std::string> ResolveKernelName(const RankEntry& rank, const std::string& wanted,
+                                        const std::string& dir) {
+  std::set<std::string> all;
+  for (const GraphEntry& g : rank.graphs) {
+    for (const std::string& name : g.execution_order) all.insert(name);
+    for (const IterationEntry& it : g.iterations) {
+      for (const KernelEntry& k : it.kernels) {
+        if (!k.is_parameter) all.insert(k.full_name);
+      }
+    }
+  }
+  if (all.count(wanted)) return wanted;
+  const std::string needle = Lower(wanted);
+  std::vector<std::string> by_type, by_substring;
+  for (const std::string& name : all) {
+    if (Lower(OpTypeFromFullName(name)) == needle) by_type.push_back(name);
+    if (Lower(name).find(needle) != std::string::npos) by_substring.push_back(name);
+  }
+  const std::vector<std::string>& hits = by_type.empty() ? by_substring : by_type;
+  if (hits.size() == 1) return hits[0];
+  if (hits.empty()) {
+    return Status::InvalidArgument("no kernel of " + dir + " is named '" + wanted +
+                                   "' (a full name, an op type or a piece of a full name); its "
+                                   "kernels:" +
+                                   JoinNames(std::vector<std::string>(all.begin(), all.end()), 20));
+  }
+  return Status::InvalidArgument("'" + wanted + "' matches " + std::to_string(hits.size()) +
+                                 " kernels of " + dir +
+                                 "; give one full name:" + JoinNames(hits, 20));
+}
+
+StatusOr<Located> Locate(const RankEntry& rank, const std::string& full_name,
+                         std::optional<int64_t> iteration, const std::string& dir,
+                         std::vector<std::string>* notes) {
+  std::vector<Located> found;
+  for (const GraphEntry& g : rank.graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.iteration < 0) continue;  // constants/
+      for (const KernelEntry& k : it.kernels) {
+        if (k.full_name == full_name) found.push_back({&rank, &g, &it, &k});
+      }
+    }
+  }
+  if (found.empty()) {
+    return Status::InvalidArgument("kernel " + full_name + " has no dumped tensors in " + dir +
+                                   " (rank " + std::to_string(rank.rank) +
+                                   "): the configuration did not select it");
+  }
+  std::string have;
+  for (const Located& l : found) {
+    have += (have.empty() ? "" : ", ") + std::to_string(l.iteration->iteration);
+  }
+  if (iteration) {
+    for (const Located& l : found) {
+      if (l.iteration->iteration == *iteration) return l;
+    }
+    return Status::InvalidArgument("--iteration " + std::to_string(*iteration) + ": " + dir +
+                                   " holds kernel " + full_name + " in iterations " + have);
+  }
+  if (found.size() > 1 && notes) {
+    notes->push_back("replayed iteration " + std::to_string(found[0].iteration->iteration) +
+                     " of " + have + " (choose with --iteration)");
+  }
+  return found.front();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors.
+
+StatusOr<at::Tensor> LoadTensor(const TensorEntry& entry) {
+  auto mapped = analysis::OpenTensor(entry);
+  if (!mapped.ok()) return mapped.status();
+  const NpyInfo& info = (*mapped)->info();
+  auto stored = ToScalarType(info.dtype);
+  if (!stored) {
+    return Status::Unsupported(entry.path + ": LibTorch has no dtype for " +
+                               std::string(DTypeName(info.dtype)));
+  }
+  std::vector<int64_t> shape = info.shape;
+  if (info.fortran_order) std::reverse(shape.begin(), shape.end());
+  at::Tensor t =
+      at::from_blob(const_cast<uint8_t*>((*mapped)->data()), shape, at::TensorOptions(*stored))
+          .clone();
+  if (info.fortran_order && shape.size() > 1) {
+    std::vector<int64_t> order(shape.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(order.size() - 1 - i);
+    t = t.permute(order).contiguous();
+  }
+  // A bfloat16 tensor is stored as float32; the file name keeps its dtype.
+  if (entry.dtype && *entry.dtype != info.dtype) {
+    auto named = ToScalarType(*entry.dtype);
+    if (named) t = t.to(*named);
+  }
+  return t;
+}
+
+struct KernelTensors {
+  std::vector<at::Tensor> inputs;   // by slot
+  std::vector<at::Tensor> outputs;  // by slot
+};
+
+StatusOr<KernelTensors> LoadKernelTensors(const KernelEntry& kernel) {
+  KernelTensors out;
+  for (const TensorEntry& t : kernel.tensors) {
+    if (t.path.empty()) continue;
+    auto& list = t.is_input ? out.inputs : out.outputs;
+    if (t.slot != list.size()) {
+      return Status::Corrupt("kernel " + kernel.full_name + ": " +
+                             (t.is_input ? "input" : "output") + " slot " +
+                             std::to_string(list.size()) + " has no file (next: " + t.path + ")");
+    }
+    auto tensor = LoadTensor(t);
+    if (!tensor.ok()) return tensor.status();
+    list.push_back(std::move(*tensor));
+  }
+  return out;
+}
+
+// `t` as contiguous float64 in a .npy held in memory, for the analysis metrics.
+std::unique_ptr<analysis::MappedNpy> AsNpy(const at::Tensor& t) {
+  at::Tensor d = t.to(at::kDouble).contiguous();
+  std::vector<int64_t> shape(d.sizes().begin(), d.sizes().end());
+  std::string header = NpyHeader(DType::kFloat64, shape);
+  std::vector<uint8_t> bytes(header.begin(), header.end());
+  const auto* data = static_cast<const uint8_t*>(d.data_ptr());
+  bytes.insert(bytes.end(), data, data + d.numel() * sizeof(double));
+  auto npy = analysis::MappedNpy::FromBytes(std::move(bytes), "replay");
+  return npy.ok() ? std::move(*npy) : nullptr;
+}
+
+// a against b with compare's metrics; rel_l2 is ||a-b|| / ||norm_of|| (b when undefined).
+ReplayError Measure(const at::Tensor& a, const at::Tensor& b, const at::Tensor& norm_of = {}) {
+  ReplayError e;
+  auto na = AsNpy(a), nb = AsNpy(b);
+  if (!na || !nb || na->NumElements() != nb->NumElements()) {
+    e.rel_l2 = e.max_abs = std::numeric_limits<double>::quiet_NaN();
+    e.cosine = std::numeric_limits<double>::quiet_NaN();
+    return e;
+  }
+  const analysis::PairMetrics m = analysis::ComparePair(*na, *nb, 0, 0);
+  const analysis::DeltaNorms d = analysis::DeltaBetween(*na, *nb);
+  double ref = d.ref_l2;
+  if (norm_of.defined()) ref = norm_of.to(at::kDouble).norm().item<double>();
+  e.rel_l2 = ref > 0 ? d.diff_l2 / ref : (d.diff_l2 > 0 ? INFINITY : 0.0);
+  e.max_abs = m.max_abs_err;
+  e.cosine = m.cosine;
+  if (m.nonfinite_mismatches > 0) e.rel_l2 = e.max_abs = INFINITY;
+  return e;
+}
+
+// Every tensor of `outputs` equals the dumped one (as stored: bfloat16 widened exactly).
+bool SameAsDumped(const std::vector<at::Tensor>& replayed, const std::vector<at::Tensor>& dumped,
+                  double* max_abs) {
+  *max_abs = 0;
+  if (replayed.size() != dumped.size()) return false;
+  bool same = true;
+  for (size_t i = 0; i < replayed.size(); ++i) {
+    const at::Tensor& a = replayed[i];
+    const at::Tensor& b = dumped[i];
+    if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) {
+      *max_abs = INFINITY;
+      return false;
+    }
+    if (a.is_floating_point()) {
+      at::Tensor x = a.to(at::kDouble), y = b.to(at::kDouble);
+      at::Tensor both_nan = x.isnan().logical_and(y.isnan());
+      at::Tensor equal = x.eq(y).logical_or(both_nan);
+      if (!equal.all().item<bool>()) same = false;
+      at::Tensor diff = (x - y).abs().masked_fill(both_nan, 0);
+      if (diff.numel() > 0) *max_abs = std::max(*max_abs, diff.max().item<double>());
+    } else if (!a.equal(b)) {
+      same = false;
+      *max_abs = INFINITY;
+    }
+  }
+  return same;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rebuilding the call.
+
+struct Literal {
+  enum Kind { kNone, kBool, kInt, kFloat, kString, kList, kInput } kind = kNone;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<Literal> list;
+};
+
+class LiteralParser {
+ public:
+  explicit LiteralParser(const std::string& text) : text_(text) {}
+
+  std::optional<Literal> ParseAll() {
+    auto v = Parse();
+    Skip();
+    if (!v || pos_ != text_.size()) return std::nullopt;
+    return v;
+  }
+
+ private:
+  void Skip() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+  bool Take(const char* word) {
+    const size_t n = std::strlen(word);
+    if (text_.compare(pos_, n, word) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  std::optional<Literal> Parse() {
+    Skip();
+    Literal v;
+    if (pos_ >= text_.size()) return std::nullopt;
+    if (text_[pos_] == '[') {
+      ++pos_;
+      v.kind = Literal::kList;
+      Skip();
+      if (Take("]")) return v;
+      while (true) {
+        auto e = Parse();
+        if (!e) return std::nullopt;
+        v.list.push_back(std::move(*e));
+        Skip();
+        if (Take("]")) return v;
+        if (!Take(",")) return std::nullopt;
+      }
+    }
+    if (text_[pos_] == '"') {
+      v.kind = Literal::kString;
+      for (++pos_; pos_ < text_.size() && text_[pos_] != '"'; ++pos_) {
+        if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
+        v.s += text_[pos_];
+      }
+      if (!Take("\"")) return std::nullopt;
+      return v;
+    }
+    if (Take("None")) return v;
+    if (Take("True") || Take("False")) {
+      v.kind = Literal::kBool;
+      v.b = text_[pos_ - 1] == 'e' && text_[pos_ - 2] == 'u';
+      return v;
+    }
+    if (Take("input.")) {
+      v.kind = Literal::kInput;
+      size_t end = pos_;
+      while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) ++end;
+      if (end == pos_) return std::nullopt;
+      v.i = std::stoll(text_.substr(pos_, end - pos_));
+      pos_ = end;
+      return v;
+    }
+    for (const auto& [word, value] :
+         {std::pair{"-inf", -INFINITY}, std::pair{"inf", INFINITY}, std::pair{"nan", NAN}}) {
+      if (Take(word)) {
+        v.kind = Literal::kFloat;
+        v.f = value;
+        return v;
+      }
+    }
+    size_t end = pos_;
+    while (end < text_.size() && std::strchr("+-0123456789.eE", text_[end])) ++end;
+    const std::string number = text_.substr(pos_, end - pos_);
+    if (number.empty()) return std::nullopt;
+    char* stop = nullptr;
+    if (number.find_first_of(".eE") == std::string::npos) {
+      v.kind = Literal::kInt;
+      v.i = std::strtoll(number.c_str(), &stop, 10);
+    } else {
+      v.kind = Literal::kFloat;
+      v.f = std::strtod(number.c_str(), &stop);
+    }
+    if (stop != number.c_str() + number.size()) return std::nullopt;
+    pos_ = end;
+    return v;
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+};
+
+// The IValue an argument of `type` takes from `v`; `inputs` are the dumped input tensors.
+StatusOr<c10::IValue> ToIValue(const Literal& v, const c10::TypePtr& type,
+                               const std::vector<at::Tensor>& inputs, c10::optional<int32_t> n) {
+  auto bad = [&]() {
+    return Status::Unsupported("a value of type " + type->repr_str() +
+                               " cannot be rebuilt from what the graph file records");
+  };
+  if (auto opt = type->cast<c10::OptionalType>()) {
+    if (v.kind == Literal::kNone) return c10::IValue();
+    return ToIValue(v, opt->getElementType(), inputs, n);
+  }
+  if (v.kind == Literal::kInput) {
+    if (v.i < 0 || static_cast<size_t>(v.i) >= inputs.size()) {
+      return Status::Unsupported("it reads input slot " + std::to_string(v.i) + " but " +
+                                 std::to_string(inputs.size()) + " inputs were dumped");
+    }
+    return c10::IValue(inputs[v.i]);
+  }
+  switch (type->kind()) {
+    case c10::TypeKind::TensorType:
+      return bad();
+    case c10::TypeKind::IntType:
+      if (v.kind == Literal::kInt) return c10::IValue(v.i);
+      return bad();
+    case c10::TypeKind::FloatType:
+      if (v.kind == Literal::kInt) return c10::IValue(static_cast<double>(v.i));
+      if (v.kind == Literal::kFloat) return c10::IValue(v.f);
+      return bad();
+    case c10::TypeKind::BoolType:
+      if (v.kind == Literal::kBool) return c10::IValue(v.b);
+      return bad();
+    case c10::TypeKind::NumberType:
+      if (v.kind == Literal::kInt) return c10::IValue(v.i);
+      if (v.kind == Literal::kFloat) return c10::IValue(v.f);
+      if (v.kind == Literal::kBool) return c10::IValue(v.b);
+      return bad();
+    case c10::TypeKind::StringType:
+      if (v.kind == Literal::kString) return c10::IValue(v.s);
+      return bad();
+    case c10::TypeKind::DeviceObjType:
+      if (v.kind == Literal::kString) return c10::IValue(c10::Device(v.s));
+      return bad();
+    case c10::TypeKind::ListType: {
+      const c10::TypePtr element = type->expectRef<c10::ListType>().getElementType();
+      std::vector<Literal> items = v.list;
+      if (v.kind != Literal::kList) {
+        // `int[2] stride=1`: one number stands for the whole list.
+        if (v.kind != Literal::kInt && v.kind != Literal::kFloat && v.kind != Literal::kBool) {
+          return bad();
+        }
+        items.assign(n ? *n : 1, v);
+      }
+      c10::impl::GenericList list(element);
+      for (const Literal& item : items) {
+        auto e = ToIValue(item, element, inputs, c10::nullopt);
+        if (!e.ok()) return e.status();
+        list.push_back(std::move(*e));
+      }
+      return c10::IValue(std::move(list));
+    }
+    default:
+      return bad();
+  }
+}
+
+// Operators whose result depends on a random generator: their dumped output cannot be
+// recomputed from their dumped inputs.
+bool IsRandom(const c10::FunctionSchema& schema, const KernelInfo& info) {
+  std::string name = schema.name();
+  name = name.substr(name.rfind(':') + 1);
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  while (!name.empty() && name.front() == '_') name.erase(0, 1);
+  static const char* const kDropouts[] = {"dropout", "feature_dropout", "alpha_dropout",
+                                          "feature_alpha_dropout", "native_dropout"};
+  for (const char* d : kDropouts) {
+    if (name == d) {
+      // Dropout in eval mode (train=False) returns its input.
+      for (const KernelArgument& a : info.arguments) {
+        if (a.name == "train" && a.value == "False") return false;
+      }
+      return true;
+    }
+  }
+  static const char* const kRandom[] = {
+      "rand",       "randn",        "randint",     "randperm",        "rand_like",
+      "randn_like", "randint_like", "bernoulli",   "multinomial",     "normal",
+      "poisson",    "uniform",      "exponential", "geometric",       "cauchy",
+      "log_normal", "random",       "rrelu",       "rrelu_with_noise"};
+  for (const char* r : kRandom) {
+    if (name == r) return true;
+  }
+  for (const c10::Argument& a : schema.arguments()) {
+    if (a.type()->kind() == c10::TypeKind::GeneratorType ||
+        (a.type()->cast<c10::OptionalType>() &&
+         a.type()->expectRef<c10::OptionalType>().getElementType()->kind() ==
+             c10::TypeKind::GeneratorType)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A rebuilt call: the operator and, per argument, its parsed value.
+struct Call {
+  std::shared_ptr<torch::jit::Operator> op;
+  std::vector<Literal> arguments;
+};
+
+// The call `info` records, or the reason it cannot be rebuilt.
+std::variant<Call, std::string> RebuildCall(const KernelInfo& info, size_t dumped_inputs) {
+  if (info.schema.empty()) {
+    if (info.full_name.rfind("Gradients/", 0) == 0) {
+      return std::string(
+          "it is a backward kernel (an autograd function, not an operator call of the graph)");
+    }
+    if (info.full_name.rfind("Default/optimizer-", 0) == 0) {
+      return std::string("it is an optimizer update (several operators on a parameter)");
+    }
+    return std::string(
+        "the graph file records no operator schema for it (a kernel the host made itself, or a "
+        "dump written by MindSpore or by a graphdump older than replay)");
+  }
+  c10::FunctionSchema parsed = [&] {
+    try {
+      return torch::jit::parseSchema(info.schema);
+    } catch (const std::exception&) {
+      return c10::FunctionSchema("", "", {}, {});
+    }
+  }();
+  if (parsed.name().empty()) return "its recorded schema does not parse: " + info.schema;
+  Call call;
+  call.op = torch::jit::findOperatorFor(parsed.operator_name());
+  if (!call.op) return "this LibTorch has no operator " + info.schema;
+  const c10::FunctionSchema& schema = call.op->schema();
+  if (IsRandom(schema, info)) {
+    return std::string(
+        "it is a random operator: its output depends on the random generator's state, which the "
+        "dump does not record");
+  }
+  if (info.arguments.size() != schema.arguments().size()) {
+    return "the graph file records " + std::to_string(info.arguments.size()) +
+           " arguments and the schema has " + std::to_string(schema.arguments().size());
+  }
+  size_t slots = 0;
+  for (size_t i = 0; i < info.arguments.size(); ++i) {
+    const KernelArgument& a = info.arguments[i];
+    if (a.value == "<runtime>") {
+      return "its argument '" + a.name +
+             "' was computed while the graph ran (not a constant), and the dump does not record "
+             "non-tensor values";
+    }
+    auto literal = LiteralParser(a.value).ParseAll();
+    if (!literal) return "its argument '" + a.name + "' has an unreadable value: " + a.value;
+    auto count = [&](const Literal& l) {
+      if (l.kind == Literal::kInput) ++slots;
+      for (const Literal& e : l.list) {
+        if (e.kind == Literal::kInput) ++slots;
+      }
+    };
+    count(*literal);
+    call.arguments.push_back(std::move(*literal));
+  }
+  if (slots != dumped_inputs) {
+    if (dumped_inputs == 0) {
+      return std::string(
+          "the dump holds no input tensors of it: replay needs input_output 0 (inputs and "
+          "outputs) and saved_data tensor or full");
+    }
+    return "its call reads " + std::to_string(slots) + " tensors and the dump holds " +
+           std::to_string(dumped_inputs) + " inputs (an optional tensor that was None at run time)";
+  }
+  return call;
+}
+
+// Runs `call` on `inputs` (each cloned, so in-place operators leave them as they are); returns
+// its tensor outputs, tensor lists flattened as the dump numbers them.
+StatusOr<std::vector<at::Tensor>> Execute(const Call& call, const std::vector<at::Tensor>& inputs) {
+  std::vector<at::Tensor> copies;
+  for (const at::Tensor& t : inputs) copies.push_back(t.clone());
+  const auto& arguments = call.op->schema().arguments();
+  torch::jit::Stack stack;
+  for (size_t i = 0; i < call.arguments.size(); ++i) {
+    auto value = ToIValue(call.arguments[i], arguments[i].type(), copies, arguments[i].N());
+    if (!value.ok()) {
+      return Status::Unsupported("argument '" + arguments[i].name() +
+                                 "': " + value.status().message());
+    }
+    stack.push_back(std::move(*value));
+  }
+  try {
+    c10::InferenceMode guard;
+    call.op->getOperation()(stack);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+      what = c10_error->what_without_backtrace();
+    }
+    return Status::Internal("the operator failed: " + what.substr(0, what.find('\n')));
+  }
+  std::vector<at::Tensor> outputs;
+  for (const c10::IValue& v : stack) {
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) outputs.push_back(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) outputs.push_back(t);
+    }
+  }
+  return outputs;
+}
+
+std::vector<at::Tensor> Cast(const std::vector<at::Tensor>& inputs, at::ScalarType dtype) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : inputs) out.push_back(t.is_floating_point() ? t.to(dtype) : t);
+  return out;
+}
+
+// Rounded to `dtype` and back to float64: the values a `dtype` tensor can hold.
+std::vector<at::Tensor> RoundTo(const std::vector<at::Tensor>& inputs, at::ScalarType dtype) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& t : inputs) {
+    out.push_back(t.is_floating_point() ? t.to(dtype).to(at::kDouble) : t);
+  }
+  return out;
+}
+
+std::string Number(double x) {
+  if (!std::isfinite(x)) return std::isnan(x) ? "nan" : "inf";
+  std::ostringstream out;
+  out.precision(3);
+  out << x;
+  return out.str();
+}
+
+std::string Times(double a, double b) {
+  if (b <= 0) return "far more than";
+  return Number(a / b) + " times";
+}
+
+double Key(double x) { return std::isnan(x) ? INFINITY : x; }
+
+void Judge(ReplayResult* r) {
+  const double floor = kSignificantRoundings * r->unit_roundoff;
+  const double own = Key(r->own.rel_l2);
+  const double cond = r->has_reference ? Key(r->conditioning.rel_l2) : 0;
+  const double inh = r->has_reference ? Key(r->inherited.rel_l2) : 0;
+  const double top = std::max({own, cond, inh});
+  const std::string& d = r->dtype;
+  if (top <= floor) {
+    r->verdict = ReplayVerdict::kAccurate;
+    r->reason =
+        "accurate at " + d + ": its own error (" + Number(r->own.rel_l2) + ")" +
+        (r->has_reference ? ", conditioning (" + Number(r->conditioning.rel_l2) +
+                                ") and inherited error (" + Number(r->inherited.rel_l2) + ")"
+                          : "") +
+        (r->has_reference ? " are" : " is") + " within " + Number(kSignificantRoundings) +
+        " roundings of " + d + " (" + Number(floor) + ")" +
+        (r->has_reference ? "" : "; give --reference for conditioning and inheritance");
+  } else if (own >= cond && own >= inh) {
+    r->verdict = ReplayVerdict::kInaccurate;
+    r->reason = "inaccurate at " + d + ": its own error (" + Number(r->own.rel_l2) + ") is " +
+                Times(r->own.rel_l2, r->rounding) + " what rounding its output to " + d +
+                " gives (" + Number(r->rounding) + "); computing it in float32 " +
+                "(run --keep-fp32) removes it";
+  } else if (cond >= inh) {
+    r->verdict = ReplayVerdict::kIllConditioned;
+    r->reason = "ill-conditioned: rounding its inputs to " + d + " alone gives error " +
+                Number(r->conditioning.rel_l2) + " (" +
+                Times(r->conditioning.rel_l2, r->input_rounding) + " the inputs' own rounding, " +
+                Number(r->input_rounding) + "), while its own error is " + Number(r->own.rel_l2) +
+                ": it magnifies its inputs' rounding (a subtraction that cancels?); computing it "
+                "in float32 does not help, its inputs must be more precise or the formula changed";
+  } else {
+    r->verdict = ReplayVerdict::kInherits;
+    r->reason = "inherits: its inputs already differ from the reference run's by " +
+                Number(r->input_difference) + ", which makes its output differ by " +
+                Number(r->inherited.rel_l2) + " (its own error is " + Number(r->own.rel_l2) +
+                ", conditioning " + Number(r->conditioning.rel_l2) +
+                "): look at the kernels before it";
+  }
+}
+
+StatusOr<const KernelInfo*> FindGraphKernel(const std::string& rank_dir, uint32_t graph_id,
+                                            const std::string& full_name, GraphInfo* graph,
+                                            std::string* missing) {
+  const std::string path =
+      rank_dir + "/graphs/ms_output_trace_code_graph_" + std::to_string(graph_id) + ".pb";
+  auto bytes = ReadRegularFile(path);
+  if (!bytes.ok()) {
+    *missing =
+        "the dump has no readable graph file " + path + " (" + bytes.status().message() + ")";
+    return nullptr;
+  }
+  auto parsed = ParseGraphProto(*bytes, path);
+  if (!parsed.ok()) return parsed.status();
+  *graph = std::move(*parsed);
+  for (const KernelInfo& k : graph->kernels) {
+    if (k.full_name == full_name) return &k;
+  }
+  *missing = "the graph file " + path + " does not list the kernel";
+  return nullptr;
+}
+
+}  // namespace
+
+const char* ReplayVerdictName(ReplayVerdict verdict) {
+  switch (verdict) {
+    case ReplayVerdict::kAccurate:
+      return "accurate";
+    case ReplayVerdict::kInaccurate:
+      return "inaccurate";
+    case ReplayVerdict::kIllConditioned:
+      return "ill-conditioned";
+    case ReplayVerdict::kInherits:
+      return "inherits";
+    case ReplayVerdict::kNotReplayable:
+      return "not replayable";
+  }
+  return "?";
+}
+
+StatusOr<ReplayResult> ReplayKernel(const ReplayRequest& request) {
+  ReplayResult r;
+  auto index = analysis::IndexDump(request.dump_dir);
+  if (!index.ok()) return index.status();
+  auto rank = ChooseRank(*index, request.rank, request.dump_dir);
+  if (!rank.ok()) return rank.status();
+  if (!request.rank && index->ranks.size() > 1) {
+    r.notes.push_back("replayed rank " + std::to_string((*rank)->rank) +
+                      " of several (choose with --rank)");
+  }
+  auto name = ResolveKernelName(**rank, request.kernel, request.dump_dir);
+  if (!name.ok()) return name.status();
+  auto located = Locate(**rank, *name, request.iteration, request.dump_dir, &r.notes);
+  if (!located.ok()) return located.status();
+  const KernelEntry& entry = *located->kernel;
+  r.full_name = *name;
+  r.op_type = OpTypeFromFullName(*name);
+  r.rank = (*rank)->rank;
+  r.graph_id = located->graph->graph_id;
+  r.iteration = located->iteration->iteration;
+  r.dump_dir = (*rank)->dir;
+  r.source = index->SourceLine(*located->graph, *name);
+
+  // The reference's copy of the kernel: same rank, graph, iteration and full name.
+  std::optional<KernelTensors> reference;
+  if (!request.reference_dir.empty()) {
+    auto ref_index = analysis::IndexDump(request.reference_dir);
+    if (!ref_index.ok()) return ref_index.status();
+    auto ref_rank = ChooseRank(*ref_index, r.rank, request.reference_dir);
+    if (!ref_rank.ok()) return ref_rank.status();
+    auto ref_located = Locate(**ref_rank, *name, r.iteration, request.reference_dir, nullptr);
+    if (!ref_located.ok()) {
+      return Status::InvalidArgument("the reference " + request.reference_dir +
+                                     " lacks the kernel: " + ref_located.status().message());
+    }
+    auto tensors = LoadKernelTensors(*ref_located->kernel);
+    if (!tensors.ok()) return tensors.status();
+    reference = std::move(*tensors);
+    r.reference_dir = (*ref_rank)->dir;
+    r.has_reference = true;
+  }
+
+  auto tensors = LoadKernelTensors(entry);
+  if (!tensors.ok()) return tensors.status();
+  const std::vector<at::Tensor>& x = tensors->inputs;
+
+  GraphInfo graph;
+  std::string missing;
+  auto info = FindGraphKernel(r.dump_dir, r.graph_id, *name, &graph, &missing);
+  if (!info.ok()) return info.status();
+  auto not_replayable = [&](const std::string& why) {
+    r.verdict = ReplayVerdict::kNotReplayable;
+    r.reason = "not replayable: " + why;
+    return r;
+  };
+  if (!*info) return not_replayable(missing);
+  r.schema = (*info)->schema;
+  if (r.source.empty() && UserFrame((*info)->source_trace)) {
+    r.source = torch_internal::DescribeSource(**info);
+  }
+  auto rebuilt = RebuildCall(**info, x.size());
+  if (std::holds_alternative<std::string>(rebuilt)) {
+    return not_replayable(std::get<std::string>(rebuilt));
+  }
+  const Call& call = std::get<Call>(rebuilt);
+
+  // The kernel's dtype: that of its floating inputs (its outputs' when it has none).
+  at::ScalarType dtype = at::kFloat;
+  bool found_dtype = false;
+  for (const at::Tensor& t : x) {
+    if (t.is_floating_point()) {
+      dtype = t.scalar_type();
+      found_dtype = true;
+      break;
+    }
+  }
+  for (const at::Tensor& t : tensors->outputs) {
+    if (!found_dtype && t.is_floating_point()) {
+      dtype = t.scalar_type();
+      found_dtype = true;
+    }
+  }
+  r.dtype = DTypeText(dtype);
+  r.unit_roundoff = UnitRoundoff(dtype);
+
+  auto same = Execute(call, x);
+  if (!same.ok()) return not_replayable(same.status().message() + " (on the dumped inputs)");
+  if (tensors->outputs.empty()) {
+    r.notes.push_back("the dump holds no outputs of the kernel: its replay is not checked");
+  } else {
+    r.reproduces = SameAsDumped(*same, tensors->outputs, &r.reproduce_max_abs);
+    if (!r.reproduces) {
+      r.notes.push_back("the replay differs from the dumped output by up to " +
+                        Number(r.reproduce_max_abs) +
+                        " (another LibTorch, thread count or device computed the dump)");
+    }
+  }
+  size_t slot = same->size();
+  for (size_t i = 0; i < same->size(); ++i) {
+    if ((*same)[i].is_floating_point()) {
+      slot = i;
+      break;
+    }
+  }
+  if (slot == same->size()) return not_replayable("it has no floating-point output to measure");
+  r.output_slot = static_cast<uint32_t>(slot);
+
+  auto exact = Execute(call, Cast(x, at::kDouble));
+  if (!exact.ok()) return not_replayable(exact.status().message() + " (in float64)");
+  if (exact->size() != same->size()) return not_replayable("its float64 run has other outputs");
+  const at::Tensor& y = (*same)[slot];
+  const at::Tensor& y64 = (*exact)[slot];
+  r.own = Measure(y, y64);
+  r.rounding = Measure(y64.to(dtype), y64).rel_l2;
+
+  if (reference) {
+    const std::vector<at::Tensor>& xr = reference->inputs;
+    if (xr.size() != x.size()) {
+      return Status::InvalidArgument("the reference holds " + std::to_string(xr.size()) +
+                                     " inputs of " + *name + " and the dump " +
+                                     std::to_string(x.size()));
+    }
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (xr[i].sizes() != x[i].sizes()) {
+        std::ostringstream msg;
+        msg << "input " << i << " of " << *name << " has shape " << x[i].sizes()
+            << " in the dump and " << xr[i].sizes() << " in the reference";
+        return Status::InvalidArgument(msg.str());
+      }
+      if (x[i].is_floating_point() && xr[i].is_floating_point()) {
+        r.input_difference = std::max(r.input_difference, Measure(x[i], xr[i]).rel_l2);
+        r.input_rounding = std::max(r.input_rounding, Measure(xr[i].to(dtype), xr[i]).rel_l2);
+      }
+    }
+    auto ref_exact = Execute(call, Cast(xr, at::kDouble));
+    if (!ref_exact.ok()) {
+      return not_replayable(ref_exact.status().message() + " (on the reference's inputs)");
+    }
+    auto ref_rounded = Execute(call, RoundTo(xr, dtype));
+    if (!ref_rounded.ok()) {
+      return not_replayable(ref_rounded.status().message() + " (on the reference's inputs)");
+    }
+    if (ref_exact->size() <= slot || ref_rounded->size() <= slot) {
+      return not_replayable("its run on the reference's inputs has other outputs");
+    }
+    const at::Tensor& yr64 = (*ref_exact)[slot];
+    r.conditioning = Measure((*ref_rounded)[slot], yr64);
+    r.inherited = Measure(y64, (*ref_rounded)[slot], yr64);
+    r.total = Measure(y, yr64);
+  }
+  Judge(&r);
+  return r;
+}
+
+std::string ReplayResultJson(const ReplayResult& r) {
+  auto num = [](double x) -> nlohmann::json {
+    return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json();
+  };
+  auto error = [&](const ReplayError& e) {
+    return nlohmann::json{
+        {"rel_l2", num(e.rel_l2)}, {"max_abs", num(e.max_abs)}, {"cosine", num(e.cosine)}};
+  };
+  nlohmann::json j = {{"kernel", r.full_name},
+                      {"op_type", r.op_type},
+                      {"schema", r.schema},
+                      {"source", r.source},
+                      {"dump", r.dump_dir},
+                      {"rank", r.rank},
+                      {"graph", r.graph_id},
+                      {"iteration", r.iteration},
+                      {"dtype", r.dtype},
+                      {"replayable", r.verdict != ReplayVerdict::kNotReplayable},
+                      {"verdict", ReplayVerdictName(r.verdict)},
+                      {"reason", r.reason},
+                      {"notes", r.notes}};
+  if (r.verdict != ReplayVerdict::kNotReplayable) {
+    j["reproduces"] = r.reproduces;
+    j["reproduce_max_abs"] = num(r.reproduce_max_abs);
+    j["unit_roundoff"] = r.unit_roundoff;
+    j["output_slot"] = r.output_slot;
+    j["own"] = error(r.own);
+    j["rounding"] = num(r.rounding);
+    if (r.has_reference) {
+      j["reference"] = r.reference_dir;
+      j["conditioning"] = error(r.conditioning);
+      j["inherited"] = error(r.inherited);
+      j["total"] = error(r.total);
+      j["input_difference"] = num(r.input_difference);
+      j["input_rounding"] = num(r.input_rounding);
+    }
+  }
+  return j.dump(2);
+}
+
+std::string ReplayResultText(const ReplayResult& r) {
+  std::ostringstream out;
+  out << "kernel     " << r.full_name << "\n";
+  if (!r.source.empty()) out << "source     " << r.source << "\n";
+  out << "dump       " << r.dump_dir << " (rank " << r.rank << ", graph " << r.graph_id
+      << ", iteration " << r.iteration << ")\n";
+  if (r.verdict != ReplayVerdict::kNotReplayable) {
+    out << "computed   in " << r.dtype << "; replayed output "
+        << (r.reproduces ? "equals the dumped one bit for bit" : "differs from the dumped one")
+        << "\n";
+    out << "own          " << Number(r.own.rel_l2) << "  (" << r.dtype
+        << " against float64 on the same inputs; rounding the output alone: " << Number(r.rounding)
+        << ")\n";
+    if (r.has_reference) {
+      out << "conditioning " << Number(r.conditioning.rel_l2) << "  (float64 on the reference's "
+          << "inputs rounded to " << r.dtype << "; their rounding: " << Number(r.input_rounding)
+          << ")\n";
+      out << "inherited    " << Number(r.inherited.rel_l2)
+          << "  (float64 on this run's inputs against the rounded reference's; inputs differ by "
+          << Number(r.input_difference) << ")\n";
+      out << "total        " << Number(r.total.rel_l2)
+          << "  (this run's output against float64 on the reference's inputs)\n";
+    }
+  }
+  out << "verdict    " << r.reason << "\n";
+  for (const std::string& note : r.notes) out << "note       " << note << "\n";
+  return out.str();
+}
+
+}  // namespace graphdump
