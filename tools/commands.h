@@ -29,6 +29,8 @@ int RunTorchRun(int argc, char** argv);    // torch_commands.cc, in graphdump-to
 int RunTorchTrain(int argc, char** argv);  // torch_commands.cc, in graphdump-torch
 int RunReplay(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch replay
 int RunTorchReplay(int argc, char** argv);  // torch_replay.cc, in graphdump-torch
+int RunBisect(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch bisect
+int RunTorchBisect(int argc, char** argv);  // torch_cmd_bisect.cc, in graphdump-torch
 // The graphdump-torch executable beside this one, or nullopt after telling stderr (as
 // "graphdump NAME: ...") that this graphdump was built without LibTorch.
 std::optional<std::string> TorchExecutable(const char* name);

@@ -16,6 +16,8 @@ constexpr Command kCommands[] = {
      RunRun},
     {"train", "train a TorchScript model, dumping forward, backward and optimizer kernels",
      RunTrain},
+    {"bisect", "find the kernels that must run in float32 for a bf16/fp16 run to match float32",
+     RunBisect},
     {"check-config", "validate a data_dump.json and print the effective configuration",
      RunCheckConfig},
     {"convert", "convert Ascend dump files (NC1HWC0, FRACTAL_Z...) to .npy in host layout",

@@ -34,9 +34,9 @@
 #include "graphdump/torch/distributed.h"
 #include "graphdump/torch/torch_model.h"
 #include "graphdump/torch/trainer.h"
+#include "torch_cli.h"
 
 namespace graphdump::tools {
-namespace {
 
 int ExitFor(const Status& status) {
   switch (status.code()) {
@@ -54,7 +54,7 @@ int Fail(const std::string& command, const Status& status) {
   return ExitFor(status);
 }
 
-std::optional<at::ScalarType> ToScalarType(DType dtype) {
+static std::optional<at::ScalarType> ToScalarType(DType dtype) {
   switch (dtype) {
     case DType::kBool:
       return at::kBool;
@@ -84,7 +84,7 @@ std::optional<at::ScalarType> ToScalarType(DType dtype) {
 }
 
 // Reads exactly `n` bytes at `offset` of `fd` into `out`; false on an error or a short file.
-bool ReadAt(int fd, uint64_t offset, size_t n, void* out) {
+static bool ReadAt(int fd, uint64_t offset, size_t n, void* out) {
   auto* p = static_cast<char*>(out);
   while (n > 0) {
     const ssize_t got = pread(fd, p, std::min<size_t>(n, size_t{1} << 30), offset);
@@ -189,6 +189,8 @@ StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
   if (shape.empty()) return Status::InvalidArgument("--input-shape is empty");
   return shape;
 }
+
+namespace {
 
 // A session, or null and why dumping is off.
 struct OpenedSession {

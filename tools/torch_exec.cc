@@ -134,5 +134,6 @@ int RunPython(int argc, char** argv) { return ExecPython(argc, argv); }
 int RunRun(int argc, char** argv) { return ExecTorchCommand("run", argc, argv); }
 int RunTrain(int argc, char** argv) { return ExecTorchCommand("train", argc, argv); }
 int RunReplay(int argc, char** argv) { return ExecTorchCommand("replay", argc, argv); }
+int RunBisect(int argc, char** argv) { return ExecTorchCommand("bisect", argc, argv); }
 
 }  // namespace graphdump::tools

@@ -1,5 +1,6 @@
-// graphdump-torch: the commands that need LibTorch. `graphdump run|train ARGS` executes
-// `graphdump-torch run|train ARGS`; the ranks of `train --nproc` execute it again.
+// graphdump-torch: the commands that need LibTorch. `graphdump run|train|replay|bisect ARGS`
+// executes `graphdump-torch run|train|replay|bisect ARGS`; the ranks of `train --nproc` execute
+// it again.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,7 +14,10 @@ int main(int argc, char** argv) {
   const struct {
     const char* name;
     int (*run)(int, char**);
-  } commands[] = {{"run", RunTorchRun}, {"train", RunTorchTrain}, {"replay", RunTorchReplay}};
+  } commands[] = {{"run", RunTorchRun},
+                  {"train", RunTorchTrain},
+                  {"replay", RunTorchReplay},
+                  {"bisect", RunTorchBisect}};
   for (const auto& c : commands) {
     if (argc >= 2 && std::strcmp(argv[1], c.name) == 0) {
       std::string name = std::string("graphdump ") + c.name;  // what the user typed
