@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "analysis_cli.h"
@@ -318,8 +318,7 @@ int RunCompare(int argc, char** argv) {
     const std::string csv = analysis::CompareResultCsv(result);
     if (int written = WriteOutput("graphdump compare", out, csv)) return written;
   }
-  const std::vector<SuspectReplay> replays =
-      ReplaySuspects(result, a, b, replay_count, "compare");
+  const std::vector<SuspectReplay> replays = ReplaySuspects(result, a, b, replay_count, "compare");
   if (json) {
     fmt::print("{}\n", ResultJson(result, replays, app.count("--replay") > 0));
   } else {

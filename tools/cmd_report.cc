@@ -4,13 +4,16 @@
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/report.h"
+#include "replay_suspects.h"
 
 namespace graphdump::tools {
 
 int RunReport(int argc, char** argv) {
   CLI::App app{
       "Write one self-contained HTML report: charts first (error metrics along the execution "
-      "order with the first divergence marked; statistics of every kernel along the execution "
+      "order with the first divergence marked; the error each kernel adds, inputs against "
+      "outputs, with the kernels adding the most marked; statistics of every kernel along the "
+      "execution "
       "order; statistics of the kernels that hit across iterations), tables after. NaN and "
       "+-Inf are drawn as marked points, never dropped. d3.js is inlined into the file: no "
       "network fetch. docs/analysis.md describes the page.",
@@ -18,7 +21,7 @@ int RunReport(int argc, char** argv) {
   std::string dir, out, checks_text = "nan,inf,overflow";
   std::vector<std::string> compare;
   analysis::SeriesSelection selection;
-  int threads = 0;
+  int threads = 0, replay_count = 0;
   analysis::CompareOptions options;
   app.add_option("DIR", dir, "dump to report on (not with --compare)");
   app.add_option("--compare", compare, "A B: compare two dumps")->expected(2);
@@ -33,6 +36,10 @@ int RunReport(int argc, char** argv) {
   app.add_option("--atol", options.atol, "compare: absolute tolerance")->capture_default_str();
   app.add_option("--rtol", options.rtol, "compare: relative tolerance")->capture_default_str();
   app.add_option("--threads", threads, "worker threads (0: all cores)")->capture_default_str();
+  app.add_option("--replay", replay_count,
+                 "with --compare: replay the first N kernels adding error (graphdump replay) and "
+                 "show their verdicts")
+      ->capture_default_str();
   app.footer(
       "The charts show one rank: the first hit's, else the first divergence's, else the first.\n"
       "The statistics along the execution order are of that hit's (or divergence's) iteration,\n"
@@ -40,12 +47,19 @@ int RunReport(int argc, char** argv) {
       "Examples:\n"
       "  graphdump report dump/ -o report.html\n"
       "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --kernels conv\n"
+      "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --replay 3\n"
       "Exit status: 0 written, 2 usage error (including an -o whose directory is missing or not\n"
       "writable), 3 the file could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   options.user_tolerances = app.count("--atol") + app.count("--rtol") > 0;
   if (dir.empty() == compare.empty()) {
     fmt::print(stderr, "graphdump report: error: give either DIR or --compare A B\n");
+    return kExitUsage;
+  }
+  if (replay_count < 0 || replay_count > 1000 || (replay_count > 0 && compare.empty())) {
+    fmt::print(stderr, "graphdump report: error: --replay {}: {}\n", replay_count,
+               compare.empty() ? "replays need --compare A B"
+                               : "expected a number of kernels from 0 to 1000");
     return kExitUsage;
   }
   if (threads < 0) {
@@ -69,6 +83,10 @@ int RunReport(int argc, char** argv) {
     if (!reference) return rc;
     compare_result = analysis::CompareDumps(*main_index, *reference, options);
     input.compare = &compare_result;
+    for (const SuspectReplay& r :
+         ReplaySuspects(compare_result, compare[0], compare[1], replay_count, "report")) {
+      input.replays.push_back({r.kernel, r.Verdict(), r.Words()});
+    }
     input.title = fmt::format("graphdump report: {} vs {}", compare[0], compare[1]);
   } else {
     input.title = "graphdump report: " + dir;

@@ -1,16 +1,16 @@
 #include "replay_suspects.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <fmt/format.h>
 
 #include "commands.h"
 
@@ -113,9 +113,9 @@ std::vector<SuspectReplay> ReplaySuspects(const analysis::CompareResult& result,
     const analysis::KernelComparison& k = result.kernels[index];
     std::fprintf(stderr, "graphdump %s: replaying %zu/%zu: %s\n", command, i + 1, count,
                  k.name_a.c_str());
-    const Captured run = RunCaptured(
-        {*torch, "replay", a, k.name_a, "--reference", b, "--iteration",
-         std::to_string(k.iteration), "--rank", std::to_string(k.rank), "--json"});
+    const Captured run =
+        RunCaptured({*torch, "replay", a, k.name_a, "--reference", b, "--iteration",
+                     std::to_string(k.iteration), "--rank", std::to_string(k.rank), "--json"});
     SuspectReplay replay{index, {}};
     nlohmann::json parsed = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object() && parsed.contains("verdict")) {
@@ -130,11 +130,19 @@ std::vector<SuspectReplay> ReplaySuspects(const analysis::CompareResult& result,
   return replays;
 }
 
+std::string SuspectReplay::Verdict() const {
+  return result.value("verdict", std::string("not replayable"));
+}
+
+std::string SuspectReplay::Words() const {
+  const std::string reason = result.value("reason", std::string());
+  const std::string verdict = Verdict();
+  if (reason.rfind(verdict, 0) == 0) return reason.substr(verdict.size());
+  return reason.empty() ? "" : ": " + reason;
+}
+
 std::string SuspectReplayText(const SuspectReplay& replay) {
-  const nlohmann::json& r = replay.result;
-  const std::string verdict = r.value("verdict", std::string("not replayable"));
-  const std::string reason = r.value("reason", std::string());
-  return reason.empty() ? verdict : verdict + ": " + reason;
+  return replay.Verdict() + replay.Words();
 }
 
 }  // namespace graphdump::tools

@@ -18,6 +18,12 @@ struct SuspectReplay {
   // usage error such as a kernel the reference lacks), {"replayable": false, "verdict": "not
   // replayable", "reason": <its error message>}.
   nlohmann::json result;
+
+  // "inaccurate", "ill-conditioned", "inherits", "accurate" or "not replayable".
+  std::string Verdict() const;
+  // The replay's words after the verdict: Verdict() + Words() reads "inaccurate at bfloat16:
+  // its own error ..." or "not replayable: ...".
+  std::string Words() const;
 };
 
 // Replays the first `n` of `result.contributors` (the dump under test is `a`, the reference

@@ -234,7 +234,27 @@ SideMetrics WorstOf(const KernelComparison& k, bool inputs) {
 // The comparison's charts. Each is one point per computed kernel and iteration (`points`) with
 // series of values parallel to it: a view over more per-kernel numbers (the inputs' error beside
 // the outputs') is one more ChartSeries filled in the loop, or one more Chart sharing `points`.
-void CompareSection(const CompareResult& r, Page* page) {
+// The replay of kernel `index` of the comparison, or null.
+const ReplayNote* ReplayOf(const std::vector<ReplayNote>& replays, int64_t index) {
+  for (const ReplayNote& n : replays) {
+    if (n.kernel == index) return &n;
+  }
+  return nullptr;
+}
+
+std::optional<double> Measured(double v) {
+  return std::isnan(v) ? std::nullopt : std::optional<double>(v);
+}
+
+// "#1 adds error x118 (replay: inaccurate)".
+std::string AddsErrorLabel(const KernelComparison& k, const ReplayNote* replay) {
+  std::string label = fmt::format("#{} adds error", k.contribution_rank);
+  if (std::isfinite(k.growth)) label += fmt::format(" x{:.3g}", k.growth);
+  if (replay) label += " (replay: " + replay->verdict + ")";
+  return label;
+}
+
+void CompareSection(const CompareResult& r, const std::vector<ReplayNote>& replays, Page* page) {
   page->html += "<h2>Comparison along the execution order</h2>\n";
   // Parameters and constants are compared too (the tables list them) but are not kernels of the
   // order, so they are not drawn.
@@ -243,8 +263,15 @@ void CompareSection(const CompareResult& r, Page* page) {
   Chart errors =
       MakeChart("compare-errors", "max abs / max rel error along the execution order (log scale)",
                 "kernels in execution order", true, true, 920, 200);
+  Chart attribution = MakeChart(
+      "compare-attribution",
+      "error the kernels add: norm rel err of their inputs and of their outputs (log scale)",
+      "kernels in execution order", true, true, 920, 220);
   ChartSeries cos{"cosine similarity", "#1f77b4", {}}, abs{"max abs err", "#d62728", {}},
-      rel{"max rel err", "#ff7f0e", {}}, stat{"statistics rel diff", "#8c564b", {}};
+      rel{"max rel err", "#ff7f0e", {}}, stat{"statistics rel diff", "#8c564b", {}},
+      in_err{"inputs' norm rel err", "#2ca02c", {}},
+      out_err{"outputs' norm rel err", "#9467bd", {}};
+  std::vector<ChartMarker> adding;
   int64_t first_position = -1;
   const std::optional<std::string> first = FirstFailingKernel(r, &first_position);
   std::tuple<uint32_t, uint32_t, int64_t> group{~0u, ~0u, -2};
@@ -275,6 +302,13 @@ void CompareSection(const CompareResult& r, Page* page) {
     abs.values.push_back(w.max_abs);
     rel.values.push_back(w.max_rel);
     stat.values.push_back(w.stat_diff);
+    in_err.values.push_back(Measured(k.input_error));
+    out_err.values.push_back(Measured(k.output_error));
+    if (k.adds_error && k.contribution_rank > 0 &&
+        static_cast<size_t>(k.contribution_rank) <= kKernelsAddingErrorMarked) {
+      adding.push_back(
+          {index, "adds-error", "", AddsErrorLabel(k, ReplayOf(replays, static_cast<int64_t>(i)))});
+    }
     if (static_cast<int64_t>(i) == first_position) {
       cosine.markers.push_back({index, "first-divergence", "first-divergence",
                                 "first divergence: " + ShortName(k.name_a)});
@@ -283,6 +317,10 @@ void CompareSection(const CompareResult& r, Page* page) {
   errors.points = cosine.points;
   errors.markers = cosine.markers;
   for (ChartMarker& m : errors.markers) m.id.clear();  // ids are unique in the page
+  attribution.points = cosine.points;
+  attribution.markers = errors.markers;
+  attribution.markers.insert(attribution.markers.end(), adding.begin(), adding.end());
+  attribution.series = {in_err, out_err};
   cosine.series = {cos};
   errors.series = {abs, rel};
   // Kernels compared only by their statistics get their own series, not a made-up tensor error.
@@ -300,6 +338,38 @@ void CompareSection(const CompareResult& r, Page* page) {
   page->Add(std::move(cosine));
   page->html += "<h3>Max abs and max rel error (highest over the kernel's tensors)</h3>\n";
   page->Add(std::move(errors));
+  page->html +=
+      "<h3>Error added: inputs against outputs</h3>\n<p>A kernel whose outputs' error stands "
+      "far above its inputs' adds error; one whose two errors are alike inherits it "
+      "(docs/precision.md). The kernels adding the most are marked, with their replay verdict "
+      "when replayed.</p>\n";
+  page->Add(std::move(attribution));
+}
+
+// Every kernel adding error, ranked, with its numbers and replay verdict.
+void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& replays,
+                      std::string* html) {
+  if (r.contributors.empty()) return;
+  *html += fmt::format(
+      "<details id=\"adding-error-table\" open><summary>Kernels adding error ({}, largest "
+      "first)</summary>\n<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>source</th>"
+      "<th>inputs' error</th><th>outputs' error</th><th>growth</th><th>replay</th></tr>\n",
+      r.contributors.size());
+  auto number = [](double v) {
+    return std::isnan(v) ? std::string("-") : fmt::format("{:.3g}", v);
+  };
+  for (size_t i = 0; i < r.contributors.size() && i < 200; ++i) {
+    const int64_t index = r.contributors[i];
+    const KernelComparison& k = r.kernels[index];
+    const ReplayNote* replay = ReplayOf(replays, index);
+    html->append(fmt::format(
+        "<tr data-kernel=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td><td class=\"replay-verdict\">{}</td></tr>\n",
+        Escape(k.name_a), i + 1, k.iteration, Escape(k.name_a), Escape(k.source_line),
+        number(k.input_error), number(k.output_error), number(k.growth),
+        replay ? "<b>" + Escape(replay->verdict) + "</b>" + Escape(replay->words) : "-"));
+  }
+  *html += "</table></details>\n";
 }
 
 std::string OrderPointDetail(const StatPoint& p) {
@@ -751,10 +821,11 @@ std::string RenderReportHtml(const ReportInput& input) {
   page.html +=
       "<noscript><p>The charts are drawn by the page's inline script; with scripts off, the "
       "tables below still list every finding.</p></noscript>\n<section id=\"plots\">\n";
-  if (input.compare) CompareSection(*input.compare, &page);
+  if (input.compare) CompareSection(*input.compare, input.replays, &page);
   OrderSection(input.order, input.watch, input.compare, &page);
   SeriesSection(input.series, input.iterations, input.watch, &page);
   page.html += "</section>\n<section id=\"tables\">\n<h2>Tables</h2>\n";
+  if (input.compare) AddingErrorTable(*input.compare, input.replays, &page.html);
   if (input.compare) CompareTables(*input.compare, &page.html);
   if (input.watch) WatchTable(*input.watch, &page.html);
   page.html += "</section>\n";

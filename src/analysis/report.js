@@ -148,7 +148,8 @@
       if (m.id) mk.attr('id', m.id);
       var boundary = m['class'] === 'iteration-boundary';
       var xm = boundary ? x(m.index - 0.5) : x(m.index);
-      var color = boundary ? '#888' : m['class'] === 'first-divergence' ? '#d00' : '#b05000';
+      var color = boundary ? '#888' : m['class'] === 'first-divergence' ? '#d00'
+          : m['class'] === 'adds-error' ? '#6a1b9a' : '#b05000';
       mk.append('line').attr('x1', xm).attr('x2', xm).attr('y1', -BAND_HEIGHT * top.length)
           .attr('y2', axisY).attr('stroke', color).attr('stroke-width', boundary ? 1 : 2)
           .attr('stroke-dasharray', '4 2');

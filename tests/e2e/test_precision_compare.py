@@ -14,8 +14,8 @@ import numpy as np
 import gdtest as t
 import precision_fixture as p
 
-CASES = (("dot_net", ["dot_x.npy"], "dot", "DOT_LINE"),
-         ("naive_var", ["var_x.npy"], "sub", "VAR_LINE"))
+CASES = (("dot_net", ["dot_x.npy"], "dot", "DOT_LINE", "inaccurate"),
+         ("naive_var", ["var_x.npy"], "sub", "VAR_LINE", "ill-conditioned"))
 BF16_RTOL = 2.0 ** -8
 BF16_SMALL = 2.0 ** -8
 
@@ -32,7 +32,7 @@ def norm_rel_err(path_a, path_b, small):
 
 work = t.temp_dir()
 try:
-    for model, inputs, op, marker in CASES:
+    for model, inputs, op, marker, replay_verdict in CASES:
         fp32, _, _ = p.dump_run(work, model + "_fp32", model, inputs)
         bf16, _, _ = p.dump_run(work, model + "_bf16", model, inputs, "--precision", "bf16")
         names = p.kernel_names(fp32)
@@ -135,6 +135,67 @@ try:
         # The error the kernel adds is far beyond what bfloat16 rounding explains.
         t.expect(output_err > 0.05 and inputs_err < 0.01,
                  f"{model}: inputs {inputs_err}, output {output_err}")
+
+        # --replay 1 replays the top contributor: the dot computes inaccurately in bfloat16, the
+        # subtraction is ill-conditioned (docs/precision.md, "Replay").
+        code, out, err = t.run("compare", bf16, fp32, "-q", "--replay", "1", "--json")
+        t.expect_eq(code, 1, f"{model}: compare --replay exits as compare does: {err}")
+        replays = json.loads(out)["replays"]
+        t.expect_eq([(r["kernel"], r["contributor"]) for r in replays], [(target, 1)],
+                    f"{model}: --replay 1 replays the top contributor")
+        t.expect_eq(replays[0]["replay"]["verdict"], replay_verdict,
+                    f"{model}: the replay's verdict: {replays[0]['replay'].get('reason')}")
+        t.expect(replays[0]["replay"]["reproduces"],
+                 f"{model}: the replay reproduces the dumped output bit for bit")
+        t.expect(f"replaying 1/1: {target}" in err, f"{model}: progress on stderr: {err}")
+        code, out, err = t.run("compare", bf16, fp32, "-q", "--replay", "3")
+        section = out.split("replays of the kernels adding the most error")
+        t.expect(len(section) == 2 and
+                 f"1. {target}: {replay_verdict}" in section[1].splitlines()[1] and
+                 f"{replay_verdict}: {replay_verdict}" not in out,
+                 f"{model}: the text lists the replay's verdict and words: {out}")
+
+        # report --compare --replay 1: the attribution chart marks the kernel with its verdict,
+        # and the table of kernels adding error holds the replay's words.
+        html_path = os.path.join(work, model + ".html")
+        code, out, err = t.run("report", "--compare", bf16, fp32, "--replay", "1", "-o",
+                               html_path)
+        t.expect_eq(code, 0, f"{model}: report --replay: {out}{err}")
+        with open(html_path) as f:
+            html = f.read()
+        data = json.loads(html.split('<script type="application/json" id="report-data">')[1]
+                          .split("</script>")[0])
+        charts = {c["id"]: c for c in data["charts"]}
+        chart = charts.get("compare-attribution")
+        t.expect(chart is not None, f"{model}: the attribution chart: {sorted(charts)}")
+        if chart:
+            names_drawn = [pt["name"] for pt in chart["points"]]
+            marks = [m for m in chart["markers"] if m["class"] == "adds-error"]
+            t.expect_eq([names_drawn[m["index"]] for m in marks], [target],
+                        f"{model}: the kernel adding error is marked")
+            t.expect(marks and marks[0]["label"].startswith("#1 adds error x") and
+                     marks[0]["label"].endswith(f"(replay: {replay_verdict})"),
+                     f"{model}: the marker's label: {marks}")
+            series = {s_["name"]: s_["values"] for s_ in chart["series"]}
+            at = names_drawn.index(target)
+            t.expect(series["outputs' norm rel err"][at] > 10 * series["inputs' norm rel err"][at],
+                     f"{model}: outputs' error over inputs' at {target}: {series}")
+        row = html.split('<details id="adding-error-table" open>')[1].split("</details>")[0]
+        t.expect(f'data-kernel="{target}"' in row and
+                 f'<td class="replay-verdict"><b>{replay_verdict}</b>' in row and
+                 "its own error" in row,
+                 f"{model}: the table row of {target} holds the replay's verdict: {row[:2000]}")
+
+    # --replay needs a reference: with --ranks, or a report of one dump, it is a usage error.
+    code, out, err = t.run("compare", bf16, "--ranks", "--replay", "1")
+    t.expect(code == 2 and "--replay 1: replays need a reference dump B" in err,
+             f"compare --ranks --replay: {code} {err}")
+    code, out, err = t.run("report", bf16, "--replay", "2", "-o", os.path.join(work, "r.html"))
+    t.expect(code == 2 and "replays need --compare A B" in err and
+             not os.path.exists(os.path.join(work, "r.html")), f"report DIR --replay: {code} {err}")
+    code, out, err = t.run("compare", bf16, fp32, "--replay", "-1")
+    t.expect(code == 2 and "expected a number of kernels from 0 to 1000" in err,
+             f"compare --replay -1: {code} {err}")
 finally:
     t.cleanup(work)
 t.finish()

@@ -76,10 +76,19 @@ struct OrderSeries {
 std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const ReportFocus& focus,
                                             int threads);
 
+// A replay of one kernel of a comparison (`report --compare A B --replay N`; docs/precision.md,
+// "Replay"), shown on the attribution chart and in the table of kernels adding error.
+struct ReplayNote {
+  int64_t kernel = -1;  // index into CompareResult::kernels
+  std::string verdict;  // "inaccurate", "ill-conditioned", "inherits", "accurate", "not replayable"
+  std::string words;    // what follows the verdict in the replay's words (" at bfloat16: ...")
+};
+
 struct ReportInput {
   std::string title;
   const CompareResult* compare = nullptr;  // error metrics along the execution order
   const WatchResult* watch = nullptr;      // table of hits, markers
+  std::vector<ReplayNote> replays;         // of kernels of `compare`, may be empty
   std::vector<OrderSeries> order;          // statistics along the execution order
   std::vector<KernelSeries> series;        // statistics across iterations
   size_t iterations = 0;  // iterations the dump holds (1: no across-iteration plots)
@@ -98,7 +107,12 @@ void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int 
 // -Inf value is a <path class="nonfinite nan|pos-inf|neg-inf"> whose data-kernel attribute holds
 // the kernel's full name; the first failing computed kernel of a comparison is marked by an
 // element of class "first-divergence" (id "first-divergence" on the first chart) with
-// data-kernel set.
+// data-kernel set. A comparison also gets the attribution chart (id "compare-attribution": the
+// norm rel err of each kernel's inputs and of its outputs), where each of the first
+// kKernelsAddingErrorMarked contributors is an element of class "adds-error" (data-kernel set,
+// its label "#rank adds error xgrowth" and the replay verdict when `replays` holds one), and a
+// table of every contributor (id "adding-error-table").
+inline constexpr size_t kKernelsAddingErrorMarked = 5;
 std::string RenderReportHtml(const ReportInput& input);
 
 }  // namespace graphdump::analysis
