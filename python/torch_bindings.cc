@@ -14,6 +14,7 @@
 #include "graphdump/selector.h"
 #include "graphdump/session.h"
 #include "graphdump/torch/host.h"
+#include "graphdump/torch/replay.h"
 
 namespace graphdump::python {
 namespace {
@@ -98,6 +99,19 @@ struct AllReduceHandle {
 
 }  // namespace
 
+// graphdump.replay: the JSON text `graphdump replay --json` prints.
+std::string Replay(const std::string& dump, const std::string& kernel,
+                   const std::optional<std::string>& reference, std::optional<int64_t> iteration,
+                   std::optional<uint32_t> rank) {
+  ReplayRequest request{dump, kernel, reference.value_or(""), rank, iteration};
+  StatusOr<ReplayResult> result = [&] {
+    py::gil_scoped_release release;
+    return ReplayKernel(request);
+  }();
+  if (!result.ok()) Raise(result.status());
+  return ReplayResultJson(*result);
+}
+
 void BindTorch(py::module_& m) {
   py::class_<Config, std::shared_ptr<Config>>(m, "Config",
                                               "A validated dump configuration (data_dump.json)")
@@ -111,6 +125,9 @@ void BindTorch(py::module_& m) {
           [](const Config& c, uint32_t rank) { return DumpOffReason(c.parsed.config, rank); },
           "Why this configuration dumps nothing on `rank`, or '' when it dumps there.");
 
+  m.def("replay", &Replay, py::arg("dump"), py::arg("kernel"), py::arg("reference") = std::nullopt,
+        py::arg("iteration") = std::nullopt, py::arg("rank") = std::nullopt,
+        "Re-executes one dumped kernel (graphdump replay); returns its JSON text.");
   m.def("load_config", &LoadConfig, py::arg("path") = std::nullopt,
         "Reads and validates a data_dump.json (path None: $GRAPHDUMP_CONFIG, else "
         "$MINDSPORE_DUMP_CONFIG; None when neither is set). Raises ConfigError listing every "

@@ -168,6 +168,28 @@ def compare(a, b, *, iteration=None, atol=None, rtol=None):
                       differing_graph_inputs=result.get("differing_graph_inputs", []))
 
 
+def replay(dump, kernel, *, reference=None, iteration=None, rank=None):
+    """Re-executes one dumped kernel from its dumped inputs with LibTorch, as ``graphdump replay
+    DUMP KERNEL [--reference REF]`` does, and returns its result as a dict (the keys of
+    ``--json``, docs/precision.md): ``verdict`` ("accurate", "inaccurate", "ill-conditioned",
+    "inherits" or "not replayable"), ``reason`` (the words), and the numbers ``own``,
+    ``conditioning``, ``inherited`` (each ``{rel_l2, max_abs, cosine}``), ...
+
+    kernel: a full name, an op type or a piece of a full name naming one kernel.
+    reference: the same model's dump in float32, for conditioning and inherited error.
+    Raises ValueError (a name matching several kernels, an iteration or rank the dump lacks)
+    or FileNotFoundError (no such dump or kernel), with the CLI's message. A kernel that cannot be replayed (random, arguments
+    computed at run time, backward) is a result with verdict "not replayable" and the reason.
+    """
+    if iteration is not None and iteration < 0:
+        raise ValueError(f"iteration must be 0 or more, got {iteration}")
+    if rank is not None and rank < 0:
+        raise ValueError(f"rank must be 0 or more, got {rank}")
+    text = _graphdump.replay(os.fspath(dump), kernel,
+                             None if reference is None else os.fspath(reference), iteration, rank)
+    return json.loads(text)
+
+
 # compare --out columns whose empty cells mean "not computed".
 _NUMERIC_COMPARE_COLUMNS = [
     "elements", "cosine", "max_abs_err", "max_rel_err", "rmse", "rel_err_below_0.1pct",

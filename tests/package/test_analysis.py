@@ -115,6 +115,17 @@ def test_compare_attributes_the_error_to_the_kernel_that_adds_it(tmp_path):
     # atol/rtol switch every pair to the elementwise rule: standard "user".
     user = graphdump.compare(dumps["bf16"], dumps["fp32"], atol=1e-2, rtol=1e-2)
     assert set(user.table.standard) == {"user"}
+    # replay: the dot computes inaccurately in bfloat16; Python returns what the CLI prints.
+    replayed = graphdump.replay(dumps["bf16"], dot, reference=dumps["fp32"])
+    printed = json.loads(cli("replay", dumps["bf16"], dot, "--reference", dumps["fp32"],
+                             "--json").stdout)
+    assert replayed == printed
+    assert replayed["verdict"] == "inaccurate" and replayed["reproduces"]
+    assert replayed["own"]["rel_l2"] > 10 * replayed["rounding"]
+    with pytest.raises((ValueError, FileNotFoundError), match="no_such_kernel"):
+        graphdump.replay(dumps["bf16"], "no_such_kernel")
+    with pytest.raises(ValueError, match="iteration"):
+        graphdump.replay(dumps["bf16"], dot, iteration=-1)
 
 
 def test_watch_is_the_cli_watch(dumps):
