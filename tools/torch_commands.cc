@@ -32,6 +32,7 @@
 #include "graphdump/selector.h"
 #include "graphdump/session.h"
 #include "graphdump/torch/distributed.h"
+#include "graphdump/torch/scalar_type.h"
 #include "graphdump/torch/torch_model.h"
 #include "graphdump/torch/trainer.h"
 #include "torch_cli.h"
@@ -52,35 +53,6 @@ int ExitFor(const Status& status) {
 int Fail(const std::string& command, const Status& status) {
   std::fprintf(stderr, "%s: error: %s\n", command.c_str(), status.message().c_str());
   return ExitFor(status);
-}
-
-static std::optional<at::ScalarType> ToScalarType(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return at::kBool;
-    case DType::kInt8:
-      return at::kChar;
-    case DType::kInt16:
-      return at::kShort;
-    case DType::kInt32:
-      return at::kInt;
-    case DType::kInt64:
-      return at::kLong;
-    case DType::kUInt8:
-      return at::kByte;
-    case DType::kFloat16:
-      return at::kHalf;
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-    case DType::kComplex64:
-      return at::kComplexFloat;
-    case DType::kComplex128:
-      return at::kComplexDouble;
-    default:
-      return std::nullopt;
-  }
 }
 
 // Reads exactly `n` bytes at `offset` of `fd` into `out`; false on an error or a short file.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graphdump/analysis/dump_index.h"
+#include "graphdump/npy.h"
 #include "testing/testing.h"
 
 namespace graphdump::analysis {
@@ -44,17 +45,8 @@ struct Kernel {
 
 void WriteNpy(const std::string& path, const Tensor& t) {
   const bool half = t.dtype == "float16";
-  std::string dict = std::string("{'descr': '") + (half ? "<f2" : "<f4") +
-                     "', 'fortran_order': False, 'shape': (" + std::to_string(t.values.size()) +
-                     ",), }";
-  while ((10 + dict.size() + 1) % 64) dict += ' ';
-  dict += '\n';
-  std::string bytes = "\x93NUMPY";
-  bytes += '\x01';
-  bytes += '\x00';
-  bytes += static_cast<char>(dict.size() & 0xff);
-  bytes += static_cast<char>(dict.size() >> 8);
-  bytes += dict;
+  const int64_t n = static_cast<int64_t>(t.values.size());
+  std::string bytes = NpyHeader(half ? DType::kFloat16 : DType::kFloat32, {n});
   for (float v : t.values) {
     if (half) {
       const uint16_t h = HalfBits(v);

@@ -6,25 +6,17 @@
 #include <cstring>
 #include <limits>
 
+#include "graphdump/npy.h"
 #include "testing/testing.h"
 
 namespace graphdump::analysis {
 namespace {
 
-// Writes a version 1.0 .npy of `values` as `descr` ("<f4", "<f8", "<f2"...).
+// Writes a .npy of `values` (one dimension) as `dtype`, whose elements `T` holds bit for bit.
 template <typename T>
-std::string WriteNpy(const testing::TempDir& dir, const std::string& name, const std::string& descr,
+std::string WriteNpy(const testing::TempDir& dir, const std::string& name, DType dtype,
                      const std::vector<T>& values) {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(values.size()) + ",), }";
-  while ((10 + dict.size() + 1) % 64) dict += ' ';
-  dict += '\n';
-  std::string bytes = "\x93NUMPY";
-  bytes += '\x01';
-  bytes += '\x00';
-  bytes += static_cast<char>(dict.size() & 0xff);
-  bytes += static_cast<char>(dict.size() >> 8);
-  bytes += dict;
+  std::string bytes = NpyHeader(dtype, {static_cast<int64_t>(values.size())});
   bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
   testing::WriteFile(dir.Sub(name), bytes);
   return dir.Sub(name);
@@ -38,8 +30,8 @@ std::unique_ptr<MappedNpy> Open(const std::string& path) {
 
 TEST(TensorMathTest, MetricsMatchTheDefinitions) {
   testing::TempDir dir;
-  auto a = Open(WriteNpy<float>(dir, "a.npy", "<f4", {1, 2, 3, 4}));
-  auto b = Open(WriteNpy<double>(dir, "b.npy", "<f8", {1, 2, 3.003, 0}));
+  auto a = Open(WriteNpy<float>(dir, "a.npy", DType::kFloat32, {1, 2, 3, 4}));
+  auto b = Open(WriteNpy<double>(dir, "b.npy", DType::kFloat64, {1, 2, 3.003, 0}));
   const PairMetrics m = ComparePair(*a, *b, 1e-8, 1e-5);
   EXPECT_EQ(m.elements, 4);
   const double dot = 1 + 4 + 3 * 3.003, na = std::sqrt(30.0), nb = std::sqrt(1 + 4 + 3.003 * 3.003);
@@ -57,8 +49,8 @@ TEST(TensorMathTest, NonFinitePositions) {
   testing::TempDir dir;
   const float nan = std::numeric_limits<float>::quiet_NaN(),
               inf = std::numeric_limits<float>::infinity();
-  auto a = Open(WriteNpy<float>(dir, "a.npy", "<f4", {nan, 1, inf, 2, nan}));
-  auto b = Open(WriteNpy<float>(dir, "b.npy", "<f4", {nan, 1, inf, -inf, 3}));
+  auto a = Open(WriteNpy<float>(dir, "a.npy", DType::kFloat32, {nan, 1, inf, 2, nan}));
+  auto b = Open(WriteNpy<float>(dir, "b.npy", DType::kFloat32, {nan, 1, inf, -inf, 3}));
   const PairMetrics m = ComparePair(*a, *b, 0, 0);
   EXPECT_EQ(m.nan_a, 2);
   EXPECT_EQ(m.nan_b, 1);
@@ -73,7 +65,8 @@ TEST(TensorMathTest, NonFinitePositions) {
 TEST(TensorMathTest, HalfAndSummary) {
   testing::TempDir dir;
   // 1.0, -2.0, 0, 65504 (max half), +inf in float16 bits
-  auto h = Open(WriteNpy<uint16_t>(dir, "h.npy", "<f2", {0x3c00, 0xc000, 0x0000, 0x7bff, 0x7c00}));
+  auto h = Open(
+      WriteNpy<uint16_t>(dir, "h.npy", DType::kFloat16, {0x3c00, 0xc000, 0x0000, 0x7bff, 0x7c00}));
   const TensorSummary s = SummarizeTensor(*h);
   EXPECT_EQ(s.elements, 5);
   EXPECT_EQ(s.max, 65504);
@@ -82,16 +75,16 @@ TEST(TensorMathTest, HalfAndSummary) {
   EXPECT_EQ(s.pos_inf, 1);
   EXPECT_EQ(s.fp16_overflow, 0);
   EXPECT_NEAR(s.l2norm, std::sqrt(1 + 4 + 65504.0 * 65504.0), 1e-6);
-  auto f = Open(WriteNpy<float>(dir, "f.npy", "<f4", {1, -70000}));
+  auto f = Open(WriteNpy<float>(dir, "f.npy", DType::kFloat32, {1, -70000}));
   EXPECT_EQ(SummarizeTensor(*f).fp16_overflow, 1);
   EXPECT_EQ(SummarizeTensor(*f).max_abs, 70000);
 }
 
 TEST(TensorMathTest, DeltaBetweenWeights) {
   testing::TempDir dir;
-  auto a = Open(WriteNpy<float>(dir, "a.npy", "<f4", {3, 4}));
-  auto b = Open(WriteNpy<float>(dir, "b.npy", "<f4", {3, 4}));
-  auto c = Open(WriteNpy<float>(dir, "c.npy", "<f4", {0, 0}));
+  auto a = Open(WriteNpy<float>(dir, "a.npy", DType::kFloat32, {3, 4}));
+  auto b = Open(WriteNpy<float>(dir, "b.npy", DType::kFloat32, {3, 4}));
+  auto c = Open(WriteNpy<float>(dir, "c.npy", DType::kFloat32, {0, 0}));
   EXPECT_TRUE(DeltaBetween(*a, *b).identical);
   const DeltaNorms d = DeltaBetween(*c, *a);
   EXPECT_FALSE(d.identical);
@@ -101,7 +94,7 @@ TEST(TensorMathTest, DeltaBetweenWeights) {
 
 TEST(MappedNpyTest, TruncatedFileIsCorruptAndNamed) {
   testing::TempDir dir;
-  const std::string path = WriteNpy<float>(dir, "t.npy", "<f4", {1, 2, 3});
+  const std::string path = WriteNpy<float>(dir, "t.npy", DType::kFloat32, {1, 2, 3});
   std::string bytes = testing::ReadFile(path);
   testing::WriteFile(path, bytes.substr(0, bytes.size() - 5));
   auto npy = MappedNpy::Open(path);

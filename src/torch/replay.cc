@@ -25,6 +25,7 @@
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/file_system.h"
 #include "graphdump/graph_files.h"
+#include "graphdump/torch/scalar_type.h"
 #include "graphdump/npy.h"
 #include "torch_compat.h"
 
@@ -42,37 +43,6 @@ using analysis::TensorEntry;
 // accurate kernel's output carries one rounding (about u/2 in relative L2) plus a few in its
 // computation.
 constexpr double kSignificantRoundings = 4;
-
-std::optional<at::ScalarType> ToScalarType(DType dtype) {
-  switch (dtype) {
-    case DType::kBool:
-      return at::kBool;
-    case DType::kInt8:
-      return at::kChar;
-    case DType::kInt16:
-      return at::kShort;
-    case DType::kInt32:
-      return at::kInt;
-    case DType::kInt64:
-      return at::kLong;
-    case DType::kUInt8:
-      return at::kByte;
-    case DType::kFloat16:
-      return at::kHalf;
-    case DType::kBFloat16:
-      return at::kBFloat16;
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-    case DType::kComplex64:
-      return at::kComplexFloat;
-    case DType::kComplex128:
-      return at::kComplexDouble;
-    default:
-      return std::nullopt;
-  }
-}
 
 double UnitRoundoff(at::ScalarType type) {
   switch (type) {
