@@ -818,8 +818,10 @@ std::string CompareResultJson(const CompareResult& result) {
   }
   j["differing_sources"] = sources;
   json inputs = json::array();
-  for (const auto& [i, slot] : result.differing_graph_inputs) {
+  for (const auto& [i, input_slot] : result.differing_graph_inputs) {
     const KernelComparison& k = result.kernels[i];
+    // A copy: clang 14 refuses a lambda capturing a structured binding.
+    const uint32_t slot = input_slot;
     auto t = std::find_if(k.tensors.begin(), k.tensors.end(),
                           [&](const TensorComparison& x) { return x.is_input && x.slot == slot; });
     inputs.push_back({{"kernel", k.name_a},
