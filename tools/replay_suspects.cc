@@ -18,7 +18,8 @@ namespace graphdump::tools {
 namespace {
 
 struct Captured {
-  int exit_code = -1;  // -1: did not exit normally (or could not start)
+  int exit_code = -1;     // -1: did not exit normally (or could not start)
+  int signal_number = 0;  // the signal that ended it, 0 when none
   std::string out, err;
 };
 
@@ -82,6 +83,7 @@ Captured RunCaptured(const std::vector<std::string>& argv) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) c.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) c.signal_number = WTERMSIG(status);
   return c;
 }
 
@@ -122,7 +124,12 @@ std::vector<SuspectReplay> ReplaySuspects(const analysis::CompareResult& result,
       replay.result = std::move(parsed);
     } else {
       std::string why = LastLine(run.err);
-      if (why.empty()) why = fmt::format("graphdump replay exited with {}", run.exit_code);
+      if (why.empty()) {
+        why = run.signal_number != 0
+                  ? fmt::format("graphdump replay was killed by signal {} ({})", run.signal_number,
+                                strsignal(run.signal_number))
+                  : fmt::format("graphdump replay exited with {}", run.exit_code);
+      }
       replay.result = NotReplayed(why);
     }
     replays.push_back(std::move(replay));

@@ -8,6 +8,8 @@ import csv
 import json
 import math
 import os
+import shutil
+import subprocess
 
 import numpy as np
 
@@ -185,6 +187,19 @@ try:
                  f'<td class="replay-verdict"><b>{replay_verdict}</b>' in row and
                  "its own error" in row,
                  f"{model}: the table row of {target} holds the replay's verdict: {row[:2000]}")
+
+    # A replay that dies is reported with its signal, and compare goes on: graphdump beside a
+    # graphdump-torch that kills itself.
+    fake = os.path.join(work, "fake_bin")
+    os.makedirs(fake)
+    shutil.copy(t.BIN, os.path.join(fake, "graphdump"))
+    with open(os.path.join(fake, "graphdump-torch"), "w") as f:
+        f.write("#!/bin/sh\nkill -SEGV $$\n")
+    os.chmod(os.path.join(fake, "graphdump-torch"), 0o755)
+    p_ = subprocess.run([os.path.join(fake, "graphdump"), "compare", bf16, fp32, "-q",
+                         "--replay", "1"], capture_output=True, text=True)
+    t.expect(p_.returncode == 1 and "not replayable: graphdump replay was killed by signal 11"
+             in p_.stdout, f"a replay that crashes: {p_.returncode} {p_.stdout} {p_.stderr}")
 
     # --replay needs a reference: with --ranks, or a report of one dump, it is a usage error.
     code, out, err = t.run("compare", bf16, "--ranks", "--replay", "1")
