@@ -96,6 +96,54 @@ struct OptimizerStepHandle {
 struct AllReduceHandle {
   std::shared_ptr<DumpHost::AllReduceStep> step;
 };
+struct EagerPauseHandle {
+  std::shared_ptr<void> pause;
+};
+
+// Is `file` this package's own glue (its frames are never the user's line)?
+bool IsPackageFile(const std::string& file) {
+  return file.find("/graphdump/torch.py") != std::string::npos ||
+         file.find("/torch/nn/modules/module.py") != std::string::npos;
+}
+
+// The calling thread's Python frames, innermost first, for an eager kernel's source trace: the
+// frames up to the first one outside PyTorch's files (the user's line), then up to three of its
+// callers; graphdump's glue and nn.Module's call machinery are left out.
+std::vector<SourceLocation> PythonSourceTrace() {
+  py::gil_scoped_acquire gil;
+  std::vector<SourceLocation> trace;
+  PyFrameObject* frame = PyEval_GetFrame();
+  Py_XINCREF(frame);
+  int callers_left = -1;  // set once the user's frame is found
+  while (frame != nullptr && trace.size() < 16 && callers_left != 0) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    SourceLocation loc;
+    loc.file = py::reinterpret_borrow<py::str>(code->co_filename).cast<std::string>();
+    loc.line = PyFrame_GetLineNumber(frame);
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+    if (IsPackageFile(loc.file)) continue;
+    if (loc.file.rfind("<frozen", 0) == 0) break;  // the interpreter's own start-up frames
+    try {
+      loc.code = py::module_::import("linecache").attr("getline")(loc.file, loc.line)
+                     .cast<std::string>();
+      while (!loc.code.empty() && (loc.code.back() == '\n' || loc.code.back() == '\r')) {
+        loc.code.pop_back();
+      }
+      loc.code.erase(0, loc.code.find_first_not_of(" \t"));
+    } catch (const py::error_already_set&) {
+      loc.code.clear();
+    }
+    const bool user = !IsTorchLibraryFile(loc.file);
+    trace.push_back(std::move(loc));
+    if (callers_left > 0) --callers_left;
+    if (user && callers_left < 0) callers_left = 3;
+  }
+  Py_XDECREF(frame);
+  return trace;
+}
 
 }  // namespace
 
@@ -138,6 +186,9 @@ void BindTorch(py::module_& m) {
   });
   py::class_<OptimizerStepHandle>(m, "OptimizerStep");
   py::class_<AllReduceHandle>(m, "AllReduceStep");
+  py::class_<EagerPauseHandle>(m, "EagerPause").def("close", [](EagerPauseHandle& h) {
+    h.pause.reset();
+  });
 
   py::class_<DumpHost>(m, "Host", "A dump session driven by Python (graphdump::DumpHost)")
       .def_static(
@@ -154,7 +205,9 @@ void BindTorch(py::module_& m) {
               RaiseConfigError(session.status().message());
             }
             if (!session.ok()) Raise(session.status());
-            return std::make_unique<DumpHost>(std::move(*session));
+            auto host = std::make_unique<DumpHost>(std::move(*session));
+            host->SetSourceTraceProvider(&PythonSourceTrace);
+            return host;
           },
           py::arg("config"), py::arg("rank"), py::arg("model_name"), py::arg("overwrite") = false,
           "Opens the dump session of `rank` (creates its directory; an existing one is an "
@@ -177,6 +230,43 @@ void BindTorch(py::module_& m) {
           },
           "Is this module registered?")
       .def("call", &Call, "Runs the module's forward through graphdump's executor.")
+      .def(
+          "add_eager_graph",
+          [](DumpHost& host, const std::vector<std::pair<py::handle, std::string>>& modules,
+             std::vector<std::pair<std::string, at::Tensor>> parameters,
+             std::vector<std::pair<std::string, at::Tensor>> buffers) {
+            std::vector<EagerModuleInfo> tree;
+            for (const auto& [module, path] : modules) {
+              tree.push_back({module.ptr(), path, Py_TYPE(module.ptr())->tp_name});
+            }
+            return host.AddEagerGraph(std::move(tree), std::move(parameters),
+                                      std::move(buffers));
+          },
+          py::arg("modules"), py::arg("parameters"), py::arg("buffers"),
+          "Registers a plain module's graph: `modules` its (module, path) pairs, itself with "
+          "path ''. Returns the graph id.")
+      .def(
+          "enter_module",
+          [](DumpHost& host, const py::handle& module) {
+            return host.EnterModule(module.ptr(), Py_TYPE(module.ptr())->tp_name);
+          },
+          "A module call begins; False (nothing entered) for an unknown module called from "
+          "outside any module.")
+      .def("enter_uncaptured", &DumpHost::EnterUncaptured,
+           "A module call whose operators are not captured begins.")
+      .def("exit_module", &DumpHost::ExitModule, "The module call has returned or raised.")
+      .def(
+          "set_eager_dump",
+          [](DumpHost& host, const py::handle& module) {
+            return host.SetEagerDump(module.ptr()).ok();
+          },
+          "dump_mode 2 marks for a module of an eager graph; False when no graph holds it.")
+      .def("take_failure", &DumpHost::TakeEagerFailure,
+           "The last eager kernel that raised, as 'kernel NAME (aten::op) failed at FILE:LINE', "
+           "or ''.")
+      .def(
+          "pause_eager", [](DumpHost& host) { return EagerPauseHandle{host.PauseEager()}; },
+          "Operators are not captured until the handle is closed.")
       .def(
           "set_dump",
           [](DumpHost& host, const py::handle& module) {

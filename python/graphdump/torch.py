@@ -11,17 +11,20 @@
 
 What is dumped, and how iterations are counted, is graphdump's C++ (graphdump::DumpHost); this
 module only connects it to PyTorch's Python objects:
-  - a wrapped TorchScript module's calls (torch.jit.ScriptModule.__call__) run its forward graph
-    through graphdump's executor: one graph per module, ids in wrap order (or first-call order
-    with ``graphdump python``);
+  - a plain module's calls (torch.nn.Module.__call__) are bracketed so that the C++ eager
+    capture, which sees every ATen operator at the dispatcher, knows each operator's module;
+    a module called from outside any other module is a graph;
+  - a TorchScript module's calls (torch.jit.ScriptModule.__call__) run its forward graph
+    through graphdump's executor;
+  - graphs are numbered in wrap order (or first-call order with ``graphdump python``);
   - backward passes (torch.autograd.backward, and so Tensor.backward) are hooked so that their
     autograd nodes are dumped as Gradients/... kernels;
   - each step() of a tracked optimizer dumps one update kernel per parameter and ends the
     iteration; without one, each call of the first module starts a new iteration;
   - a DistributedDataParallel over a wrapped module gets a communication hook that all-reduces
     as DDP does and dumps the all-reduce as kernels.
-Nothing here copies or changes what the training computes: the executor runs the same ATen
-kernels TorchScript would, and tensors are copied only for the dump.
+Nothing here copies or changes what the training computes: eager modules run as they are, the
+executor runs the same ATen kernels TorchScript would, and tensors are copied only for the dump.
 """
 import atexit
 import os
@@ -74,20 +77,13 @@ def _state_tensors(state):
     return [v for v in state.values() if isinstance(v, torch.Tensor)]
 
 
-def _not_torchscript(module, what):
+def _not_a_module(module, what):
     name = type(module).__name__
-    if isinstance(module, torch.nn.parallel.DistributedDataParallel):
-        return TypeError(f"{what}: got DistributedDataParallel; wrap the module inside it: "
-                         "DistributedDataParallel(dump.wrap(torch.jit.script(net))) "
-                         "(docs/python.md)")
-    if isinstance(module, torch.nn.Module):
-        return TypeError(
-            f"{what}: {name} is a plain torch.nn.Module, not TorchScript, and graphdump's "
-            f"executor runs TorchScript graphs: pass torch.jit.script(model), or "
-            f"torch.jit.trace(model, example_inputs) for a model that scripting rejects "
-            f"(docs/python.md)")
-    return TypeError(f"{what}: expected a TorchScript module (torch.jit.script, torch.jit.trace "
-                     f"or torch.jit.load), got {name} (docs/python.md)")
+    if isinstance(module, _TRANSPARENT):
+        return TypeError(f"{what}: got {name}; wrap the module inside it: "
+                         f"{name}(dump.wrap(net)) (docs/python.md)")
+    return TypeError(f"{what}: expected a torch.nn.Module (plain or TorchScript), got {name} "
+                     "(docs/python.md)")
 
 
 def _describe_exception(exc_type, exc):
@@ -103,9 +99,9 @@ class Dump:
       None reads $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG, and with neither set dumping is
       off and the training runs untouched. The file is validated here: ConfigError lists every
       problem.
-    auto: run every TorchScript module the process calls through the executor and track every
-      optimizer it creates (what ``graphdump python`` does), instead of only those given to
-      wrap() and track().
+    auto: dump every module the process calls (plain modules through the eager capture,
+      TorchScript modules through the executor) and track every optimizer it creates (what
+      ``graphdump python`` does), instead of only those given to wrap() and track().
     name: the net name when the configuration leaves it empty (the GE dialect): default the
       script's file name.
     overwrite: replace an earlier dump in the rank's directory ({path}/rank_{id}) instead of
@@ -136,6 +132,8 @@ class Dump:
         self._wrapped_set = weakref.WeakSet()
         self._unroutable = weakref.WeakSet()  # modules the executor cannot run
         self._registered = weakref.WeakSet()  # modules the host has compiled
+        self._eager_roots = []  # plain modules with a graph of their own, kept alive
+        self._eager = None  # the host while it dumps eager modules in this process
         self._pending_set_dump = []
         self._optimizers = weakref.WeakSet()
         self._routed_parameters = set()  # ids of the parameters of modules run here
@@ -217,8 +215,7 @@ class Dump:
             _uninstall()
         atexit.unregister(self.close)
         if self._auto and self.off_reason == "" and (self._host is None or self._host.calls == 0):
-            _log("warning: no TorchScript module was called, so no kernel was dumped: graphdump "
-                 "runs the modules made by torch.jit.script, torch.jit.trace or torch.jit.load "
+            _log("warning: the script called no torch.nn.Module, so no kernel was dumped "
                  "(docs/python.md)")
         if not self._dumping():
             return None
@@ -243,11 +240,12 @@ class Dump:
     # --- what is dumped --------------------------------------------------------------------
 
     def wrap(self, module):
-        """Runs `module` (a TorchScript module: torch.jit.script, torch.jit.trace or
-        torch.jit.load) through graphdump's executor from now on, and returns it. Its graph id
-        is the number of modules wrapped before. Raises TypeError for a plain nn.Module."""
-        if not isinstance(module, torch.jit.ScriptModule):
-            raise _not_torchscript(module, "Dump.wrap")
+        """Dumps `module`'s calls from now on and returns it: a plain torch.nn.Module through
+        the eager capture (it runs as it is), a TorchScript module through graphdump's executor.
+        Its graph id is the number of modules wrapped before. TypeError for a
+        DistributedDataParallel (wrap the module inside it) or anything else."""
+        if not isinstance(module, torch.nn.Module) or isinstance(module, _TRANSPARENT):
+            raise _not_a_module(module, "Dump.wrap")
         if module not in self._wrapped_set:
             self._wrapped.append(module)
             self._wrapped_set.add(module)
@@ -269,21 +267,50 @@ class Dump:
         return obj
 
     def set_dump(self, module):
-        """Marks a TorchScript module (a wrapped one or one of its submodules) and everything
-        under it for dump_mode 2, as MindSpore's set_dump(cell). Its backward and optimizer
-        kernels follow its module path."""
-        if not isinstance(module, torch.jit.ScriptModule):
-            raise _not_torchscript(module, "Dump.set_dump")
+        """Marks a module (a dumped one or one of its submodules, plain or TorchScript) and
+        everything under it for dump_mode 2, as MindSpore's set_dump(cell). Its backward and
+        optimizer kernels follow its module path."""
+        if not isinstance(module, torch.nn.Module) or isinstance(module, _TRANSPARENT):
+            raise _not_a_module(module, "Dump.set_dump")
         if self._config is not None and self._config.dump_mode != 2:
             _log(f"warning: set_dump has no effect: dump_mode is {self._config.dump_mode} (it "
                  "selects kernels only with dump_mode 2)")
-        if self._host is None or not self._host.set_dump(module):
+        if self._host is None or not self._apply_set_dump(module):
             self._pending_set_dump.append(module)
 
     # --- internals -------------------------------------------------------------------------
 
     def _dumping(self):
         return self._host is not None and self._host.dumping
+
+    def _apply_set_dump(self, module):
+        if isinstance(module, torch.jit.ScriptModule):
+            return self._host.set_dump(module)
+        return self._host.set_eager_dump(module)
+
+    def _eager_host(self):
+        """The host when plain modules are dumped in this process now, else None."""
+        if self._closed or os.getpid() != self._pid or torch._C._get_tracing_state():
+            return None
+        if not self._host_opened:
+            self._open_host()
+        return self._eager
+
+    def _takes_root(self, module):
+        """Is a plain module called from outside any module one this Dump dumps?"""
+        return self._auto or module in self._wrapped_set
+
+    def _add_eager(self, module):
+        """Registers a plain module's graph (its tree, parameters and buffers)."""
+        self._host.add_eager_graph([(m, path) for path, m in module.named_modules()],
+                                   list(module.named_parameters()), list(module.named_buffers()))
+        self._eager_roots.append(module)
+        self._registered.add(module)
+        for p in module.parameters():
+            self._routed_parameters.add(id(p))
+        if self._pending_set_dump:
+            self._pending_set_dump = [m for m in self._pending_set_dump
+                                      if not self._apply_set_dump(m)]
 
     def _routes(self, module):
         return (not self._closed and os.getpid() == self._pid and
@@ -306,6 +333,7 @@ class Dump:
             self._host = _C.Host.executor_only()
         else:
             self._host = _C.Host.open(self._config, rank, self._name, self._overwrite)
+        self._eager = self._host if self._host.dumping else None
         if len(self._optimizers):
             self._host.track_optimizers()
         for module in self._wrapped:
@@ -314,8 +342,13 @@ class Dump:
 
     def _register(self, module, strict):
         """Compiles and registers `module`. With strict, errors propagate (wrap); otherwise a
-        module the executor cannot run is left to TorchScript, with a warning."""
+        module the executor cannot run is left to TorchScript, with a warning. A plain module
+        gets an eager graph."""
         if module in self._registered:
+            return True
+        if not isinstance(module, torch.jit.ScriptModule):
+            if self._eager is not None:
+                self._add_eager(module)
             return True
         graphs = self._host.graphs
         try:
@@ -371,7 +404,11 @@ class Dump:
                 dump._warn_unowned(params)
             before = [_state_tensors(opt.state.get(p)) for p in params]
             token = host.begin_optimizer_step(type(opt).__name__, params, before)
-            out = original(*args, **kwargs)
+            pause = host.pause_eager()  # the update's operators are the update kernels
+            try:
+                out = original(*args, **kwargs)
+            finally:
+                pause.close()
             host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
             return out
 
@@ -386,9 +423,8 @@ class Dump:
         unowned = [p for p in params if id(p) not in self._routed_parameters]
         if unowned:
             _log(f"warning: {len(unowned)} of the optimizer's {len(params)} parameters belong to "
-                 "no TorchScript module that ran, so the kernels that use them are not dumped "
-                 "(only their updates, named unnamed_N): make their modules TorchScript with "
-                 "torch.jit.script or torch.jit.trace (docs/python.md)")
+                 "no module that was called, so their update kernels are named "
+                 "unnamed_N (docs/python.md)")
 
     def _flush_allreduce(self):
         pending, self._pending_allreduce = self._pending_allreduce, []
@@ -406,6 +442,7 @@ def _patch(owner, name, value):
 
 def _install(auto):
     ddp = torch.nn.parallel.DistributedDataParallel
+    _patch(torch.nn.Module, "__call__", _eager_call)
     _patch(torch.jit.ScriptModule, "__call__", _script_call)
     _patch(torch.autograd, "backward", _backward)
     _patch(ddp, "__init__", _ddp_init)
@@ -424,6 +461,8 @@ def _uninstall():
 
 
 _module_call = torch.nn.Module.__call__
+# Containers whose forward only calls the module inside: that module is the graph.
+_TRANSPARENT = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
 _autograd_backward = torch.autograd.backward
 _optimizer_init_original = torch.optim.Optimizer.__init__
 _ddp_init_original = torch.nn.parallel.DistributedDataParallel.__init__
@@ -437,6 +476,28 @@ def _script_call(module, *args, **kwargs):
         if out is not _NOT_RUN:
             return out
     return _module_call(module, *args, **kwargs)
+
+
+def _eager_call(module, *args, **kwargs):
+    dump = _active
+    host = dump._eager_host() if dump is not None else None
+    if host is None or isinstance(module, _TRANSPARENT):
+        return _module_call(module, *args, **kwargs)
+    if not host.enter_module(module):  # a module called from outside any other, not yet known
+        if dump._takes_root(module):
+            dump._add_eager(module)
+            host.enter_module(module)
+        else:
+            host.enter_uncaptured()
+    try:
+        return _module_call(module, *args, **kwargs)
+    except Exception as e:
+        failure = host.take_failure()
+        if failure and e.args and isinstance(e.args[0], str):
+            e.args = (f"{failure}: {e.args[0]}",) + e.args[1:]
+        raise
+    finally:
+        host.exit_module()
 
 
 def _dumping_host(dump):
@@ -479,8 +540,7 @@ class _CommHookState:
 def _ddp_init(ddp, *args, **kwargs):
     _ddp_init_original(ddp, *args, **kwargs)
     dump = _active
-    if dump is not None and isinstance(ddp.module, torch.jit.ScriptModule) and \
-            dump._routes(ddp.module):
+    if dump is not None and dump._routes(ddp.module):
         _hook_ddp(ddp)
 
 

@@ -387,6 +387,8 @@ std::string DescribeTrace(const std::vector<SourceLocation>& trace) {
 
 std::string DescribeSource(const KernelInfo& kernel) { return DescribeTrace(kernel.source_trace); }
 
+std::optional<std::string> ArgumentLiteral(const c10::IValue& value) { return Literal(value); }
+
 std::string DescribeNodeSource(const torch::jit::Node* node) {
   return DescribeTrace(torch_compat::SourceTrace(node));
 }

@@ -93,4 +93,9 @@ std::string DescribeTrace(const std::vector<SourceLocation>& trace);
 std::string DescribeSource(const KernelInfo& kernel);
 std::string DescribeNodeSource(const torch::jit::Node* node);
 
+// A constant as KernelArgument writes it (graph.h): a Python literal a replay parses back
+// (None, True, 3, -1.5, inf, "mean", [1, 1]); nullopt for a value with no such form (an object,
+// a tensor). Both front ends record arguments with it.
+std::optional<std::string> ArgumentLiteral(const c10::IValue& value);
+
 }  // namespace graphdump::torch_internal

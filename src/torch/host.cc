@@ -1,11 +1,17 @@
 #include "graphdump/torch/host.h"
 
+#include <cstdio>
+
+#include "eager_capture.h"
+#include "eager_graph.h"
 #include "host_kernels.h"
 #include "tensor_views.h"
 
 namespace graphdump {
 
 using torch_internal::BackwardKernels;
+using torch_internal::EagerCapture;
+using torch_internal::EagerGraph;
 using torch_internal::ModuleOfParameter;
 using torch_internal::Underscored;
 using torch_internal::UpdateCapture;
@@ -48,7 +54,10 @@ class DumpHost::AllReduceStep {
 DumpHost::DumpHost(std::unique_ptr<DumpSession> session)
     : session_(std::move(session)), backward_(std::make_unique<BackwardKernels>()) {}
 
-DumpHost::~DumpHost() { (void)Close(); }
+DumpHost::~DumpHost() {
+  (void)Close();
+  capture_.reset();  // before the graphs its callback reaches
+}
 
 TorchModel* DumpHost::FindModel(const torch::jit::Module& module) const {
   auto it = by_object_.find(module._ivalue().get());
@@ -74,7 +83,7 @@ TorchModel* DumpHost::FindOwner(const torch::jit::Module& submodule, std::string
 StatusOr<TorchModel*> DumpHost::ModelFor(const torch::jit::Module& module) {
   if (TorchModel* known = FindModel(module)) return known;
   TorchModelOptions options;
-  options.graph_id = static_cast<uint32_t>(models_.size());
+  options.graph_id = static_cast<uint32_t>(graphs_.size());
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model,
                              TorchModel::FromModule(module, session_.get(), options));
   TorchModel* raw = model.get();
@@ -83,28 +92,153 @@ StatusOr<TorchModel*> DumpHost::ModelFor(const torch::jit::Module& module) {
         [this, raw](const KernelInfo& kernel, const std::vector<c10::IValue>& outputs) {
           backward_->NoteForward(raw, kernel, outputs);
         });
+    std::vector<std::pair<std::string, at::Tensor>> parameters;
     for (const auto& p : raw->module().named_parameters(/*recurse=*/true)) {
-      backward_->AddParameter(p.value, raw, p.name);
-      owners_.emplace(p.value.unsafeGetTensorImpl(), Owner{raw, p.name});
+      parameters.emplace_back(p.name, p.value);
     }
+    AddParameters(raw, parameters);
   }
   by_object_[module._ivalue().get()] = raw;
   models_.push_back(std::move(model));
+  graphs_.push_back(raw);
   return raw;
 }
 
+void DumpHost::AddParameters(HostGraph* graph,
+                             const std::vector<std::pair<std::string, at::Tensor>>& parameters) {
+  for (const auto& [name, value] : parameters) {
+    backward_->AddParameter(value, graph, name);
+    owners_.emplace(value.unsafeGetTensorImpl(), Owner{graph, name});
+  }
+}
+
+uint32_t DumpHost::AddEagerGraph(std::vector<EagerModuleInfo> modules,
+                                 std::vector<std::pair<std::string, at::Tensor>> parameters,
+                                 std::vector<std::pair<std::string, at::Tensor>> buffers) {
+  const auto id = static_cast<uint32_t>(graphs_.size());
+  std::vector<torch_internal::EagerModule> tree;
+  for (const EagerModuleInfo& m : modules) tree.push_back({m.path, m.class_name});
+  auto graph = std::make_unique<EagerGraph>(id, session_.get(), tree, parameters, std::move(buffers));
+  EagerGraph* raw = graph.get();
+  for (const EagerModuleInfo& m : modules) modules_.emplace(m.key, std::make_pair(raw, m.path));
+  if (session_) {
+    Status registered = raw->Register();
+    if (!registered.ok()) std::fprintf(stderr, "graphdump: %s\n", registered.message().c_str());
+    AddParameters(raw, parameters);
+  }
+  eager_graphs_.push_back(std::move(graph));
+  graphs_.push_back(raw);
+  if (!capture_ && session_) {
+    EagerCapture::Callbacks callbacks;
+    callbacks.source_trace = source_trace_;
+    callbacks.forward = [this](EagerGraph* g, const KernelInfo& kernel,
+                               const std::vector<c10::IValue>& outputs) {
+      backward_->NoteForward(g, kernel, outputs);
+    };
+    capture_ = std::make_unique<EagerCapture>(std::move(callbacks));
+    capture_->set_script_graph(raw);
+    UpdateEagerActive();
+  }
+  return id;
+}
+
+void DumpHost::SetSourceTraceProvider(std::function<std::vector<SourceLocation>()> provider) {
+  source_trace_ = std::move(provider);
+}
+
+bool DumpHost::EnterModule(const void* key, const std::string& class_name) {
+  auto it = modules_.find(key);
+  if (it == modules_.end()) {
+    if (root_calls_.empty()) return false;
+    // A module made during the call, or held outside the root's tree: a scope of its own
+    // under the calling module's.
+    EagerGraph* graph = capture_ ? capture_->current_graph() : nullptr;
+    const std::string path = capture_ ? capture_->current_path() : "";
+    if (capture_) {
+      capture_->PushModule(graph, path,
+                           graph ? graph->ScopeOfUnlisted(capture_->current_scope(), class_name)
+                                 : "");
+    }
+    root_calls_.push_back(false);
+    return true;
+  }
+  auto [graph, path] = it->second;
+  const bool root_call = path.empty() && root_calls_.empty() && !(capture_ && capture_->InBackward());
+  if (root_call) BeginRootCall(graph);
+  if (capture_) capture_->PushModule(graph, path, graph->ScopeOf(path));
+  root_calls_.push_back(root_call);
+  return true;
+}
+
+void DumpHost::EnterUncaptured() {
+  if (capture_) capture_->PushModule(nullptr, "", "");
+  root_calls_.push_back(false);
+}
+
+void DumpHost::ExitModule() {
+  if (root_calls_.empty()) return;
+  const bool root_call = root_calls_.back();
+  root_calls_.pop_back();
+  EagerGraph* graph = capture_ ? capture_->current_graph() : nullptr;
+  if (capture_) capture_->Pop();
+  if (root_call && graph && session_) {
+    torch_internal::HostWork host_work;
+    graph->EndCall();
+  }
+}
+
+Status DumpHost::SetEagerDump(const void* key) {
+  auto it = modules_.find(key);
+  if (it == modules_.end()) return Status::NotFound("the module is part of no dumped graph");
+  return it->second.first->SetDump(it->second.second);
+}
+
+std::string DumpHost::TakeEagerFailure() { return capture_ ? capture_->TakeFailure() : ""; }
+
+std::shared_ptr<void> DumpHost::PauseEager() {
+  return std::make_shared<torch_internal::HostWork>();
+}
+
+// A call of an eager graph's root from outside any module: iteration bookkeeping as for a
+// TorchScript model's call (Call), then the graph's step.
+void DumpHost::BeginRootCall(HostGraph* graph) {
+  ++calls_;
+  if (!session_) return;
+  if (!optimizer_mode_ && graph == graphs_.front() && session_->IterationOpen()) EndIteration();
+  EnsureIteration();
+  torch_internal::HostWork host_work;
+  if (capture_) capture_->StartRootCall();
+  static_cast<EagerGraph*>(graph)->BeginCall();
+}
+
+void DumpHost::UpdateEagerActive() {
+  if (!capture_) return;
+  capture_->SetActive(session_ && session_->IterationOpen() &&
+                      (session_->StepDumps() || session_->config().op_debug_mode == 4));
+}
+
 void DumpHost::EnsureIteration() {
-  if (!session_->IterationOpen()) session_->BeginIteration();
+  if (session_->IterationOpen()) return;
+  session_->BeginIteration();
+  if (capture_) capture_->StartIteration();
+  UpdateEagerActive();
+}
+
+void DumpHost::EndIteration() {
+  if (session_->IterationOpen()) session_->EndIteration();
+  UpdateEagerActive();
 }
 
 StatusOr<c10::IValue> DumpHost::Call(TorchModel* model, std::vector<c10::IValue> inputs) {
   ++calls_;
   if (session_) {
-    if (!optimizer_mode_ && model == models_.front().get() && session_->IterationOpen()) {
-      session_->EndIteration();  // the first module's next call starts the next iteration
+    if (!optimizer_mode_ && model == graphs_.front() && session_->IterationOpen()) {
+      EndIteration();  // the first module's next call starts the next iteration
     }
     EnsureIteration();
   }
+  // The executor's kernels are the model's; the dispatcher sees them too.
+  torch_internal::HostWork host_work;
   GRAPHDUMP_RETURN_IF_ERROR(model->BeginStep(inputs));
   StatusOr<c10::IValue> out = model->RunMethod(std::move(inputs));
   model->EndStep();
@@ -113,17 +247,16 @@ StatusOr<c10::IValue> DumpHost::Call(TorchModel* model, std::vector<c10::IValue>
 
 std::shared_ptr<DumpHost::BackwardPass> DumpHost::HookBackward(
     const std::vector<at::Tensor>& roots) {
-  if (!session_ || models_.empty()) return nullptr;
+  if (!session_ || graphs_.empty()) return nullptr;
   EnsureIteration();
-  return std::make_shared<BackwardPass>(backward_.get(),
-                                        backward_->Hook(roots, models_.front().get()));
+  return std::make_shared<BackwardPass>(backward_.get(), backward_->Hook(roots, graphs_.front()));
 }
 
 DumpHost::Owner DumpHost::OwnerOf(const at::Tensor& param) {
   auto it = owners_.find(param.unsafeGetTensorImpl());
   if (it != owners_.end()) return it->second;
   // A parameter of no module run here: named in the order first seen, in the first graph.
-  Owner owner{models_.front().get(), "unnamed_" + std::to_string(unnamed_parameters_++)};
+  Owner owner{graphs_.front(), "unnamed_" + std::to_string(unnamed_parameters_++)};
   owners_.emplace(param.unsafeGetTensorImpl(), owner);
   return owner;
 }
@@ -150,8 +283,9 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   optimizer_mode_ = true;
   auto step = std::make_shared<OptimizerStep>();
   // Without a session, or with no graph to hold the kernels (nothing ran here): nothing to do.
-  if (!session_ || models_.empty()) return step;
+  if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
+  torch_internal::HostWork host_work;
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
     if (!p.defined() || !p.grad().defined()) continue;
@@ -167,20 +301,22 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
 
 void DumpHost::EndOptimizerStep(OptimizerStep& step,
                                 const std::vector<std::vector<at::Tensor>>& states_after) {
+  torch_internal::HostWork host_work;
   for (size_t j = 0; j < step.captures.size(); ++j) {
     const size_t i = step.indexes[j];
     step.captures[j].Finish(step.params[j],
                             i < states_after.size() ? states_after[i] : std::vector<at::Tensor>{});
   }
   ++optimizer_steps_;
-  if (session_ && session_->IterationOpen()) session_->EndIteration();
+  if (session_) EndIteration();
 }
 
 std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
     const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
   auto step = std::make_shared<AllReduceStep>();
-  if (!session_ || models_.empty()) return step;
+  if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
+  torch_internal::HostWork host_work;
   for (size_t i = 0; i < params.size() && i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
     const KernelInfo kernel =
@@ -193,6 +329,7 @@ std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
 }
 
 void DumpHost::EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& reduced) {
+  torch_internal::HostWork host_work;
   const bool logical = true;  // the session applies trans_flag
   for (AllReduceStep::Reduced& r : step.wanted) {
     if (r.index >= reduced.size() || !reduced[r.index].defined()) continue;
@@ -213,6 +350,9 @@ void DumpHost::EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& 
   step.wanted.clear();
 }
 
-Status DumpHost::Close() { return session_ ? session_->Close() : Status::Ok(); }
+Status DumpHost::Close() {
+  if (capture_) capture_->SetActive(false);
+  return session_ ? session_->Close() : Status::Ok();
+}
 
 }  // namespace graphdump

@@ -8,7 +8,7 @@
 // node that reaches it in the backward graph; a root nobody produced is "Gradients/Default" of
 // the fallback model. A node carries the source trace of the forward kernel that produced it,
 // so a script line leads to its backward kernels too. Each kernel is registered once
-// (TorchModel::AddHostKernel) and dumped
+// (HostGraph::AddHostKernel) and dumped
 // when its model's session wants it, with slots numbered as autograd numbers them (an undefined
 // gradient leaves a gap).
 //
@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "graphdump/torch/torch_model.h"
+#include "graphdump/torch/host_graph.h"
 
 namespace graphdump::torch_internal {
 
@@ -54,14 +54,14 @@ class BackwardKernels {
   // Remembers `kernel` of `model` as the producer of the grad_fn of each tensor in `outputs`.
   // The first producer wins: a later kernel returning its input unchanged (eval dropout) does
   // not take the node over. Does nothing when grad mode is off.
-  void NoteForward(TorchModel* model, const KernelInfo& kernel,
+  void NoteForward(HostGraph* model, const KernelInfo& kernel,
                    const std::vector<c10::IValue>& outputs);
   // Attributes the grad_fn of `tensor` to `scope` (without "Gradients/") of `model`: a host's
   // own forward kernel, such as the CLI trainer's loss.
-  void NoteNode(const at::Tensor& tensor, TorchModel* model, const std::string& scope,
+  void NoteNode(const at::Tensor& tensor, HostGraph* model, const std::string& scope,
                 const std::string& module_path);
   // Names the AccumulateGrad node of `param` after `name`, its path in `model`.
-  void AddParameter(const at::Tensor& param, TorchModel* model, const std::string& name);
+  void AddParameter(const at::Tensor& param, HostGraph* model, const std::string& name);
   // Forgets the forward producers (after each backward pass: the nodes are gone).
   void ClearForward() { producers_.clear(); }
   // Forgets the producers of nodes that no longer exist (when other nodes noted may still be
@@ -70,12 +70,12 @@ class BackwardKernels {
 
   // Hooks every node reachable from the grad_fns of `roots`. `fallback` (not null) owns the
   // nodes no model produced.
-  std::unique_ptr<Hooks> Hook(const std::vector<at::Tensor>& roots, TorchModel* fallback);
+  std::unique_ptr<Hooks> Hook(const std::vector<at::Tensor>& roots, HostGraph* fallback);
 
  private:
   struct Producer {
     std::weak_ptr<torch::autograd::Node> node;  // expired: the address was reused
-    TorchModel* model = nullptr;
+    HostGraph* model = nullptr;
     std::string scope;  // "Default/fc1-Linear"
     std::string module_path;
     int64_t kernel = -1;  // the forward kernel's index in `model`'s graph; -1 when none
@@ -86,8 +86,8 @@ class BackwardKernels {
               const std::vector<at::Tensor>& received, const std::vector<at::Tensor>& produced);
 
   std::unordered_map<const torch::autograd::Node*, Producer> producers_;
-  std::unordered_map<const at::TensorImpl*, std::pair<TorchModel*, std::string>> parameters_;
-  std::map<std::pair<TorchModel*, std::string>, KernelInfo> kernels_;  // registered, by key
+  std::unordered_map<const at::TensorImpl*, std::pair<HostGraph*, std::string>> parameters_;
+  std::map<std::pair<HostGraph*, std::string>, KernelInfo> kernels_;  // registered, by key
 };
 
 // An optimizer's update of one parameter as a kernel: inputs are the parameter before, its

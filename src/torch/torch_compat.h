@@ -162,27 +162,35 @@ inline std::optional<torch::jit::Operation> FindOperation(const torch::jit::Node
   }
 }
 
-// Does the operator schema say the kernel writes input `i` in place (aten::relu_, add_(out))?
-inline bool WritesInput(const torch::jit::Node* node, size_t i) {
-  const c10::FunctionSchema* schema = node->maybeSchema();
-  if (!schema || i >= schema->arguments().size()) return false;
-  const auto* alias = schema->arguments()[i].alias_info();
+// Does `schema` say its operator writes argument `i` in place (aten::relu_, add_(out))?
+inline bool SchemaWritesArgument(const c10::FunctionSchema& schema, size_t i) {
+  if (i >= schema.arguments().size()) return false;
+  const auto* alias = schema.arguments()[i].alias_info();
   return alias && alias->isWrite();
 }
 
-// Does the kernel write input `i` although its schema does not say so? Batch norm and instance
-// norm update their running statistics in place (aten::batch_norm's schema has no `(a!)` on
-// running_mean and running_var), without bumping their version counters.
+// Does the operator write argument `i` although its schema does not say so? Batch norm and
+// instance norm update their running statistics in place (aten::batch_norm's schema has no
+// `(a!)` on running_mean and running_var), without bumping their version counters.
+inline bool SchemaWritesUnannotated(const c10::FunctionSchema& schema, size_t i) {
+  if (i >= schema.arguments().size()) return false;
+  static const char* const kinds[] = {"aten::batch_norm", "aten::instance_norm",
+                                      "aten::_batch_norm_impl_index", "aten::native_batch_norm"};
+  if (std::find(std::begin(kinds), std::end(kinds), schema.name()) == std::end(kinds)) {
+    return false;
+  }
+  const std::string& name = schema.arguments()[i].name();
+  return name == "running_mean" || name == "running_var";
+}
+
+// SchemaWritesArgument and SchemaWritesUnannotated for a graph node's input `i`.
+inline bool WritesInput(const torch::jit::Node* node, size_t i) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  return schema && SchemaWritesArgument(*schema, i);
+}
 inline bool WritesInputUnannotated(const torch::jit::Node* node, size_t i) {
   const c10::FunctionSchema* schema = node->maybeSchema();
-  if (!schema || i >= schema->arguments().size()) return false;
-  static const c10::Symbol kinds[] = {c10::Symbol::fromQualString("aten::batch_norm"),
-                                      c10::Symbol::fromQualString("aten::instance_norm"),
-                                      c10::Symbol::fromQualString("aten::_batch_norm_impl_index"),
-                                      c10::Symbol::fromQualString("aten::native_batch_norm")};
-  if (std::find(std::begin(kinds), std::end(kinds), node->kind()) == std::end(kinds)) return false;
-  const std::string& name = schema->arguments()[i].name();
-  return name == "running_mean" || name == "running_var";
+  return schema && SchemaWritesUnannotated(*schema, i);
 }
 
 // The schema's name for input `i`, or "arg{i}".

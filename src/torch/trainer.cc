@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "eager_capture.h"
 #include "host_kernels.h"
 #include "tensor_views.h"
 #include "torch_compat.h"
@@ -70,7 +71,7 @@ BackwardKernels::Hooks::~Hooks() {
   for (auto& [node, handle] : hooks_) torch_compat::RemoveObserver(*node, handle);
 }
 
-void BackwardKernels::NoteForward(TorchModel* model, const KernelInfo& kernel,
+void BackwardKernels::NoteForward(HostGraph* model, const KernelInfo& kernel,
                                   const std::vector<c10::IValue>& outputs) {
   if (!at::GradMode::is_enabled()) return;
   auto note = [&](const at::Tensor& t) {
@@ -88,14 +89,14 @@ void BackwardKernels::NoteForward(TorchModel* model, const KernelInfo& kernel,
   }
 }
 
-void BackwardKernels::NoteNode(const at::Tensor& tensor, TorchModel* model,
+void BackwardKernels::NoteNode(const at::Tensor& tensor, HostGraph* model,
                                const std::string& scope, const std::string& module_path) {
   if (tensor.defined() && tensor.grad_fn()) {
     producers_[tensor.grad_fn().get()] = Producer{tensor.grad_fn(), model, scope, module_path};
   }
 }
 
-void BackwardKernels::AddParameter(const at::Tensor& param, TorchModel* model,
+void BackwardKernels::AddParameter(const at::Tensor& param, HostGraph* model,
                                    const std::string& name) {
   parameters_.emplace(param.unsafeGetTensorImpl(), std::make_pair(model, name));
 }
@@ -114,7 +115,7 @@ const BackwardKernels::Producer* BackwardKernels::ProducerOf(
 }
 
 std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<at::Tensor>& roots,
-                                                              TorchModel* fallback) {
+                                                              HostGraph* fallback) {
   auto hooks = std::make_unique<Hooks>();
   // Nodes no forward kernel produced inherit from the node that reaches them.
   std::unordered_map<const Node*, Producer> inherited;
@@ -164,6 +165,7 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
 void BackwardKernels::OnNode(const Producer& where, const std::string& key,
                              const std::string& name, const std::vector<at::Tensor>& received,
                              const std::vector<at::Tensor>& produced) {
+  HostWork host_work;  // the views' operators are not the program's
   auto it = kernels_.find({where.model, key});
   if (it == kernels_.end()) {
     std::vector<SourceLocation> trace;
@@ -183,6 +185,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
                              const std::vector<at::Tensor>& state)
     : session_(session && session->Wants(kernel) ? session : nullptr), kernel_(kernel) {
   if (!session_) return;
+  HostWork host_work;
   // The inputs the update writes, as they are before it (copies, unless not read).
   auto add_before_update = [&](const at::Tensor& original) {
     TensorView view;
@@ -198,6 +201,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
 
 void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor>& state) {
   if (!session_) return;
+  HostWork host_work;
   std::vector<at::Tensor> outputs{param};
   outputs.insert(outputs.end(), state.begin(), state.end());
   session_->OnKernelDone(kernel_, inputs_, DefinedViews(outputs));

@@ -2,8 +2,9 @@
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller): gloo, a TorchScript model inside
 DistributedDataParallel, each rank on its own shard. Nothing in it knows about graphdump.
 
-usage: user_ddp.py OUT_PREFIX [--steps N] [--hook]
---hook registers DDP's own allreduce_hook as the communication hook.
+usage: user_ddp.py OUT_PREFIX [--steps N] [--hook] [--eager]
+--hook registers DDP's own allreduce_hook as the communication hook; --eager keeps the model a
+plain nn.Module (no torch.jit.script).
 Writes OUT_PREFIX.rank{r}.npz with every parameter after each step (name@step).
 """
 import argparse
@@ -29,11 +30,13 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--hook", action="store_true")
+    parser.add_argument("--eager", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(rank)  # different initial weights: DDP broadcasts rank 0's
-    model = nn.parallel.DistributedDataParallel(torch.jit.script(Net()))
+    net = Net() if args.eager else torch.jit.script(Net())
+    model = nn.parallel.DistributedDataParallel(net)
     if args.hook:
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         model.register_comm_hook(None, default_hooks.allreduce_hook)

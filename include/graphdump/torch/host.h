@@ -1,8 +1,12 @@
 // DumpHost: dumps a training that a program outside graphdump drives: the Python package's
-// engine (docs/python.md). The program calls TorchScript modules, runs backward passes and
-// optimizer steps itself; the host
-//   - runs each module's forward through graphdump's executor: one graph per module, graph ids
-//     in the order modules are registered (ModelFor);
+// engine (docs/python.md). The program calls modules, runs backward passes and optimizer steps
+// itself. Two front ends feed the host's one session, with graph ids in the order modules are
+// registered:
+//   - a TorchScript module's forward runs through graphdump's executor (ModelFor, Call);
+//   - a plain module (eager PyTorch) runs as it is, and its operators are seen at the
+//     dispatcher (AddEagerGraph, EnterModule/ExitModule around each module call; the capture
+//     is src/torch/eager_capture.h), named like the executor's kernels.
+// For both, the host
 //   - names and dumps the autograd nodes of the backward passes it is told about (HookBackward)
 //     as kernels of the graphs that produced them;
 //   - dumps each optimizer update of a parameter as a kernel
@@ -32,6 +36,7 @@
 #include <torch/script.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,14 +45,26 @@
 
 #include "graphdump/session.h"
 #include "graphdump/status.h"
+#include "graphdump/torch/host_graph.h"
 #include "graphdump/torch/torch_model.h"
 
 namespace graphdump {
 
 namespace torch_internal {
 class BackwardKernels;
+class EagerCapture;
+class EagerGraph;
 class UpdateCapture;
 }  // namespace torch_internal
+
+// One module of an eager root's tree, for AddEagerGraph: an identity the program's module
+// calls are known by (the Python object's address), its attribute path ("" for the root) and
+// class name.
+struct EagerModuleInfo {
+  const void* key = nullptr;
+  std::string path;
+  std::string class_name;
+};
 
 class DumpHost {
  public:
@@ -68,6 +85,35 @@ class DumpHost {
   // The registered model holding `submodule` (the same object), and its path in it; null when
   // no registered model holds it.
   TorchModel* FindOwner(const torch::jit::Module& submodule, std::string* path) const;
+
+  // --- eager front end ---
+  // Registers the graph of a plain module the program calls from outside any other module
+  // (`modules[0]`... the root's tree, itself with path ""), with its named parameters and
+  // buffers. Returns its graph id. The module's calls are captured from the next EnterModule.
+  uint32_t AddEagerGraph(std::vector<EagerModuleInfo> modules,
+                         std::vector<std::pair<std::string, at::Tensor>> parameters,
+                         std::vector<std::pair<std::string, at::Tensor>> buffers);
+  // A module call begins: `key` identifies the module. Returns false, pushing nothing, when the
+  // module is not part of a registered graph and no module call is open (a new root: register
+  // it with AddEagerGraph, or EnterUncaptured). A call of a graph's root from outside any module
+  // is one call of that graph (an iteration starts when none is open).
+  bool EnterModule(const void* key, const std::string& class_name);
+  // A module call whose operators are not captured (a module the program did not ask for).
+  void EnterUncaptured();
+  // The module call that EnterModule or EnterUncaptured began has returned (or raised).
+  void ExitModule();
+  // dump_mode 2's set_dump for a module of an eager graph: marks it and everything under it.
+  // NotFound when no eager graph holds the module.
+  Status SetEagerDump(const void* key);
+  // The Python frames of the calling thread, innermost first: the user's source lines of eager
+  // kernels (asked once per kernel).
+  void SetSourceTraceProvider(std::function<std::vector<SourceLocation>()> provider);
+  // "kernel NAME (aten::op) failed at FILE:LINE" for the last eager kernel that raised, then
+  // cleared; "" when none did.
+  std::string TakeEagerFailure();
+  // While the returned object lives, operators are not captured as eager kernels (the
+  // program's optimizer step, which the host dumps as update kernels).
+  std::shared_ptr<void> PauseEager();
 
   // Runs one call of `model`'s forward (arguments without the module) in the current
   // iteration, starting one when none is open. Errors name the failing kernel and its source.
@@ -106,29 +152,42 @@ class DumpHost {
   Status Close();
 
   DumpSession* session() const { return session_.get(); }  // null: not dumping
-  size_t num_models() const { return models_.size(); }
+  size_t num_models() const { return graphs_.size(); }
   // Calls of modules run through the executor, and optimizer steps seen.
   uint64_t calls() const { return calls_; }
   uint64_t optimizer_steps() const { return optimizer_steps_; }
 
  private:
   struct Owner {
-    TorchModel* model = nullptr;
+    HostGraph* model = nullptr;
     std::string name;  // the parameter's path in the model ("fc1.weight")
   };
   Owner OwnerOf(const at::Tensor& param);
   void EnsureIteration();
+  void EndIteration();
+  // Runs the eager capture in iterations that dump (and always in op_debug_mode 4).
+  void UpdateEagerActive();
+  void BeginRootCall(HostGraph* graph);
+  void AddParameters(HostGraph* graph,
+                     const std::vector<std::pair<std::string, at::Tensor>>& parameters);
   KernelInfo HostKernel(const Owner& owner, const std::string& scope_prefix,
                         const std::string& op_type);
 
   std::unique_ptr<DumpSession> session_;
   std::vector<std::unique_ptr<TorchModel>> models_;
+  std::vector<std::unique_ptr<torch_internal::EagerGraph>> eager_graphs_;
+  std::vector<HostGraph*> graphs_;  // both kinds, by graph id
+  // Modules of eager graphs: key -> (graph, path).
+  std::unordered_map<const void*, std::pair<torch_internal::EagerGraph*, std::string>> modules_;
+  std::unique_ptr<torch_internal::EagerCapture> capture_;  // made with the first eager graph
+  std::function<std::vector<SourceLocation>()> source_trace_;
+  std::vector<bool> root_calls_;  // per open module frame: is it a call of its graph's root
   std::unordered_map<const void*, TorchModel*> by_object_;  // module object -> model
   std::unique_ptr<torch_internal::BackwardKernels> backward_;
   std::unordered_map<const at::TensorImpl*, Owner> owners_;  // parameters of the models
   uint64_t unnamed_parameters_ = 0;
   // Host kernels (optimizer updates, all-reduces), by (model, full name without the op id).
-  std::map<std::pair<TorchModel*, std::string>, KernelInfo> host_kernels_;
+  std::map<std::pair<HostGraph*, std::string>, KernelInfo> host_kernels_;
   bool optimizer_mode_ = false;
   uint64_t calls_ = 0;
   uint64_t optimizer_steps_ = 0;

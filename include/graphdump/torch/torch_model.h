@@ -23,6 +23,7 @@
 #include "graphdump/graph.h"
 #include "graphdump/session.h"
 #include "graphdump/status.h"
+#include "graphdump/torch/host_graph.h"
 
 namespace graphdump {
 
@@ -49,7 +50,7 @@ struct TorchModelOptions {
 using KernelObserver =
     std::function<void(const KernelInfo& kernel, const std::vector<c10::IValue>& outputs)>;
 
-class TorchModel {
+class TorchModel final : public HostGraph {
  public:
   // Loads a TorchScript archive (torch.jit.save) and compiles `options.method`. `session` may be
   // null (nothing is dumped); it is not owned and must outlive the model. Returns NotFound for a
@@ -107,7 +108,7 @@ class TorchModel {
   // a module given to SetDump.
   KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
                            const std::string& module_path,
-                           std::vector<SourceLocation> source_trace = {});
+                           std::vector<SourceLocation> source_trace = {}) override;
 
   // Called after each kernel of the method with its outputs; null to stop.
   void SetKernelObserver(KernelObserver observer);
@@ -118,11 +119,11 @@ class TorchModel {
   // Module paths ("", "features", "features.0", ...) and their scopes
   // ("Default/features-Sequential/0-Conv2d"; "Default" for "").
   std::vector<std::string> ModulePaths() const;
-  std::string ScopeOf(const std::string& module_path) const;
+  std::string ScopeOf(const std::string& module_path) const override;
 
   torch::jit::Module& module() { return module_; }
-  const GraphInfo& graph() const;
-  DumpSession* session() const { return session_; }
+  const GraphInfo& graph() const override;
+  DumpSession* session() const override { return session_; }
 
  private:
   TorchModel(torch::jit::Module module, DumpSession* session,

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""An eager user's training script (no torch.jit) under `graphdump python`, against the same
+script run by plain python3: whole processes as a user runs them, sides alternating, median of
+rounds.
+
+The script (bench/lib/eager_lm_training.py: a transformer language model, AdamW, a warmup
+schedule, clipping) prints its step times; each run's step time is the median over steps
+3..N. Per round, back to back:
+
+  1. plain:     /usr/bin/python3 eager_lm_training.py
+  2. off:       graphdump python with a configuration that selects nothing (an iteration the
+                run never reaches): the module calls are bracketed, no operator is captured;
+  3. statistic: graphdump python with a statistic dump (default categories) of every forward,
+                backward and optimizer kernel of every step, synchronous;
+  4. tensor:    graphdump python with a tensor dump of every kernel of one step (iteration 2),
+                timed as that step's time above the plain run's median step, against dd writing
+                the same bytes.
+Printed, as medians over BENCH_ROUNDS rounds:
+  bench: eager_off_vs_plain ratio=X              (target <= 1.03)
+  bench: eager_statistic_vs_plain ratio=X        (target <= 1.15)
+  bench: eager_tensor_dump_vs_dd ratio=X         (dd's time / the added time; target >= 0.8)
+
+Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 10), BENCH_ROUNDS (3), BENCH_MODEL
+("LAYERS WIDTH SEQ BATCH", default "2 128 64 8"), BENCH_DIR (default a temporary directory).
+"""
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import benchutil  # noqa: E402
+
+BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
+STEPS = max(5, int(os.environ.get("BENCH_STEPS", "10")))
+ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
+MODEL = os.environ.get("BENCH_MODEL", "2 128 64 8").split()
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "eager_lm_training.py")
+TENSOR_STEP = 2
+
+
+def step_times(command, work):
+    p, _ = benchutil.run_graphdump("eager_bench", command, work)
+    return json.loads(p.stdout.strip().splitlines()[-1])["steps"]
+
+
+def main():
+    work = os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="graphdump_eager_bench_")
+    os.makedirs(work, exist_ok=True)
+    dump = os.path.join(work, "dump")
+    never = benchutil.write_dump_config(os.path.join(work, "never.json"), dump, "statistic",
+                                        str(10 ** 6))
+    stat = benchutil.write_dump_config(os.path.join(work, "statistic.json"), dump, "statistic",
+                                       "all")
+    tensor = benchutil.write_dump_config(os.path.join(work, "tensor.json"), dump, "tensor",
+                                         str(TENSOR_STEP))
+    args = [SCRIPT, str(STEPS), *MODEL]
+    off_r, stat_r, dd_r = [], [], []
+    for r in range(ROUNDS):
+        benchutil.remove_tree(dump)
+        plain = statistics.median(step_times(["/usr/bin/python3", *args], work)[2:])
+        off = statistics.median(step_times([BIN, "python", "--config", never, *args], work)[2:])
+        benchutil.remove_tree(dump)
+        s = statistics.median(step_times([BIN, "python", "--config", stat, *args], work)[2:])
+        benchutil.remove_tree(dump)
+        dumped_step = step_times([BIN, "python", "--config", tensor, *args], work)[TENSOR_STEP]
+        size = benchutil.npy_bytes(dump)
+        benchutil.remove_tree(dump)
+        os.sync()
+        start = time.monotonic()
+        benchutil.dd_write(os.path.join(work, "dd.bin"), size, 1 << 20)
+        dd = time.monotonic() - start
+        os.remove(os.path.join(work, "dd.bin"))
+        added = max(dumped_step - plain, 1e-6)
+        off_r.append(off / plain)
+        stat_r.append(s / plain)
+        dd_r.append(dd / added)
+        print(f"round {r + 1}: step plain {plain * 1e3:.1f} ms, off {off * 1e3:.1f} ms, statistic "
+              f"{s * 1e3:.1f} ms; tensor step {dumped_step * 1e3:.1f} ms writing "
+              f"{size / 2**20:.1f} MiB, dd {dd * 1e3:.1f} ms", flush=True)
+    benchutil.remove_tree(work)
+    print(f"bench: eager_off_vs_plain ratio={statistics.median(off_r):.3f}")
+    print(f"bench: eager_statistic_vs_plain ratio={statistics.median(stat_r):.3f}")
+    print(f"bench: eager_tensor_dump_vs_dd ratio={statistics.median(dd_r):.3f}")
+
+
+if __name__ == "__main__":
+    main()

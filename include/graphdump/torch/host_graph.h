@@ -1,0 +1,38 @@
+// HostGraph: what the kernels a host runs around a graph (backward nodes, optimizer updates,
+// all-reduces; host_kernels.h, host.h) need from the graph that holds them. Both front ends
+// implement it: TorchModel (a TorchScript module run by graphdump's executor) and EagerGraph
+// (a plain nn.Module whose ATen operators are seen at the dispatcher, eager_graph.h), so one
+// backward capture and one optimizer capture serve both.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graphdump/graph.h"
+#include "graphdump/session.h"
+
+namespace graphdump {
+
+class HostGraph {
+ public:
+  virtual ~HostGraph() = default;
+
+  // Adds a kernel the host runs itself: its full name becomes `scope + "/" + op_type +
+  // "-op{N}"` with a fresh N, registered with the session when there is one. It is marked for
+  // dump_mode 2 when `module_path` lies under a module given to set_dump.
+  virtual KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
+                                   const std::string& module_path,
+                                   std::vector<SourceLocation> source_trace = {}) = 0;
+
+  // The scope of a module path ("features.0" -> "Default/features-Sequential/0-Conv2d"; "" ->
+  // "Default").
+  virtual std::string ScopeOf(const std::string& module_path) const = 0;
+
+  // The graph's kernels so far, in index order.
+  virtual const GraphInfo& graph() const = 0;
+
+  // The session the graph dumps to; null when nothing is dumped.
+  virtual DumpSession* session() const = 0;
+};
+
+}  // namespace graphdump

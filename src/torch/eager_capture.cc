@@ -1,0 +1,453 @@
+#include "eager_capture.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <sstream>
+
+#include "graph_compiler.h"
+#include "tensor_views.h"
+#include "torch_compat.h"
+
+namespace graphdump::torch_internal {
+namespace {
+
+// The capture the callback serves (RecordFunction callbacks are plain functions).
+std::atomic<EagerCapture*> g_capture{nullptr};
+// HostWork scopes open on this thread.
+thread_local int t_host_work = 0;
+
+// Calls of an operator inside one scope are counted under one key.
+uint64_t OccurrenceKey(uint32_t scope_id, uint32_t op_id) {
+  return uint64_t{scope_id} << 32 | op_id;
+}
+
+}  // namespace
+
+// One outermost operator call in flight, from its start callback to its end callback.
+struct EagerCapture::KernelCall : at::ObserverContext {
+  EagerGraph* graph = nullptr;
+  uint32_t index = 0;
+  bool wants = false;
+  bool discovering = false;
+  int exceptions = 0;  // std::uncaught_exceptions() at the start: more at the end = it raised
+  std::vector<TensorView> inputs;
+  // Tensors the operator writes in place whose statistics must not be reused afterwards.
+  std::vector<at::Tensor> unannotated_writes;
+};
+
+HostWork::HostWork() { ++t_host_work; }
+HostWork::~HostWork() { --t_host_work; }
+
+EagerCapture::EagerCapture(Callbacks callbacks) : callbacks_(std::move(callbacks)) {
+  thread_id_ = at::RecordFunction::currentThreadId();
+  script_frame_.scope = "Default/script";
+  script_frame_.scope_id = ScopeId(script_frame_.scope);
+  g_capture.store(this, std::memory_order_release);
+  handle_ = at::addGlobalCallback(
+      at::RecordFunctionCallback(&EagerCapture::OnStart, &EagerCapture::OnEnd)
+          .needsInputs(true)
+          .needsOutputs(true)
+          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+  at::disableCallback(handle_);
+}
+
+EagerCapture::~EagerCapture() {
+  at::removeCallback(handle_);
+  g_capture.store(nullptr, std::memory_order_release);
+}
+
+void EagerCapture::SetActive(bool active) {
+  if (active == active_) return;
+  active_ = active;
+  // Depths are counted only while the callback runs; it is switched between operator calls.
+  op_depth_ = 0;
+  backward_depth_ = 0;
+  if (active) {
+    at::reenableCallback(handle_);
+  } else {
+    at::disableCallback(handle_);
+  }
+}
+
+const std::string& EagerCapture::current_path() const {
+  return frames_.empty() ? script_frame_.module_path : frames_.back().module_path;
+}
+
+const std::string& EagerCapture::current_scope() const {
+  return frames_.empty() ? script_frame_.scope : frames_.back().scope;
+}
+
+bool EagerCapture::InBackward() const { return backward_depth_ > 0; }
+
+void EagerCapture::PushModule(EagerGraph* graph, const std::string& module_path,
+                              const std::string& scope) {
+  Frame frame;
+  frame.graph = graph;
+  frame.module_path = module_path;
+  // A module run again by a backward pass recomputes what its forward computed.
+  const bool recompute = InBackward() || (!frames_.empty() &&
+                                          frames_.back().scope.rfind("Recompute/", 0) == 0);
+  frame.scope = recompute && scope.rfind("Recompute/", 0) != 0 ? "Recompute/" + scope : scope;
+  frame.scope_id = ScopeId(frame.scope);
+  frames_.push_back(std::move(frame));
+}
+
+void EagerCapture::Pop() {
+  if (!frames_.empty()) frames_.pop_back();
+}
+
+void EagerCapture::StartRootCall() { occurrences_.clear(); }
+
+void EagerCapture::StartIteration() {
+  occurrences_.clear();
+  producers_.clear();
+}
+
+std::string EagerCapture::TakeFailure() { return std::exchange(failure_, std::string()); }
+
+uint32_t EagerCapture::ScopeId(const std::string& scope) {
+  auto [it, added] = scope_ids_.emplace(scope, static_cast<uint32_t>(scope_ids_.size()));
+  return it->second;
+}
+
+uint32_t EagerCapture::OpId(const char* name) {
+  auto it = op_by_address_.find(name);
+  if (it != op_by_address_.end()) return it->second;
+  // Overloads (add.Tensor, add.Scalar) share one name, and so one op type.
+  auto [named, added] = op_by_name_.emplace(name, static_cast<uint32_t>(op_types_.size()));
+  if (added) {
+    const std::string qualified = name;
+    const size_t colons = qualified.rfind("::");
+    op_types_.push_back(colons == std::string::npos ? qualified : qualified.substr(colons + 2));
+  }
+  op_by_address_.emplace(name, named->second);
+  return named->second;
+}
+
+std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunction& fn) {
+  EagerCapture* self = g_capture.load(std::memory_order_acquire);
+  if (self == nullptr || fn.threadId() != self->thread_id_) return nullptr;
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    ++self->backward_depth_;
+    return nullptr;
+  }
+  if (!fn.operator_name()) return nullptr;  // a label or an autograd Function: transparent
+  const bool outermost = self->op_depth_++ == 0;
+  if (!outermost || t_host_work > 0) return nullptr;
+  // Operators inside an autograd node belong to the backward pass, unless a module is being
+  // recomputed there.
+  if (self->InBackward() && (self->frames_.empty() ||
+                             self->frames_.back().scope.rfind("Recompute/", 0) != 0)) {
+    return nullptr;
+  }
+  try {
+    return self->StartKernel(fn);
+  } catch (const std::exception&) {
+    return nullptr;  // never disturb the program: this call is not dumped
+  }
+}
+
+void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  EagerCapture* self = g_capture.load(std::memory_order_acquire);
+  if (self == nullptr || fn.threadId() != self->thread_id_) return;
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    if (self->backward_depth_ > 0) --self->backward_depth_;
+    return;
+  }
+  if (!fn.operator_name()) return;
+  if (ctx != nullptr) {
+    try {
+      // Operators graphdump runs here (a view's copy) are nested in this one: not kernels.
+      self->EndKernel(fn, *static_cast<KernelCall*>(ctx));
+    } catch (const std::exception&) {
+    }
+  }
+  if (self->op_depth_ > 0) --self->op_depth_;
+}
+
+std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordFunction& fn) {
+  const Frame& frame = frames_.empty() ? script_frame_ : frames_.back();
+  EagerGraph* graph = frames_.empty() ? script_graph_ : frame.graph;
+  if (graph == nullptr) return nullptr;
+  const uint32_t op_id = OpId(fn.name());
+  const uint32_t occurrence = occurrences_[OccurrenceKey(frame.scope_id, op_id)]++;
+  auto call = std::make_unique<KernelCall>();
+  call->graph = graph;
+  call->exceptions = std::uncaught_exceptions();
+  const int64_t found = graph->Find(frame.scope_id, op_id, occurrence);
+  if (found < 0) {
+    call->index = Discover(graph, frame, op_id, occurrence, fn).index;
+    call->discovering = true;
+  } else {
+    call->index = static_cast<uint32_t>(found);
+  }
+  const KernelInfo& kernel = graph->kernel(call->index);
+  DumpSession* session = graph->session();
+  call->wants = session != nullptr && session->Wants(kernel);
+  // op_debug_mode 4 dumps the inputs of a kernel that raises.
+  const bool keep_inputs =
+      call->wants || (session != nullptr && session->config().op_debug_mode == 4);
+  const EagerGraph::Writes& writes = graph->writes(call->index);
+  const c10::ArrayRef<const c10::IValue> args = fn.inputs();
+  for (uint32_t i : writes.unannotated) {
+    if (i < args.size() && args[i].isTensor()) call->unannotated_writes.push_back(args[i].toTensor());
+  }
+  if (!keep_inputs) return call;
+  const bool logical = true;  // the session applies trans_flag
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool written = std::find(writes.annotated.begin(), writes.annotated.end(), i) !=
+                         writes.annotated.end();
+    // An in-place operator's input is dumped as it was before the operator wrote it.
+    if (written && args[i].isTensor()) {
+      TensorView view;
+      if (MakeViewBeforeWrite(*session, kernel, args[i].toTensor(), logical, &view)) {
+        call->inputs.push_back(std::move(view));
+      }
+    } else {
+      AppendViews(args[i], logical, &call->inputs);
+    }
+  }
+  return call;
+}
+
+const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, uint32_t op_id,
+                                         uint32_t occurrence, const at::RecordFunction& fn) {
+  KernelInfo k;
+  k.op_type = op_types_[op_id];
+  k.full_name = frame.scope + "/" + k.op_type;  // EagerGraph::Add appends "-op{N}"
+  k.module_path = frame.module_path;
+  if (callbacks_.source_trace) k.source_trace = callbacks_.source_trace();
+  const c10::ArrayRef<const c10::IValue> args = fn.inputs();
+  auto handle = c10::Dispatcher::singleton().findOp(*fn.operator_name());
+  const c10::FunctionSchema* schema = handle ? &handle->schema() : nullptr;
+  if (schema) {
+    std::ostringstream text;
+    text << *schema;
+    k.schema = text.str();
+  }
+  // Arguments as the run passed them (docs/graph-proto.md): each tensor is the next input slot.
+  uint32_t slot = 0;
+  auto name_of = [&](const at::Tensor& t) {
+    auto it = producers_.find(t.unsafeGetTensorImpl());
+    if (it != producers_.end() && it->second.first == graph->graph_id()) {
+      return std::to_string(it->second.second);
+    }
+    const std::string param = graph->TensorName(t.unsafeGetTensorImpl());
+    return param.empty() ? "input" + std::to_string(slot) : param;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    KernelArgument arg;
+    arg.name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
+                                                        : "arg" + std::to_string(i);
+    if (v.isTensor()) {
+      if (v.toTensor().defined()) {
+        k.input_names.push_back(name_of(v.toTensor()));
+        AppendMetas(v, &k.inputs);
+      }
+      arg.value = "input." + std::to_string(slot++);
+    } else if (v.isTensorList()) {
+      std::string text = "[";
+      for (const at::Tensor& t : v.toTensorVector()) {
+        k.input_names.push_back(name_of(t));
+        text += (text.size() > 1 ? ", " : "") + ("input." + std::to_string(slot++));
+      }
+      AppendMetas(v, &k.inputs);
+      arg.value = text + "]";
+    } else {
+      auto literal = ArgumentLiteral(v);
+      arg.value = literal ? *literal : "<runtime>";
+      k.attributes[arg.name] = arg.value;
+    }
+    k.arguments.push_back(std::move(arg));
+  }
+  EagerGraph::Writes writes;
+  for (uint32_t i = 0; schema && i < schema->arguments().size(); ++i) {
+    if (torch_compat::SchemaWritesArgument(*schema, i)) writes.annotated.push_back(i);
+    if (torch_compat::SchemaWritesUnannotated(*schema, i)) writes.unannotated.push_back(i);
+  }
+  const KernelInfo& added = graph->Add(frame.scope_id, op_id, occurrence, std::move(k));
+  graph->set_writes(added.index, std::move(writes));
+  return added;
+}
+
+void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
+  const KernelInfo& kernel = call.graph->kernel(call.index);
+  DumpSession* session = call.graph->session();
+  if (std::uncaught_exceptions() > call.exceptions) {
+    failure_ = "kernel " + kernel.full_name + " (aten::" + kernel.op_type + ") failed at " +
+               DescribeSource(kernel);
+    if (session) session->OnKernelFailed(kernel, call.inputs, failure_);
+    return;
+  }
+  const std::vector<c10::IValue>& outputs = fn.outputs();
+  for (const c10::IValue& v : outputs) {
+    ForEachTensor(v, [&](const at::Tensor& t) {
+      if (t.defined()) {
+        producers_[t.unsafeGetTensorImpl()] = {call.graph->graph_id(), call.index};
+      }
+    });
+  }
+  if (call.discovering) {
+    std::vector<TensorMeta> metas;
+    for (const c10::IValue& v : outputs) AppendMetas(v, &metas);
+    call.graph->SetOutputs(call.index, std::move(metas));
+  }
+  if (callbacks_.forward && at::GradMode::is_enabled()) {
+    callbacks_.forward(call.graph, kernel, outputs);
+  }
+  if (session == nullptr) return;
+  if (call.wants) {
+    std::vector<TensorView> output_views;
+    for (const c10::IValue& v : outputs) AppendViews(v, /*logical_layout=*/true, &output_views);
+    session->OnKernelDone(kernel, call.inputs, output_views);
+  }
+  // Batch norm wrote its running statistics behind their version counters.
+  for (const at::Tensor& t : call.unannotated_writes) ForgetStatistics(*session, t);
+}
+
+}  // namespace graphdump::torch_internal
+
+// --- EagerGraph (eager_graph.h): in this translation unit too, to keep LibTorch compiles few ---
+namespace graphdump::torch_internal {
+
+EagerGraph::EagerGraph(uint32_t graph_id, DumpSession* session,
+                       const std::vector<EagerModule>& modules,
+                       std::vector<std::pair<std::string, at::Tensor>> parameters,
+                       std::vector<std::pair<std::string, at::Tensor>> buffers)
+    : session_(session), parameters_(std::move(parameters)), buffers_(std::move(buffers)) {
+  info_.graph_id = graph_id;
+  info_.name = "forward";
+  // named_modules() lists a parent before its children, so each parent's scope is known.
+  for (const EagerModule& m : modules) {
+    if (m.path.empty()) {
+      scopes_[""] = "Default";
+      continue;
+    }
+    const size_t dot = m.path.rfind('.');
+    const std::string parent = dot == std::string::npos ? "" : m.path.substr(0, dot);
+    const std::string attr = dot == std::string::npos ? m.path : m.path.substr(dot + 1);
+    auto it = scopes_.find(parent);
+    const std::string parent_scope = it == scopes_.end() ? "Default" : it->second;
+    scopes_[m.path] = parent_scope + "/" + attr + "-" + m.class_name;
+  }
+  scopes_.emplace("", "Default");
+  for (const auto& [name, t] : parameters_) tensor_names_.emplace(t.unsafeGetTensorImpl(), name);
+  for (const auto& [name, t] : buffers_) tensor_names_.emplace(t.unsafeGetTensorImpl(), name);
+}
+
+Status EagerGraph::Register() {
+  if (registered_ || session_ == nullptr) return Status::Ok();
+  GRAPHDUMP_RETURN_IF_ERROR(session_->OnGraphCompiled(info_));
+  registered_ = true;
+  return Status::Ok();
+}
+
+std::string EagerGraph::ScopeOf(const std::string& module_path) const {
+  auto it = scopes_.find(module_path);
+  return it == scopes_.end() ? "Default" : it->second;
+}
+
+std::string EagerGraph::ScopeOfUnlisted(const std::string& parent_scope,
+                                        const std::string& class_name) const {
+  return parent_scope + "/" + class_name;
+}
+
+bool EagerGraph::UnderSetDump(const std::string& module_path) const {
+  for (const std::string& path : set_dump_paths_) {
+    if (path.empty() || module_path == path || module_path.rfind(path + ".", 0) == 0) return true;
+  }
+  return false;
+}
+
+KernelInfo EagerGraph::AddHostKernel(const std::string& scope, const std::string& op_type,
+                                     const std::string& module_path,
+                                     std::vector<SourceLocation> source_trace) {
+  KernelInfo k;
+  k.graph_id = info_.graph_id;
+  k.index = static_cast<uint32_t>(info_.kernels.size());
+  k.op_type = op_type;
+  k.full_name = scope + "/" + op_type + "-op" + std::to_string(k.index);
+  k.module_path = module_path;
+  k.source_trace = std::move(source_trace);
+  k.marked_for_dump = UnderSetDump(module_path);
+  if (registered_) k = session_->AddKernel(k.graph_id, k);
+  info_.kernels.push_back(k);
+  writes_.emplace_back();
+  return k;
+}
+
+int64_t EagerGraph::Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence) const {
+  auto it = by_key_.find(Key{scope_id, op_id, occurrence});
+  return it == by_key_.end() ? -1 : static_cast<int64_t>(it->second);
+}
+
+const KernelInfo& EagerGraph::Add(uint32_t scope_id, uint32_t op_id, uint32_t occurrence,
+                                  KernelInfo kernel) {
+  kernel.graph_id = info_.graph_id;
+  kernel.index = static_cast<uint32_t>(info_.kernels.size());
+  kernel.full_name += "-op" + std::to_string(kernel.index);
+  kernel.marked_for_dump = UnderSetDump(kernel.module_path);
+  if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
+  by_key_.emplace(Key{scope_id, op_id, occurrence}, kernel.index);
+  info_.kernels.push_back(std::move(kernel));
+  writes_.emplace_back();
+  return info_.kernels.back();
+}
+
+void EagerGraph::SetOutputs(size_t index, std::vector<TensorMeta> outputs) {
+  info_.kernels[index].outputs = std::move(outputs);
+  metas_dirty_ = true;
+}
+
+Status EagerGraph::SetDump(const std::string& module_path) {
+  if (!scopes_.count(module_path)) {
+    return Status::InvalidArgument("set_dump: the module is not part of graph " +
+                                   std::to_string(info_.graph_id) + "'s module tree");
+  }
+  set_dump_paths_.push_back(module_path);
+  for (KernelInfo& k : info_.kernels) {
+    if (UnderSetDump(k.module_path)) k.marked_for_dump = true;
+  }
+  if (registered_) session_->UpdateKernels(info_.graph_id, info_.kernels);
+  return Status::Ok();
+}
+
+void EagerGraph::BeginCall() {
+  if (!registered_) return;
+  session_->BeginStep(info_.graph_id);
+  const int64_t iteration = static_cast<int64_t>(session_->CurrentIteration());
+  if (!session_->StepDumps() || !session_->WantsParameters() ||
+      parameters_iteration_ == iteration) {
+    return;
+  }
+  parameters_iteration_ = iteration;
+  const bool logical = true;  // the session applies trans_flag
+  for (const auto* named : {&parameters_, &buffers_}) {
+    for (const auto& [name, value] : *named) {
+      TensorView view;
+      if (MakeView(value.detach(), logical, &view)) {
+        session_->OnParameter(info_.graph_id, name, view);
+      }
+    }
+  }
+}
+
+void EagerGraph::EndCall() {
+  if (!registered_) return;
+  if (metas_dirty_) {
+    session_->UpdateKernels(info_.graph_id, info_.kernels);
+    metas_dirty_ = false;
+  }
+  session_->EndStep(info_.graph_id);
+}
+
+std::string EagerGraph::TensorName(const at::TensorImpl* impl) const {
+  auto it = tensor_names_.find(impl);
+  return it == tensor_names_.end() ? "" : it->second;
+}
+
+}  // namespace graphdump::torch_internal

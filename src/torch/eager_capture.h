@@ -1,0 +1,133 @@
+// EagerCapture: sees every ATen operator an eager PyTorch program calls, at the dispatcher, in
+// C++, and turns the ones the program's own code called into kernels of EagerGraphs
+// (eager_graph.h), dumped through the same DumpSession as the TorchScript executor's kernels.
+//
+// How it hooks in: one global ATen RecordFunction callback (the profiler's hook; with
+// needsInputs and needsOutputs the dispatcher hands it each call's arguments and results).
+//   - A kernel is an outermost operator call: `aten::linear`, not the `aten::addmm` inside it.
+//     Nested calls only count depth. Records that are not operators (a custom autograd
+//     Function's apply, profiler labels) are transparent.
+//   - Backward: operators inside an autograd node (RecordScope::BACKWARD_FUNCTION) are not
+//     forward kernels; the backward capture (host_kernels.h) dumps the nodes themselves.
+//   - Module scopes come from module frames the host pushes around each module call
+//     (DumpHost::EnterModule, called by the Python package's nn.Module.__call__ wrapper). A
+//     module entered during backward is recomputation (activation checkpointing): its kernels'
+//     scopes start with "Recompute/" instead of "Default/".
+//   - Only the thread that made the capture is watched (the Python main thread, which also
+//     runs CPU backward passes), and only while it is active (SetActive: the host turns it on
+//     for iterations that dump), so an iteration that dumps nothing costs no callback at all.
+//   - The user's source line: `source_trace` (the Python frames, innermost first) is asked once
+//     per kernel, when the kernel is first seen, never per call.
+//   - In-place operators (`add_`, `masked_fill_`): inputs they write are dumped as they were
+//     before the write (copied first when the session reads them).
+// RecordFunction takes plain function pointers, so one capture at a time is reachable from the
+// callback (one Dump at a time in a process).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "eager_graph.h"
+#include "graphdump/graph.h"
+
+namespace graphdump::torch_internal {
+
+// While one lives on a thread, operators that thread calls are never eager kernels: graphdump's
+// own work (copies and views for the dump, taken in autograd hooks and host kernels), the
+// executor's kernels, the program's optimizer step (dumped as update kernels).
+class HostWork {
+ public:
+  HostWork();
+  ~HostWork();
+  HostWork(const HostWork&) = delete;
+  HostWork& operator=(const HostWork&) = delete;
+};
+
+class EagerCapture {
+ public:
+  struct Callbacks {
+    // The caller's source frames, innermost first (the Python stack); may be null.
+    std::function<std::vector<SourceLocation>()> source_trace;
+    // Every kernel's outputs as it finishes, when grad mode is on (backward naming).
+    std::function<void(EagerGraph*, const KernelInfo&, const std::vector<c10::IValue>&)> forward;
+  };
+
+  // Registers the callback, inactive. The calling thread is the one watched.
+  explicit EagerCapture(Callbacks callbacks);
+  ~EagerCapture();  // removes the callback
+  EagerCapture(const EagerCapture&) = delete;
+  EagerCapture& operator=(const EagerCapture&) = delete;
+
+  void SetActive(bool active);
+  bool active() const { return active_; }
+
+  // Module frames. `graph` null: the module's operators are not captured (a module the host
+  // does not dump). A frame pushed while a backward pass runs is recomputation.
+  void PushModule(EagerGraph* graph, const std::string& module_path, const std::string& scope);
+  void Pop();
+  size_t depth() const { return frames_.size(); }
+  // The innermost frame's graph, module path and scope (null / "" outside any module).
+  EagerGraph* current_graph() const { return frames_.empty() ? nullptr : frames_.back().graph; }
+  const std::string& current_path() const;
+  const std::string& current_scope() const;
+  // Is a backward pass running on the watched thread (an autograd node is being evaluated)?
+  bool InBackward() const;
+
+  // The graph that holds operators called outside any module ("Default/script/...").
+  void set_script_graph(EagerGraph* graph) { script_graph_ = graph; }
+  // A call of a root module starts: occurrence counters start again.
+  void StartRootCall();
+  // An iteration starts: what produced which tensor is forgotten.
+  void StartIteration();
+
+  // "kernel NAME (aten::op) failed at FILE:LINE `code`" for the last kernel that raised, then
+  // cleared; "" when none did since the last call.
+  std::string TakeFailure();
+
+ private:
+  struct Frame {
+    EagerGraph* graph = nullptr;
+    std::string module_path;
+    std::string scope;
+    uint32_t scope_id = 0;
+  };
+  struct KernelCall;
+
+  static std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn);
+  static void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
+  std::unique_ptr<at::ObserverContext> StartKernel(const at::RecordFunction& fn);
+  void EndKernel(const at::RecordFunction& fn, KernelCall& call);
+  const KernelInfo& Discover(EagerGraph* graph, const Frame& frame, uint32_t op_id,
+                             uint32_t occurrence, const at::RecordFunction& fn);
+  uint32_t OpId(const char* name);
+  uint32_t ScopeId(const std::string& scope);
+
+  Callbacks callbacks_;
+  at::CallbackHandle handle_ = 0;
+  uint64_t thread_id_ = 0;
+  bool active_ = false;
+  int op_depth_ = 0;        // operator calls open on the watched thread
+  int backward_depth_ = 0;  // autograd nodes being evaluated on it
+  std::vector<Frame> frames_;
+  Frame script_frame_;
+  EagerGraph* script_graph_ = nullptr;
+  // Operators by their name's address (stable: it lives in the operator's schema), and by name.
+  std::unordered_map<const char*, uint32_t> op_by_address_;
+  std::unordered_map<std::string, uint32_t> op_by_name_;
+  std::vector<std::string> op_types_;  // "linear"
+  std::unordered_map<std::string, uint32_t> scope_ids_;
+  // Calls of (scope, operator) so far in this root call.
+  std::unordered_map<uint64_t, uint32_t> occurrences_;
+  // Which kernel produced a tensor (graph id, kernel index), for the graph files' dataflow.
+  std::unordered_map<const at::TensorImpl*, std::pair<uint32_t, uint32_t>> producers_;
+  std::string failure_;
+};
+
+}  // namespace graphdump::torch_internal

@@ -1,0 +1,121 @@
+// EagerGraph: the graph of one plain nn.Module that a program calls eagerly (not TorchScript),
+// built as its operators run (eager_capture.h sees them at the dispatcher). One graph per
+// module the program calls from outside any other module (the "root"), numbered with the
+// TorchScript models in the order they are first called (host.h).
+//
+// A kernel is one operator call of the program's code, named as the TorchScript executor names
+// its kernels, so that an eager dump and a scripted dump of the same model compare by name:
+//   Default/{attr}-{Class}/.../{op_type}-op{N}     a call inside the module at that path
+//   Default/script/{op_type}-op{N}                 a call outside any module (the script's own
+//                                                  code: a loss written in Python, clipping)
+//   Recompute/{module scope}/{op_type}-op{N}       a call made again during backward
+//                                                  (activation checkpointing)
+// N is the kernel's index in the graph, given when the kernel is first seen. A kernel is found
+// again, in every call, by (scope, operator, how many calls of that operator the scope made
+// before it in this call of the root), so the k-th `linear` of `blocks.0.attn` is the same
+// kernel in every iteration.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "graphdump/session.h"
+#include "graphdump/status.h"
+#include "graphdump/torch/host_graph.h"
+
+namespace graphdump::torch_internal {
+
+// A module of a root's tree: its attribute path ("blocks.0.attn"; "" for the root) and class.
+struct EagerModule {
+  std::string path;
+  std::string class_name;
+};
+
+class EagerGraph final : public HostGraph {
+ public:
+  // `modules` are the root's modules (the root itself included, path ""); `parameters` and
+  // `buffers` its named tensors, written as Parameter.* files. `session` may be null.
+  EagerGraph(uint32_t graph_id, DumpSession* session, const std::vector<EagerModule>& modules,
+             std::vector<std::pair<std::string, at::Tensor>> parameters,
+             std::vector<std::pair<std::string, at::Tensor>> buffers);
+
+  // Registers the (still empty) graph with the session. Idempotent.
+  Status Register();
+
+  // HostGraph.
+  KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
+                           const std::string& module_path,
+                           std::vector<SourceLocation> source_trace = {}) override;
+  std::string ScopeOf(const std::string& module_path) const override;
+  const GraphInfo& graph() const override { return info_; }
+  DumpSession* session() const override { return session_; }
+
+  uint32_t graph_id() const { return info_.graph_id; }
+  bool Knows(const std::string& module_path) const { return scopes_.count(module_path) > 0; }
+
+  // The scope of a module called inside `parent_path` that is not one of the root's modules
+  // (made during the call): "{parent scope}/{Class}".
+  std::string ScopeOfUnlisted(const std::string& parent_scope, const std::string& class_name) const;
+
+  // The kernel for the `occurrence`-th call of `op` in `scope` within the current root call,
+  // or -1 when it is new.
+  int64_t Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence) const;
+  // Adds a new kernel (AddHostKernel's naming); the key is what Find looks it up by.
+  const KernelInfo& Add(uint32_t scope_id, uint32_t op_id, uint32_t occurrence, KernelInfo kernel);
+  const KernelInfo& kernel(size_t index) const { return info_.kernels[index]; }
+  // The arguments a kernel's operator writes in place: as its schema says (`(a!)`), and those
+  // it writes without saying so (batch norm's running statistics).
+  struct Writes {
+    std::vector<uint32_t> annotated, unannotated;
+  };
+  const Writes& writes(size_t index) const { return writes_[index]; }
+  void set_writes(size_t index, Writes writes) { writes_[index] = std::move(writes); }
+  // Output dtypes and shapes learned when a new kernel finished; sent at the root call's end.
+  void SetOutputs(size_t index, std::vector<TensorMeta> outputs);
+
+  // dump_mode 2: marks the module at `module_path` and everything under it. InvalidArgument
+  // naming the path when the root has no such module.
+  Status SetDump(const std::string& module_path);
+
+  // A call of the root begins and ends: parameters at the first call of each dumped
+  // iteration; learned kernel metadata at the end.
+  void BeginCall();
+  void EndCall();
+
+  // The name a parameter or buffer of the root is known by ("fc1.weight"), or "".
+  std::string TensorName(const at::TensorImpl* impl) const;
+
+ private:
+  bool UnderSetDump(const std::string& module_path) const;
+  struct Key {
+    uint32_t scope_id, op_id, occurrence;
+    bool operator==(const Key& o) const {
+      return scope_id == o.scope_id && op_id == o.op_id && occurrence == o.occurrence;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()((uint64_t{k.scope_id} << 32 | k.op_id) * 0x9E3779B97F4A7C15ull ^
+                                   k.occurrence);
+    }
+  };
+
+  DumpSession* session_;
+  GraphInfo info_;
+  std::unordered_map<std::string, std::string> scopes_;  // module path -> scope
+  std::vector<std::pair<std::string, at::Tensor>> parameters_, buffers_;
+  std::unordered_map<const at::TensorImpl*, std::string> tensor_names_;
+  std::unordered_map<Key, uint32_t, KeyHash> by_key_;
+  std::vector<Writes> writes_;  // per kernel
+  std::vector<std::string> set_dump_paths_;
+  bool registered_ = false;
+  bool metas_dirty_ = false;
+  int64_t parameters_iteration_ = -1;
+};
+
+}  // namespace graphdump::torch_internal
