@@ -419,12 +419,14 @@ class Dump:
         optimizer.step = types.MethodType(step, optimizer)
 
     def _warn_unowned(self, params):
-        self._warned_unowned = True
         unowned = [p for p in params if id(p) not in self._routed_parameters]
-        if unowned:
-            _log(f"warning: {len(unowned)} of the optimizer's {len(params)} parameters belong to "
-                 "no module that was called, so their update kernels are named "
-                 "unnamed_N (docs/python.md)")
+        if not any(p.grad is not None for p in unowned):
+            return  # said at the first step that updates one
+        self._warned_unowned = True
+        updated = sum(p.grad is not None for p in unowned)
+        _log(f"warning: {updated} of the optimizer's {len(params)} parameters belong to no "
+             "module that was called, so their update kernels are named unnamed_N "
+             "(docs/python.md)")
 
     def _flush_allreduce(self):
         pending, self._pending_allreduce = self._pending_allreduce, []

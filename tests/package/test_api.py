@@ -114,10 +114,16 @@ def test_traced_module(tmp_path):
     assert every_npy_loads(rank) > 20
 
 
-def test_wrap_refuses_plain_modules_with_what_to_do():
+def test_wrap_takes_modules_and_refuses_what_is_not_one():
     with gd.Dump(None) as dump:
-        with pytest.raises(TypeError, match=r"torch.jit.script\(model\)"):
-            dump.wrap(Model())
+        plain = Model()
+        assert dump.wrap(plain) is plain
+        ddp_class = torch.nn.DataParallel
+        with pytest.raises(TypeError, match=r"wrap the module inside it: "
+                                            r"DataParallel\(dump.wrap\(net\)\)"):
+            dump.wrap(ddp_class(Model()))
+        with pytest.raises(TypeError, match="expected a torch.nn.Module"):
+            dump.wrap(lambda x: x)
         with pytest.raises(TypeError, match="expected a torch.optim.Optimizer"):
             dump.track(Model())
 

@@ -202,7 +202,7 @@ def test_failing_kernel_named_in_the_exception(tmp_path):
     run, rank = _run_small(tmp_path, "raises", {"op_debug_mode": 4})
     assert run.returncode == 1
     assert re.search(r"RuntimeError: kernel Default/matmul-op0 \(aten::matmul\) failed at "
-                     r"\S*eager_small.py:37 `return x @ x", run.stderr), run.stderr
+                     r"\S*eager_small.py:38 `return x @ x", run.stderr), run.stderr
     assert len(glob.glob(f"{rank}/Net/0/0/matmul.Default_matmul-op0.*.input.*.npy")) == 2
 
 

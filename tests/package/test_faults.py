@@ -11,7 +11,8 @@ import time
 import pytest
 
 import graphdump.torch as gd
-from conftest import BIN, BUILD_DIR, clean_env, every_npy_loads, graphdump, python, write_config
+from conftest import (BIN, BUILD_DIR, clean_env, every_npy_loads, execution_order, graphdump,
+                      python, write_config)
 
 BAD_CONFIG = """{"common_dump_settings": {"dump_mode": 7, "path": "/tmp/x", "net_name": "bad name",
   "iteration": "3-1", "input_output": 0, "kernels": [], "support_device": [0]}}"""
@@ -52,23 +53,39 @@ def script(tmp_path, body):
 
 PLAIN_MODULE = """
 import torch
-net = torch.nn.Linear(4, 2)  # not TorchScript
-opt = torch.optim.SGD(net.parameters(), lr=0.1)
+net = torch.nn.Linear(4, 2)  # a plain module: dumped through the eager capture
+scale = torch.nn.Linear(1, 1)  # never called: its weight is used directly
+opt = torch.optim.SGD([*net.parameters(), *scale.parameters()], lr=0.1)
 for _ in range(2):
     opt.zero_grad()
-    net(torch.randn(3, 4)).sum().backward()
+    (net(torch.randn(3, 4)).sum() * scale.weight.sum()).backward()
     opt.step()
 print("done")
 """
 
+NO_MODULE = """
+import torch
+print(torch.ones(2).sum().item())
+"""
 
-def test_plain_modules_are_named_with_what_to_do(tmp_path):
+
+def test_plain_modules_are_dumped_and_unowned_parameters_named(tmp_path):
     config = write_config(tmp_path / "d.json", tmp_path / "dump")
     run = graphdump("python", "--config", config, script(tmp_path, PLAIN_MODULE), check=0)
     assert "done" in run.stdout
-    assert "2 of the optimizer's 2 parameters belong to no TorchScript module" in run.stderr
-    assert "no TorchScript module was called" in run.stderr
-    assert "torch.jit.script" in run.stderr and "docs/python.md" in run.stderr
+    assert "TorchScript" not in run.stderr
+    order = execution_order(tmp_path / "dump" / "rank_0")
+    assert order[0] == "Default/linear-op0"
+    assert "Default/optimizer-SGD/weight/SGD-op" in " ".join(order)
+    # The never-called module's weight has a gradient: its update is dumped, named as
+    # documented; its bias has none and is not updated.
+    assert "1 of the optimizer's 4 parameters belong to no module that was called" in run.stderr
+    assert [k for k in order if "/unnamed_" in k] == [
+        k for k in order if k.startswith("Default/optimizer-SGD/unnamed_0/SGD-op")]
+    assert len([k for k in order if "/unnamed_" in k]) == 1
+    config = write_config(tmp_path / "n.json", tmp_path / "none")
+    run = graphdump("python", "--config", config, script(tmp_path, NO_MODULE), check=0)
+    assert "the script called no torch.nn.Module, so no kernel was dumped" in run.stderr
 
 
 RAISES_MID_STEP = """
