@@ -196,20 +196,9 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
     if (i < args.size() && args[i].isTensor()) call->unannotated_writes.push_back(args[i].toTensor());
   }
   if (!keep_inputs) return call;
-  const bool logical = true;  // the session applies trans_flag
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool written = std::find(writes.annotated.begin(), writes.annotated.end(), i) !=
-                         writes.annotated.end();
-    // An in-place operator's input is dumped as it was before the operator wrote it.
-    if (written && args[i].isTensor()) {
-      TensorView view;
-      if (MakeViewBeforeWrite(*session, kernel, args[i].toTensor(), logical, &view)) {
-        call->inputs.push_back(std::move(view));
-      }
-    } else {
-      AppendViews(args[i], logical, &call->inputs);
-    }
-  }
+  // An in-place operator's input is dumped as it was before the operator wrote it.
+  AppendInputViews(*session, kernel, args, writes.annotated, /*logical_layout=*/true,
+                   &call->inputs);
   return call;
 }
 

@@ -287,20 +287,9 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
     }
   }
   std::vector<TensorView> input_views;
+  // An in-place kernel's input is dumped as it was before the kernel changed it.
   if (wants) {
-    for (size_t i = 0; i < stack.size(); ++i) {
-      const bool written = std::find(step.written_inputs.begin(), step.written_inputs.end(), i) !=
-                           step.written_inputs.end();
-      // An in-place kernel's input is dumped as it was before the kernel changed it.
-      if (written && stack[i].isTensor()) {
-        TensorView view;
-        if (MakeViewBeforeWrite(*session_, kernel, stack[i].toTensor(), logical_layout_, &view)) {
-          input_views.push_back(std::move(view));
-        }
-      } else {
-        AppendViews(stack[i], logical_layout_, &input_views);
-      }
-    }
+    AppendInputViews(*session_, kernel, stack, step.written_inputs, logical_layout_, &input_views);
   }
   if (session_) {
     // Queued writes that still read what this kernel overwrites finish first.

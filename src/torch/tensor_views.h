@@ -145,6 +145,25 @@ inline void AppendViews(const c10::IValue& value, bool logical_layout,
   }
 }
 
+// Appends views of a kernel's arguments `args` (its operator's stack: tensors, tensor lists and
+// other values, which are skipped). An argument whose index is in `written` is one the kernel
+// writes in place: it is viewed as it is now, before the write (MakeViewBeforeWrite).
+template <typename Args, typename Indices>
+void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args& args,
+                      const Indices& written, bool logical_layout, std::vector<TensorView>* views) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool writes = std::find(written.begin(), written.end(), i) != written.end();
+    if (writes && args[i].isTensor()) {
+      TensorView view;
+      if (MakeViewBeforeWrite(session, kernel, args[i].toTensor(), logical_layout, &view)) {
+        views->push_back(std::move(view));
+      }
+    } else {
+      AppendViews(args[i], logical_layout, views);
+    }
+  }
+}
+
 // Appends the dtype and shape of every tensor in `value`.
 inline void AppendMetas(const c10::IValue& value, std::vector<TensorMeta>* metas) {
   auto add = [&](const at::Tensor& t) {

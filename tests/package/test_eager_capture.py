@@ -141,6 +141,8 @@ def test_statistics_match_numpy(lm):
     assert checked > 500
 
 
+@pytest.mark.xfail(strict=True, reason="watch keeps one call of a kernel per iteration: the "
+                   "NaN-free second micro-batch hides the first one's NaN")
 def test_nan_found_by_watch_with_the_script_line(tmp_path):
     # Step 1's first micro-batch holds an all-padding sequence: softmax over all -inf.
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"})
@@ -224,3 +226,37 @@ def test_ddp_over_an_eager_module_on_two_ranks(tmp_path):
                  for r in (0, 1)]
         reduced = np.load(glob.glob(f"{tmp_path}/dump/rank_0/Net/0/{it}/{kernel}.output.0.*.npy")[0])
         np.testing.assert_allclose(reduced, (local[0] + local[1]) / 2, rtol=1e-6)
+
+
+def _op_types(rank):
+    files = glob.glob(f"{rank}/Net/0/0/*.npy")
+    return {os.path.basename(f).split(".")[0] for f in files}, files
+
+
+@pytest.mark.parametrize("name, common, e2e, expected", [
+    ("async", {}, {"enable": False}, {"linear", "tanh", "layer_norm", "sum", "item"}),
+    ("kernels", {"dump_mode": 1, "kernels": ["layer_norm", "name-regex(.*head.*)"]}, None,
+     {"layer_norm", "linear"}),
+    # `.item()` returns a Python number: no output file.
+    ("outputs", {"input_output": 2}, None, {"linear", "tanh", "layer_norm", "sum"}),
+    ("overflow", {"op_debug_mode": 3}, None, set()),
+])
+def test_configuration_features_in_eager_mode(tmp_path, name, common, e2e, expected):
+    config = write_config(tmp_path / "c.json", tmp_path / name, common, e2e)
+    run = graphdump("python", "--config", config, SMALL, "forward", check=0)
+    rank = tmp_path / name / "rank_0"
+    types, files = _op_types(rank)
+    assert types - {"Parameter"} == expected, (types, run.stderr)
+    if name == "kernels":
+        assert {os.path.basename(f).split(".")[1] for f in files if "linear" in f} == {
+            "Default_head-Linear_linear-op4"}
+    if name == "outputs":
+        assert not [f for f in files if ".input." in f]
+    if name == "async":
+        sync_config = write_config(tmp_path / "s.json", tmp_path / "sync")
+        graphdump("python", "--config", sync_config, SMALL, "forward", check=0)
+        for f in files:
+            base = os.path.basename(f).split(".")
+            twin = glob.glob(f"{tmp_path}/sync/rank_0/Net/0/0/{base[0]}.{base[1]}.*."
+                             f"{base[5]}.{base[6]}.*.npy")
+            assert len(twin) == 1 and np.array_equal(np.load(f), np.load(twin[0])), f
