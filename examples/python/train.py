@@ -2,9 +2,10 @@
 
     graphdump python --config examples/python/data_dump.json examples/python/train.py
 
-Nothing here knows about graphdump. The one thing graphdump needs is that the model is
-TorchScript (torch.jit.script, torch.jit.trace or torch.jit.load): its kernels are what is
-dumped. Optional argument: the number of epochs (default 1).
+Nothing here knows about graphdump: the model is a plain nn.Module, the loss is written in
+Python, the loop clips gradients and steps a scheduler. Every operator of the training is
+dumped as a kernel, with its module path and source line. Optional argument: the number of
+epochs (default 1).
 """
 import sys
 
@@ -37,7 +38,7 @@ def main():
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(24, 3, 16, 16), torch.randint(0, 5, (24,)))
     loader = DataLoader(data, batch_size=6, shuffle=True)  # 4 steps an epoch
-    model = torch.jit.script(Net())
+    model = Net()
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
     for epoch in range(epochs):
