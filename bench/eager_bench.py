@@ -19,6 +19,9 @@ Printed, as medians over BENCH_ROUNDS rounds:
   bench: eager_off_vs_plain ratio=X              (target <= 1.03)
   bench: eager_statistic_vs_plain ratio=X        (target <= 1.15)
   bench: eager_tensor_dump_vs_dd ratio=X         (dd's time / the added time; target >= 0.8)
+and the capture's cost per operator (bench/lib/eager_op_loop.py: 20,000 additions per call,
+capture on with a `kernels` entry that selects none, against no configuration):
+  bench: eager_capture_cost_per_operator_us value=X
 
 Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 10), BENCH_ROUNDS (3), BENCH_MODEL
 ("LAYERS WIDTH SEQ BATCH", default "2 128 64 8"), BENCH_DIR (default a temporary directory).
@@ -38,6 +41,8 @@ STEPS = max(5, int(os.environ.get("BENCH_STEPS", "10")))
 ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
 MODEL = os.environ.get("BENCH_MODEL", "2 128 64 8").split()
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "eager_lm_training.py")
+LOOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "eager_op_loop.py")
+LOOP_OPS = 20000
 TENSOR_STEP = 2
 
 
@@ -57,7 +62,14 @@ def main():
     tensor = benchutil.write_dump_config(os.path.join(work, "tensor.json"), dump, "tensor",
                                          str(TENSOR_STEP))
     args = [SCRIPT, str(STEPS), *MODEL]
-    off_r, stat_r, dd_r = [], [], []
+    selects_none = os.path.join(work, "none.json")
+    with open(selects_none, "w") as f:
+        json.dump({"common_dump_settings": {
+            "dump_mode": 1, "path": dump, "net_name": "Net", "iteration": "all",
+            "saved_data": "statistic", "input_output": 0, "kernels": ["no_such_operator"],
+            "support_device": [0]}}, f)
+    loop = [LOOP, str(STEPS), str(LOOP_OPS)]
+    off_r, stat_r, dd_r, per_op = [], [], [], []
     for r in range(ROUNDS):
         benchutil.remove_tree(dump)
         plain = statistics.median(step_times(["/usr/bin/python3", *args], work)[2:])
@@ -74,16 +86,23 @@ def main():
         dd = time.monotonic() - start
         os.remove(os.path.join(work, "dd.bin"))
         added = max(dumped_step - plain, 1e-6)
+        bare = statistics.median(step_times([BIN, "python", *loop], work)[2:])
+        captured = statistics.median(
+            step_times([BIN, "python", "--config", selects_none, *loop], work)[2:])
+        benchutil.remove_tree(dump)
+        per_op.append((captured - bare) / LOOP_OPS * 1e6)
         off_r.append(off / plain)
         stat_r.append(s / plain)
         dd_r.append(dd / added)
         print(f"round {r + 1}: step plain {plain * 1e3:.1f} ms, off {off * 1e3:.1f} ms, statistic "
               f"{s * 1e3:.1f} ms; tensor step {dumped_step * 1e3:.1f} ms writing "
-              f"{size / 2**20:.1f} MiB, dd {dd * 1e3:.1f} ms", flush=True)
+              f"{size / 2**20:.1f} MiB, dd {dd * 1e3:.1f} ms; {LOOP_OPS} additions "
+              f"{bare * 1e3:.1f} ms, captured {captured * 1e3:.1f} ms", flush=True)
     benchutil.remove_tree(work)
     print(f"bench: eager_off_vs_plain ratio={statistics.median(off_r):.3f}")
     print(f"bench: eager_statistic_vs_plain ratio={statistics.median(stat_r):.3f}")
     print(f"bench: eager_tensor_dump_vs_dd ratio={statistics.median(dd_r):.3f}")
+    print(f"bench: eager_capture_cost_per_operator_us value={statistics.median(per_op):.2f}")
 
 
 if __name__ == "__main__":
