@@ -35,10 +35,12 @@ def batches(n=3):
     return [(torch.randn(4, 6, generator=g), torch.randn(4, 2, generator=g)) for _ in range(n)]
 
 
-def train(dump, steps=3, model=None, set_dump=None):
+def train(dump, steps=3, model=None, set_dump=None, eager=False):
+    """Trains Model with SquaredError, both wrapped: TorchScript, or plain modules (eager)."""
     torch.manual_seed(0)
-    model = dump.wrap(model if model is not None else torch.jit.script(Model()))
-    loss_fn = dump.wrap(torch.jit.script(SquaredError()))
+    script = (lambda m: m) if eager else torch.jit.script
+    model = dump.wrap(model if model is not None else script(Model()))
+    loss_fn = dump.wrap(script(SquaredError()))
     if set_dump is not None:
         dump.set_dump(set_dump(model))
     optimizer = dump.track(torch.optim.SGD(model.parameters(), lr=0.1))
@@ -85,10 +87,11 @@ def test_model_and_loss_are_two_graphs(tmp_path):
     assert every_npy_loads(rank) > 40
 
 
-def test_set_dump_selects_a_submodule_and_its_gradients_and_updates(tmp_path):
+@pytest.mark.parametrize("eager", [False, True])
+def test_set_dump_selects_a_submodule_and_its_gradients_and_updates(tmp_path, eager):
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"dump_mode": 2})
     with gd.Dump(config) as dump:
-        train(dump, steps=1, set_dump=lambda m: m.head)
+        train(dump, steps=1, set_dump=lambda m: m.head, eager=eager)
     files = names(tmp_path / "dump" / "rank_0" / "Net" / "0" / "0")
     kernels = {f for f in files if not f.startswith("Parameter.")}
     assert kernels, files
@@ -221,29 +224,31 @@ def test_exception_mode_names_the_kernel_and_the_users_line(tmp_path):
     assert len(glob.glob(str(tmp_path / "dump/rank_0/Net/0/0/matmul.*.input.*.npy"))) == 2
 
 
-def test_sampling_and_bin_files(tmp_path):
+@pytest.mark.parametrize("eager", [False, True])
+def test_sampling_and_bin_files(tmp_path, eager):
     config = write_config(tmp_path / "d.json", tmp_path / "dump",
                           e2e={"sample_mode": 1, "sample_num": 5})
     with gd.Dump(config) as dump:
-        train(dump, steps=1)
+        train(dump, steps=1, eager=eager)
     sampled = glob.glob(str(tmp_path / "dump/rank_0/Net/0/0/linear.*.output.0.*.npy"))
     assert sampled and all(np.load(f).shape == (5,) for f in sampled)
 
     config = write_config(tmp_path / "b.json", tmp_path / "bin", {"file_format": "bin"})
     with gd.Dump(config) as dump:
-        train(dump, steps=1)
+        train(dump, steps=1, eager=eager)
     frame = graphdump.load(tmp_path / "bin")
     row = frame[(frame.kernel.str.endswith("linear-op0")) & (frame.io == "output")].iloc[0]
     assert not row.file.endswith(".npy")  # an Ascend dump file holding the kernel's tensors
     assert graphdump.read(row).shape == (4, 8)
 
 
-def test_ge_dialect(tmp_path):
+@pytest.mark.parametrize("eager", [False, True])
+def test_ge_dialect(tmp_path, eager):
     config = tmp_path / "ge.json"
     config.write_text(json.dumps({"dump": {"enable_dump": True, "dump_path": str(tmp_path / "ge"),
                                            "dump_step": "0|1", "dump_mode": "output"}}))
     with gd.Dump(config, name="mynet") as dump:
-        train(dump, steps=3)
+        train(dump, steps=3, eager=eager)
     steps = glob.glob(str(tmp_path / "ge" / "*" / "0" / "mynet" / "0" / "*"))
     assert sorted(os.path.basename(s) for s in steps) == ["0", "1"]
     frame = graphdump.load(tmp_path / "ge")

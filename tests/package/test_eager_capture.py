@@ -260,3 +260,11 @@ def test_configuration_features_in_eager_mode(tmp_path, name, common, e2e, expec
             twin = glob.glob(f"{tmp_path}/sync/rank_0/Net/0/0/{base[0]}.{base[1]}.*."
                              f"{base[5]}.{base[6]}.*.npy")
             assert len(twin) == 1 and np.array_equal(np.load(f), np.load(twin[0])), f
+
+
+def test_rank_outside_support_device_runs_undumped(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"support_device": [1]})
+    run = graphdump("python", "--config", config, SMALL, "forward", check=0)
+    assert run.stdout == python(SMALL, "forward", check=0).stdout
+    assert "rank 0 is not in support_device [1]" in run.stderr
+    assert not (tmp_path / "dump" / "rank_0").exists()
