@@ -113,9 +113,15 @@ uint32_t EagerCapture::ScopeId(const std::string& scope) {
   return it->second;
 }
 
-uint32_t EagerCapture::OpId(const char* name) {
+bool EagerCapture::OperatorOf(const at::RecordFunction& fn, uint32_t* op_id) {
+  // An operator's name lives in its schema, so its address identifies it: one lookup per call.
+  const char* name = fn.name();
   auto it = op_by_address_.find(name);
-  if (it != op_by_address_.end()) return it->second;
+  if (it != op_by_address_.end()) {
+    *op_id = it->second;
+    return true;
+  }
+  if (!fn.operator_name()) return false;  // a label or an autograd Function: transparent
   // Overloads (add.Tensor, add.Scalar) share one name, and so one op type.
   auto [named, added] = op_by_name_.emplace(name, static_cast<uint32_t>(op_types_.size()));
   if (added) {
@@ -124,7 +130,8 @@ uint32_t EagerCapture::OpId(const char* name) {
     op_types_.push_back(colons == std::string::npos ? qualified : qualified.substr(colons + 2));
   }
   op_by_address_.emplace(name, named->second);
-  return named->second;
+  *op_id = named->second;
+  return true;
 }
 
 std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunction& fn) {
@@ -134,7 +141,8 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
     ++self->backward_depth_;
     return nullptr;
   }
-  if (!fn.operator_name()) return nullptr;  // a label or an autograd Function: transparent
+  uint32_t op_id = 0;
+  if (!self->OperatorOf(fn, &op_id)) return nullptr;
   const bool outermost = self->op_depth_++ == 0;
   if (!outermost || t_host_work > 0) return nullptr;
   // Operators inside an autograd node belong to the backward pass, unless a module is being
@@ -144,7 +152,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
     return nullptr;
   }
   try {
-    return self->StartKernel(fn);
+    return self->StartKernel(fn, op_id);
   } catch (const std::exception&) {
     return nullptr;  // never disturb the program: this call is not dumped
   }
@@ -157,7 +165,8 @@ void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx)
     if (self->backward_depth_ > 0) --self->backward_depth_;
     return;
   }
-  if (!fn.operator_name()) return;
+  uint32_t op_id = 0;
+  if (!self->OperatorOf(fn, &op_id)) return;
   if (ctx != nullptr) {
     try {
       // Operators graphdump runs here (a view's copy) are nested in this one: not kernels.
@@ -168,11 +177,11 @@ void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx)
   if (self->op_depth_ > 0) --self->op_depth_;
 }
 
-std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordFunction& fn) {
+std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordFunction& fn,
+                                                               uint32_t op_id) {
   const Frame& frame = frames_.empty() ? script_frame_ : frames_.back();
   EagerGraph* graph = frames_.empty() ? script_graph_ : frame.graph;
   if (graph == nullptr) return nullptr;
-  const uint32_t op_id = OpId(fn.name());
   const uint32_t occurrence = occurrences_[OccurrenceKey(frame.scope_id, op_id)]++;
   auto call = std::make_unique<KernelCall>();
   call->graph = graph;

@@ -102,11 +102,12 @@ class EagerCapture {
 
   static std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn);
   static void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
-  std::unique_ptr<at::ObserverContext> StartKernel(const at::RecordFunction& fn);
+  std::unique_ptr<at::ObserverContext> StartKernel(const at::RecordFunction& fn, uint32_t op_id);
   void EndKernel(const at::RecordFunction& fn, KernelCall& call);
   const KernelInfo& Discover(EagerGraph* graph, const Frame& frame, uint32_t op_id,
                              uint32_t occurrence, const at::RecordFunction& fn);
-  uint32_t OpId(const char* name);
+  // Is `fn` an operator call (not a label)? Sets its operator's id, interning it when new.
+  bool OperatorOf(const at::RecordFunction& fn, uint32_t* op_id);
   uint32_t ScopeId(const std::string& scope);
 
   Callbacks callbacks_;
