@@ -29,6 +29,7 @@ executor runs the same ATen kernels TorchScript would, and tensors are copied on
 import atexit
 import os
 import sys
+import threading
 import types
 import weakref
 
@@ -120,6 +121,7 @@ class Dump:
                            else bool(overwrite))
         self._name = name or _script_name()
         self._pid = os.getpid()
+        self._thread = threading.get_ident()  # the eager capture watches this thread
         self._started = False
         self._closed = False
         self._host = None
@@ -290,7 +292,8 @@ class Dump:
 
     def _eager_host(self):
         """The host when plain modules are dumped in this process now, else None."""
-        if self._closed or os.getpid() != self._pid or torch._C._get_tracing_state():
+        if (self._closed or os.getpid() != self._pid or threading.get_ident() != self._thread
+                or torch._C._get_tracing_state()):
             return None
         if not self._host_opened:
             self._open_host()

@@ -2,6 +2,8 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -42,6 +44,11 @@ HostWork::HostWork() { ++t_host_work; }
 HostWork::~HostWork() { --t_host_work; }
 
 EagerCapture::EagerCapture(Callbacks callbacks) : callbacks_(std::move(callbacks)) {
+  // A forked child (a DataLoader worker) keeps the callback and this thread's id, but never
+  // the dump: it captures nothing.
+  static const int registered =
+      pthread_atfork(nullptr, nullptr, [] { g_capture.store(nullptr, std::memory_order_release); });
+  (void)registered;
   thread_id_ = at::RecordFunction::currentThreadId();
   script_frame_.scope = "Default/script";
   script_frame_.scope_id = ScopeId(script_frame_.scope);

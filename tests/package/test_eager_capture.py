@@ -268,3 +268,35 @@ def test_rank_outside_support_device_runs_undumped(tmp_path):
     assert run.stdout == python(SMALL, "forward", check=0).stdout
     assert "rank 0 is not in support_device [1]" in run.stderr
     assert not (tmp_path / "dump" / "rank_0").exists()
+
+
+WORKERS = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+net = torch.nn.Linear(4, 2)
+data = TensorDataset(torch.randn(16, 4), torch.randn(16, 2))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+out = net(torch.randn(2, 4))  # an iteration is open (and captured) when the workers fork
+for x, y in DataLoader(data, batch_size=4, num_workers=2):  # workers collate with torch.stack
+    loss = ((net(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+print("done")
+"""
+
+
+def test_forked_dataloader_workers_capture_nothing(tmp_path):
+    script = tmp_path / "workers.py"
+    script.write_text(WORKERS)
+    config = write_config(tmp_path / "d.json", tmp_path / "dump")
+    run = graphdump("python", "--config", config, script, check=0)
+    assert "done" in run.stdout
+    root = tmp_path / "dump" / "rank_0"
+    order = execution_order(root)
+    # torch.stack runs only in the workers: a kernel of it would be a child's capture.
+    assert not [k for k in order if "/stack-op" in k], order
+    # An optimizer exists from the start: the first call and the first batch are iteration 0.
+    assert global_order(root) == [0, 0, 1, 2, 3]
+    assert every_npy_loads(root) > 20
