@@ -300,3 +300,13 @@ def test_forked_dataloader_workers_capture_nothing(tmp_path):
     # An optimizer exists from the start: the first call and the first batch are iteration 0.
     assert global_order(root) == [0, 0, 1, 2, 3]
     assert every_npy_loads(root) > 20
+
+
+def test_replay_re_executes_an_eager_kernel(tmp_path):
+    run, rank = _run_small(tmp_path, "forward")
+    assert run.returncode == 0, run.stderr
+    replay = graphdump("replay", tmp_path / "forward", "Default/norm-LayerNorm/layer_norm-op3",
+                       "--json", check=0)
+    result = json.loads(replay.stdout)
+    assert result["verdict"] == "accurate", result
+    assert "bit for bit" in graphdump("replay", tmp_path / "forward", "layer_norm").stdout
