@@ -310,3 +310,22 @@ def test_replay_re_executes_an_eager_kernel(tmp_path):
     result = json.loads(replay.stdout)
     assert result["verdict"] == "accurate", result
     assert "bit for bit" in graphdump("replay", tmp_path / "forward", "layer_norm").stdout
+
+
+def test_overflow_mode_dumps_the_kernels_that_made_non_finite_values(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"op_debug_mode": 3})
+    graphdump("python", "--config", config, LM, tmp_path / "o.npz", "--padded-step", "1",
+              "--steps", "2", check=0)
+    base = tmp_path / "dump" / "rank_0" / "Net" / "0"
+    # masked_fill writes -inf in every step (the causal mask): dumped in both iterations; the
+    # all-padding row's softmax makes NaN only in iteration 1.
+    softmax = glob.glob(f"{base}/1/softmax.Default_blocks-ModuleList_0-Block_attn-Attention_"
+                        "softmax-op*.output.0.*.npy")
+    assert len(softmax) == 1 and np.isnan(np.load(softmax[0])).any()
+    assert not glob.glob(f"{base}/0/softmax.*")
+    # Every dumped kernel call has a non-finite output (all its outputs are written).
+    calls = {}
+    for f in glob.glob(f"{base}/*/*.output.*.npy"):
+        key = ".".join(os.path.basename(f).split(".")[:5])
+        calls[key] = calls.get(key, False) or not np.isfinite(np.load(f)).all()
+    assert calls and all(calls.values()), [k for k, bad in calls.items() if not bad]
