@@ -305,7 +305,11 @@ class Dump:
         if self._off_reason:
             self._host = _C.Host.executor_only()
         else:
-            self._host = _C.Host.open(self._config, rank, self._name, self._overwrite)
+            self._host, warning = _C.Host.open(self._config, rank, self._name, self._overwrite)
+            if warning:
+                # The dump path cannot be prepared: the dump stops, never the training.
+                self._off_reason = warning
+                _log(f"warning: {warning}")
         if len(self._optimizers):
             self._host.track_optimizers()
         for module in self._wrapped:

@@ -136,6 +136,18 @@ class SessionImpl final : public DumpSession {
                     ::getpid()));
   }
 
+  // Start failed with `why`: the rank directory this session made is removed; one it did not
+  // make (an earlier run's, replaced with overwrite) keeps an INCOMPLETE saying why, where it can.
+  // The session then ends without a word: it never dumped.
+  void AbandonStart(const Status& why) {
+    closed_ = true;
+    if (created_root_ && fs_->RemoveTree(root_).ok()) return;
+    if (fs_->CreateDirectories(root_ + "/.dump_metadata").ok()) {
+      (void)fs_->WriteWholeFile(IncompletePath(),
+                                "This dump was never started: " + why.message() + "\n");
+    }
+  }
+
   Status OnGraphCompiled(const GraphInfo& graph) override {
     if (graphs_.count(graph.graph_id)) {
       return Status::InvalidArgument(
@@ -295,7 +307,8 @@ class SessionImpl final : public DumpSession {
     if (closed_ || run_failed_) return;
     run_failed_ = true;
     Status marker = fs_->AppendToFile(
-        IncompletePath(), "The run stopped with an error, so the dump ends there: " + reason + "\n");
+        IncompletePath(),
+        "The run stopped with an error, so the dump ends there: " + reason + "\n");
     if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
   }
 
@@ -399,6 +412,7 @@ class SessionImpl final : public DumpSession {
       GRAPHDUMP_RETURN_IF_ERROR(fs_->RemoveTree(root_));
       GRAPHDUMP_ASSIGN_OR_RETURN(created, fs_->CreateDirectoryIfAbsent(root_));
     }
+    created_root_ = created;
     if (created) return Status::Ok();
     // A symbolic link in its place is named as such (and never followed).
     GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(root_));
@@ -740,8 +754,9 @@ class SessionImpl final : public DumpSession {
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
-  bool run_failed_ = false;  // OnRunFailed: INCOMPLETE stays
-  StatsCache stats_cache_;  // statistic-only tensors reduced in this step (and the last)
+  bool created_root_ = false;  // ClaimRoot made the rank directory
+  bool run_failed_ = false;    // OnRunFailed: INCOMPLETE stays
+  StatsCache stats_cache_;     // statistic-only tensors reduced in this step (and the last)
 
   // Shared with writer threads.
   mutable std::mutex mu_;
@@ -766,8 +781,22 @@ StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options)
   auto selector = std::make_unique<Selector>(options.config);
   if (!selector->RankDumps(options.rank)) return std::unique_ptr<DumpSession>();
   auto session = std::make_unique<SessionImpl>(std::move(options), std::move(selector));
-  GRAPHDUMP_RETURN_IF_ERROR(session->Start());
+  Status started = session->Start();
+  if (started.code() == StatusCode::kInvalidArgument) return started;  // e.g. an earlier run's
+  if (!started.ok()) {
+    session->AbandonStart(started);
+    return Status::IOError(started.message());
+  }
   return std::unique_ptr<DumpSession>(std::move(session));
+}
+
+bool DumpPathNotPrepared(const Status& open_error) {
+  return open_error.code() == StatusCode::kIOError;
+}
+
+std::string DumpOffWarning(const Status& open_error) {
+  return "dumping is off for this run: " + open_error.message() +
+         ". The training runs every step without it (docs/reliability.md)";
 }
 
 StatusOr<std::unique_ptr<DumpSession>> DumpSession::FromEnvironment(uint32_t rank,
