@@ -212,6 +212,9 @@ class Dump:
         if self._closed:
             return self._summary
         self._closed = True
+        if os.getpid() != self._pid:
+            # A forked child: the dump is the parent's, which closes it; the child dumped nothing.
+            return None
         if _active is self:
             _active = None
             _uninstall()
