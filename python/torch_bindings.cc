@@ -194,7 +194,7 @@ void BindTorch(py::module_& m) {
       .def_static(
           "open",
           [](const Config& config, uint32_t rank, const std::string& model_name,
-             bool overwrite) -> std::unique_ptr<DumpHost> {
+             bool overwrite) -> std::pair<std::unique_ptr<DumpHost>, std::string> {
             SessionOptions options;
             options.config = config.parsed.config;
             options.rank = rank;
@@ -204,14 +204,19 @@ void BindTorch(py::module_& m) {
             if (!session.ok() && session.status().code() == StatusCode::kInvalidArgument) {
               RaiseConfigError(session.status().message());
             }
+            if (!session.ok() && DumpPathNotPrepared(session.status())) {
+              return {std::make_unique<DumpHost>(nullptr), DumpOffWarning(session.status())};
+            }
             if (!session.ok()) Raise(session.status());
             auto host = std::make_unique<DumpHost>(std::move(*session));
             host->SetSourceTraceProvider(&PythonSourceTrace);
-            return host;
+            return {std::move(host), ""};
           },
           py::arg("config"), py::arg("rank"), py::arg("model_name"), py::arg("overwrite") = false,
           "Opens the dump session of `rank` (creates its directory; an existing one is an "
-          "earlier run's: ConfigError, or removed first with overwrite).")
+          "earlier run's: ConfigError, or removed first with overwrite). Returns (host, warning): "
+          "a dump path that cannot be prepared gives a host that only runs modules and the "
+          "warning to give once.")
       .def_static(
           "executor_only", [] { return std::make_unique<DumpHost>(nullptr); },
           "A host that runs modules through the executor and dumps nothing.")

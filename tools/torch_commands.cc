@@ -240,7 +240,15 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
   OpenedSession opened{nullptr, DumpOffReason(parsed.config, rank)};
   options.config = std::move(parsed.config);
   options.rank = rank;
-  GRAPHDUMP_ASSIGN_OR_RETURN(opened.session, DumpSession::Open(std::move(options)));
+  StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
+  if (!session.ok() && DumpPathNotPrepared(session.status())) {
+    // The dump stops, never the training: one warning, and every step runs.
+    std::fprintf(stderr, "graphdump: warning: %s\n", DumpOffWarning(session.status()).c_str());
+    opened.off_reason = session.status().message();
+    return opened;
+  }
+  if (!session.ok()) return session.status();
+  opened.session = std::move(*session);
   if (opened.session) opened.off_reason.clear();
   return opened;
 }

@@ -1,6 +1,9 @@
 // graphdump replay: re-executes one dumped kernel from its dumped inputs and says whether its
 // error is its own, its conditioning's or inherited (docs/precision.md, "Replay"). The logic
 // lives in src/torch/replay.cc; this file parses flags and prints.
+#include <signal.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -31,10 +34,25 @@ constexpr char kReplayFooter[] =
     "The largest names the verdict (inaccurate, ill-conditioned, inherits); all three within\n"
     "4 roundings of the dtype is accurate. Random kernels (dropout in training, rand,\n"
     "bernoulli...), arguments computed at run time and backward kernels cannot be replayed.\n"
+    "A dump is data, never code: replay runs only the ATen operator of the kernel's own op\n"
+    "type, from its list of computations without side effects, with bounded arguments and\n"
+    "memory (docs/reliability.md).\n"
     "Exit status: 0 replayed (whatever the verdict), 2 usage error (a missing or non-dump\n"
     "directory, a kernel name that matches none or several kernels, an iteration or rank the\n"
     "dump lacks, a reference without the kernel), 3 the kernel cannot be replayed (the\n"
     "message says why). See docs/precision.md.";
+
+// A LibTorch kernel that divides by zero faults (SIGFPE) instead of raising. Replay checks the
+// arguments it knows to be divisors first; whatever it does not know still ends this process
+// with the replay's own exit status and the reason, not with a signal.
+void OnArithmeticFault(int) {
+  static const char kMessage[] =
+      "graphdump replay: error: not replayable: the operator faulted (SIGFPE, an integer division "
+      "by zero in LibTorch)\n";
+  ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+  (void)ignored;
+  _exit(kExitFailure);
+}
 
 }  // namespace
 
@@ -78,6 +96,9 @@ int RunTorchReplay(int argc, char** argv) {
     }
     request.rank = static_cast<uint32_t>(rank);
   }
+  struct sigaction fault = {};
+  fault.sa_handler = OnArithmeticFault;
+  sigaction(SIGFPE, &fault, nullptr);
   auto result = ReplayKernel(request);
   if (!result.ok()) {
     std::fprintf(stderr, "%s: error: %s\n", command.c_str(), result.status().message().c_str());

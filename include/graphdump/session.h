@@ -73,6 +73,13 @@ struct DumpSummary {
   std::vector<std::string> unused_kernel_entries;
 };
 
+class DumpSession;
+
+// Whether an error of DumpSession::Open is a dump path that cannot be prepared.
+bool DumpPathNotPrepared(const Status& open_error);
+// The one warning for it: "dumping is off for this run: ...".
+std::string DumpOffWarning(const Status& open_error);
+
 class DumpSession {
  public:
   // Opens a session from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG. Returns null (not an error)
@@ -81,6 +88,11 @@ class DumpSession {
   static StatusOr<std::unique_ptr<DumpSession>> FromEnvironment(uint32_t rank,
                                                                 SessionOptions options = {});
   // Opens a session with an explicit configuration. Returns null when the rank does not dump.
+  // Errors: kInvalidArgument for a usage error (an earlier run's rank directory without
+  // overwrite), or a dump path that cannot be prepared (DumpPathNotPrepared: the rank directory
+  // or its first files cannot be written). The latter stops the dump, not the training: the
+  // caller warns once (DumpOffWarning) and runs on without a session; the rank directory is
+  // left absent, or with an INCOMPLETE saying why when this session did not make it.
   static StatusOr<std::unique_ptr<DumpSession>> Open(SessionOptions options);
 
   virtual ~DumpSession() = default;

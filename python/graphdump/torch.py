@@ -212,6 +212,9 @@ class Dump:
         if self._closed:
             return self._summary
         self._closed = True
+        if os.getpid() != self._pid:
+            # A forked child: the dump is the parent's, which closes it; the child dumped nothing.
+            return None
         if _active is self:
             _active = None
             _uninstall()
@@ -335,7 +338,11 @@ class Dump:
         if self._off_reason:
             self._host = _C.Host.executor_only()
         else:
-            self._host = _C.Host.open(self._config, rank, self._name, self._overwrite)
+            self._host, warning = _C.Host.open(self._config, rank, self._name, self._overwrite)
+            if warning:
+                # The dump path cannot be prepared: the dump stops, never the training.
+                self._off_reason = warning
+                _log(f"warning: {warning}")
         self._eager = self._host if self._host.dumping else None
         if len(self._optimizers):
             self._host.track_optimizers()

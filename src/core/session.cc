@@ -2,6 +2,7 @@
 #include "graphdump/session.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -92,6 +93,16 @@ std::string RootDir(const DumpConfig& config, uint32_t rank) {
   return fmt::format("{}/{}/{}", layout.dump_path, layout.timestamp, rank);
 }
 
+// Forks so far in this process's line: a session made before the last fork belongs to the
+// parent, and in the child it dumps, writes, drains and removes nothing (its writer threads do
+// not exist there). pthread_atfork's child handler counts them.
+std::atomic<uint64_t> g_forks{0};
+
+void CountForksOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { ++g_forks; }); });
+}
+
 class SessionImpl final : public DumpSession {
  public:
   SessionImpl(SessionOptions options, std::unique_ptr<Selector> selector)
@@ -102,13 +113,20 @@ class SessionImpl final : public DumpSession {
                                  : NewPosixFileSystem(/*fsync=*/false, config_.path)),
         root_(RootDir(config_, options_.rank)),
         buffers_(std::max<size_t>(1, options_.queue_bytes)) {
+    CountForksOnce();
     if (!config_.enable) {
       async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
                                              std::max<size_t>(1, options_.queue_bytes));
     }
   }
 
-  ~SessionImpl() override { (void)Close(); }
+  ~SessionImpl() override {
+    if (InChild()) {
+      (void)async_.release();  // its threads live in the parent: nothing to join or drain here
+      return;
+    }
+    (void)Close();
+  }
 
   Status Start() {
     GRAPHDUMP_RETURN_IF_ERROR(ClaimRoot());
@@ -134,6 +152,18 @@ class SessionImpl final : public DumpSession {
                     "under its final name is complete; later tensors and statistic rows are "
                     "missing.\n",
                     ::getpid()));
+  }
+
+  // Start failed with `why`: the rank directory this session made is removed; one it did not
+  // make (an earlier run's, replaced with overwrite) keeps an INCOMPLETE saying why, where it can.
+  // The session then ends without a word: it never dumped.
+  void AbandonStart(const Status& why) {
+    closed_ = true;
+    if (created_root_ && fs_->RemoveTree(root_).ok()) return;
+    if (fs_->CreateDirectories(root_ + "/.dump_metadata").ok()) {
+      (void)fs_->WriteWholeFile(IncompletePath(),
+                                "This dump was never started: " + why.message() + "\n");
+    }
   }
 
   Status OnGraphCompiled(const GraphInfo& graph) override {
@@ -179,13 +209,13 @@ class SessionImpl final : public DumpSession {
   }
 
   void BeginIteration() override {
-    if (iteration_open_) return;
+    if (iteration_open_ || InChild()) return;
     StartIteration();
     iteration_open_ = true;
   }
 
   void EndIteration() override {
-    if (!iteration_open_) return;
+    if (!iteration_open_ || InChild()) return;
     iteration_open_ = false;
     for (auto& [id, state] : graphs_) {
       if (state.files_dirty) WriteGraphFiles(state);
@@ -196,12 +226,13 @@ class SessionImpl final : public DumpSession {
   bool IterationOpen() const override { return iteration_open_; }
 
   void BeginStep(uint32_t graph_id) override {
+    if (InChild()) return;
     step_graph_ = graph_id;
     if (!iteration_open_) StartIteration();
   }
 
   uint64_t CurrentIteration() const override { return iteration_; }
-  bool StepDumps() const override { return step_dumps_ && !failed_; }
+  bool StepDumps() const override { return step_dumps_ && !failed_ && !InChild(); }
 
   bool Wants(const KernelInfo& kernel) const override {
     if (!StepDumps() || config_.op_debug_mode == 4) return false;
@@ -241,7 +272,7 @@ class SessionImpl final : public DumpSession {
 
   void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                       const std::string& error) override {
-    if (config_.op_debug_mode != 4 || failed_) return;
+    if (config_.op_debug_mode != 4 || failed_ || InChild()) return;
     Log(fmt::format("kernel {} failed; dumping its inputs: {}", kernel.full_name, error));
     DumpKernel(kernel, &inputs, nullptr);
   }
@@ -262,7 +293,9 @@ class SessionImpl final : public DumpSession {
   }
 
   void OnConstant(uint32_t graph_id, uint32_t index, const TensorView& value) override {
-    if (failed_ || config_.saved_data == SavedData::kStatistic || config_.ge_layout) return;
+    if (failed_ || InChild() || config_.saved_data == SavedData::kStatistic || config_.ge_layout) {
+      return;
+    }
     TensorFileName file;
     file.op_type = "Parameter";
     file.op_name = fmt::format("data-{}", index);
@@ -272,6 +305,7 @@ class SessionImpl final : public DumpSession {
   }
 
   void EndStep(uint32_t graph_id) override {
+    if (InChild()) return;
     auto it = graphs_.find(graph_id);
     if (it != graphs_.end() && it->second.files_dirty) WriteGraphFiles(it->second);
     if (!failed_) {
@@ -292,14 +326,19 @@ class SessionImpl final : public DumpSession {
   }
 
   void OnRunFailed(const std::string& reason) override {
-    if (closed_ || run_failed_) return;
+    if (closed_ || run_failed_ || InChild()) return;
     run_failed_ = true;
     Status marker = fs_->AppendToFile(
-        IncompletePath(), "The run stopped with an error, so the dump ends there: " + reason + "\n");
+        IncompletePath(),
+        "The run stopped with an error, so the dump ends there: " + reason + "\n");
     if (!marker.ok()) Log("could not write the INCOMPLETE marker: " + marker.message());
   }
 
   Status Close() override {
+    if (InChild()) {
+      closed_ = true;  // the parent's dump: it closes it
+      return Status::Ok();
+    }
     if (closed_) return FirstError();
     EndIteration();
     closed_ = true;
@@ -354,7 +393,11 @@ class SessionImpl final : public DumpSession {
   }
 
   // The first write error stops all dumping; it is reported once and marked on disk.
+  // A forked child of the process that opened this session.
+  bool InChild() const { return g_forks.load(std::memory_order_relaxed) != forks_at_open_; }
+
   void Fail(const Status& status) {
+    if (InChild()) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (failed_) return;
@@ -399,6 +442,7 @@ class SessionImpl final : public DumpSession {
       GRAPHDUMP_RETURN_IF_ERROR(fs_->RemoveTree(root_));
       GRAPHDUMP_ASSIGN_OR_RETURN(created, fs_->CreateDirectoryIfAbsent(root_));
     }
+    created_root_ = created;
     if (created) return Status::Ok();
     // A symbolic link in its place is named as such (and never followed).
     GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(root_));
@@ -413,7 +457,7 @@ class SessionImpl final : public DumpSession {
 
   void WriteGraphFiles(GraphState& state) {
     state.files_dirty = false;
-    if (failed_) return;
+    if (failed_ || InChild()) return;
     const GraphInfo& g = state.info;
     Status st = fs_->CreateDirectories(root_ + "/graphs");
     if (st.ok()) st = fs_->CreateDirectories(root_ + "/execution_order");
@@ -740,8 +784,10 @@ class SessionImpl final : public DumpSession {
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
-  bool run_failed_ = false;  // OnRunFailed: INCOMPLETE stays
-  StatsCache stats_cache_;  // statistic-only tensors reduced in this step (and the last)
+  const uint64_t forks_at_open_ = g_forks.load();
+  bool created_root_ = false;  // ClaimRoot made the rank directory
+  bool run_failed_ = false;    // OnRunFailed: INCOMPLETE stays
+  StatsCache stats_cache_;     // statistic-only tensors reduced in this step (and the last)
 
   // Shared with writer threads.
   mutable std::mutex mu_;
@@ -766,8 +812,22 @@ StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options)
   auto selector = std::make_unique<Selector>(options.config);
   if (!selector->RankDumps(options.rank)) return std::unique_ptr<DumpSession>();
   auto session = std::make_unique<SessionImpl>(std::move(options), std::move(selector));
-  GRAPHDUMP_RETURN_IF_ERROR(session->Start());
+  Status started = session->Start();
+  if (started.code() == StatusCode::kInvalidArgument) return started;  // e.g. an earlier run's
+  if (!started.ok()) {
+    session->AbandonStart(started);
+    return Status::IOError(started.message());
+  }
   return std::unique_ptr<DumpSession>(std::move(session));
+}
+
+bool DumpPathNotPrepared(const Status& open_error) {
+  return open_error.code() == StatusCode::kIOError;
+}
+
+std::string DumpOffWarning(const Status& open_error) {
+  return "dumping is off for this run: " + open_error.message() +
+         ". The training runs every step without it (docs/reliability.md)";
 }
 
 StatusOr<std::unique_ptr<DumpSession>> DumpSession::FromEnvironment(uint32_t rank,

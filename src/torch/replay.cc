@@ -4,9 +4,6 @@
 // compare's metrics (tensor_math.h).
 #include "graphdump/torch/replay.h"
 
-#include <c10/core/InferenceMode.h>
-#include <torch/csrc/jit/frontend/function_schema_parser.h>
-#include <torch/csrc/jit/runtime/operator.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -25,8 +22,9 @@
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/file_system.h"
 #include "graphdump/graph_files.h"
-#include "graphdump/torch/scalar_type.h"
 #include "graphdump/npy.h"
+#include "graphdump/torch/scalar_type.h"
+#include "replay_execute.h"
 #include "torch_compat.h"
 
 namespace graphdump {
@@ -38,6 +36,9 @@ using analysis::IterationEntry;
 using analysis::KernelEntry;
 using analysis::RankEntry;
 using analysis::TensorEntry;
+using torch_internal::Execute;
+using torch_internal::RebuildCall;
+using torch_internal::ReplayCall;
 
 // Above this many units of roundoff of the kernel's dtype, a number is more than rounding: an
 // accurate kernel's output carries one rounding (about u/2 in relative L2) plus a few in its
@@ -277,320 +278,6 @@ bool SameAsDumped(const std::vector<at::Tensor>& replayed, const std::vector<at:
   return same;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Rebuilding the call.
-
-struct Literal {
-  enum Kind { kNone, kBool, kInt, kFloat, kString, kList, kInput } kind = kNone;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<Literal> list;
-};
-
-class LiteralParser {
- public:
-  explicit LiteralParser(const std::string& text) : text_(text) {}
-
-  std::optional<Literal> ParseAll() {
-    auto v = Parse();
-    Skip();
-    if (!v || pos_ != text_.size()) return std::nullopt;
-    return v;
-  }
-
- private:
-  void Skip() {
-    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
-  }
-  bool Take(const char* word) {
-    const size_t n = std::strlen(word);
-    if (text_.compare(pos_, n, word) != 0) return false;
-    pos_ += n;
-    return true;
-  }
-  std::optional<Literal> Parse() {
-    Skip();
-    Literal v;
-    if (pos_ >= text_.size()) return std::nullopt;
-    if (text_[pos_] == '[') {
-      ++pos_;
-      v.kind = Literal::kList;
-      Skip();
-      if (Take("]")) return v;
-      while (true) {
-        auto e = Parse();
-        if (!e) return std::nullopt;
-        v.list.push_back(std::move(*e));
-        Skip();
-        if (Take("]")) return v;
-        if (!Take(",")) return std::nullopt;
-      }
-    }
-    if (text_[pos_] == '"') {
-      v.kind = Literal::kString;
-      for (++pos_; pos_ < text_.size() && text_[pos_] != '"'; ++pos_) {
-        if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
-        v.s += text_[pos_];
-      }
-      if (!Take("\"")) return std::nullopt;
-      return v;
-    }
-    if (Take("None")) return v;
-    if (Take("True") || Take("False")) {
-      v.kind = Literal::kBool;
-      v.b = text_[pos_ - 1] == 'e' && text_[pos_ - 2] == 'u';
-      return v;
-    }
-    if (Take("input.")) {
-      v.kind = Literal::kInput;
-      size_t end = pos_;
-      while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) ++end;
-      if (end == pos_) return std::nullopt;
-      v.i = std::stoll(text_.substr(pos_, end - pos_));
-      pos_ = end;
-      return v;
-    }
-    for (const auto& [word, value] :
-         {std::pair{"-inf", -INFINITY}, std::pair{"inf", INFINITY}, std::pair{"nan", NAN}}) {
-      if (Take(word)) {
-        v.kind = Literal::kFloat;
-        v.f = value;
-        return v;
-      }
-    }
-    size_t end = pos_;
-    while (end < text_.size() && std::strchr("+-0123456789.eE", text_[end])) ++end;
-    const std::string number = text_.substr(pos_, end - pos_);
-    if (number.empty()) return std::nullopt;
-    char* stop = nullptr;
-    if (number.find_first_of(".eE") == std::string::npos) {
-      v.kind = Literal::kInt;
-      v.i = std::strtoll(number.c_str(), &stop, 10);
-    } else {
-      v.kind = Literal::kFloat;
-      v.f = std::strtod(number.c_str(), &stop);
-    }
-    if (stop != number.c_str() + number.size()) return std::nullopt;
-    pos_ = end;
-    return v;
-  }
-
-  const std::string& text_;
-  size_t pos_ = 0;
-};
-
-// The IValue an argument of `type` takes from `v`; `inputs` are the dumped input tensors.
-StatusOr<c10::IValue> ToIValue(const Literal& v, const c10::TypePtr& type,
-                               const std::vector<at::Tensor>& inputs, c10::optional<int32_t> n) {
-  auto bad = [&]() {
-    return Status::Unsupported("a value of type " + type->repr_str() +
-                               " cannot be rebuilt from what the graph file records");
-  };
-  if (auto opt = type->cast<c10::OptionalType>()) {
-    if (v.kind == Literal::kNone) return c10::IValue();
-    return ToIValue(v, opt->getElementType(), inputs, n);
-  }
-  if (v.kind == Literal::kInput) {
-    if (v.i < 0 || static_cast<size_t>(v.i) >= inputs.size()) {
-      return Status::Unsupported("it reads input slot " + std::to_string(v.i) + " but " +
-                                 std::to_string(inputs.size()) + " inputs were dumped");
-    }
-    return c10::IValue(inputs[v.i]);
-  }
-  switch (type->kind()) {
-    case c10::TypeKind::TensorType:
-      return bad();
-    case c10::TypeKind::IntType:
-      if (v.kind == Literal::kInt) return c10::IValue(v.i);
-      return bad();
-    case c10::TypeKind::FloatType:
-      if (v.kind == Literal::kInt) return c10::IValue(static_cast<double>(v.i));
-      if (v.kind == Literal::kFloat) return c10::IValue(v.f);
-      return bad();
-    case c10::TypeKind::BoolType:
-      if (v.kind == Literal::kBool) return c10::IValue(v.b);
-      return bad();
-    case c10::TypeKind::NumberType:
-      if (v.kind == Literal::kInt) return c10::IValue(v.i);
-      if (v.kind == Literal::kFloat) return c10::IValue(v.f);
-      if (v.kind == Literal::kBool) return c10::IValue(v.b);
-      return bad();
-    case c10::TypeKind::StringType:
-      if (v.kind == Literal::kString) return c10::IValue(v.s);
-      return bad();
-    case c10::TypeKind::DeviceObjType:
-      if (v.kind == Literal::kString) return c10::IValue(c10::Device(v.s));
-      return bad();
-    case c10::TypeKind::ListType: {
-      const c10::TypePtr element = type->expectRef<c10::ListType>().getElementType();
-      std::vector<Literal> items = v.list;
-      if (v.kind != Literal::kList) {
-        // `int[2] stride=1`: one number stands for the whole list.
-        if (v.kind != Literal::kInt && v.kind != Literal::kFloat && v.kind != Literal::kBool) {
-          return bad();
-        }
-        items.assign(n ? *n : 1, v);
-      }
-      c10::impl::GenericList list(element);
-      for (const Literal& item : items) {
-        auto e = ToIValue(item, element, inputs, c10::nullopt);
-        if (!e.ok()) return e.status();
-        list.push_back(std::move(*e));
-      }
-      return c10::IValue(std::move(list));
-    }
-    default:
-      return bad();
-  }
-}
-
-// Operators whose result depends on a random generator: their dumped output cannot be
-// recomputed from their dumped inputs.
-bool IsRandom(const c10::FunctionSchema& schema, const KernelInfo& info) {
-  std::string name = schema.name();
-  name = name.substr(name.rfind(':') + 1);
-  while (!name.empty() && name.back() == '_') name.pop_back();
-  while (!name.empty() && name.front() == '_') name.erase(0, 1);
-  static const char* const kDropouts[] = {"dropout", "feature_dropout", "alpha_dropout",
-                                          "feature_alpha_dropout", "native_dropout"};
-  for (const char* d : kDropouts) {
-    if (name == d) {
-      // Dropout in eval mode (train=False) returns its input.
-      for (const KernelArgument& a : info.arguments) {
-        if (a.name == "train" && a.value == "False") return false;
-      }
-      return true;
-    }
-  }
-  static const char* const kRandom[] = {
-      "rand",       "randn",        "randint",     "randperm",        "rand_like",
-      "randn_like", "randint_like", "bernoulli",   "multinomial",     "normal",
-      "poisson",    "uniform",      "exponential", "geometric",       "cauchy",
-      "log_normal", "random",       "rrelu",       "rrelu_with_noise"};
-  for (const char* r : kRandom) {
-    if (name == r) return true;
-  }
-  for (const c10::Argument& a : schema.arguments()) {
-    if (a.type()->kind() == c10::TypeKind::GeneratorType ||
-        (a.type()->cast<c10::OptionalType>() &&
-         a.type()->expectRef<c10::OptionalType>().getElementType()->kind() ==
-             c10::TypeKind::GeneratorType)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// A rebuilt call: the operator and, per argument, its parsed value.
-struct Call {
-  std::shared_ptr<torch::jit::Operator> op;
-  std::vector<Literal> arguments;
-};
-
-// The call `info` records, or the reason it cannot be rebuilt.
-std::variant<Call, std::string> RebuildCall(const KernelInfo& info, size_t dumped_inputs) {
-  if (info.schema.empty()) {
-    if (info.full_name.rfind("Gradients/", 0) == 0) {
-      return std::string(
-          "it is a backward kernel (an autograd function, not an operator call of the graph)");
-    }
-    if (info.full_name.rfind("Default/optimizer-", 0) == 0) {
-      return std::string("it is an optimizer update (several operators on a parameter)");
-    }
-    return std::string(
-        "the graph file records no operator schema for it (a kernel the host made itself, or a "
-        "dump written by MindSpore or by a graphdump older than replay)");
-  }
-  c10::FunctionSchema parsed = [&] {
-    try {
-      return torch::jit::parseSchema(info.schema);
-    } catch (const std::exception&) {
-      return c10::FunctionSchema("", "", {}, {});
-    }
-  }();
-  if (parsed.name().empty()) return "its recorded schema does not parse: " + info.schema;
-  Call call;
-  call.op = torch::jit::findOperatorFor(parsed.operator_name());
-  if (!call.op) return "this LibTorch has no operator " + info.schema;
-  const c10::FunctionSchema& schema = call.op->schema();
-  if (IsRandom(schema, info)) {
-    return std::string(
-        "it is a random operator: its output depends on the random generator's state, which the "
-        "dump does not record");
-  }
-  if (info.arguments.size() != schema.arguments().size()) {
-    return "the graph file records " + std::to_string(info.arguments.size()) +
-           " arguments and the schema has " + std::to_string(schema.arguments().size());
-  }
-  size_t slots = 0;
-  for (size_t i = 0; i < info.arguments.size(); ++i) {
-    const KernelArgument& a = info.arguments[i];
-    if (a.value == "<runtime>") {
-      return "its argument '" + a.name +
-             "' was computed while the graph ran (not a constant), and the dump does not record "
-             "non-tensor values";
-    }
-    auto literal = LiteralParser(a.value).ParseAll();
-    if (!literal) return "its argument '" + a.name + "' has an unreadable value: " + a.value;
-    auto count = [&](const Literal& l) {
-      if (l.kind == Literal::kInput) ++slots;
-      for (const Literal& e : l.list) {
-        if (e.kind == Literal::kInput) ++slots;
-      }
-    };
-    count(*literal);
-    call.arguments.push_back(std::move(*literal));
-  }
-  if (slots != dumped_inputs) {
-    if (dumped_inputs == 0) {
-      return std::string(
-          "the dump holds no input tensors of it: replay needs input_output 0 (inputs and "
-          "outputs) and saved_data tensor or full");
-    }
-    return "its call reads " + std::to_string(slots) + " tensors and the dump holds " +
-           std::to_string(dumped_inputs) + " inputs (an optional tensor that was None at run time)";
-  }
-  return call;
-}
-
-// Runs `call` on `inputs` (each cloned, so in-place operators leave them as they are); returns
-// its tensor outputs, tensor lists flattened as the dump numbers them.
-StatusOr<std::vector<at::Tensor>> Execute(const Call& call, const std::vector<at::Tensor>& inputs) {
-  std::vector<at::Tensor> copies;
-  for (const at::Tensor& t : inputs) copies.push_back(t.clone());
-  const auto& arguments = call.op->schema().arguments();
-  torch::jit::Stack stack;
-  for (size_t i = 0; i < call.arguments.size(); ++i) {
-    auto value = ToIValue(call.arguments[i], arguments[i].type(), copies, arguments[i].N());
-    if (!value.ok()) {
-      return Status::Unsupported("argument '" + arguments[i].name() +
-                                 "': " + value.status().message());
-    }
-    stack.push_back(std::move(*value));
-  }
-  try {
-    c10::InferenceMode guard;
-    call.op->getOperation()(stack);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
-      what = c10_error->what_without_backtrace();
-    }
-    return Status::Internal("the operator failed: " + what.substr(0, what.find('\n')));
-  }
-  std::vector<at::Tensor> outputs;
-  for (const c10::IValue& v : stack) {
-    if (v.isTensor()) {
-      if (v.toTensor().defined()) outputs.push_back(v.toTensor());
-    } else if (v.isTensorList()) {
-      for (const at::Tensor& t : v.toTensorVector()) outputs.push_back(t);
-    }
-  }
-  return outputs;
-}
-
 std::vector<at::Tensor> Cast(const std::vector<at::Tensor>& inputs, at::ScalarType dtype) {
   std::vector<at::Tensor> out;
   for (const at::Tensor& t : inputs) out.push_back(t.is_floating_point() ? t.to(dtype) : t);
@@ -701,8 +388,10 @@ const char* ReplayVerdictName(ReplayVerdict verdict) {
   return "?";
 }
 
-StatusOr<ReplayResult> ReplayKernel(const ReplayRequest& request) {
-  ReplayResult r;
+namespace {
+
+// ReplayKernel's work; fills `r` as it learns about the kernel.
+StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r) {
   auto index = analysis::IndexDump(request.dump_dir);
   if (!index.ok()) return index.status();
   auto rank = ChooseRank(*index, request.rank, request.dump_dir);
@@ -765,7 +454,7 @@ StatusOr<ReplayResult> ReplayKernel(const ReplayRequest& request) {
   if (std::holds_alternative<std::string>(rebuilt)) {
     return not_replayable(std::get<std::string>(rebuilt));
   }
-  const Call& call = std::get<Call>(rebuilt);
+  const ReplayCall& call = std::get<ReplayCall>(rebuilt);
 
   // The kernel's dtype: that of its floating inputs (its outputs' when it has none).
   at::ScalarType dtype = at::kFloat;
@@ -853,6 +542,23 @@ StatusOr<ReplayResult> ReplayKernel(const ReplayRequest& request) {
   }
   Judge(&r);
   return r;
+}
+
+}  // namespace
+
+StatusOr<ReplayResult> ReplayKernel(const ReplayRequest& request) {
+  ReplayResult r;
+  torch_internal::ReplayMemoryScope budget;
+  try {
+    return ReplayInto(request, r);
+  } catch (const std::exception& e) {
+    // LibTorch raised outside the operator call (measuring a result, casting an input).
+    const std::string what = torch_internal::ErrorText(e);
+    if (r.full_name.empty()) return Status::Internal("replay failed: " + what);
+    r.verdict = ReplayVerdict::kNotReplayable;
+    r.reason = "not replayable: LibTorch failed: " + what;
+    return r;
+  }
 }
 
 std::string ReplayResultJson(const ReplayResult& r) {

@@ -69,6 +69,23 @@ def write_config(path, dump_path, common=None, e2e=None):
     return path
 
 
+def in_small_tmpfs(work, size, command, env=None):
+    """Runs `command` (a shell line) with a `size` tmpfs mounted at work/disk, in a user and
+    mount namespace; the disk's files are copied to work/copy. None when no namespace can be
+    made here (then the unit tests' injectable file system is the check)."""
+    disk, copy = os.path.join(work, "disk"), os.path.join(work, "copy")
+    os.makedirs(disk, exist_ok=True)
+    script = (f"mount -t tmpfs -o size={size} tmpfs {disk} || exit 99; {command}; rc=$?; "
+              f"cp -a {disk}/. {copy}/ 2>/dev/null; exit $rc")
+    os.makedirs(copy, exist_ok=True)
+    p = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+                       capture_output=True, text=True, env=env, timeout=600)
+    if p.returncode == 99 or "unshare:" in p.stderr:
+        print(f"SKIP: no tmpfs in a user namespace here: {p.stderr.strip()[:200]}")
+        return None
+    return p
+
+
 def files(pattern):
     return sorted(glob.glob(pattern, recursive=True))
 

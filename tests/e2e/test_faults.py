@@ -115,23 +115,6 @@ def test_kill_and_terminate():
         t.cleanup(work)
 
 
-def in_small_tmpfs(work, size, command):
-    """Runs `command` (a shell line) with a `size` tmpfs mounted at work/disk, in a user and
-    mount namespace; the disk's files are copied to work/copy. None when no namespace can be
-    made here (then the unit tests' injectable file system is the check)."""
-    disk, copy = os.path.join(work, "disk"), os.path.join(work, "copy")
-    os.makedirs(disk, exist_ok=True)
-    script = (f"mount -t tmpfs -o size={size} tmpfs {disk} || exit 99; {command}; rc=$?; "
-              f"cp -a {disk}/. {copy}/ 2>/dev/null; exit $rc")
-    os.makedirs(copy, exist_ok=True)
-    p = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
-                       capture_output=True, text=True, env=ENV, timeout=600)
-    if p.returncode == 99 or "unshare:" in p.stderr:
-        print(f"SKIP: no tmpfs in a user namespace here: {p.stderr.strip()[:200]}")
-        return None
-    return p
-
-
 def test_full_disk():
     """A 6 MiB disk fills during the dump: training goes on, one error, INCOMPLETE names the
     file, nothing torn, no temporary left."""
@@ -142,7 +125,7 @@ def test_full_disk():
             cfg = config(work, "c", os.path.join(work, "disk", "dump"), asynchronous)
             command = " ".join([t.BIN, *TRAIN, "--config", cfg, "--steps", "60",
                                 f">{work}/out 2>{work}/err"])
-            p = in_small_tmpfs(work, "6m", command)
+            p = t.in_small_tmpfs(work, "6m", command, ENV)
             if p is None:
                 continue
             with open(os.path.join(work, "out")) as f:
@@ -232,10 +215,14 @@ def test_planted_links():
                 t.expect(code == 2 and f"{dump}/rank_0 already exists" in err,
                          f"{what}: an existing rank_0 is refused: {code} {err[-300:]}")
             else:
-                t.expect_eq(code, 3, f"{what}: the dump fails: {err[-300:]}")
-                t.expect(f"{link} is a symbolic link" in err or
-                         f"{link}: it is a symbolic link" in err,
-                         f"{what}: the link is named: {err}")
+                # A dump path that cannot be prepared stops the dump, not the training.
+                t.expect(code == 0 and "step 2/2" in out,
+                         f"{what}: the training runs every step: {code} {out} {err[-300:]}")
+                warnings = [line for line in err.splitlines()
+                            if "warning: dumping is off for this run" in line]
+                t.expect(len(warnings) == 1 and (f"{link} is a symbolic link" in warnings[0] or
+                                                 f"{link}: it is a symbolic link" in warnings[0]),
+                         f"{what}: one warning naming the link: {err}")
             outside_untouched(what)
             t.expect(os.path.islink(link) or relative.endswith(".csv"),
                      f"{what}: the link itself is left alone")

@@ -50,6 +50,58 @@ def put_files(directory, root, pattern, stem, limit=None):
         put(directory, f"{stem}{i}{os.path.splitext(path)[1]}", read(path))
 
 
+# Kernel records as a dump's graph file holds them: (full name, op type, schema, arguments).
+REPLAY_KERNELS = [
+    ("Default/net-Net/add-op0", "add",
+     "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
+     [("self", "input.0"), ("other", "input.1"), ("alpha", "1")]),
+    ("Default/net-Net/conv2d-op1", "conv2d",
+     "aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, "
+     "int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor",
+     [("input", "input.0"), ("weight", "input.1"), ("bias", "None"), ("stride", "[1, 1]"),
+      ("padding", "[1, 1]"), ("dilation", "[1, 1]"), ("groups", "1")]),
+    ("Default/net-Net/cat-op2", "cat", "aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
+     [("tensors", "[input.0, input.1]"), ("dim", "-1")]),
+    ("Default/net-Net/relu-op3", "relu", "aten::save(t item, str filename) -> ()",
+     [("item", "input.0"), ("filename", '"/tmp/x"')]),
+    ("Default/net-Net/expand-op4", "expand",
+     "aten::expand(Tensor(a) self, int[] size, *, bool implicit=False) -> Tensor(a)",
+     [("self", "input.0"), ("size", "[1000000, 1000000, 80]"), ("implicit", "False")]),
+    ("Default/net-Net/to-op5", "to",
+     "aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
+     "MemoryFormat? memory_format=None) -> Tensor(a)",
+     [("self", "input.99999999999999999999"), ("dtype", "99"), ("non_blocking", "False"),
+      ("copy", "False"), ("memory_format", "None")]),
+    ("Default/net-Net/layer_norm-op6", "layer_norm",
+     "aten::layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, "
+     "Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor",
+     [("input", "input.0"), ("normalized_shape", "[[[[8]]]]"), ("weight", "input.1"),
+      ("bias", "input.2"), ("eps", "1e-05"), ("cudnn_enable", "True")]),
+    ("Default/net-Net/softmax-op7", "softmax",
+     "aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
+     [("self", "input.0"), ("dim", "-1"), ("dtype", "None")]),
+]
+
+
+def replay_call_seeds(work):
+    """replay_call: kernel records as text (first byte odd) and as graph files (even)."""
+    seeds = target("replay_call")
+    for i, (name, op_type, schema, args) in enumerate(REPLAY_KERNELS):
+        text = "\n".join([name, op_type, schema] + [f"{k}={v}" for k, v in args])
+        put(seeds, f"text{i}", bytes([1 + 2 * len([a for a in args if "input." in a[1]])]) +
+            text.encode())
+    subprocess.run(["protoc", "--python_out=" + work, "-I", os.path.join(SOURCE, "proto"),
+                    os.path.join(SOURCE, "proto", "graphdump_graph.proto")], check=True)
+    sys.path.insert(0, work)
+    import graphdump_graph_pb2  # noqa: E402
+    graph = graphdump_graph_pb2.GraphProto(graph_id=0, name="forward")
+    for i, (name, op_type, schema, args) in enumerate(REPLAY_KERNELS):
+        k = graph.kernels.add(index=i, full_name=name, op_type=op_type, schema=schema)
+        for arg, value in args:
+            k.arguments.add(name=arg, value=value)
+    put(seeds, "graph.pb", bytes([4]) + graph.SerializeToString())
+
+
 def main(binary):
     work = tempfile.mkdtemp(prefix="graphdump_corpus_")
     try:
@@ -142,6 +194,7 @@ def main(binary):
         put(mapping, "two.csv", "1.npy,Conv2D." + "a" * 250 + ".0.0.1.output.0.DefaultFormat."
             "float32.npy\n2.npy,MatMul.b.0.0.2.input.1.DefaultFormat.float16.npy\n")
         put(mapping, "crlf.csv", "17,Add.x.0.0.5\r\nbad line\r\n,empty\r\n17,again\r\n")
+        replay_call_seeds(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
