@@ -15,6 +15,7 @@
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/source_json.h"
@@ -322,14 +323,18 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   }
   const size_t kernel_index = result->kernels.size();
   std::vector<bool> used_b(p.b->tensors.size());
+  // B's tensors by (io, slot), the first of each: pairing is linear in the kernel's tensors
+  // (an Ascend dump file may hold 100,000 of one kernel).
+  auto key = [](const TensorEntry& t) { return uint64_t{t.slot} << 1 | (t.is_input ? 1 : 0); };
+  std::unordered_map<uint64_t, size_t> b_by_slot;
+  b_by_slot.reserve(p.b->tensors.size());
+  for (size_t j = 0; j < p.b->tensors.size(); ++j) b_by_slot.emplace(key(p.b->tensors[j]), j);
   for (const TensorEntry& ta : p.a->tensors) {
     TensorComparison tc;
     tc.is_input = ta.is_input;
     tc.slot = ta.slot;
-    auto tb = std::find_if(p.b->tensors.begin(), p.b->tensors.end(), [&](const TensorEntry& t) {
-      return t.is_input == ta.is_input && t.slot == ta.slot;
-    });
-    if (tb == p.b->tensors.end()) {
+    auto found = b_by_slot.find(key(ta));
+    if (found == b_by_slot.end()) {
       tc.mode = "missing";
       tc.error = kNaN;
       tc.verdict = Verdict::kWarning;
@@ -337,8 +342,8 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
       tc.path_a = ta.path;
       tc.dtype_a = ta.dtype_name;
     } else {
-      used_b[tb - p.b->tensors.begin()] = true;
-      tasks->push_back({kernel_index, k.tensors.size(), &ta, &*tb});
+      used_b[found->second] = true;
+      tasks->push_back({kernel_index, k.tensors.size(), &ta, &p.b->tensors[found->second]});
     }
     k.tensors.push_back(std::move(tc));
   }
