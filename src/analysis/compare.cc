@@ -47,30 +47,31 @@ struct KernelPair {
 };
 
 // Pairs kernels by file name, then by name without op ids (k-th with k-th), then by execution
-// order and op type (greedy, in order).
+// order and op type (greedy, in order); always call k with call k.
 std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
                                     const std::vector<KernelEntry>& b,
                                     std::vector<const KernelEntry*>* only_a,
                                     std::vector<const KernelEntry*>* only_b) {
   std::vector<KernelPair> pairs;
   std::vector<bool> used_a(a.size()), used_b(b.size());
-  std::map<std::string, size_t> by_name;
-  for (size_t j = 0; j < b.size(); ++j) by_name.emplace(b[j].op_name, j);
+  std::map<std::pair<std::string, uint32_t>, size_t> by_name;
+  for (size_t j = 0; j < b.size(); ++j) by_name.emplace(std::make_pair(b[j].op_name, b[j].call), j);
   for (size_t i = 0; i < a.size(); ++i) {
-    auto it = by_name.find(a[i].op_name);
+    auto it = by_name.find({a[i].op_name, a[i].call});
     if (it != by_name.end() && !used_b[it->second]) {
       pairs.push_back({&a[i], &b[it->second], Pairing::kFullName});
       used_a[i] = used_b[it->second] = true;
     }
   }
-  std::map<std::string, std::vector<size_t>> b_stripped;
+  using StrippedKey = std::pair<std::string, uint32_t>;  // (name without op ids, call)
+  std::map<StrippedKey, std::vector<size_t>> b_stripped;
   for (size_t j = 0; j < b.size(); ++j) {
-    if (!used_b[j]) b_stripped[WithoutOpIds(b[j].op_name)].push_back(j);
+    if (!used_b[j]) b_stripped[{WithoutOpIds(b[j].op_name), b[j].call}].push_back(j);
   }
-  std::map<std::string, size_t> taken;
+  std::map<StrippedKey, size_t> taken;
   for (size_t i = 0; i < a.size(); ++i) {
     if (used_a[i]) continue;
-    const std::string key = WithoutOpIds(a[i].op_name);
+    const StrippedKey key{WithoutOpIds(a[i].op_name), a[i].call};
     auto it = b_stripped.find(key);
     if (it == b_stripped.end() || taken[key] >= it->second.size()) continue;
     const size_t j = it->second[taken[key]++];
@@ -81,7 +82,9 @@ std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
   for (size_t i = 0; i < a.size(); ++i) {
     if (used_a[i] || a[i].is_parameter) continue;
     for (size_t j = cursor; j < b.size(); ++j) {
-      if (used_b[j] || b[j].is_parameter || Lower(b[j].op_type) != Lower(a[i].op_type)) continue;
+      if (used_b[j] || b[j].is_parameter || b[j].call != a[i].call ||
+          Lower(b[j].op_type) != Lower(a[i].op_type))
+        continue;
       pairs.push_back({&a[i], &b[j], Pairing::kExecutionOrder});
       used_a[i] = used_b[j] = true;
       cursor = j + 1;
@@ -194,16 +197,28 @@ std::string Pow2Text(double v) {
   return fmt::format("{:g}", v);
 }
 
+// "[5, 3] (row 5, flat index 15)": where flat scalar position `flat` of `a` lies in its shape;
+// sets t->first_index.
+std::string WhereText(int64_t flat, const MappedNpy& a, TensorComparison* t) {
+  const NpyInfo& info = a.info();
+  const int64_t element = flat / (IsComplex(info.dtype) ? 2 : 1);  // scalars: re, im
+  t->first_index = UnravelIndex(element, info.shape, info.fortran_order);
+  return fmt::format("{} ({}flat index {})", IndexText(t->first_index),
+                     info.shape.size() >= 2 ? fmt::format("row {}, ", t->first_index[0]) : "",
+                     flat);
+}
+
 void JudgeTensor(const CompareOptions& options, const PrecisionStandard& standard,
-                 TensorComparison* t) {
+                 const MappedNpy& a, TensorComparison* t) {
   const PairMetrics& m = t->metrics;
   const bool both_floating = IsFloating(Lower(t->dtype_a)) && IsFloating(Lower(t->dtype_b));
   if (m.nonfinite_mismatches > 0) {
     t->verdict = Verdict::kError;
     t->reason = fmt::format(
-        "NaN/Inf positions differ at {} elements (first at flat index {}; A has {} NaN {} Inf, B "
+        "NaN/Inf positions differ at {} elements (first at {}; A has {} NaN {} Inf, B "
         "has {} NaN {} Inf)",
-        m.nonfinite_mismatches, m.first_nonfinite_mismatch, m.nan_a, m.inf_a, m.nan_b, m.inf_b);
+        m.nonfinite_mismatches, WhereText(m.first_nonfinite_mismatch, a, t), m.nan_a, m.inf_a,
+        m.nan_b, m.inf_b);
   } else if (m.allclose_failures > 0) {
     t->verdict = Verdict::kError;
     const std::string rule =
@@ -212,10 +227,10 @@ void JudgeTensor(const CompareOptions& options, const PrecisionStandard& standar
             : fmt::format("the {} standard |a-b| <= {}*max(|b|, {})", standard.dtype,
                           Pow2Text(standard.rtol), Pow2Text(standard.small_value));
     t->reason = fmt::format(
-        "{} of {} elements fail {} (first at flat index {}); norm rel err {:.6g}, max abs err "
+        "{} of {} elements fail {} (first at {}); norm rel err {:.6g}, max abs err "
         "{:.6g}, cosine {:.6g}",
-        m.allclose_failures, m.elements, rule, m.first_failure, m.norm_rel_err, m.max_abs_err,
-        m.cosine);
+        m.allclose_failures, m.elements, rule, WhereText(m.first_failure, a, t), m.norm_rel_err,
+        m.max_abs_err, m.cosine);
   } else if (m.nan_a > 0 || m.inf_a > 0) {
     t->verdict = Verdict::kWarning;
     t->reason = fmt::format("NaN/Inf at the same positions on both sides ({} NaN, {} Inf)", m.nan_a,
@@ -288,7 +303,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     out->metrics = ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
   }
   out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
-  JudgeTensor(options, standard, out);
+  JudgeTensor(options, standard, *na, out);
 }
 
 struct TensorTask {
@@ -306,6 +321,8 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   k.rank = ra.rank;
   k.graph_id = ga.graph_id;
   k.iteration = iteration;
+  k.call = p.a->call;
+  k.calls = p.a->calls;
   k.order = p.a->order;
   k.name_a = p.a->full_name;
   k.name_b = p.b->full_name;
@@ -386,7 +403,7 @@ constexpr std::string_view kGradients = "Gradients/";
 // pass saved, which are not dumped as their inputs. Their inherited error therefore also counts
 // the forward kernels of their scope: the largest tensor error of the operator kernels whose
 // full name lies below each scope, by (rank, graph, iteration, scope).
-using ScopeKey = std::tuple<uint32_t, uint32_t, int64_t, std::string>;
+using ScopeKey = std::tuple<uint32_t, uint32_t, int64_t, uint32_t, std::string>;
 
 std::map<ScopeKey, double> ForwardScopeErrors(const std::vector<KernelComparison>& kernels) {
   std::map<ScopeKey, double> out;
@@ -398,8 +415,8 @@ std::map<ScopeKey, double> ForwardScopeErrors(const std::vector<KernelComparison
     if (std::isnan(worst)) continue;
     for (size_t slash = k.name_a.find('/'); slash != std::string::npos;
          slash = k.name_a.find('/', slash + 1)) {
-      auto [it, fresh] =
-          out.try_emplace({k.rank, k.graph_id, k.iteration, k.name_a.substr(0, slash)}, worst);
+      auto [it, fresh] = out.try_emplace(
+          {k.rank, k.graph_id, k.iteration, k.call, k.name_a.substr(0, slash)}, worst);
       if (!fresh) it->second = std::max(it->second, worst);
     }
   }
@@ -412,7 +429,7 @@ double SavedTensorError(const std::map<ScopeKey, double>& forward, const KernelC
   const size_t slash = k.name_a.rfind('/');
   if (slash <= kGradients.size()) return kNaN;
   const std::string scope = k.name_a.substr(kGradients.size(), slash - kGradients.size());
-  auto it = forward.find({k.rank, k.graph_id, k.iteration, scope});
+  auto it = forward.find({k.rank, k.graph_id, k.iteration, k.call, scope});
   return it == forward.end() ? kNaN : it->second;
 }
 
@@ -533,7 +550,8 @@ void Summarize(CompareResult* r) {
   while (begin < ks.size()) {
     size_t end = begin;
     while (end < ks.size() && ks[end].rank == ks[begin].rank &&
-           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration)
+           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
+           ks[end].call == ks[begin].call)
       ++end;
     std::set<Fingerprint> known = constants[{ks[begin].rank, ks[begin].graph_id}];
     for (size_t i = begin; i < end; ++i) {
@@ -621,11 +639,18 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
         std::vector<const KernelEntry*> only_a, only_b;
         for (const KernelPair& p : PairKernels(ia.kernels, ib->kernels, &only_a, &only_b)) {
           AddKernelPair(p, ra, ga, *gb, ia.iteration, a, b, &result, &tasks);
+          if (p.a->call == 0 && p.a->calls != p.b->calls) {
+            result.call_count_differences.push_back({ra.rank, ga.graph_id, ia.iteration,
+                                                     p.a->full_name, p.b->full_name, p.a->calls,
+                                                     p.b->calls});
+          }
         }
         for (const KernelEntry* k : only_a)
-          result.unpaired.push_back({'A', ra.rank, ga.graph_id, ia.iteration, k->full_name});
+          result.unpaired.push_back(
+              {'A', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name});
         for (const KernelEntry* k : only_b)
-          result.unpaired.push_back({'B', ra.rank, ga.graph_id, ia.iteration, k->full_name});
+          result.unpaired.push_back(
+              {'B', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name});
       }
     }
   }
@@ -647,7 +672,7 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
                    [](const KernelComparison& x, const KernelComparison& y) {
                      auto key = [](const KernelComparison& k) {
                        return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration,
-                                              k.order);
+                                              k.call, k.order);
                      };
                      return key(x) < key(y);
                    });
@@ -673,7 +698,7 @@ std::string Num(double v) { return fmt::format("{:.9g}", v); }
 
 std::string CompareResultCsv(const CompareResult& result) {
   std::string out =
-      "rank,graph_id,iteration,order,kernel_a,kernel_b,op_type,pairing,io,slot,mode,dtype_a,"
+      "rank,graph_id,iteration,call,order,kernel_a,kernel_b,op_type,pairing,io,slot,mode,dtype_a,"
       "dtype_b,shape_a,shape_b,elements,cosine,max_abs_err,max_rel_err,rmse,"
       "rel_err_below_0.1pct,rel_err_below_0.5pct,allclose_failures,nan_a,nan_b,inf_a,inf_b,"
       "nonfinite_mismatches,verdict,kernel_verdict,reason,source_line,path_a,path_b,standard,"
@@ -688,8 +713,8 @@ std::string CompareResultCsv(const CompareResult& result) {
       auto known = [](double v) { return std::isnan(v) ? std::string() : Num(v); };
       out += fmt::format(
           "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-          "{},{},{},{},{},",
-          k.rank, k.graph_id, k.iteration, k.order, CsvField(k.name_a), CsvField(k.name_b),
+          "{},{},{},{},{},{},",
+          k.rank, k.graph_id, k.iteration, k.call, k.order, CsvField(k.name_a), CsvField(k.name_b),
           CsvField(k.op_type), PairingName(k.pairing), t.is_input ? "input" : "output", t.slot,
           t.mode, t.dtype_a, t.dtype_b, CsvField(t.shape_a), CsvField(t.shape_b), count(m.elements),
           metric(m.cosine), metric(m.max_abs_err), metric(m.max_rel_err), metric(m.rmse),
@@ -727,15 +752,11 @@ std::string CompareResultJson(const CompareResult& result) {
   };
   // The object of first_failure, first_adding_error and each contributor.
   auto brief = [&](const KernelComparison& f) {
-    json o = {{"kernel", f.name_a},
-              {"iteration", f.iteration},
-              {"graph_id", f.graph_id},
-              {"rank", f.rank},
-              {"order", f.order},
-              {"op_type", f.op_type},
-              {"source_line", f.source_line},
-              {"reason", f.reason},
-              {"source_trace", SourceTraceJson<json>(f.source_trace)}};
+    json o = {{"kernel", f.name_a},   {"iteration", f.iteration},
+              {"call", f.call},       {"graph_id", f.graph_id},
+              {"rank", f.rank},       {"order", f.order},
+              {"op_type", f.op_type}, {"source_line", f.source_line},
+              {"reason", f.reason},   {"source_trace", SourceTraceJson<json>(f.source_trace)}};
     attribution(f, &o);
     return o;
   };
@@ -752,6 +773,7 @@ std::string CompareResultJson(const CompareResult& result) {
                  {"shape_b", t.shape_b},
                  {"verdict", VerdictName(t.verdict)},
                  {"reason", t.reason},
+                 {"first_index", t.first_index.empty() ? json(nullptr) : json(t.first_index)},
                  {"standard", t.standard},
                  {"error", known(t.error)},
                  {"path_a", t.path_a},
@@ -783,6 +805,7 @@ std::string CompareResultJson(const CompareResult& result) {
     json jk = {{"rank", k.rank},
                {"graph_id", k.graph_id},
                {"iteration", k.iteration},
+               {"call", k.call},
                {"order", k.order},
                {"kernel_a", k.name_a},
                {"kernel_b", k.name_b},
@@ -827,6 +850,7 @@ std::string CompareResultJson(const CompareResult& result) {
     inputs.push_back({{"kernel", k.name_a},
                       {"slot", slot},
                       {"iteration", k.iteration},
+                      {"call", k.call},
                       {"graph_id", k.graph_id},
                       {"rank", k.rank},
                       {"error", t == k.tensors.end() ? json(nullptr) : known(t->error)},
@@ -839,9 +863,21 @@ std::string CompareResultJson(const CompareResult& result) {
                         {"rank", u.rank},
                         {"graph_id", u.graph_id},
                         {"iteration", u.iteration},
+                        {"call", u.call},
                         {"kernel", u.full_name}});
   }
   j["unpaired"] = unpaired;
+  json calls = json::array();
+  for (const CallCountDifference& d : result.call_count_differences) {
+    calls.push_back({{"rank", d.rank},
+                     {"graph_id", d.graph_id},
+                     {"iteration", d.iteration},
+                     {"kernel_a", d.name_a},
+                     {"kernel_b", d.name_b},
+                     {"calls_a", d.calls_a},
+                     {"calls_b", d.calls_b}});
+  }
+  j["call_count_differences"] = calls;
   json skipped = json::array();
   for (const Skipped& s : result.skipped)
     skipped.push_back({{"path", s.path}, {"reason", s.reason}});

@@ -292,8 +292,9 @@ void CompareSection(const CompareResult& r, const std::vector<ReplayNote>& repla
             {index, "iteration-boundary", "", fmt::format("iteration {}", k.iteration)});
       }
     }
-    std::string detail = fmt::format("rank {}, graph {}, iteration {}: {}", k.rank, k.graph_id,
-                                     k.iteration, VerdictName(k.verdict));
+    std::string detail =
+        fmt::format("rank {}, graph {}, iteration {}{}: {}", k.rank, k.graph_id, k.iteration,
+                    k.calls > 1 ? fmt::format(", call {}", k.call) : "", VerdictName(k.verdict));
     if (!k.reason.empty()) detail += " (" + k.reason + ")";
     if (k.name_b != k.name_a) detail += "; paired with " + k.name_b;
     if (!k.source_line.empty()) detail += "; source " + k.source_line;
@@ -372,8 +373,14 @@ void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& rep
   *html += "</table></details>\n";
 }
 
+// "iteration 2", "iteration 2, call 1" (a kernel called more than once in the iteration).
+std::string IterationText(const StatPoint& p) {
+  return p.calls > 1 ? fmt::format("iteration {}, call {}", p.iteration, p.call)
+                     : fmt::format("iteration {}", p.iteration);
+}
+
 std::string OrderPointDetail(const StatPoint& p) {
-  return fmt::format("iteration {}, output 0{}", p.iteration, CountsText(p));
+  return fmt::format("{}, output 0{}", IterationText(p), CountsText(p));
 }
 
 void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watch,
@@ -392,16 +399,19 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
       continue;
     }
     std::vector<ChartPoint> points;
-    std::map<std::string, size_t> position;
+    std::map<std::pair<std::string, uint32_t>, size_t> position;  // (kernel, call)
     for (const StatPoint& p : o.points) {
-      position.emplace(p.kernel, points.size());
-      points.push_back({p.kernel, ShortName(p.kernel), OrderPointDetail(p)});
+      position.emplace(std::make_pair(p.kernel, p.call), points.size());
+      points.push_back({p.kernel,
+                        p.calls > 1 ? fmt::format("{} call {}", ShortName(p.kernel), p.call)
+                                    : ShortName(p.kernel),
+                        OrderPointDetail(p)});
     }
     std::vector<ChartMarker> markers;
     if (watch) {
       for (const WatchHit& h : watch->hits) {
         if (h.rank != o.rank || h.graph_id != o.graph_id || h.iteration != o.iteration) continue;
-        auto it = position.find(h.kernel);
+        auto it = position.find({h.kernel, h.call});
         if (it == position.end()) continue;
         markers.push_back({it->second, "first-hit", "", "first hit: " + h.check});
         break;
@@ -409,7 +419,7 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
     }
     if (first_position >= 0) {
       const KernelComparison& k = compare->kernels[first_position];
-      auto it = position.find(k.name_a);
+      auto it = position.find({k.name_a, k.call});
       if (k.rank == o.rank && k.graph_id == o.graph_id && k.iteration == o.iteration &&
           it != position.end()) {
         markers.push_back({it->second, "first-divergence", "", "first divergence"});
@@ -449,8 +459,10 @@ void SeriesSection(const std::vector<KernelSeries>& series, size_t iterations,
         markers.push_back({points.size(), "hit", "", "hit"});
         hit_iterations.erase(p.iteration);  // one marker per iteration
       }
-      points.push_back({s.kernel, std::to_string(p.iteration),
-                        fmt::format("iteration {}, output 0{}", p.iteration, CountsText(p))});
+      points.push_back(
+          {s.kernel,
+           p.calls > 1 ? fmt::format("{}.{}", p.iteration, p.call) : std::to_string(p.iteration),
+           OrderPointDetail(p)});
     }
     AddStatCharts(page, fmt::format("series-{}", n), "output 0", s.points, std::move(points), false,
                   markers, 455);
@@ -600,6 +612,8 @@ std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) 
   StatPoint p;
   p.kernel = k.full_name;
   p.iteration = iteration;
+  p.call = k.call;
+  p.calls = k.calls;
   if (out->stats) {
     const StatisticRow& row = *out->stats;
     p.max = RowValue(row, "Max Value");
@@ -745,7 +759,7 @@ std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, uint32_t r
   }
   for (KernelSeries& s : series) {
     std::stable_sort(s.points.begin(), s.points.end(), [](const StatPoint& a, const StatPoint& b) {
-      return a.iteration < b.iteration;
+      return std::tie(a.iteration, a.call) < std::tie(b.iteration, b.call);
     });
   }
   return series;
