@@ -140,6 +140,7 @@ class Dump:
         self._optimizers = weakref.WeakSet()
         self._routed_parameters = set()  # ids of the parameters of modules run here
         self._warned_unowned = False
+        self._open_failed = False  # the session refused to open (ConfigError raised)
         self._pending_allreduce = []
         if self._config is not None:
             for warning in self._config.warnings:
@@ -216,7 +217,8 @@ class Dump:
             _active = None
             _uninstall()
         atexit.unregister(self.close)
-        if self._auto and self.off_reason == "" and (self._host is None or self._host.calls == 0):
+        if (self._auto and self.off_reason == "" and not self._open_failed and
+                (self._host is None or self._host.calls == 0)):
             _log("warning: no TorchScript module was called, so no kernel was dumped: graphdump "
                  "runs the modules made by torch.jit.script, torch.jit.trace or torch.jit.load "
                  "(docs/python.md)")
@@ -305,7 +307,13 @@ class Dump:
         if self._off_reason:
             self._host = _C.Host.executor_only()
         else:
-            self._host = _C.Host.open(self._config, rank, self._name, self._overwrite)
+            hint = ("remove it, dump elsewhere (the configuration's path), or replace it with "
+                    + ("graphdump python --overwrite" if self._auto else "Dump(overwrite=True)"))
+            try:
+                self._host = _C.Host.open(self._config, rank, self._name, self._overwrite, hint)
+            except ConfigError:
+                self._open_failed = True
+                raise
         if len(self._optimizers):
             self._host.track_optimizers()
         for module in self._wrapped:
@@ -385,9 +393,13 @@ class Dump:
         self._warned_unowned = True
         unowned = [p for p in params if id(p) not in self._routed_parameters]
         if unowned:
+            # Updates of such parameters go into the graph of the first module that ran: with
+            # none, nothing of them is written.
+            written = ("only their updates are, named unnamed_N" if self._host.graphs > 0 else
+                       "nor their updates: no TorchScript module has run")
             _log(f"warning: {len(unowned)} of the optimizer's {len(params)} parameters belong to "
                  "no TorchScript module that ran, so the kernels that use them are not dumped "
-                 "(only their updates, named unnamed_N): make their modules TorchScript with "
+                 f"({written}): make their modules TorchScript with "
                  "torch.jit.script or torch.jit.trace (docs/python.md)")
 
     def _flush_allreduce(self):

@@ -68,6 +68,11 @@ def test_plain_modules_are_named_with_what_to_do(tmp_path):
     assert "done" in run.stdout
     assert "2 of the optimizer's 2 parameters belong to no TorchScript module" in run.stderr
     assert "no TorchScript module was called" in run.stderr
+    # Nothing is written for them, and the warning says so (it claimed updates named unnamed_N).
+    files = glob.glob(str(tmp_path / "dump" / "**" / "*.npy"), recursive=True)
+    assert files == []
+    assert "unnamed_N" not in run.stderr
+    assert "nor their updates: no TorchScript module has run" in run.stderr
     assert "torch.jit.script" in run.stderr and "docs/python.md" in run.stderr
 
 
