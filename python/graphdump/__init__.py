@@ -228,6 +228,8 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
         # The first bad element's index in the tensor's shape, a tuple like load()'s shapes.
         row["first_index"] = None if row["first_index"] is None else tuple(row["first_index"])
     frame = _pandas().DataFrame(rows, columns=columns)
+    # Rows as ints, None where a hit has none (not a float column with NaN).
+    frame["row"] = _pandas().Series([r["row"] for r in rows], dtype=object)
     frame.attrs["tensors_checked"] = result.get("tensors_checked")
     frame.attrs["intended_infinities"] = result.get("intended_infinities", [])
     frame.attrs["skipped"] = result.get("skipped", [])
