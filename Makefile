@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PYTHON ?= /usr/bin/python3
 
-.PHONY: all deps build test test-unit test-sanitize fuzz-build fuzz demo bench clean format
+.PHONY: all deps build install deb test test-unit test-sanitize fuzz-build fuzz demo bench clean format
 
 all: build
 
@@ -19,6 +19,16 @@ $(BUILD)/build.ninja: CMakeLists.txt | deps
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
+
+# graphdump and graphdump-torch into $(PREFIX)/bin, the Python package into
+# $(PREFIX)/lib/python3.N/dist-packages (where Debian's python3 finds it); DESTDIR stages it.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package (prefix /usr) in $(BUILD): install it with `apt install ./build/graphdump_*.deb`.
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 # Every test: unit tests, NumPy checks and end-to-end runs, then under AddressSanitizer and
 # UndefinedBehaviorSanitizer: the core and analysis tests, each fuzzer for a few seconds from

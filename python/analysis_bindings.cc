@@ -35,7 +35,8 @@ DumpIndex Index(const std::string& path) {
 // One row per dumped tensor, as columns (lists of equal length).
 py::dict IndexColumns(const std::string& path) {
   const DumpIndex index = Index(path);
-  std::vector<uint32_t> rank, graph, slot;
+  std::vector<uint32_t> rank, graph, slot, call;
+  std::vector<py::object> timestamp;
   std::vector<int64_t> iteration, order;
   std::vector<std::string> kernel, op_type, io, dtype, file, source, net;
   std::vector<py::tuple> shape;
@@ -51,6 +52,9 @@ py::dict IndexColumns(const std::string& path) {
             graph.push_back(g.graph_id);
             net.push_back(g.net_name);
             iteration.push_back(it.iteration);
+            call.push_back(k.call);
+            timestamp.push_back(t.timestamp ? py::object(py::int_(t.timestamp))
+                                            : py::object(py::none()));
             order.push_back(k.order);
             kernel.push_back(k.full_name);
             op_type.push_back(k.op_type);
@@ -80,6 +84,8 @@ py::dict IndexColumns(const std::string& path) {
   columns["graph"] = graph;
   columns["net_name"] = net;
   columns["iteration"] = iteration;
+  columns["call"] = call;
+  columns["timestamp"] = timestamp;
   columns["order"] = order;
   columns["kernel"] = kernel;
   columns["op_type"] = op_type;
@@ -131,12 +137,14 @@ py::tuple Compare(const std::string& a, const std::string& b, std::optional<int6
   return py::make_tuple(csv, json);
 }
 
-std::string Watch(const std::string& path, const std::string& checks_text) {
+std::string Watch(const std::string& path, const std::string& checks_text,
+                  bool count_intended_inf) {
   StatusOr<std::vector<analysis::WatchCheck>> checks = analysis::ParseWatchChecks(checks_text);
   if (!checks.ok()) Raise(checks.status());
   const DumpIndex index = Index(path);
   analysis::WatchOptions options;
   options.progress = false;
+  options.count_intended_inf = count_intended_inf;
   py::gil_scoped_release no_gil;
   return analysis::WatchResultJson(analysis::RunWatch(index, *checks, options));
 }
@@ -182,7 +190,7 @@ void BindAnalysis(py::module_& m) {
         py::arg("atol") = std::nullopt, py::arg("rtol") = std::nullopt,
         "(result CSV, result JSON) of comparing dump A (under test) with B (reference).");
   m.def("watch", &Watch, py::arg("path"), py::arg("checks") = "nan,inf",
-        "The watch result as JSON.");
+        py::arg("count_intended_inf") = false, "The watch result as JSON.");
 }
 
 }  // namespace graphdump::python

@@ -150,8 +150,8 @@ std::vector<SourceLocation> PythonSourceTrace() {
 // graphdump.replay: the JSON text `graphdump replay --json` prints.
 std::string Replay(const std::string& dump, const std::string& kernel,
                    const std::optional<std::string>& reference, std::optional<int64_t> iteration,
-                   std::optional<uint32_t> rank) {
-  ReplayRequest request{dump, kernel, reference.value_or(""), rank, iteration};
+                   std::optional<uint32_t> rank, std::optional<uint32_t> call) {
+  ReplayRequest request{dump, kernel, reference.value_or(""), rank, iteration, call};
   StatusOr<ReplayResult> result = [&] {
     py::gil_scoped_release release;
     return ReplayKernel(request);
@@ -175,6 +175,7 @@ void BindTorch(py::module_& m) {
 
   m.def("replay", &Replay, py::arg("dump"), py::arg("kernel"), py::arg("reference") = std::nullopt,
         py::arg("iteration") = std::nullopt, py::arg("rank") = std::nullopt,
+        py::arg("call") = std::nullopt,
         "Re-executes one dumped kernel (graphdump replay); returns its JSON text.");
   m.def("load_config", &LoadConfig, py::arg("path") = std::nullopt,
         "Reads and validates a data_dump.json (path None: $GRAPHDUMP_CONFIG, else "
@@ -193,13 +194,14 @@ void BindTorch(py::module_& m) {
   py::class_<DumpHost>(m, "Host", "A dump session driven by Python (graphdump::DumpHost)")
       .def_static(
           "open",
-          [](const Config& config, uint32_t rank, const std::string& model_name,
-             bool overwrite) -> std::pair<std::unique_ptr<DumpHost>, std::string> {
+          [](const Config& config, uint32_t rank, const std::string& model_name, bool overwrite,
+             const std::string& retry_hint) -> std::pair<std::unique_ptr<DumpHost>, std::string> {
             SessionOptions options;
             options.config = config.parsed.config;
             options.rank = rank;
             options.model_name = model_name;
             options.overwrite = overwrite;
+            options.retry_hint = retry_hint;
             StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
             if (!session.ok() && session.status().code() == StatusCode::kInvalidArgument) {
               RaiseConfigError(session.status().message());
@@ -213,10 +215,11 @@ void BindTorch(py::module_& m) {
             return {std::move(host), ""};
           },
           py::arg("config"), py::arg("rank"), py::arg("model_name"), py::arg("overwrite") = false,
+          py::arg("retry_hint") = "",
           "Opens the dump session of `rank` (creates its directory; an existing one is an "
-          "earlier run's: ConfigError, or removed first with overwrite). Returns (host, warning): "
-          "a dump path that cannot be prepared gives a host that only runs modules and the "
-          "warning to give once.")
+          "earlier run's: ConfigError, suggesting `retry_hint`, or removed first with "
+          "overwrite). Returns (host, warning): a dump path that cannot be prepared gives a host "
+          "that only runs modules and the warning to give once.")
       .def_static(
           "executor_only", [] { return std::make_unique<DumpHost>(nullptr); },
           "A host that runs modules through the executor and dumps nothing.")

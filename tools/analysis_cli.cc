@@ -35,6 +35,26 @@ int WriteOutput(const std::string& command, const std::string& path, const std::
 
 std::string OrderTag(int64_t order) { return order >= 0 ? fmt::format(" #{}", order) : ""; }
 
+void AddToleranceOptions(CLI::App& app, analysis::CompareOptions* options) {
+  app.add_option("--atol", options->atol,
+                 "absolute tolerance; with --atol or --rtol every tensor pair is checked with "
+                 "|a-b| <= atol + rtol*|b| (the one not given: 1e-8 / 1e-5). Default: neither, "
+                 "each pair is judged by its dtype's standard (docs/precision.md)");
+  app.add_option("--rtol", options->rtol, "relative tolerance (see --atol)");
+}
+
+bool ApplyToleranceOptions(const CLI::App& app, const std::string& command,
+                           analysis::CompareOptions* options) {
+  options->user_tolerances = app.count("--atol") + app.count("--rtol") > 0;
+  if (options->atol >= 0 && options->rtol >= 0) return true;
+  fmt::print(stderr, "{}: error: --atol and --rtol must be >= 0\n", command);
+  return false;
+}
+
+std::string CallTag(uint32_t call, uint32_t calls) {
+  return calls > 1 ? fmt::format(" call {}", call) : "";
+}
+
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
                                             int* exit_code) {
   auto index = analysis::IndexDump(dir);

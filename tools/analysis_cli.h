@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/dump_index.h"
 
 namespace graphdump::tools {
@@ -34,6 +35,19 @@ void PrintSkipped(const std::string& command, const std::vector<analysis::Skippe
 // " #12": a kernel's place in the execution order, as the text reports print it after the
 // iteration; "" for dumps without an execution order file (GE layout, ordered by timestamp).
 std::string OrderTag(int64_t order);
+
+// --atol and --rtol (compare, report). Their default is no number: each tensor pair is judged
+// by its dtype's standard (docs/precision.md), and --help says so.
+void AddToleranceOptions(CLI::App& app, analysis::CompareOptions* options);
+
+// After parsing: sets options->user_tolerances when --atol or --rtol was given. False, after
+// printing "<command>: error: ...", when either is negative or not a number.
+bool ApplyToleranceOptions(const CLI::App& app, const std::string& command,
+                           analysis::CompareOptions* options);
+
+// " call 1": which call of a kernel called more than once in its iteration; "" when it ran
+// once (docs/analysis.md).
+std::string CallTag(uint32_t call, uint32_t calls);
 
 // "1.5 MiB".
 std::string HumanBytes(uint64_t bytes);

@@ -28,8 +28,9 @@ void PrintAttribution(const analysis::CompareResult& r) {
     fmt::print("kernels adding error (norm rel err of inputs -> outputs, largest added first):\n");
     for (size_t i = 0; i < r.contributors.size() && i < kShown; ++i) {
       const auto& k = r.kernels[r.contributors[i]];
-      fmt::print("  {:2}. it {}{} {}{}: {} -> {} (x{})\n", i + 1, k.iteration, OrderTag(k.order),
-                 k.name_a, k.source_line.empty() ? "" : " at " + k.source_line, Err(k.input_error),
+      fmt::print("  {:2}. it {}{}{} {}{}: {} -> {} (x{})\n", i + 1, k.iteration,
+                 CallTag(k.call, k.calls), OrderTag(k.order), k.name_a,
+                 k.source_line.empty() ? "" : " at " + k.source_line, Err(k.input_error),
                  Err(k.output_error), Err(k.growth));
     }
     if (r.contributors.size() > kShown)
@@ -71,8 +72,11 @@ std::string ResultJson(const analysis::CompareResult& r, const std::vector<Suspe
   nlohmann::json j = nlohmann::json::parse(analysis::CompareResultJson(r));
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < replays.size(); ++i) {
-    list.push_back({{"kernel", r.kernels[replays[i].kernel].name_a},
-                    {"contributor", i + 1},
+    const analysis::KernelComparison& k = r.kernels[replays[i].kernel];
+    list.push_back({{"kernel", k.name_a},
+                    {"iteration", k.iteration},
+                    {"call", k.call},
+                    {"contributor", k.contribution_rank},
                     {"replay", replays[i].result}});
   }
   j["replays"] = std::move(list);
@@ -88,8 +92,8 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
     if (k.verdict == analysis::Verdict::kPass) continue;
     if (++shown > 20) break;
     fmt::print(
-        "  {:7} it {}{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
-        OrderTag(k.order), k.name_a,
+        "  {:7} it {}{}{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
+        CallTag(k.call, k.calls), OrderTag(k.order), k.name_a,
         k.pairing == analysis::Pairing::kFullName
             ? ""
             : fmt::format(" (paired by {} with {})", analysis::PairingName(k.pairing), k.name_b),
@@ -98,14 +102,23 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
   if (shown > 20) fmt::print("  ... (see --out for every tensor)\n");
   for (size_t i = 0; i < r.unpaired.size() && i < 20; ++i) {
     const auto& u = r.unpaired[i];
-    fmt::print("  unpaired: only in {}: iteration {} {}\n", u.side, u.iteration, u.full_name);
+    fmt::print("  unpaired: only in {}: iteration {}{} {}\n", u.side, u.iteration,
+               u.call > 0 ? fmt::format(" call {}", u.call) : "", u.full_name);
+  }
+  for (size_t i = 0; i < r.call_count_differences.size() && i < 20; ++i) {
+    const auto& d = r.call_count_differences[i];
+    fmt::print(
+        "  calls differ: iteration {} {}: {} call(s) in A, {} in B (calls pair by number; the "
+        "extra ones are unpaired)\n",
+        d.iteration, d.name_a, d.calls_a, d.calls_b);
   }
   const int64_t first = r.first_adding_error >= 0 ? r.first_adding_error : r.first_failure;
   if (first >= 0) {
     const auto& f = r.kernels[first];
-    fmt::print("first divergence: {} (rank {}, graph {}, iteration {}){}\n  {}\n", f.name_a, f.rank,
-               f.graph_id, f.iteration, f.source_line.empty() ? "" : " at " + f.source_line,
-               f.reason);
+    fmt::print("first divergence: {} (rank {}, graph {}, iteration {}{}){}\n  {}\n", f.name_a,
+               f.rank, f.graph_id, f.iteration,
+               f.calls > 1 ? fmt::format(", call {} of {}", f.call, f.calls) : "",
+               f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
   } else {
     fmt::print("{}\n", r.errors == 0 ? "no kernel failed" : "no kernel adds error");
   }
@@ -244,10 +257,7 @@ int RunCompare(int argc, char** argv) {
                  "every listed rank (default all) against the first one")
       ->expected(0, 1);
   app.add_option("--iteration", iteration, "compare only this iteration (default: all common)");
-  app.add_option("--atol", options.atol,
-                 "absolute tolerance (with --rtol: |a-b| <= atol + rtol*|b| for every tensor; "
-                 "default: each pair's dtype standard, docs/precision.md)");
-  app.add_option("--rtol", options.rtol, "relative tolerance (unset one of the two: 1e-8 / 1e-5)");
+  AddToleranceOptions(app, &options);
   app.add_option("--out", out, "write the per-tensor CSV here (columns: docs/analysis.md)");
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
   app.add_option("--replay", replay_count,
@@ -273,10 +283,12 @@ int RunCompare(int argc, char** argv) {
       "precision of its dtypes (bfloat16: |a-b| <= 2^-8*max(|b|, 2^-8)); a kernel adds error\n"
       "when an output fails it and its error grows 10x over its inputs' (docs/precision.md).\n"
       "Parameters, constants and graph inputs that differ are listed apart.\n"
-      "Exit status: 0 every kernel passes (warnings allowed), 1 a kernel, parameter or graph\n"
-      "input fails, a file was skipped or nothing could be paired, 2 usage error (including a\n"
-      "missing or non-dump directory, or an --out whose directory is missing or not writable),\n"
-      "3 --out could not be written.");
+      "Exit status: 0 no kernel adds error (parameters, constants and graph inputs that\n"
+      "differ, kernels that only inherit error and skipped files are reported, not failed),\n"
+      "1 a kernel adds error (or an output fails where its error cannot be measured), 2 usage\n"
+      "error (including a missing or non-dump directory, nothing to pair, or an --out whose\n"
+      "directory is missing or not writable), 3 --out could not be written. With --ranks: 1\n"
+      "when a synced tensor disagrees, a file was skipped or nothing was compared.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (app.count("--iteration") > 0) {
     if (iteration < 0) {
@@ -286,11 +298,7 @@ int RunCompare(int argc, char** argv) {
     }
     options.iteration = iteration;
   }
-  options.user_tolerances = app.count("--atol") + app.count("--rtol") > 0;
-  if (!(options.atol >= 0) || !(options.rtol >= 0)) {
-    fmt::print(stderr, "graphdump compare: error: --atol and --rtol must be >= 0\n");
-    return kExitUsage;
-  }
+  if (!ApplyToleranceOptions(app, "graphdump compare", &options)) return kExitUsage;
   options.progress = !quiet;
   const bool ranks = app.count("--ranks") > 0;
   if (replay_count < 0 || replay_count > 1000 || (ranks && app.count("--replay") > 0)) {
@@ -327,17 +335,17 @@ int RunCompare(int argc, char** argv) {
   }
   PrintSkipped("graphdump compare", result.skipped);
   if (result.kernels.empty()) {
-    fmt::print(stderr, "graphdump compare: warning: no kernel pairs: {}\n",
+    fmt::print(stderr, "graphdump compare: error: no kernel pairs: {}\n",
                options.iteration
                    ? fmt::format("--iteration {}; A has iterations {}, B has {}",
                                  *options.iteration, IterationList(*ia), IterationList(*ib))
                    : std::string("the dumps share no graph and iteration with kernels of the "
                                  "same names, order and types"));
   }
-  return result.errors > 0 || !result.differing_graph_inputs.empty() || !result.skipped.empty() ||
-                 result.kernels.empty()
-             ? kExitFinding
-             : kExitOk;
+  // docs/analysis.md: 1 only when a kernel adds error (or an output fails where its error
+  // cannot be measured); sources that differ, inherited error and skipped files are reported.
+  if (result.kernels.empty()) return kExitUsage;
+  return result.first_failure >= 0 ? kExitFinding : kExitOk;
 }
 
 }  // namespace graphdump::tools

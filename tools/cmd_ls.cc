@@ -10,11 +10,13 @@
 namespace graphdump::tools {
 namespace {
 
+// What an iteration (or the dump) holds. `kernels` counts kernel calls: a kernel called twice
+// in an iteration is two entries (docs/analysis.md); every file and statistic.csv row counts.
 struct Totals {
-  uint64_t kernels = 0, tensors = 0, files = 0, stat_only = 0, bytes = 0;
+  uint64_t kernels = 0, tensors = 0, files = 0, stat_only = 0, rows = 0, bytes = 0;
   void Add(const Totals& o) {
     kernels += o.kernels, tensors += o.tensors, files += o.files, stat_only += o.stat_only,
-        bytes += o.bytes;
+        rows += o.rows, bytes += o.bytes;
   }
 };
 
@@ -24,6 +26,7 @@ Totals Count(const analysis::IterationEntry& it) {
   for (const auto& k : it.kernels) {
     for (const auto& tensor : k.tensors) {
       ++t.tensors;
+      if (tensor.stats) ++t.rows;
       if (tensor.path.empty()) {
         ++t.stat_only;
       } else {
@@ -36,11 +39,8 @@ Totals Count(const analysis::IterationEntry& it) {
 }
 
 nlohmann::json TotalsJson(const Totals& t) {
-  return {{"kernels", t.kernels},
-          {"tensors", t.tensors},
-          {"files", t.files},
-          {"statistic_only", t.stat_only},
-          {"bytes", t.bytes}};
+  return {{"kernels", t.kernels},          {"tensors", t.tensors},     {"files", t.files},
+          {"statistic_only", t.stat_only}, {"statistic_rows", t.rows}, {"bytes", t.bytes}};
 }
 
 }  // namespace
@@ -101,21 +101,29 @@ int RunLs(int argc, char** argv) {
           for (const auto& k : it.kernels) {
             nlohmann::json files = nlohmann::json::array();
             for (const auto& tensor : k.tensors) files.push_back(tensor.path);
-            ji["kernel_list"].push_back({{"full_name", k.full_name},
-                                         {"op_type", k.op_type},
-                                         {"order", k.order},
-                                         {"files", files}});
+            ji["kernel_list"].push_back(
+                {{"full_name", k.full_name},
+                 {"op_type", k.op_type},
+                 {"order", k.order},
+                 {"call", k.call},
+                 {"calls", k.calls},
+                 {"timestamp", k.first_timestamp == UINT64_MAX ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(k.first_timestamp)},
+                 {"files", files}});
           }
         }
         jg["iterations"].push_back(ji);
         if (json) continue;
-        fmt::print("    {:>12}: {} kernels, {} tensors ({} files, {} statistic-only), {}\n",
-                   it.iteration < 0 ? std::string("constants")
-                                    : "iteration " + std::to_string(it.iteration),
-                   t.kernels, t.tensors, t.files, t.stat_only, HumanBytes(t.bytes));
+        fmt::print(
+            "    {:>12}: {} kernel calls, {} tensors ({} files, {} statistic-only; {} "
+            "statistic.csv rows), {}\n",
+            it.iteration < 0 ? std::string("constants")
+                             : "iteration " + std::to_string(it.iteration),
+            t.kernels, t.tensors, t.files, t.stat_only, t.rows, HumanBytes(t.bytes));
         if (!kernels) continue;
         for (const auto& k : it.kernels) {
-          fmt::print("      {}\n", k.full_name);
+          fmt::print("      {}{}\n", k.full_name,
+                     k.calls > 1 ? fmt::format(" (call {} of {})", k.call, k.calls) : "");
           for (const auto& tensor : k.tensors) {
             fmt::print("        {} {} {} {}\n", tensor.is_input ? "input " : "output", tensor.slot,
                        tensor.dtype_name,
@@ -138,10 +146,10 @@ int RunLs(int argc, char** argv) {
     fmt::print("{}\n", internal::JsonText(j, 2));
   } else {
     fmt::print(
-        "total: {} rank(s), {} graph(s), {} iteration(s), {} kernel entries, {} tensors "
-        "({} files, {} statistic-only), {}\n",
+        "total: {} rank(s), {} graph(s), {} iteration(s), {} kernel calls, {} tensors "
+        "({} files, {} statistic-only; {} statistic.csv rows), {}\n",
         index->ranks.size(), graphs, iterations, total.kernels, total.tensors, total.files,
-        total.stat_only, HumanBytes(total.bytes));
+        total.stat_only, total.rows, HumanBytes(total.bytes));
     PrintSkipped("graphdump ls", index->skipped);
   }
   return kExitOk;

@@ -33,8 +33,7 @@ int RunReport(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--check", checks_text, "watchpoints for the hits (see watch --help)")
       ->capture_default_str();
-  app.add_option("--atol", options.atol, "compare: absolute tolerance")->capture_default_str();
-  app.add_option("--rtol", options.rtol, "compare: relative tolerance")->capture_default_str();
+  AddToleranceOptions(app, &options);
   app.add_option("--threads", threads, "worker threads (0: all cores)")->capture_default_str();
   app.add_option("--replay", replay_count,
                  "with --compare: replay the first N kernels adding error (graphdump replay) and "
@@ -51,7 +50,7 @@ int RunReport(int argc, char** argv) {
       "Exit status: 0 written, 2 usage error (including an -o whose directory is missing or not\n"
       "writable), 3 the file could not be written.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
-  options.user_tolerances = app.count("--atol") + app.count("--rtol") > 0;
+  if (!ApplyToleranceOptions(app, "graphdump report", &options)) return kExitUsage;
   if (dir.empty() == compare.empty()) {
     fmt::print(stderr, "graphdump report: error: give either DIR or --compare A B\n");
     return kExitUsage;

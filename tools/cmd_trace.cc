@@ -1,12 +1,15 @@
 // graphdump trace DIR FILE:LINE: which kernels a script line became, and their files.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 
 #include "analysis_cli.h"
 #include "commands.h"
-#include "graphdump/analysis/trace.h"
 #include "graphdump/analysis/source_json.h"
+#include "graphdump/analysis/trace.h"
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::tools {
@@ -18,13 +21,17 @@ int RunTrace(int argc, char** argv) {
       "graphdump trace"};
   std::string dir, where;
   bool json = false;
+  int64_t iteration = -1;
   app.add_option("DIR", dir, "dump root or rank_{id} directory")->required();
   app.add_option("FILE:LINE", where, "script line, FILE by basename or path suffix")->required();
+  app.add_option("--iteration", iteration, "list the files of this iteration only (default: all)");
   app.add_flag("--json", json, "print JSON");
   app.footer(
       "Examples:\n"
       "  graphdump trace dump/ model.py:58\n"
       "  graphdump trace dump/rank_0 models/resnet.py:120 --json\n"
+      "  graphdump trace dump/ model.py:58 --iteration 3\n"
+      "A kernel called more than once in an iteration lists each call's files under 'call N'.\n"
       "Exit status: 0 kernels found, 1 none found, 2 usage error.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   std::string file;
@@ -33,15 +40,36 @@ int RunTrace(int argc, char** argv) {
     fmt::print(stderr, "graphdump trace: error: {}\n", st.message());
     return kExitUsage;
   }
+  if (app.count("--iteration") > 0 && iteration < 0) {
+    fmt::print(stderr, "graphdump trace: error: --iteration {}: iterations count from 0\n",
+               iteration);
+    return kExitUsage;
+  }
   int rc = kExitOk;
   auto index = OpenDump("graphdump trace", dir, &rc);
   if (!index) return rc;
-  const auto matches = analysis::TraceLine(*index, file, line);
+  std::optional<int64_t> only;
+  if (app.count("--iteration") > 0) {
+    only = iteration;
+    std::set<int64_t> found;
+    for (const auto& r : index->ranks)
+      for (const auto& g : r.graphs)
+        for (const auto& it : g.iterations)
+          if (it.iteration >= 0) found.insert(it.iteration);
+    if (!found.count(iteration)) {
+      fmt::print(stderr, "graphdump trace: error: --iteration {}: {} holds iterations {}\n",
+                 iteration, dir,
+                 found.empty() ? "none" : fmt::format("{}", fmt::join(found, ", ")));
+      return kExitUsage;
+    }
+  }
+  const auto matches = analysis::TraceLine(*index, file, line, only);
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& m : matches) {
       nlohmann::json files = nlohmann::json::array();
-      for (const auto& f : m.files) files.push_back({{"iteration", f.iteration}, {"path", f.path}});
+      for (const auto& f : m.files)
+        files.push_back({{"iteration", f.iteration}, {"call", f.call}, {"path", f.path}});
       j.push_back({{"rank", m.rank},
                    {"graph_id", m.graph_id},
                    {"kernel", m.full_name},
@@ -65,13 +93,19 @@ int RunTrace(int argc, char** argv) {
       fmt::print("rank {} graph {}: {}\n  at {}{}\n", m.rank, m.graph_id, m.full_name, m.location,
                  m.code.empty() ? "" : ": " + m.code);
       int64_t last = -2;
+      int64_t last_call = -1;
       for (const auto& f : m.files) {
         if (f.iteration != last) {
           fmt::print("  {}:\n", f.iteration < 0 ? std::string("constants")
                                                 : "iteration " + std::to_string(f.iteration));
           last = f.iteration;
+          last_call = -1;
         }
-        fmt::print("    {}\n", f.path);
+        if (f.calls > 1 && f.call != last_call) {
+          fmt::print("    call {}:\n", f.call);
+          last_call = f.call;
+        }
+        fmt::print("    {}{}\n", f.calls > 1 ? "  " : "", f.path);
       }
     }
   }

@@ -12,8 +12,10 @@ namespace graphdump::tools {
 namespace {
 
 void PrintFirstHit(const std::string& label, const analysis::WatchHit& f) {
-  fmt::print("{}: {} (rank {}, graph {}, iteration {}, {} {}){}: [{}] {}\n", label, f.kernel,
-             f.rank, f.graph_id, f.iteration, f.is_input ? "input" : "output", f.slot,
+  fmt::print("{}: {} (rank {}, graph {}, iteration {}{}, {} {}){}: [{}] {}\n", label, f.kernel,
+             f.rank, f.graph_id, f.iteration,
+             f.calls > 1 ? fmt::format(", call {} of {}", f.call, f.calls) : "",
+             f.is_input ? "input" : "output", f.slot,
              f.source_line.empty() ? "" : " at " + f.source_line, f.check, f.detail);
 }
 
@@ -22,8 +24,9 @@ void PrintPerRank(const analysis::WatchResult& result) {
   const std::vector<analysis::WatchHit> firsts = analysis::FirstHitPerRank(result);
   fmt::print("first hit per rank ({} of {} ranks hit):\n", firsts.size(), result.ranks);
   for (const analysis::WatchHit& h : firsts) {
-    fmt::print("  rank {}: it {}{} {} {} {}: [{}] {}\n", h.rank, h.iteration, OrderTag(h.order),
-               h.kernel, h.is_input ? "input" : "output", h.slot, h.check, h.detail);
+    fmt::print("  rank {}: it {}{}{} {} {} {}: [{}] {}\n", h.rank, h.iteration,
+               CallTag(h.call, h.calls), OrderTag(h.order), h.kernel,
+               h.is_input ? "input" : "output", h.slot, h.check, h.detail);
   }
   if (!firsts.empty()) {
     PrintFirstHit(fmt::format("first rank to hit: rank {}; first hit", firsts.front().rank),
@@ -43,8 +46,8 @@ void PrintPropagation(const analysis::WatchResult& result, const analysis::Watch
     if (h.rank != first.rank) continue;
     if (!passed_first) {  // hits are in execution order: those before the first are none
       passed_first = &h == &first || (h.kernel == first.kernel && h.iteration == first.iteration &&
-                                       h.is_input == first.is_input && h.slot == first.slot &&
-                                       h.check == first.check);
+                                      h.call == first.call && h.is_input == first.is_input &&
+                                      h.slot == first.slot && h.check == first.check);
       continue;
     }
     ++later;
@@ -62,6 +65,24 @@ void PrintPropagation(const analysis::WatchResult& result, const analysis::Watch
   fmt::print("then: {} more hit(s){}, {} other kernel(s), iterations {} to {}{}{}\n", later,
              result.ranks > 1 ? " on this rank" : "", kernels.size(), first.iteration,
              last_iteration, kernels.empty() ? "" : "; next hit: ", names);
+}
+
+// Infinities written on purpose (an attention mask): not hits, but said (docs/analysis.md).
+void PrintIntended(const analysis::WatchResult& result) {
+  if (result.intended.empty()) return;
+  fmt::print(
+      "not hits: {} tensor(s) hold only infinities an operator writes on purpose "
+      "(--count-intended-inf counts them):\n",
+      result.intended.size());
+  constexpr size_t kShown = 3;
+  for (size_t i = 0; i < result.intended.size() && i < kShown; ++i) {
+    const analysis::WatchHit& h = result.intended[i];
+    fmt::print("     it {}{} {} {} {}: {}\n", h.iteration, CallTag(h.call, h.calls), h.kernel,
+               h.is_input ? "input" : "output", h.slot, h.detail);
+  }
+  if (result.intended.size() > kShown) {
+    fmt::print("     ... (see --json intended_infinities)\n");
+  }
 }
 
 }  // namespace
@@ -88,6 +109,10 @@ int RunWatch(int argc, char** argv) {
                "(how many, in which kernels and iterations): what the first bad value spread to");
   app.add_option("--limit", limit, "print at most N hits (0: all; --json always lists all)")
       ->capture_default_str();
+  app.add_flag("--count-intended-inf", options.count_intended_inf,
+               "count the infinities an operator writes on purpose (masked_fill, where, full or "
+               "fill with a constant +-inf) as inf, overflow and large hits; without it they "
+               "are listed apart");
   app.add_flag("--json", json, "print JSON (every hit)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.footer(
@@ -96,7 +121,10 @@ int RunWatch(int argc, char** argv) {
       "  graphdump watch dump/ --check grad-vanish:1e-9,grad-explode:100\n"
       "  graphdump watch dump/ --check weight-unchanged,weight-change:0.5 --json\n"
       "  graphdump watch dump/ --check nan,inf --first\n"
-      "Without --check: nan,inf. Only floating-point tensors are value-checked; 'zero' skips\n"
+      "Without --check: nan,inf. NaN is always a hit. Infinities an operator writes on purpose\n"
+      "(masked_fill, where, full or fill with its own constant +-inf argument, as an attention\n"
+      "mask does; and the same tensor as a later kernel's input) are listed apart, not as hits.\n"
+      "Only floating-point tensors are value-checked; 'zero' skips\n"
       "parameters and constants. A tensor dumped as statistics only (saved_data statistic) is\n"
       "judged by its statistic.csv row: counts are printed only where the row has a count\n"
       "column, otherwise what max and min prove ('max is NaN: at least one NaN').\n"
@@ -104,7 +132,8 @@ int RunWatch(int argc, char** argv) {
       "Parameter.* files, compared between consecutive dumped iterations.\n"
       "Over a dump root with several rank_{id} directories the first hit of each rank is\n"
       "listed and the rank that hit first (earliest iteration, then execution order) named.\n"
-      "Exit status: 0 no hit, 1 a watchpoint hit (or a file was skipped), 2 usage error.");
+      "Exit status: 0 no hit (skipped files are listed on stderr), 1 a watchpoint hit, 2 usage\n"
+      "error.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   auto checks = analysis::ParseWatchChecks(checks_text);
   if (!checks.ok()) {
@@ -128,13 +157,15 @@ int RunWatch(int argc, char** argv) {
                                                      : std::min(limit, result.hits.size());
     for (size_t i = 0; i < shown; ++i) {
       const auto& h = result.hits[i];
-      fmt::print("  {} it {} {} {} {}: [{}] {}\n", i == 0 ? "->" : "  ", h.iteration, h.kernel,
-                 h.is_input ? "input" : "output", h.slot, h.check, h.detail);
+      fmt::print("  {} it {}{} {} {} {}: [{}] {}\n", i == 0 ? "->" : "  ", h.iteration,
+                 CallTag(h.call, h.calls), h.kernel, h.is_input ? "input" : "output", h.slot,
+                 h.check, h.detail);
     }
     if (!first_only && shown < result.hits.size()) {
       fmt::print("  ... {} more hit(s) (--limit 0 prints all; --first summarises them)\n",
                  result.hits.size() - shown);
     }
+    PrintIntended(result);
     if (result.ranks > 1) {
       PrintPerRank(result);
     } else if (!result.hits.empty()) {
@@ -146,7 +177,7 @@ int RunWatch(int argc, char** argv) {
     }
   }
   PrintSkipped("graphdump watch", result.skipped);
-  return result.hits.empty() && result.skipped.empty() ? kExitOk : kExitFinding;
+  return result.hits.empty() ? kExitOk : kExitFinding;
 }
 
 }  // namespace graphdump::tools

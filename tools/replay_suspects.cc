@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "commands.h"
 
@@ -106,18 +108,28 @@ std::vector<SuspectReplay> ReplaySuspects(const analysis::CompareResult& result,
                                           const std::string& a, const std::string& b, int n,
                                           const char* command) {
   std::vector<SuspectReplay> replays;
-  const size_t count = std::min(result.contributors.size(), static_cast<size_t>(n));
+  // N distinct kernels: a kernel that adds error in several iterations or calls is replayed
+  // once, at its largest contribution (the list is ranked).
+  std::vector<int64_t> chosen;
+  std::set<std::pair<uint32_t, std::string>> seen;  // (rank, kernel)
+  for (int64_t index : result.contributors) {
+    if (chosen.size() >= static_cast<size_t>(std::max(n, 0))) break;
+    const analysis::KernelComparison& k = result.kernels[index];
+    if (seen.insert({k.rank, k.name_a}).second) chosen.push_back(index);
+  }
+  const size_t count = chosen.size();
   if (count == 0) return replays;
   const std::optional<std::string> torch = TorchExecutable(command);
   if (!torch) return replays;
   for (size_t i = 0; i < count; ++i) {
-    const int64_t index = result.contributors[i];
+    const int64_t index = chosen[i];
     const analysis::KernelComparison& k = result.kernels[index];
     std::fprintf(stderr, "graphdump %s: replaying %zu/%zu: %s\n", command, i + 1, count,
                  k.name_a.c_str());
     const Captured run =
         RunCaptured({*torch, "replay", a, k.name_a, "--reference", b, "--iteration",
-                     std::to_string(k.iteration), "--rank", std::to_string(k.rank), "--json"});
+                     std::to_string(k.iteration), "--call", std::to_string(k.call), "--rank",
+                     std::to_string(k.rank), "--json"});
     SuspectReplay replay{index, {}};
     nlohmann::json parsed = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object() && parsed.contains("verdict")) {

@@ -26,8 +26,9 @@ struct SuspectReplay {
   std::string Words() const;
 };
 
-// Replays the first `n` of `result.contributors` (the dump under test is `a`, the reference
-// `b`), telling stderr which one it is at. Returns an empty list when graphdump-torch is
+// Replays the first `n` distinct kernels of `result.contributors` (a kernel listed for several
+// iterations or calls is replayed once, at its first place; the dump under test is `a`, the
+// reference `b`), telling stderr which one it is at. Returns an empty list when graphdump-torch is
 // missing (after saying so on stderr as `command`).
 std::vector<SuspectReplay> ReplaySuspects(const analysis::CompareResult& result,
                                           const std::string& a, const std::string& b, int n,

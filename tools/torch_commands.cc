@@ -178,6 +178,9 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
                                     bool overwrite) {
   SessionOptions options;
   options.overwrite = overwrite;
+  options.retry_hint =
+      "remove it, dump elsewhere (--dump-path, or the configuration's path), or replace it with "
+      "--overwrite";
   options.model_name = std::filesystem::path(model_path).stem().string();
   // Between steps the CLI only writes parameters and optimizer state with ATen in-place calls,
   // which bump version counters.

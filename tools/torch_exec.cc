@@ -86,8 +86,17 @@ int NprocOption(int argc, char** argv) {
   return 0;
 }
 
-// The package lies in python/ of the build directory (python/CMakeLists.txt), this executable in
-// tools/; GRAPHDUMP_PYTHONPATH overrides that for an installed layout.
+// Where the package lies: GRAPHDUMP_PYTHONPATH when set; else beside this executable, in the
+// build directory (tools/graphdump, python/graphdump) or as installed (bin/graphdump,
+// lib/python3.N/dist-packages/graphdump; `make install`).
+std::string PackageRoot(std::error_code& error) {
+  if (const char* override_root = std::getenv("GRAPHDUMP_PYTHONPATH")) return override_root;
+  const std::filesystem::path above = SelfDirectory(error).parent_path();
+  const std::filesystem::path built = above / "python";
+  if (access((built / "graphdump" / "__main__.py").c_str(), R_OK) == 0) return built.string();
+  return (above / GRAPHDUMP_INSTALL_PYTHONDIR).string();
+}
+
 int ExecPython(int argc, char** argv) {
   if (const int nproc = NprocOption(argc, argv); nproc != 0) {
     if (nproc < 0) {
@@ -104,8 +113,7 @@ int ExecPython(int argc, char** argv) {
     return LaunchRanks(nproc, rank_argv);
   }
   std::error_code error;
-  std::string package_root = (SelfDirectory(error).parent_path() / "python").string();
-  if (const char* override_root = std::getenv("GRAPHDUMP_PYTHONPATH")) package_root = override_root;
+  const std::string package_root = PackageRoot(error);
   if (error || access((package_root + "/graphdump/__main__.py").c_str(), R_OK) != 0) {
     std::fprintf(stderr,
                  "graphdump python: the Python package is missing from %s: build it with "

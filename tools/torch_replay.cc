@@ -63,7 +63,7 @@ int RunTorchReplay(int argc, char** argv) {
       "into its own, its conditioning's and what it inherits from earlier kernels.",
       command);
   ReplayRequest request;
-  int64_t iteration = -1, rank = -1;
+  int64_t iteration = -1, rank = -1, call = -1;
   bool json = false;
   app.add_option("DUMP", request.dump_dir, "dump under test (root, rank_{id} or net directory)")
       ->required();
@@ -73,6 +73,9 @@ int RunTorchReplay(int argc, char** argv) {
                  "reference dump of the same model (e.g. in float32): conditioning and inherited");
   app.add_option("--iteration", iteration, "iteration to replay (default: the first dumped)");
   app.add_option("--rank", rank, "rank to replay (default: the first)");
+  app.add_option("--call", call,
+                 "call to replay, for a kernel called more than once in the iteration "
+                 "(from 0; default 0)");
   app.add_flag("--json", json, "print the result as one JSON object (keys: docs/precision.md)");
   app.footer(kReplayFooter);
   try {
@@ -87,6 +90,14 @@ int RunTorchReplay(int argc, char** argv) {
       return kExitUsage;
     }
     request.iteration = iteration;
+  }
+  if (app.count("--call") > 0) {
+    if (call < 0 || call > static_cast<int64_t>(UINT32_MAX)) {
+      std::fprintf(stderr, "%s: error: --call %lld: calls count from 0\n", command.c_str(),
+                   static_cast<long long>(call));
+      return kExitUsage;
+    }
+    request.call = static_cast<uint32_t>(call);
   }
   if (app.count("--rank") > 0) {
     if (rank < 0 || rank > static_cast<int64_t>(UINT32_MAX)) {

@@ -61,6 +61,9 @@ struct SessionOptions {
   // already exists, so that two runs never mix their files. With `overwrite`, an existing rank
   // directory is removed first (the CLI's --overwrite; GRAPHDUMP_OVERWRITE=1 in Python).
   bool overwrite = false;
+  // What the refusal of an existing rank directory suggests, in the host's own terms (the options
+  // its user can give); empty: "remove it, or dump elsewhere (the configuration's path)".
+  std::string retry_hint;
 };
 
 // What the session wrote, for the host's summary.

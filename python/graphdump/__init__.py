@@ -55,7 +55,10 @@ def load(path):
     """Indexes a dump directory (a dump root, a rank_{id} directory, a GE-layout dump or a
     `graphdump convert` output) and returns a pandas DataFrame with one row per dumped tensor.
 
-    Columns: rank, graph, net_name, iteration (-1 for constants/), order (the kernel's position in
+    Columns: rank, graph, net_name, iteration (-1 for constants/), call (which call of the kernel
+    in the iteration, from 0 in the order they ran: a module called twice in a step runs its
+    kernels twice), timestamp (the tensor's, from its file name or statistic.csv row; None when
+    unknown), order (the kernel's position in
     the execution order, -1 when unknown), kernel (full name), op_type, is_parameter, io
     ('input'/'output'), slot, dtype, shape (a tuple), file (the tensor file; '' for a
     statistic-only tensor), source (the kernel's source line 'file:line', '' when not
@@ -168,7 +171,7 @@ def compare(a, b, *, iteration=None, atol=None, rtol=None):
                       differing_graph_inputs=result.get("differing_graph_inputs", []))
 
 
-def replay(dump, kernel, *, reference=None, iteration=None, rank=None):
+def replay(dump, kernel, *, reference=None, iteration=None, rank=None, call=None):
     """Re-executes one dumped kernel from its dumped inputs with LibTorch, as ``graphdump replay
     DUMP KERNEL [--reference REF]`` does, and returns its result as a dict (the keys of
     ``--json``, docs/precision.md): ``verdict`` ("accurate", "inaccurate", "ill-conditioned",
@@ -177,6 +180,7 @@ def replay(dump, kernel, *, reference=None, iteration=None, rank=None):
 
     kernel: a full name, an op type or a piece of a full name naming one kernel.
     reference: the same model's dump in float32, for conditioning and inherited error.
+    call: which call of the kernel in the iteration (a module called more than once; default 0).
     Raises ValueError (a name matching several kernels, an iteration or rank the dump lacks)
     or FileNotFoundError (no such dump or kernel), with the CLI's message. A kernel that cannot be replayed (random, arguments
     computed at run time, backward) is a result with verdict "not replayable" and the reason.
@@ -185,8 +189,11 @@ def replay(dump, kernel, *, reference=None, iteration=None, rank=None):
         raise ValueError(f"iteration must be 0 or more, got {iteration}")
     if rank is not None and rank < 0:
         raise ValueError(f"rank must be 0 or more, got {rank}")
+    if call is not None and call < 0:
+        raise ValueError(f"call must be 0 or more, got {call}")
     text = _graphdump.replay(os.fspath(dump), kernel,
-                             None if reference is None else os.fspath(reference), iteration, rank)
+                             None if reference is None else os.fspath(reference), iteration, rank,
+                             call)
     return json.loads(text)
 
 
@@ -198,20 +205,32 @@ _NUMERIC_COMPARE_COLUMNS = [
     "added_error"]
 
 
-def watch(path, checks="nan,inf"):
+def watch(path, checks="nan,inf", *, count_intended_inf=False):
     """Checks every tensor of a dump against watchpoints, as ``graphdump watch DIR --check
     CHECKS`` does, and returns the hits as a DataFrame in execution order (columns rank,
-    graph_id, iteration, order, kernel, io, slot, check, detail, source_line, path; empty when
-    nothing hit). ``hits.attrs`` holds 'tensors_checked' and 'skipped'.
+    graph_id, iteration, call, order, kernel, io, slot, check, detail, first_index, row,
+    source_line, path; empty when nothing hit). first_index is the index of the first NaN (nan,
+    grad-explode) or infinity (inf, overflow, large) in the tensor's shape, e.g. (5, 3), and row
+    its first index (the batch row of a batch-first tensor; None below two dimensions); both None
+    for other checks and statistic-only tensors. ``hits.attrs`` holds 'tensors_checked',
+    'skipped' and 'intended_infinities': the tensors whose infinities an operator writes on purpose
+    (masked_fill, where, full, fill with a constant +-inf: an attention mask), which are not hits
+    unless ``count_intended_inf=True``. NaN is always a hit.
 
     checks: comma-separated, as the CLI's --check (nan, inf, overflow, zero, large[:T],
       grad-vanish[:T], grad-explode[:T], weight-unchanged, weight-change[:T]).
     """
-    result = json.loads(_graphdump.watch(os.fspath(path), checks))
-    columns = ["rank", "graph_id", "iteration", "order", "kernel", "io", "slot", "check",
-               "detail", "source_line", "path"]
+    result = json.loads(_graphdump.watch(os.fspath(path), checks, bool(count_intended_inf)))
+    columns = ["rank", "graph_id", "iteration", "call", "order", "kernel", "io", "slot", "check",
+               "detail", "first_index", "row", "source_line", "path"]
     rows = [{c: h.get(c) for c in columns} for h in result.get("hits", [])]
+    for row in rows:
+        # The first bad element's index in the tensor's shape, a tuple like load()'s shapes.
+        row["first_index"] = None if row["first_index"] is None else tuple(row["first_index"])
     frame = _pandas().DataFrame(rows, columns=columns)
+    # Rows as ints, None where a hit has none (not a float column with NaN).
+    frame["row"] = _pandas().Series([r["row"] for r in rows], dtype=object)
     frame.attrs["tensors_checked"] = result.get("tensors_checked")
+    frame.attrs["intended_infinities"] = result.get("intended_infinities", [])
     frame.attrs["skipped"] = result.get("skipped", [])
     return frame

@@ -140,6 +140,7 @@ class Dump:
         self._optimizers = weakref.WeakSet()
         self._routed_parameters = set()  # ids of the parameters of modules run here
         self._warned_unowned = False
+        self._open_failed = False  # the session refused to open (ConfigError raised)
         self._pending_allreduce = []
         if self._config is not None:
             for warning in self._config.warnings:
@@ -219,7 +220,8 @@ class Dump:
             _active = None
             _uninstall()
         atexit.unregister(self.close)
-        if self._auto and self.off_reason == "" and (self._host is None or self._host.calls == 0):
+        if (self._auto and self.off_reason == "" and not self._open_failed and
+                (self._host is None or self._host.calls == 0)):
             _log("warning: the script called no torch.nn.Module, so no kernel was dumped "
                  "(docs/python.md)")
         if not self._dumping():
@@ -338,7 +340,14 @@ class Dump:
         if self._off_reason:
             self._host = _C.Host.executor_only()
         else:
-            self._host, warning = _C.Host.open(self._config, rank, self._name, self._overwrite)
+            hint = ("remove it, dump elsewhere (the configuration's path), or replace it with "
+                    + ("graphdump python --overwrite" if self._auto else "Dump(overwrite=True)"))
+            try:
+                self._host, warning = _C.Host.open(self._config, rank, self._name,
+                                                   self._overwrite, hint)
+            except ConfigError:
+                self._open_failed = True
+                raise
             if warning:
                 # The dump path cannot be prepared: the dump stops, never the training.
                 self._off_reason = warning
@@ -434,9 +443,12 @@ class Dump:
             return  # said at the first step that updates one
         self._warned_unowned = True
         updated = sum(p.grad is not None for p in unowned)
+        # Updates of such parameters go into the graph of the first module that ran: with none,
+        # nothing of them is written.
+        written = ("so their update kernels are named unnamed_N" if self._host.graphs > 0 else
+                   "and no module has run, so nothing of them is written")
         _log(f"warning: {updated} of the optimizer's {len(params)} parameters belong to no "
-             "module that was called, so their update kernels are named unnamed_N "
-             "(docs/python.md)")
+             f"module that was called, {written} (docs/python.md)")
 
     def _flush_allreduce(self):
         pending, self._pending_allreduce = self._pending_allreduce, []

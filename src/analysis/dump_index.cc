@@ -8,12 +8,13 @@
 #include <map>
 #include <sstream>
 #include <tuple>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 
 #include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/ascend_index.h"
 #include "graphdump/file_system.h"
+#include "graphdump/graph_files.h"
 #include "graphdump/layout.h"
 
 namespace graphdump::analysis {
@@ -150,45 +151,20 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     k.op_name = op_name;
     k.tensors.push_back(std::move(tensor));
   }
-  // MindSpore runs each kernel of a graph once per iteration: two files of one tensor are two
-  // runs dumped into one path.
-  for (auto it = kernels.begin(); !ctx.one_run && it != kernels.end(); ++it) {
-    std::map<std::pair<bool, uint32_t>, int> files;
-    for (const TensorEntry& t : it->second.tensors) {
-      if (++files[{t.is_input, t.slot}] != 2) continue;
-      entry.mixed_runs = fmt::format(
-          "{} holds files of more than one run ({} has two files for {} {}): results mix "
-          "runs; dump each run into its own directory (docs/layout.md)",
-          dir.string(), it->second.op_name, t.is_input ? "input" : "output", t.slot);
-      break;
-    }
-    if (!entry.mixed_runs.empty()) break;
-  }
+  std::map<std::pair<std::string, std::string>, std::vector<StatisticRow>> rows;
   const fs::path csv = dir / "statistic.csv";
   if (fs::exists(csv)) {
-    auto rows = ParseStatisticCsv(csv.string());
-    if (!rows.ok()) {
-      skipped->push_back({csv.string(), rows.status().message()});
+    auto parsed = ParseStatisticCsv(csv.string());
+    if (!parsed.ok()) {
+      skipped->push_back({csv.string(), parsed.status().message()});
     } else {
-      for (StatisticRow& row : *rows) {
+      for (StatisticRow& row : *parsed) {
         // Some writers keep the full name's '/' in the row; files always use the sanitized form.
         row.op_name = FileKernelName(row.op_name);
         KernelEntry& k = kernels[{row.op_type, row.op_name}];
         k.op_type = row.op_type;
         k.op_name = row.op_name;
-        auto t = std::find_if(k.tensors.begin(), k.tensors.end(), [&](const TensorEntry& t) {
-          return t.is_input == row.is_input && t.slot == row.slot;
-        });
-        if (t == k.tensors.end()) {
-          TensorEntry stat_only;
-          stat_only.is_input = row.is_input;
-          stat_only.slot = row.slot;
-          stat_only.dtype_name = row.dtype;
-          stat_only.dtype = DTypeFromName(row.dtype);
-          k.tensors.push_back(std::move(stat_only));
-          t = k.tensors.end() - 1;
-        }
-        t->stats = std::move(row);
+        rows[{row.op_type, row.op_name}].push_back(std::move(row));
       }
     }
   }
@@ -201,21 +177,28 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     } else {
       k.full_name = k.op_name;
     }
-    std::sort(k.tensors.begin(), k.tensors.end(), [](const TensorEntry& a, const TensorEntry& b) {
-      return std::make_pair(!a.is_input, a.slot) < std::make_pair(!b.is_input, b.slot);
-    });
-    k.first_timestamp = UINT64_MAX;
-    for (const TensorEntry& t : k.tensors) {
-      if (t.timestamp) k.first_timestamp = std::min(k.first_timestamp, t.timestamp);
+    auto kernel_rows = rows.find(key);
+    std::vector<KernelEntry> calls =
+        SplitCalls(std::move(k), kernel_rows == rows.end() ? std::vector<StatisticRow>()
+                                                           : std::move(kernel_rows->second));
+    // MindSpore runs each kernel of a graph once per iteration: there, a second call is a
+    // second run dumped into the same path.
+    if (!ctx.one_run && calls.size() > 1 && entry.mixed_runs.empty()) {
+      const TensorEntry& t = calls[1].tensors.front();
+      entry.mixed_runs = fmt::format(
+          "{} holds files of more than one run ({} has two files for {} {}): results mix "
+          "runs; dump each run into its own directory (docs/layout.md)",
+          dir.string(), calls[1].op_name, t.is_input ? "input" : "output", t.slot);
     }
-    entry.kernels.push_back(std::move(k));
+    for (KernelEntry& call : calls) entry.kernels.push_back(std::move(call));
   }
-  // Parameters first, then the execution order, then kernels the order does not list, by time.
+  // Parameters first, then by call: the execution order, then kernels the order does not list,
+  // by time.
   std::sort(entry.kernels.begin(), entry.kernels.end(),
             [](const KernelEntry& a, const KernelEntry& b) {
               auto key = [](const KernelEntry& k) {
-                return std::make_tuple(!k.is_parameter, k.order < 0, k.order, k.first_timestamp,
-                                       k.op_name);
+                return std::make_tuple(!k.is_parameter, k.call, k.order < 0, k.order,
+                                       k.first_timestamp, k.op_name);
               };
               return key(a) < key(b);
             });
@@ -249,6 +232,16 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   if (fs::exists(ir)) {
     graph.ir_path = ir.string();
     graph.source_traces = ParseIrSourceTraces(ReadText(ir, skipped), graph.execution_order);
+  }
+  // graphdump's graph files record each kernel's arguments (docs/graph-proto.md).
+  const fs::path pb = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".pb");
+  if (fs::is_regular_file(pb, ec)) {
+    StatusOr<GraphInfo> info = ParseGraphProto(ReadText(pb, skipped), pb.string());
+    if (info.ok()) {
+      graph.intended_infinities = IntendedInfinities(*info);
+    } else {
+      skipped->push_back({pb.string(), info.status().message()});
+    }
   }
   IterationEntry constants;
   bool have_constants = false;
@@ -352,8 +345,19 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
         IterationEntry it;
         it.iteration = static_cast<int64_t>(iteration);
         it.dir = dir;
-        // Dump files carry no execution order: kernels follow their timestamps.
-        for (auto& [key, k] : kernels) it.kernels.push_back(std::move(k));
+        // Dump files carry no execution order: kernels follow their timestamps. Each file is
+        // one call of its kernel.
+        std::map<std::pair<std::string, std::string>, std::vector<size_t>> calls;
+        for (auto& [key, k] : kernels) {
+          calls[{k.op_type, k.op_name}].push_back(it.kernels.size());
+          it.kernels.push_back(std::move(k));
+        }
+        for (const auto& [name, positions] : calls) {
+          for (size_t c = 0; c < positions.size(); ++c) {
+            it.kernels[positions[c]].call = static_cast<uint32_t>(c);
+            it.kernels[positions[c]].calls = static_cast<uint32_t>(positions.size());
+          }
+        }
         g.iterations.push_back(std::move(it));
       }
       r.graphs.push_back(std::move(g));

@@ -1,6 +1,7 @@
-// report: one self-contained HTML page. The C++ side gathers the numbers and writes them as one
-// JSON block of chart descriptions; report.js (inlined with d3.js, see report_assets.h) draws
-// them. Tables are plain HTML, so the page still says what happened without scripts.
+// report: one self-contained HTML page. The C++ side (report_data.cc) gathers the numbers and
+// this file writes them as one JSON block of chart descriptions; report.js (inlined with d3.js, see
+// report_assets.h) draws them. Tables are plain HTML, so the page still says what happened without
+// scripts.
 #include "graphdump/analysis/report.h"
 
 #include <fmt/format.h>
@@ -16,12 +17,14 @@
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/internal/report_assets.h"
+#include "graphdump/internal/report_parts.h"
 #include "graphdump/stats.h"
 
 namespace graphdump::analysis {
 namespace {
 
 using Json = nlohmann::json;
+using report_internal::IsComputed;
 
 std::string Escape(const std::string& s) {
   std::string out;
@@ -44,12 +47,6 @@ std::string Escape(const std::string& s) {
     }
   }
   return out;
-}
-
-// Parameters, constants and graph inputs are written as op type "Parameter" (SPEC §5); they are
-// not kernels the graph computes, so no divergence marker sits on them.
-bool IsComputed(const std::string& op_type, int64_t iteration) {
-  return op_type != "Parameter" && iteration >= 0;
 }
 
 // The last two scope components ("layer5-Layer/Mul-op5"), at most 32 characters: an axis label.
@@ -292,8 +289,9 @@ void CompareSection(const CompareResult& r, const std::vector<ReplayNote>& repla
             {index, "iteration-boundary", "", fmt::format("iteration {}", k.iteration)});
       }
     }
-    std::string detail = fmt::format("rank {}, graph {}, iteration {}: {}", k.rank, k.graph_id,
-                                     k.iteration, VerdictName(k.verdict));
+    std::string detail =
+        fmt::format("rank {}, graph {}, iteration {}{}: {}", k.rank, k.graph_id, k.iteration,
+                    k.calls > 1 ? fmt::format(", call {}", k.call) : "", VerdictName(k.verdict));
     if (!k.reason.empty()) detail += " (" + k.reason + ")";
     if (k.name_b != k.name_a) detail += "; paired with " + k.name_b;
     if (!k.source_line.empty()) detail += "; source " + k.source_line;
@@ -372,8 +370,14 @@ void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& rep
   *html += "</table></details>\n";
 }
 
+// "iteration 2", "iteration 2, call 1" (a kernel called more than once in the iteration).
+std::string IterationText(const StatPoint& p) {
+  return p.calls > 1 ? fmt::format("iteration {}, call {}", p.iteration, p.call)
+                     : fmt::format("iteration {}", p.iteration);
+}
+
 std::string OrderPointDetail(const StatPoint& p) {
-  return fmt::format("iteration {}, output 0{}", p.iteration, CountsText(p));
+  return fmt::format("{}, output 0{}", IterationText(p), CountsText(p));
 }
 
 void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watch,
@@ -392,16 +396,19 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
       continue;
     }
     std::vector<ChartPoint> points;
-    std::map<std::string, size_t> position;
+    std::map<std::pair<std::string, uint32_t>, size_t> position;  // (kernel, call)
     for (const StatPoint& p : o.points) {
-      position.emplace(p.kernel, points.size());
-      points.push_back({p.kernel, ShortName(p.kernel), OrderPointDetail(p)});
+      position.emplace(std::make_pair(p.kernel, p.call), points.size());
+      points.push_back({p.kernel,
+                        p.calls > 1 ? fmt::format("{} call {}", ShortName(p.kernel), p.call)
+                                    : ShortName(p.kernel),
+                        OrderPointDetail(p)});
     }
     std::vector<ChartMarker> markers;
     if (watch) {
       for (const WatchHit& h : watch->hits) {
         if (h.rank != o.rank || h.graph_id != o.graph_id || h.iteration != o.iteration) continue;
-        auto it = position.find(h.kernel);
+        auto it = position.find({h.kernel, h.call});
         if (it == position.end()) continue;
         markers.push_back({it->second, "first-hit", "", "first hit: " + h.check});
         break;
@@ -409,7 +416,7 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
     }
     if (first_position >= 0) {
       const KernelComparison& k = compare->kernels[first_position];
-      auto it = position.find(k.name_a);
+      auto it = position.find({k.name_a, k.call});
       if (k.rank == o.rank && k.graph_id == o.graph_id && k.iteration == o.iteration &&
           it != position.end()) {
         markers.push_back({it->second, "first-divergence", "", "first divergence"});
@@ -449,8 +456,10 @@ void SeriesSection(const std::vector<KernelSeries>& series, size_t iterations,
         markers.push_back({points.size(), "hit", "", "hit"});
         hit_iterations.erase(p.iteration);  // one marker per iteration
       }
-      points.push_back({s.kernel, std::to_string(p.iteration),
-                        fmt::format("iteration {}, output 0{}", p.iteration, CountsText(p))});
+      points.push_back(
+          {s.kernel,
+           p.calls > 1 ? fmt::format("{}.{}", p.iteration, p.call) : std::to_string(p.iteration),
+           OrderPointDetail(p)});
     }
     AddStatCharts(page, fmt::format("series-{}", n), "output 0", s.points, std::move(points), false,
                   markers, 455);
@@ -575,232 +584,7 @@ std::string ScriptSafeJson(const Json& j) {
   return out;
 }
 
-// From a statistic.csv row: the value of `column` when it is there and a number ("nan", "inf"
-// and "-inf" included).
-std::optional<double> RowValue(const StatisticRow& row, const char* column) {
-  auto v = row.values.find(column);
-  if (v == row.values.end()) return std::nullopt;
-  const char* text = v->second.c_str();
-  char* end = nullptr;
-  const double d = std::strtod(text, &end);
-  if (end == text) return std::nullopt;
-  return d;
-}
-
-int64_t RowCount(const StatisticRow& row, const char* column) {
-  const std::optional<double> v = RowValue(row, column);
-  return v && std::isfinite(*v) ? static_cast<int64_t>(*v) : -1;
-}
-
-// Output 0's statistics, or nullopt when the kernel has none or its file cannot be read.
-std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) {
-  auto out = std::find_if(k.tensors.begin(), k.tensors.end(),
-                          [](const TensorEntry& t) { return !t.is_input && t.slot == 0; });
-  if (out == k.tensors.end()) return std::nullopt;
-  StatPoint p;
-  p.kernel = k.full_name;
-  p.iteration = iteration;
-  if (out->stats) {
-    const StatisticRow& row = *out->stats;
-    p.max = RowValue(row, "Max Value");
-    p.min = RowValue(row, "Min Value");
-    p.mean = RowValue(row, "Avg Value");
-    p.l2norm = RowValue(row, "L2Norm Value");
-    p.elements = RowCount(row, "Count");
-    if (p.elements < 0 && !row.shape.empty()) {
-      p.elements = 1;
-      for (int64_t d : row.shape) p.elements *= d;  // ParseStatisticCsv checked it fits
-    }
-    p.nan_count = RowCount(row, "NaN Count");
-    p.pos_inf_count = RowCount(row, "Positive Inf Count");
-    p.neg_inf_count = RowCount(row, "Negative Inf Count");
-    if (p.max || p.min || p.mean || p.l2norm) return p;
-  }
-  if (out->path.empty()) return std::nullopt;
-  auto npy = OpenTensor(*out);
-  if (!npy.ok()) return std::nullopt;
-  // The core's statistics: what statistic.csv would say (NaN when any element is NaN).
-  const TensorStats s =
-      ComputeStats((*npy)->info().dtype, (*npy)->data(), (*npy)->NumElements(), StatsRequest{});
-  p.max = s.max;
-  p.min = s.min;
-  p.mean = s.avg;
-  p.l2norm = s.l2norm;
-  p.elements = static_cast<int64_t>(s.count);
-  p.nan_count = static_cast<int64_t>(s.nan_count);
-  p.pos_inf_count = static_cast<int64_t>(s.positive_inf_count);
-  p.neg_inf_count = static_cast<int64_t>(s.negative_inf_count);
-  if (s.count == 0) p.max = p.min = p.mean = std::nullopt;  // an empty tensor has no extremes
-  return p;
-}
-
-const RankEntry* FindRank(const DumpIndex& index, uint32_t rank) {
-  for (const RankEntry& r : index.ranks) {
-    if (r.rank == rank) return &r;
-  }
-  return index.ranks.empty() ? nullptr : &index.ranks[0];
-}
-
 }  // namespace
-
-std::optional<std::string> FirstFailingKernel(const CompareResult& compare, int64_t* position) {
-  // `kernels` is sorted by rank, graph, iteration and order; the first error among computed
-  // kernels in that order is the first divergence (CompareDumps' first_failure skips
-  // parameters and constants too; a CompareRanks result's does not).
-  for (size_t i = 0; i < compare.kernels.size(); ++i) {
-    const KernelComparison& k = compare.kernels[i];
-    if (k.verdict != Verdict::kError || !IsComputed(k.op_type, k.iteration)) continue;
-    if (position) *position = static_cast<int64_t>(i);
-    return k.name_a;
-  }
-  if (position) *position = -1;
-  return std::nullopt;
-}
-
-ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
-                              const CompareResult* compare) {
-  ReportFocus focus;
-  if (watch) {
-    for (const WatchHit& h : FirstHitPerRank(*watch)) {
-      if (h.iteration < 0) continue;
-      return {h.rank, h.iteration};
-    }
-  }
-  int64_t position = -1;
-  if (compare && FirstFailingKernel(*compare, &position)) {
-    const KernelComparison& k = compare->kernels[position];
-    return {k.rank, k.iteration};
-  }
-  const RankEntry* rank = FindRank(index, 0);
-  if (!rank) return focus;
-  focus.rank = rank->rank;
-  focus.iteration = 0;
-  for (const GraphEntry& g : rank->graphs) {
-    for (const IterationEntry& it : g.iterations) {
-      if (it.iteration >= 0) focus.iteration = it.iteration;  // ascending: the last one wins
-    }
-    if (!g.iterations.empty()) break;
-  }
-  return focus;
-}
-
-std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, uint32_t rank_id,
-                                              const SeriesSelection& selection) {
-  std::vector<KernelSeries> series;
-  const RankEntry* rank = FindRank(index, rank_id);
-  if (!rank || selection.limit == 0) return series;
-  // The kernels, in execution order of their first appearance.
-  std::vector<std::string> names;
-  std::set<std::string> known;
-  for (const GraphEntry& g : rank->graphs) {
-    for (const IterationEntry& it : g.iterations) {
-      if (it.iteration < 0) continue;
-      for (const KernelEntry& k : it.kernels) {
-        if (known.insert(k.full_name).second) names.push_back(k.full_name);
-      }
-    }
-  }
-  std::vector<std::string> chosen;
-  auto take = [&](const std::string& name) {
-    if (chosen.size() < selection.limit &&
-        std::find(chosen.begin(), chosen.end(), name) == chosen.end()) {
-      chosen.push_back(name);
-    }
-  };
-  if (!selection.filter.empty()) {
-    for (const std::string& n : names) {
-      if (n.find(selection.filter) != std::string::npos) take(n);
-    }
-  } else {
-    for (const std::string& n : selection.preferred) {
-      if (known.count(n)) take(n);
-    }
-    if (chosen.empty()) {
-      for (const GraphEntry& g : rank->graphs) {
-        for (const IterationEntry& it : g.iterations) {
-          for (const KernelEntry& k : it.kernels) {
-            if (IsComputed(k.op_type, it.iteration)) take(k.full_name);
-          }
-        }
-      }
-    }
-  }
-  // In execution order, whatever order the preferred names came in.
-  std::stable_sort(chosen.begin(), chosen.end(), [&](const std::string& a, const std::string& b) {
-    return std::find(names.begin(), names.end(), a) < std::find(names.begin(), names.end(), b);
-  });
-  for (const std::string& name : chosen) series.push_back({name, {}});
-  for (const GraphEntry& g : rank->graphs) {
-    for (const IterationEntry& it : g.iterations) {
-      if (it.iteration < 0) continue;
-      for (const KernelEntry& k : it.kernels) {
-        auto s = std::find_if(series.begin(), series.end(),
-                              [&](const KernelSeries& x) { return x.kernel == k.full_name; });
-        if (s == series.end()) continue;
-        if (std::optional<StatPoint> p = ReadStatPoint(k, it.iteration)) {
-          s->points.push_back(std::move(*p));
-        }
-      }
-    }
-  }
-  for (KernelSeries& s : series) {
-    std::stable_sort(s.points.begin(), s.points.end(), [](const StatPoint& a, const StatPoint& b) {
-      return a.iteration < b.iteration;
-    });
-  }
-  return series;
-}
-
-std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const ReportFocus& focus,
-                                            int threads) {
-  std::vector<OrderSeries> result;
-  const RankEntry* rank = FindRank(index, focus.rank);
-  if (!rank) return result;
-  for (const GraphEntry& g : rank->graphs) {
-    for (const IterationEntry& it : g.iterations) {
-      if (it.iteration != focus.iteration) continue;
-      std::vector<const KernelEntry*> kernels;
-      for (const KernelEntry& k : it.kernels) {
-        if (IsComputed(k.op_type, it.iteration)) kernels.push_back(&k);
-      }
-      std::vector<std::optional<StatPoint>> points(kernels.size());
-      ParallelFor(kernels.size(), threads > 0 ? threads : DefaultThreads(), "report",
-                  [&](size_t i) { points[i] = ReadStatPoint(*kernels[i], it.iteration); });
-      OrderSeries o{rank->rank, g.graph_id, it.iteration, {}};
-      for (auto& p : points) {
-        if (p) o.points.push_back(std::move(*p));
-      }
-      result.push_back(std::move(o));
-    }
-  }
-  return result;
-}
-
-void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
-                         ReportInput* input) {
-  const ReportFocus focus = ChooseReportFocus(index, input->watch, input->compare);
-  if (input->watch) {
-    for (const WatchHit& h : input->watch->hits) {
-      if (h.rank == focus.rank) selection.preferred.push_back(h.kernel);
-    }
-  }
-  if (input->compare) {
-    if (std::optional<std::string> first = FirstFailingKernel(*input->compare)) {
-      selection.preferred.push_back(*first);
-    }
-  }
-  std::set<int64_t> iterations;
-  if (const RankEntry* rank = FindRank(index, focus.rank)) {
-    for (const GraphEntry& g : rank->graphs) {
-      for (const IterationEntry& it : g.iterations) {
-        if (it.iteration >= 0) iterations.insert(it.iteration);
-      }
-    }
-  }
-  input->iterations = iterations.size();
-  input->order = CollectOrderSeries(index, focus, threads);
-  input->series = CollectKernelSeries(index, focus.rank, selection);
-}
 
 std::string RenderReportHtml(const ReportInput& input) {
   Page page;

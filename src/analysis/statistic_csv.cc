@@ -79,7 +79,7 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& tex
   };
   const int c_type = column("Op Type"), c_name = column("Op Name"), c_io = column("IO"),
             c_slot = column("Slot"), c_size = column("Data Size"), c_dtype = column("Data Type"),
-            c_shape = column("Shape");
+            c_shape = column("Shape"), c_time = column("Timestamp");
   if (c_type < 0 || c_name < 0 || c_io < 0 || c_slot < 0) {
     return Status::Corrupt(path +
                            ":1: malformed statistic.csv header: expected columns 'Op Type', "
@@ -113,6 +113,8 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& tex
       return Status::Corrupt(where + "Data Size is '" + f[c_size] + "' (expected an integer)");
     }
     if (c_dtype >= 0) row.dtype = f[c_dtype];
+    // A timestamp that is not a number only loses the match by time (docs/analysis.md).
+    if (c_time >= 0 && !ParseUnsigned(f[c_time], &row.timestamp)) row.timestamp = 0;
     if (c_shape >= 0 && !ParseShapeText(f[c_shape], &row.shape)) {
       return Status::Corrupt(where + "Shape is '" + f[c_shape] +
                              "' (expected \"(d0,d1,...)\" of non-negative integers whose product "

@@ -317,10 +317,59 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
   return m;
 }
 
+namespace {
+
+// The row of flat element `element` (C order: the slowest index; Fortran: the fastest).
+int64_t RowOf(int64_t element, const NpyInfo& info, int64_t elements) {
+  const int64_t rows = info.shape[0];
+  return info.fortran_order ? element % rows : element / (elements / rows);
+}
+
+void Note(int64_t element, const NpyInfo& info, int64_t elements, BadPositions* p) {
+  if (p->first < 0) p->first = element;
+  if (info.shape.size() < 2 || info.shape[0] <= 0) return;
+  if (p->row_seen.empty()) p->row_seen.assign(static_cast<size_t>(info.shape[0]), 0);
+  uint8_t& seen = p->row_seen[static_cast<size_t>(RowOf(element, info, elements))];
+  p->rows += seen == 0;
+  seen = 1;
+}
+
+}  // namespace
+
+std::vector<int64_t> UnravelIndex(int64_t flat, const std::vector<int64_t>& shape,
+                                  bool fortran_order) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t n = 0; n < shape.size(); ++n) {
+    const size_t d = fortran_order ? n : shape.size() - 1 - n;  // fastest dimension first
+    if (shape[d] <= 0) return index;
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+std::string IndexText(const std::vector<int64_t>& index) {
+  std::string text = "[";
+  for (size_t i = 0; i < index.size(); ++i) text += (i ? ", " : "") + std::to_string(index[i]);
+  return text + "]";
+}
+
+std::string PositionText(const BadPositions& positions, const NpyInfo& t) {
+  if (positions.first < 0 || t.shape.empty()) return "";  // a scalar has no position
+  const std::vector<int64_t> index = UnravelIndex(positions.first, t.shape, t.fortran_order);
+  std::string text = "first at " + IndexText(index);
+  if (t.shape.size() >= 2) {
+    text += ", row " + std::to_string(index[0]) + " (" + std::to_string(positions.rows) + " of " +
+            std::to_string(t.shape[0]) + " rows)";
+  }
+  return text;
+}
+
 TensorSummary SummarizeTensor(const MappedNpy& t) {
   TensorSummary s;
   const DType type = t.info().dtype;
-  const int64_t scalars = t.NumElements() * Components(type);
+  const int64_t components = Components(type);
+  const int64_t scalars = t.NumElements() * components;
   s.elements = scalars;
   std::vector<double> x(kChunk);
   double sum = 0, sq = 0;
@@ -332,12 +381,13 @@ TensorSummary SummarizeTensor(const MappedNpy& t) {
     for (int64_t i = 0; i < n; ++i) {
       const double v = x[i];
       if (!std::isfinite(v)) [[unlikely]] {
+        const int64_t element = (first + i) / components;
         if (std::isnan(v)) {
           ++s.nan;
-        } else if (v > 0) {
-          ++s.pos_inf;
+          Note(element, t.info(), t.NumElements(), &s.nan_at);
         } else {
-          ++s.neg_inf;
+          ++(v > 0 ? s.pos_inf : s.neg_inf);
+          Note(element, t.info(), t.NumElements(), &s.inf_at);
         }
         continue;
       }

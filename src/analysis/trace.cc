@@ -31,7 +31,8 @@ Status ParseFileLine(const std::string& text, std::string* file, int* line) {
   return Status::Ok();
 }
 
-std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& file, int line) {
+std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& file, int line,
+                                  std::optional<int64_t> iteration) {
   std::vector<TraceMatch> matches;
   for (const RankEntry& r : index.ranks) {
     for (const GraphEntry& g : r.graphs) {
@@ -53,14 +54,15 @@ std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& fil
           m.code = loc.code;
           m.source_trace = trace->second;
           for (const IterationEntry& it : g.iterations) {
+            if (iteration && it.iteration != *iteration) continue;
             for (const KernelEntry& k : it.kernels) {
               if (k.full_name != name) continue;
               for (const TensorEntry& t : k.tensors) {
-                m.files.push_back({it.iteration, t.path.empty()
-                                                     ? it.dir + "/statistic.csv (" +
-                                                           (t.is_input ? "input " : "output ") +
-                                                           std::to_string(t.slot) + ")"
-                                                     : t.path});
+                m.files.push_back({it.iteration, k.call, k.calls,
+                                   t.path.empty() ? it.dir + "/statistic.csv (" +
+                                                        (t.is_input ? "input " : "output ") +
+                                                        std::to_string(t.slot) + ")"
+                                                  : t.path});
               }
             }
           }

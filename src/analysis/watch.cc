@@ -8,8 +8,10 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
@@ -59,7 +61,11 @@ int64_t CountFrom(double v) {
 // row, whose columns may lack a count (then only what max and min prove is known).
 struct Evidence {
   TensorSummary s;
+  NpyInfo info;  // the file's header (from_file)
   bool from_file = true;
+  // The tensor's intended infinities, as watch reports them ("16 -Inf of 64 elements, written
+  // on purpose by masked_fill(value=-inf)"); empty when none. Their counts are taken out of `s`.
+  std::string intended;
   bool nan_counted = true, inf_counted = true, overflow_counted = true;
   const char* nan_seen_in = "";  // statistics only: "max", "min" or "max and min" is NaN
 };
@@ -131,6 +137,8 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   h.rank = t.rank->rank;
   h.graph_id = t.graph->graph_id;
   h.iteration = t.iteration->iteration;
+  h.call = t.kernel->call;
+  h.calls = t.kernel->calls;
   h.order = t.kernel->order;
   h.kernel = t.kernel->full_name;
   h.is_input = t.tensor->is_input;
@@ -233,7 +241,22 @@ void CheckTensor(const DumpIndex& index, const TensorTask& t, const Evidence& e,
       default:
         break;
     }
-    if (!detail.empty()) hits->push_back(MakeHit(index, t, c, std::move(detail)));
+    if (detail.empty()) continue;
+    // Where the first bad value lies (a file's elements only).
+    const BadPositions* at = nullptr;
+    if (e.from_file && c.kind == WatchKind::kNan) at = &s.nan_at;
+    if (e.from_file && (c.kind == WatchKind::kInf || c.kind == WatchKind::kOverflow ||
+                        c.kind == WatchKind::kLarge))
+      at = &s.inf_at;
+    if (e.from_file && c.kind == WatchKind::kGradExplode)
+      at = s.nan_at.first >= 0 ? &s.nan_at : &s.inf_at;
+    WatchHit hit = MakeHit(index, t, c, std::move(detail));
+    if (at && at->first >= 0 && !e.info.shape.empty()) {
+      hit.detail += "; " + PositionText(*at, e.info);
+      hit.first_index = UnravelIndex(at->first, e.info.shape, e.info.fortran_order);
+      if (e.info.shape.size() >= 2) hit.row = hit.first_index[0];
+    }
+    hits->push_back(std::move(hit));
   }
 }
 
@@ -263,6 +286,68 @@ bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
   }
   return true;
 }
+
+// Infinities written on purpose (docs/analysis.md, "What counts as a hit"): the outputs of a
+// kernel that fills with its own constant +-inf argument (GraphEntry::intended_infinities), of
+// a where or masked_fill passing such an input on, and the same tensors as later kernels' inputs
+// in the same call (found by their summary). Walks the tasks in execution order.
+class IntendedMarker {
+ public:
+  // Takes `e`'s intended infinities out of its summary and describes them in e->intended.
+  void Mark(const TensorTask& t, Evidence* e) {
+    if (t.kernel != kernel_) {
+      kernel_ = t.kernel;
+      passed_on_.reset();
+    }
+    TensorSummary& s = e->s;
+    if (s.pos_inf + s.neg_inf == 0) return;
+    const Group group{t.rank->rank, t.graph->graph_id, t.iteration->iteration, t.kernel->call};
+    const Fingerprint print{s.elements, s.nan, s.pos_inf, s.neg_inf, s.max, s.min, s.l2norm};
+    std::optional<Origin> origin;
+    if (t.iteration->iteration < 0) {  // constants/: values the program wrote itself
+      origin = Origin{true, true, "a constant of the graph"};
+    } else if (t.tensor->is_input) {
+      auto it = outputs_.find({group, print});
+      if (it != outputs_.end()) origin = it->second;
+      if (origin && PassesOn(t.kernel->op_type)) passed_on_ = origin;
+    } else if (auto it = t.graph->intended_infinities.find(t.kernel->full_name);
+               it != t.graph->intended_infinities.end()) {
+      origin = Origin{it->second.positive, it->second.negative, it->second.argument};
+    } else {
+      origin = passed_on_;
+    }
+    if (!origin) return;
+    const int64_t pos = origin->positive ? s.pos_inf : 0, neg = origin->negative ? s.neg_inf : 0;
+    if (pos + neg == 0) return;
+    if (!t.tensor->is_input) outputs_.emplace(std::make_pair(group, print), *origin);
+    std::string text;
+    if (pos) text = fmt::format("{} +Inf", pos);
+    if (neg) text += fmt::format("{}{} -Inf", text.empty() ? "" : " and ", neg);
+    e->intended =
+        fmt::format("{} of {} elements, written on purpose by {}", text, s.elements, origin->text);
+    s.pos_inf -= pos;
+    s.neg_inf -= neg;
+    if (s.pos_inf + s.neg_inf == 0) s.inf_at = BadPositions{};
+  }
+
+ private:
+  struct Origin {
+    bool positive = false, negative = false;
+    std::string text;  // "masked_fill(value=-inf)"
+  };
+  using Group = std::tuple<uint32_t, uint32_t, int64_t, uint32_t>;  // rank, graph, it, call
+  using Fingerprint = std::tuple<int64_t, int64_t, int64_t, int64_t, double, double, double>;
+
+  // Operators whose output holds what their inputs hold where the mask says so.
+  static bool PassesOn(std::string op) {
+    if (!op.empty() && op.back() == '_') op.pop_back();
+    return op == "where" || op == "masked_fill";
+  }
+
+  std::map<std::pair<Group, Fingerprint>, Origin> outputs_;
+  const KernelEntry* kernel_ = nullptr;
+  std::optional<Origin> passed_on_;  // an input of the current kernel holding intended ones
+};
 
 }  // namespace
 
@@ -339,6 +424,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
     }
   }
   std::vector<std::vector<WatchHit>> hits(tasks.size());
+  std::vector<std::optional<Evidence>> evidence(tasks.size());
   std::mutex mu;
   std::atomic<int64_t> checked{0}, pairs{0};
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
@@ -357,12 +443,29 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                     return;
                   }
                   e.s = SummarizeTensor(**npy);
+                  e.info = (*npy)->info();
                 } else if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &e)) {
                   return;
                 }
                 ++checked;
-                CheckTensor(index, t, e, checks, &hits[i]);
+                evidence[i] = std::move(e);
               });
+  // In execution order: which infinities are intended needs the kernels before.
+  IntendedMarker intended;
+  const bool inf_checks = std::any_of(checks.begin(), checks.end(), [](const WatchCheck& c) {
+    return c.kind == WatchKind::kInf || c.kind == WatchKind::kOverflow ||
+           c.kind == WatchKind::kLarge || c.kind == WatchKind::kGradExplode;
+  });
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (!evidence[i]) continue;
+    if (inf_checks && !options.count_intended_inf) intended.Mark(tasks[i], &*evidence[i]);
+    if (!evidence[i]->intended.empty()) {
+      const WatchCheck inf{WatchKind::kInf, 0, "inf"};
+      result.intended.push_back(MakeHit(index, tasks[i], inf, evidence[i]->intended));
+    }
+    CheckTensor(index, tasks[i], *evidence[i], checks, &hits[i]);
+    evidence[i].reset();
+  }
   result.tensors_checked = checked;
   result.weight_pairs_checked = pairs;
   for (auto& h : hits) {
@@ -372,7 +475,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                    [](const WatchHit& a, const WatchHit& b) {
                      auto key = [](const WatchHit& h) {
                        return std::make_tuple(h.rank, h.graph_id, h.iteration < 0, h.iteration,
-                                              h.order, !h.is_input, h.slot);
+                                              h.call, h.order, !h.is_input, h.slot);
                      };
                      return key(a) < key(b);
                    });
@@ -386,7 +489,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
 
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
   auto key = [](const WatchHit& h) {
-    return std::make_tuple(h.iteration < 0, h.iteration, h.order, h.graph_id, h.rank);
+    return std::make_tuple(h.iteration < 0, h.iteration, h.call, h.order, h.graph_id, h.rank);
   };
   std::map<uint32_t, const WatchHit*> first;  // hits are in execution order within a graph
   for (const WatchHit& h : result.hits) {
@@ -406,12 +509,16 @@ nlohmann::json HitJson(const WatchHit& h) {
   return {{"rank", h.rank},
           {"graph_id", h.graph_id},
           {"iteration", h.iteration},
+          {"call", h.call},
           {"order", h.order},
           {"kernel", h.kernel},
           {"io", h.is_input ? "input" : "output"},
           {"slot", h.slot},
           {"check", h.check},
           {"detail", h.detail},
+          {"first_index",
+           h.first_index.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.first_index)},
+          {"row", h.row >= 0 ? nlohmann::json(h.row) : nlohmann::json(nullptr)},
           {"source_line", h.source_line},
           {"source_trace", SourceTraceJson<nlohmann::json>(h.source_trace)},
           {"path", h.path}};
@@ -428,10 +535,13 @@ std::string WatchResultJson(const WatchResult& result) {
   json skipped = json::array();
   for (const Skipped& s : result.skipped)
     skipped.push_back({{"path", s.path}, {"reason", s.reason}});
+  json intended = json::array();
+  for (const WatchHit& h : result.intended) intended.push_back(HitJson(h));
   json j = {{"tensors_checked", result.tensors_checked},
             {"weight_pairs_checked", result.weight_pairs_checked},
             {"hits", hits},
             {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
+            {"intended_infinities", intended},
             {"skipped", skipped}};
   if (result.ranks > 1) {
     const std::vector<WatchHit> firsts = FirstHitPerRank(result);

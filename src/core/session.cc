@@ -448,11 +448,11 @@ class SessionImpl final : public DumpSession {
     GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(root_));
     return Status::InvalidArgument(fmt::format(
         "{} already exists: an earlier run dumped there (or another run is dumping there now). "
-        "graphdump writes one run per directory so that runs never mix; remove it, dump "
-        "elsewhere (--dump-path, or the configuration's path), or replace it with --overwrite "
-        "(graphdump run, train, python) or overwrite=True (graphdump.torch.Dump) "
-        "(docs/layout.md)",
-        root_));
+        "graphdump writes one run per directory so that runs never mix; {} (docs/layout.md)",
+        root_,
+        options_.retry_hint.empty()
+            ? std::string("remove it, or dump elsewhere (the configuration's path)")
+            : options_.retry_hint));
   }
 
   void WriteGraphFiles(GraphState& state) {

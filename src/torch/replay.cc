@@ -132,16 +132,28 @@ StatusOr<std::string> ResolveKernelName(const RankEntry& rank, const std::string
 }
 
 StatusOr<Located> Locate(const RankEntry& rank, const std::string& full_name,
-                         std::optional<int64_t> iteration, const std::string& dir,
-                         std::vector<std::string>* notes) {
+                         std::optional<int64_t> iteration, std::optional<uint32_t> call,
+                         const std::string& dir, std::vector<std::string>* notes) {
   std::vector<Located> found;
+  uint32_t calls = 0;
   for (const GraphEntry& g : rank.graphs) {
     for (const IterationEntry& it : g.iterations) {
       if (it.iteration < 0) continue;  // constants/
       for (const KernelEntry& k : it.kernels) {
-        if (k.full_name == full_name) found.push_back({&rank, &g, &it, &k});
+        if (k.full_name != full_name) continue;
+        if (!iteration || it.iteration == *iteration) calls = std::max(calls, k.calls);
+        if (k.call == call.value_or(0)) found.push_back({&rank, &g, &it, &k});
       }
     }
+  }
+  if (call && *call > 0 && found.empty()) {
+    return Status::InvalidArgument("--call " + std::to_string(*call) + ": " + dir +
+                                   " holds kernel " + full_name + " " + std::to_string(calls) +
+                                   " time(s) per iteration (calls count from 0)");
+  }
+  if (!call && calls > 1 && notes) {
+    notes->push_back("replayed call 0 of " + std::to_string(calls) + " in the iteration " +
+                     "(choose with --call)");
   }
   if (found.empty()) {
     return Status::InvalidArgument("kernel " + full_name + " has no dumped tensors in " + dir +
@@ -402,7 +414,7 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
   }
   auto name = ResolveKernelName(**rank, request.kernel, request.dump_dir);
   if (!name.ok()) return name.status();
-  auto located = Locate(**rank, *name, request.iteration, request.dump_dir, &r.notes);
+  auto located = Locate(**rank, *name, request.iteration, request.call, request.dump_dir, &r.notes);
   if (!located.ok()) return located.status();
   const KernelEntry& entry = *located->kernel;
   r.full_name = *name;
@@ -410,6 +422,7 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
   r.rank = (*rank)->rank;
   r.graph_id = located->graph->graph_id;
   r.iteration = located->iteration->iteration;
+  r.call = entry.call;
   r.dump_dir = (*rank)->dir;
   r.source = index->SourceLine(*located->graph, *name);
 
@@ -420,7 +433,8 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
     if (!ref_index.ok()) return ref_index.status();
     auto ref_rank = ChooseRank(*ref_index, r.rank, request.reference_dir);
     if (!ref_rank.ok()) return ref_rank.status();
-    auto ref_located = Locate(**ref_rank, *name, r.iteration, request.reference_dir, nullptr);
+    auto ref_located =
+        Locate(**ref_rank, *name, r.iteration, r.call, request.reference_dir, nullptr);
     if (!ref_located.ok()) {
       return Status::InvalidArgument("the reference " + request.reference_dir +
                                      " lacks the kernel: " + ref_located.status().message());
@@ -577,6 +591,7 @@ std::string ReplayResultJson(const ReplayResult& r) {
                       {"rank", r.rank},
                       {"graph", r.graph_id},
                       {"iteration", r.iteration},
+                      {"call", r.call},
                       {"dtype", r.dtype},
                       {"replayable", r.verdict != ReplayVerdict::kNotReplayable},
                       {"verdict", ReplayVerdictName(r.verdict)},
@@ -606,7 +621,8 @@ std::string ReplayResultText(const ReplayResult& r) {
   out << "kernel     " << r.full_name << "\n";
   if (!r.source.empty()) out << "source     " << r.source << "\n";
   out << "dump       " << r.dump_dir << " (rank " << r.rank << ", graph " << r.graph_id
-      << ", iteration " << r.iteration << ")\n";
+      << ", iteration " << r.iteration << (r.call > 0 ? ", call " + std::to_string(r.call) : "")
+      << ")\n";
   if (r.verdict != ReplayVerdict::kNotReplayable) {
     out << "computed   in " << r.dtype << "; replayed output "
         << (r.reproduces ? "equals the dumped one bit for bit" : "differs from the dumped one")

@@ -181,7 +181,9 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(k2['verdict'], 'error')
         m = k2['tensors'][1]['metrics']
         self.assertEqual((m['nan_a'], m['nan_b'], m['nonfinite_mismatches']), (1, 0, 1))
-        self.assertIn('first at flat index 10', k2['reason'])
+        # The NaN planted at [1, 2]: its index in the shape, its row and the flat index.
+        self.assertIn('first at [1, 2] (row 1, flat index 10)', k2['reason'])
+        self.assertEqual(k2['tensors'][1]['first_index'], [1, 2])
         self.assertEqual(j['first_failure']['kernel'], net[1]['full_name'])
 
     def test_fortran_order(self):
@@ -227,9 +229,9 @@ class CompareTest(unittest.TestCase):
         p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '1', '-q')
         self.assertEqual(p.returncode, 1)
         self.assertIn('iteration 1', p.stdout)
-        # nothing in common: a finding, not a silent pass
+        # nothing in common: a usage error, not a silent pass
         p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '7', '-q')
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn('no kernel pairs', p.stderr)
 
 

@@ -63,6 +63,11 @@ try:
     code, _, err = gdtest.run("python", "--config", config, script)
     gdtest.expect(code == 2 and "graphdump python: error:" in err and "already exists" in err,
                   f"graphdump python refuses: {code}\n{err}")
+    # It suggests what graphdump python accepts, and nothing unrelated follows.
+    gdtest.expect("graphdump python --overwrite" in err and "--dump-path" not in err,
+                  f"graphdump python suggests its own option:\n{err}")
+    gdtest.expect("no TorchScript module was called" not in err,
+                  f"no warning about modules after the refusal:\n{err}")
     gdtest.expect_eq(snapshot(dump), before, "still untouched after train and python")
 
     # --overwrite replaces the earlier dump: only the new run's iteration is there.

@@ -141,8 +141,6 @@ def test_statistics_match_numpy(lm):
     assert checked > 500
 
 
-@pytest.mark.xfail(strict=True, reason="watch keeps one call of a kernel per iteration: the "
-                   "NaN-free second micro-batch hides the first one's NaN")
 def test_nan_found_by_watch_with_the_script_line(tmp_path):
     # Step 1's first micro-batch holds an all-padding sequence: softmax over all -inf.
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"})

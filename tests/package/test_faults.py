@@ -65,7 +65,11 @@ print("done")
 
 NO_MODULE = """
 import torch
-print(torch.ones(2).sum().item())
+w = torch.nn.Parameter(torch.ones(2))
+opt = torch.optim.SGD([w], lr=0.1)
+(w * 2).sum().backward()
+opt.step()
+print(w.sum().item())
 """
 
 
@@ -86,6 +90,11 @@ def test_plain_modules_are_dumped_and_unowned_parameters_named(tmp_path):
     config = write_config(tmp_path / "n.json", tmp_path / "none")
     run = graphdump("python", "--config", config, script(tmp_path, NO_MODULE), check=0)
     assert "the script called no torch.nn.Module, so no kernel was dumped" in run.stderr
+    # Its optimizer's parameter has a gradient but no graph holds it: nothing is written, and
+    # the warning says so.
+    assert ("1 of the optimizer's 1 parameters belong to no module that was called, and no "
+            "module has run, so nothing of them is written") in run.stderr
+    assert glob.glob(str(tmp_path / "none" / "**" / "*.npy"), recursive=True) == []
 
 
 RAISES_MID_STEP = """

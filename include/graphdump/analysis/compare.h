@@ -63,6 +63,9 @@ struct TensorComparison {
   std::vector<std::pair<std::string, double>> stat_diffs;
   Verdict verdict = Verdict::kPass;
   std::string reason;  // empty when pass
+  // Where the first failing element (or NaN/Inf mismatch) lies in A's shape, e.g. {5, 3}; the
+  // reason names it and its row. Empty when no element fails.
+  std::vector<int64_t> first_index;
   // The elementwise standard applied: a dtype name from StandardFor, or "user" (--atol/--rtol).
   std::string standard;
   // The error attribution uses: metrics.norm_rel_err for compared tensors, +inf when shapes
@@ -79,6 +82,8 @@ struct KernelComparison {
   uint32_t rank = 0;
   uint32_t graph_id = 0;
   int64_t iteration = 0;
+  uint32_t call = 0;           // the call of the kernel in the iteration, the same on both sides
+  uint32_t calls = 1;          // A's calls of the kernel in the iteration
   int64_t order = 0;           // position in A's execution order (sort key)
   std::string name_a, name_b;  // full names
   std::string op_type;
@@ -124,12 +129,23 @@ struct UnpairedKernel {
   char side = 'A';
   uint32_t rank = 0, graph_id = 0;
   int64_t iteration = 0;
+  uint32_t call = 0;
   std::string full_name;
 };
 
+// A paired kernel that ran a different number of times in one iteration on the two sides
+// (calls pair by number; the extra calls are unpaired).
+struct CallCountDifference {
+  uint32_t rank = 0, graph_id = 0;
+  int64_t iteration = 0;
+  std::string name_a, name_b;
+  uint32_t calls_a = 0, calls_b = 0;
+};
+
 struct CompareResult {
-  std::vector<KernelComparison> kernels;  // rank, graph, iteration, execution order
+  std::vector<KernelComparison> kernels;  // rank, graph, iteration, call, execution order
   std::vector<UnpairedKernel> unpaired;
+  std::vector<CallCountDifference> call_count_differences;
   std::vector<Skipped> skipped;  // unreadable files (both sides), reasons name them
   int passed = 0, warnings = 0, errors = 0;
   // Index into `kernels` of the first kernel with verdict error in execution order (sorted

@@ -1,7 +1,7 @@
 // An index of a dump directory (SPEC §5): every tensor file and statistic.csv row addressed by
-// (rank, graph, iteration, kernel, io, slot). Reads graphdump's layout and MindSpore's (including
-// the CPU dtype spelling `Float32`, mapping.csv, constants/ and Parameter files). Only names and
-// small text files are read here; tensor data is read later, file by file.
+// (rank, graph, iteration, kernel, call, io, slot). Reads graphdump's layout and MindSpore's
+// (including the CPU dtype spelling `Float32`, mapping.csv, constants/ and Parameter files). Only
+// names and small text files are read here; tensor data is read later, file by file.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,7 @@ struct StatisticRow {
   std::string dtype;  // as written ("float32")
   std::vector<int64_t> shape;
   uint64_t data_size = 0;
+  uint64_t timestamp = 0;                     // the Timestamp column; 0 when absent or not a number
   std::map<std::string, std::string> values;  // statistic columns by title
 };
 
@@ -47,23 +48,37 @@ struct TensorEntry {
   std::optional<AscendTensor> ascend;
 };
 
-// A kernel's tensors in one iteration.
+// A kernel's tensors of one call in one iteration. A module called more than once in an
+// iteration (micro-batches, a validation call, recomputation) runs its kernels once per call,
+// and each call is an entry of its own: `call` numbers them per kernel and iteration from 0, in
+// the order they ran (by timestamp), and `calls` says how many there were (docs/analysis.md).
 struct KernelEntry {
   std::string op_type;
   std::string op_name;        // as in file names
   std::string full_name;      // from the execution order when known, else op_name
   bool is_parameter = false;  // Parameter.* (weights) and constants
   int64_t order = -1;         // position in the execution order; -1 when unknown
-  uint64_t first_timestamp = 0;
-  std::vector<TensorEntry> tensors;  // sorted: inputs first, then by slot
+  uint32_t call = 0;          // this call's number in the iteration, from 0
+  uint32_t calls = 1;         // the kernel's calls in the iteration
+  uint64_t first_timestamp = 0;      // the call's earliest tensor timestamp (UINT64_MAX: none)
+  std::vector<TensorEntry> tensors;  // sorted: inputs first, then by slot; one per (io, slot)
 };
 
 struct IterationEntry {
   int64_t iteration = 0;  // -1 for constants/
   std::string dir;
-  std::vector<KernelEntry> kernels;  // execution order (order, then timestamp, then name)
+  // Parameters first, then by call, execution order, timestamp and name.
+  std::vector<KernelEntry> kernels;
   // Set when the directory holds files of more than one run (says which tensor shows it).
   std::string mixed_runs;
+};
+
+// Infinities a kernel writes on purpose: its operator fills with one of its own constant
+// arguments (masked_fill, where, full, fill, ...: IntendedInfinities) and that argument is
+// inf or -inf, as an attention mask's masked_fill(mask, -inf) is.
+struct IntendedInfinity {
+  bool positive = false, negative = false;  // +inf, -inf
+  std::string argument;                     // "masked_fill(value=-inf)"
 };
 
 struct GraphEntry {
@@ -74,6 +89,8 @@ struct GraphEntry {
   std::string ir_path;                       // graphs/ms_output_trace_code_graph_{id}.ir
   // Source trace per full name from the .ir (innermost first).
   std::map<std::string, std::vector<SourceLocation>> source_traces;
+  // Kernels that write infinities on purpose, by full name (from graphs/*.pb; none without it).
+  std::map<std::string, IntendedInfinity> intended_infinities;
 };
 
 struct RankEntry {
@@ -125,6 +142,19 @@ std::string FileKernelName(const std::string& full_name);
 // does not follow `{op_type}.{op_name}.{task}.{stream}.{ts}.{io}.{slot}[.{format}[.{dtype}]].npy`.
 bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
                        TensorEntry* tensor);
+
+// Splits one kernel's tensors of one iteration (the files of every call, in any order) and its
+// statistic.csv rows into one entry per call, numbered as KernelEntry says: the k-th tensor of
+// an (io, slot), by timestamp, belongs to call k. A row attaches to the file of its io, slot and
+// timestamp; rows whose timestamp names no such file attach to the files of their io and slot
+// still without a row, in timestamp order; rows left over are statistic-only tensors. The other
+// fields of `kernel` are copied into every call; the result is in call order.
+std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows);
+
+// The kernels of `graph` whose operator fills with a constant argument of its own (masked_fill,
+// masked_fill_, where, full, full_like, new_full, fill, fill_, index_fill, index_fill_) that is
+// inf or -inf (graph-proto.md's argument values), by full name.
+std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& graph);
 
 // Parses a statistic.csv file (a regular file: OpenRegularFile). Errors are kCorrupt naming the
 // file and line; a Shape must hold non-negative dimensions whose product fits int64_t.

@@ -20,6 +20,8 @@ namespace graphdump::analysis {
 struct StatPoint {
   std::string kernel;  // full name
   int64_t iteration = 0;
+  uint32_t call = 0;   // which call of the kernel in the iteration (docs/analysis.md)
+  uint32_t calls = 1;  // the kernel's calls in the iteration
   std::optional<double> max, min, mean, l2norm;
   int64_t elements = -1;                                           // -1: unknown
   int64_t nan_count = -1, pos_inf_count = -1, neg_inf_count = -1;  // -1: unknown

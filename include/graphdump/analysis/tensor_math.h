@@ -46,15 +46,37 @@ struct PairMetrics {
 PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol,
                         double small_value = 0);
 
+// Where the first of some elements lies and how many rows hold one: a row is an index of the
+// first dimension (the batch, for a batch-first tensor). Scalars of a complex tensor count as
+// their element.
+struct BadPositions {
+  int64_t first = -1;             // flat element index in storage order; -1: none
+  std::vector<uint8_t> row_seen;  // one flag per row (tensors of 2 or more dimensions)
+  int64_t rows = 0;               // rows holding at least one
+};
+
 // Statistics of one tensor for watchpoints and plots.
 struct TensorSummary {
   int64_t elements = 0;
   double max = 0, min = 0, mean = 0, l2norm = 0, max_abs = 0;  // over finite elements
   int64_t nan = 0, pos_inf = 0, neg_inf = 0, zero = 0;
   int64_t fp16_overflow = 0;  // finite elements with |x| > 65504
+  BadPositions nan_at, inf_at;  // NaN; +-Inf
 };
 
 TensorSummary SummarizeTensor(const MappedNpy& t);
+
+// The index in `shape` of the element at flat position `flat` of a tensor stored in C order (or
+// Fortran order, the first dimension fastest). REQUIRES: 0 <= flat < the product of `shape`.
+std::vector<int64_t> UnravelIndex(int64_t flat, const std::vector<int64_t>& shape,
+                                  bool fortran_order);
+
+// "[5, 3]"; "[]" for a scalar.
+std::string IndexText(const std::vector<int64_t>& index);
+
+// "first at [5, 3], row 5 (1 of 8 rows)": where the first of `positions` lies in `t`'s shape,
+// and for a tensor of two or more dimensions, its row and how many rows hold one. "" when none.
+std::string PositionText(const BadPositions& positions, const NpyInfo& t);
 
 // ||a - b||_2 and ||b||_2 and whether a == b element for element (bytes equal).
 struct DeltaNorms {

@@ -1,6 +1,7 @@
 // From a script line to the kernels it became and their dumped files (issue 4, `trace`).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,9 @@ namespace graphdump::analysis {
 
 struct TraceFile {
   int64_t iteration = 0;
-  std::string path;  // tensor file, or "statistic.csv row" description when no file exists
+  uint32_t call = 0;   // which call of the kernel in the iteration (docs/analysis.md)
+  uint32_t calls = 1;  // the kernel's calls in the iteration
+  std::string path;    // tensor file, or "statistic.csv row" description when no file exists
 };
 
 struct TraceMatch {
@@ -26,7 +29,9 @@ struct TraceMatch {
 // Splits "model.py:58" into file and line. kInvalidArgument when malformed.
 Status ParseFileLine(const std::string& text, std::string* file, int* line);
 
-// Kernels whose source trace names `file`:`line` (file matched by basename or path suffix).
-std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& file, int line);
+// Kernels whose source trace names `file`:`line` (file matched by basename or path suffix),
+// with their files of every iteration, or of `iteration` only when given.
+std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& file, int line,
+                                  std::optional<int64_t> iteration = std::nullopt);
 
 }  // namespace graphdump::analysis

@@ -36,12 +36,20 @@ StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text);
 struct WatchHit {
   uint32_t rank = 0, graph_id = 0;
   int64_t iteration = 0;
+  uint32_t call = 0;   // which call of the kernel in the iteration (docs/analysis.md)
+  uint32_t calls = 1;  // the kernel's calls in the iteration
   int64_t order = -1;
   std::string kernel;  // full name
   bool is_input = false;
   uint32_t slot = 0;
   std::string check;        // "nan", "large:10000"...
-  std::string detail;       // "3 NaN of 120 elements", "l2norm 2.3e-09 < 1e-07"
+  std::string detail;       // "3 NaN of 120 elements; first at [5, 3], row 5 (1 of 8 rows)"
+  // nan, inf, overflow and grad-explode hits on a tensor read from its file: the index of the
+  // first NaN (or infinity) in the tensor's shape, and its row (the index of the first
+  // dimension: the batch row of a batch-first tensor; -1 below two dimensions). Empty and -1
+  // otherwise (a statistic-only tensor has no positions).
+  std::vector<int64_t> first_index;
+  int64_t row = -1;
   std::string source_line;  // "model.py:58", may be empty
   std::vector<SourceLocation> source_trace;  // every frame, innermost first (--json)
   std::string path;
@@ -50,10 +58,17 @@ struct WatchHit {
 struct WatchOptions {
   int threads = 0;  // 0: DefaultThreads()
   bool progress = true;
+  // Count infinities a kernel writes on purpose (IntendedInfinity: masked_fill(mask, -inf)),
+  // and the same tensor as a later kernel's input, as inf, overflow and large hits. Off: they
+  // are listed in WatchResult::intended instead.
+  bool count_intended_inf = false;
 };
 
 struct WatchResult {
-  std::vector<WatchHit> hits;  // execution order: rank, graph, iteration, order, io, slot
+  std::vector<WatchHit> hits;  // execution order: rank, graph, iteration, call, order, io, slot
+  // Tensors whose only infinities are intended (not hits unless count_intended_inf), in the same
+  // order; `check` is "inf" and `detail` says which kernel's argument wrote them.
+  std::vector<WatchHit> intended;
   std::vector<Skipped> skipped;
   int64_t tensors_checked = 0;       // value checks (nan, inf, ...): tensors read
   int64_t weight_pairs_checked = 0;  // weight checks: a parameter against its previous dump

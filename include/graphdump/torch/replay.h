@@ -30,6 +30,7 @@ struct ReplayRequest {
   std::string reference_dir;         // the reference run (same model in float32); empty: own only
   std::optional<uint32_t> rank;      // default: the dump's first rank
   std::optional<int64_t> iteration;  // default: the first iteration holding the kernel
+  std::optional<uint32_t> call;      // the kernel's call in the iteration; default: call 0
 };
 
 // One tensor `a` against a reference `b`: the metrics of `graphdump compare` (tensor_math.h).
@@ -60,6 +61,7 @@ struct ReplayResult {
   uint32_t rank = 0;
   uint32_t graph_id = 0;
   int64_t iteration = 0;
+  uint32_t call = 0;  // which call of the kernel in the iteration (docs/analysis.md)
   std::string dtype;  // the dtype the kernel computed in ("bfloat16"): its floating inputs'
 
   ReplayVerdict verdict = ReplayVerdict::kNotReplayable;

@@ -1,0 +1,62 @@
+// The parts of compare (compare.h) shared by its files: pairing kernels (compare_pairing.cc),
+// comparing one tensor pair (compare_tensor.cc) and attributing error to kernels
+// (compare_attribution.cc). Not for use outside src/analysis.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/dump_index.h"
+
+namespace graphdump::analysis::compare_internal {
+
+inline const double kNaN = std::nan("");
+
+// Lower-case ASCII.
+std::string Lower(std::string s);
+
+// "input 0", "output 1".
+std::string Describe(const TensorComparison& t);
+
+struct KernelPair {
+  const KernelEntry* a = nullptr;
+  const KernelEntry* b = nullptr;
+  Pairing pairing = Pairing::kFullName;
+};
+
+// Pairs kernels by file name, then by name without op ids (k-th with k-th), then by execution
+// order and op type (greedy, in order); always call k with call k.
+std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
+                                    const std::vector<KernelEntry>& b,
+                                    std::vector<const KernelEntry*>* only_a,
+                                    std::vector<const KernelEntry*>* only_b);
+
+// One tensor pair: maps the files (when both exist) and fills metrics or statistics.
+// Unreadable files are added to `skipped` under `mu`.
+void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
+                   TensorComparison* out, std::vector<Skipped>* skipped, std::mutex* mu);
+
+// Backward kernels (Gradients/{forward scope}/{Node}-op{N}) compute from tensors the forward
+// pass saved, which are not dumped as their inputs. Their inherited error therefore also counts
+// the forward kernels of their scope: the largest tensor error of the operator kernels whose
+// full name lies below each scope, by (rank, graph, iteration, call,
+// scope).
+using ScopeKey = std::tuple<uint32_t, uint32_t, int64_t, uint32_t, std::string>;
+std::map<ScopeKey, double> ForwardScopeErrors(const std::vector<KernelComparison>& kernels);
+
+// The forward error a backward kernel inherits through saved tensors; NaN when none is known.
+double SavedTensorError(const std::map<ScopeKey, double>& forward, const KernelComparison& k);
+
+// Fills the kernel's attribution fields, then its verdict (compare.h states the rules).
+// `saved_error`: a backward kernel's SavedTensorError (counted as an input's), else NaN.
+void Attribute(const CompareOptions& options, double saved_error, KernelComparison* k);
+
+// first_failure, first_adding_error, contributors, differing sources and graph inputs.
+void Summarize(CompareResult* r);
+
+}  // namespace graphdump::analysis::compare_internal

@@ -1,0 +1,208 @@
+// compare: which kernels add error, which inherit it, and the ranked list (docs/precision.md,
+// "Attribution").
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "graphdump/internal/compare_parts.h"
+
+namespace graphdump::analysis::compare_internal {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The worst tensor's verdict and reason (the rule for sources and for kernels whose outputs
+// carry no measured error).
+void WorstTensor(KernelComparison* k) {
+  for (const TensorComparison& t : k->tensors) {
+    if (t.verdict > k->verdict ||
+        (k->reason.empty() && t.verdict == k->verdict && t.verdict != Verdict::kPass)) {
+      k->verdict = t.verdict;
+      k->reason = Describe(t) + ": " + t.reason;
+    }
+  }
+}
+
+// "0.0123" / "inf".
+std::string ErrText(double v) { return fmt::format("{:.3g}", v); }
+
+constexpr std::string_view kGradients = "Gradients/";
+
+
+
+
+// Identity of a reference tensor's values, to tell which inputs an earlier kernel produced.
+using Fingerprint = std::tuple<std::string, std::string, int64_t, double, double>;
+
+std::optional<Fingerprint> FingerprintOf(const TensorComparison& t) {
+  if (t.mode != "tensor" || t.shape_b.empty() || t.metrics.elements == 0) return std::nullopt;
+  return Fingerprint{t.shape_b, Lower(t.dtype_b), t.metrics.elements, t.metrics.ref_sum,
+                     t.metrics.ref_sum_sq};
+}
+
+}  // namespace
+
+std::map<ScopeKey, double> ForwardScopeErrors(const std::vector<KernelComparison>& kernels) {
+  std::map<ScopeKey, double> out;
+  for (const KernelComparison& k : kernels) {
+    if (k.role != KernelRole::kOperator || k.name_a.rfind(kGradients, 0) == 0) continue;
+    double worst = kNaN;
+    for (const TensorComparison& t : k.tensors)
+      if (!std::isnan(t.error) && (std::isnan(worst) || t.error > worst)) worst = t.error;
+    if (std::isnan(worst)) continue;
+    for (size_t slash = k.name_a.find('/'); slash != std::string::npos;
+         slash = k.name_a.find('/', slash + 1)) {
+      auto [it, fresh] = out.try_emplace(
+          {k.rank, k.graph_id, k.iteration, k.call, k.name_a.substr(0, slash)}, worst);
+      if (!fresh) it->second = std::max(it->second, worst);
+    }
+  }
+  return out;
+}
+
+double SavedTensorError(const std::map<ScopeKey, double>& forward, const KernelComparison& k) {
+  if (k.name_a.rfind(kGradients, 0) != 0) return kNaN;
+  const size_t slash = k.name_a.rfind('/');
+  if (slash <= kGradients.size()) return kNaN;
+  const std::string scope = k.name_a.substr(kGradients.size(), slash - kGradients.size());
+  auto it = forward.find({k.rank, k.graph_id, k.iteration, k.call, scope});
+  return it == forward.end() ? kNaN : it->second;
+}
+
+void Attribute(const CompareOptions& options, double saved_error, KernelComparison* k) {
+  if (!std::isnan(saved_error)) k->input_error = saved_error;
+  double rtol = 0;
+  bool output_fails = false;
+  const TensorComparison* failing = nullptr;  // the output whose error is largest
+  for (const TensorComparison& t : k->tensors) {
+    if (std::isnan(t.error)) continue;
+    double& side = t.is_input ? k->input_error : k->output_error;
+    if (std::isnan(side) || t.error > side) side = t.error;
+    if (t.is_input) continue;
+    rtol = std::max(
+        rtol, options.user_tolerances ? options.rtol : StandardFor(t.dtype_a, t.dtype_b).rtol);
+    if (t.verdict == Verdict::kError) {
+      output_fails = true;
+      if (!failing || t.error > failing->error) failing = &t;
+    }
+  }
+  const double in = k->input_error, out = k->output_error;
+  if (!std::isnan(out)) {
+    if (std::isnan(in)) {
+      k->added_error = out;
+    } else if (std::isinf(in)) {  // the inputs already disagree in shape or NaN/Inf positions
+      k->growth = std::isinf(out) ? 1.0 : 0.0;
+      k->added_error = 0;
+    } else {
+      const double base = std::max(in, rtol);
+      k->growth = base > 0 ? out / base : (out > 0 ? kInf : 0.0);
+      k->added_error = out - in;
+    }
+  }
+  const bool far_from_close = !std::isnan(in) && in < 0.1 && out > 0.5;
+  k->adds_error = k->role == KernelRole::kOperator && output_fails &&
+                  (std::isnan(in) || k->growth >= kGrowthLimit || far_from_close);
+  if (k->role != KernelRole::kOperator) {
+    WorstTensor(k);
+    return;
+  }
+  // An operator: a failing input was made upstream (by an earlier kernel, or a graph input or
+  // parameter, listed apart), so it is at most a warning, and only where no output was
+  // measured; a measured output's failure is judged below.
+  for (const TensorComparison& t : k->tensors) {
+    Verdict v = t.verdict;
+    std::string why = t.reason;
+    if (v == Verdict::kError && t.is_input) {
+      if (!std::isnan(out)) continue;
+      v = Verdict::kWarning;
+      why = "inherited (no output compared): " + why;
+    } else if (v == Verdict::kError && !std::isnan(t.error)) {
+      continue;
+    }
+    if (v > k->verdict || (k->reason.empty() && v == k->verdict && v != Verdict::kPass)) {
+      k->verdict = v;
+      k->reason = Describe(t) + ": " + why;
+    }
+  }
+  if (!failing) return;
+  const std::string inputs =
+      std::isnan(in) ? std::string("no input compared")
+                     : fmt::format("inputs {} (growth x{:.3g}{})", ErrText(in), k->growth,
+                                   k->adds_error ? "" : fmt::format(" < x{:g}", kGrowthLimit));
+  if (k->adds_error) {
+    k->verdict = Verdict::kError;
+    k->reason = fmt::format("adds error: {} norm rel err {} vs {}; {}: {}", Describe(*failing),
+                            ErrText(out), inputs, Describe(*failing), failing->reason);
+  } else if (k->verdict != Verdict::kError) {
+    k->verdict = Verdict::kWarning;
+    k->reason = fmt::format("inherits error: {} norm rel err {} vs {}; {}: {}", Describe(*failing),
+                            ErrText(out), inputs, Describe(*failing), failing->reason);
+  }
+}
+
+void Summarize(CompareResult* r) {
+  const auto& ks = r->kernels;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const int64_t index = static_cast<int64_t>(i);
+    if (ks[i].role != KernelRole::kOperator) {
+      if (ks[i].verdict == Verdict::kError) r->differing_sources.push_back(index);
+      continue;
+    }
+    if (r->first_failure < 0 && ks[i].verdict == Verdict::kError) r->first_failure = index;
+    if (ks[i].adds_error) {
+      if (r->first_adding_error < 0) r->first_adding_error = index;
+      r->contributors.push_back(index);
+    }
+  }
+  std::stable_sort(r->contributors.begin(), r->contributors.end(), [&](int64_t x, int64_t y) {
+    const KernelComparison &a = ks[x], &b = ks[y];
+    if (a.added_error != b.added_error) return a.added_error > b.added_error;
+    if (a.growth != b.growth) return a.growth > b.growth;
+    return x < y;
+  });
+  for (size_t i = 0; i < r->contributors.size(); ++i)
+    r->kernels[r->contributors[i]].contribution_rank = static_cast<int>(i + 1);
+  // Graph inputs: operator inputs whose reference values no earlier operator of the same
+  // iteration output and no parameter or constant of the graph holds.
+  std::map<std::tuple<uint32_t, uint32_t>, std::set<Fingerprint>> constants;
+  for (const KernelComparison& k : ks) {
+    if (k.role != KernelRole::kConstant) continue;
+    for (const TensorComparison& t : k.tensors)
+      if (auto f = FingerprintOf(t)) constants[{k.rank, k.graph_id}].insert(*f);
+  }
+  size_t begin = 0;
+  while (begin < ks.size()) {
+    size_t end = begin;
+    while (end < ks.size() && ks[end].rank == ks[begin].rank &&
+           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
+           ks[end].call == ks[begin].call)
+      ++end;
+    std::set<Fingerprint> known = constants[{ks[begin].rank, ks[begin].graph_id}];
+    for (size_t i = begin; i < end; ++i) {
+      if (ks[i].role == KernelRole::kOperator) continue;
+      for (const TensorComparison& t : ks[i].tensors)
+        if (auto f = FingerprintOf(t)) known.insert(*f);
+    }
+    for (size_t i = begin; i < end; ++i) {
+      if (ks[i].role != KernelRole::kOperator) continue;
+      for (const TensorComparison& t : ks[i].tensors) {
+        auto f = FingerprintOf(t);
+        if (!f || !t.is_input || known.count(*f) || t.verdict != Verdict::kError) continue;
+        r->differing_graph_inputs.push_back({static_cast<int64_t>(i), t.slot});
+      }
+      for (const TensorComparison& t : ks[i].tensors)
+        if (auto f = FingerprintOf(t); f && !t.is_input) known.insert(*f);
+    }
+    begin = end;
+  }
+}
+
+}  // namespace graphdump::analysis::compare_internal

@@ -1,0 +1,76 @@
+// compare: which kernel of B each kernel of A is compared with (docs/analysis.md, "Pairing
+// kernels").
+#include <map>
+#include <regex>
+#include <string>
+#include <utility>
+
+#include "graphdump/internal/compare_parts.h"
+
+namespace graphdump::analysis::compare_internal {
+namespace {
+
+// "Default_net-Net_conv-Conv2d_Conv2D-op12" -> "Default_net-Net_conv-Conv2d_Conv2D".
+std::string WithoutOpIds(const std::string& name) {
+  static const std::regex kOpId("-op[0-9]+");
+  return std::regex_replace(name, kOpId, "");
+}
+
+}  // namespace
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
+                                    const std::vector<KernelEntry>& b,
+                                    std::vector<const KernelEntry*>* only_a,
+                                    std::vector<const KernelEntry*>* only_b) {
+  std::vector<KernelPair> pairs;
+  std::vector<bool> used_a(a.size()), used_b(b.size());
+  std::map<std::pair<std::string, uint32_t>, size_t> by_name;
+  for (size_t j = 0; j < b.size(); ++j) by_name.emplace(std::make_pair(b[j].op_name, b[j].call), j);
+  for (size_t i = 0; i < a.size(); ++i) {
+    auto it = by_name.find({a[i].op_name, a[i].call});
+    if (it != by_name.end() && !used_b[it->second]) {
+      pairs.push_back({&a[i], &b[it->second], Pairing::kFullName});
+      used_a[i] = used_b[it->second] = true;
+    }
+  }
+  using StrippedKey = std::pair<std::string, uint32_t>;  // (name without op ids, call)
+  std::map<StrippedKey, std::vector<size_t>> b_stripped;
+  for (size_t j = 0; j < b.size(); ++j) {
+    if (!used_b[j]) b_stripped[{WithoutOpIds(b[j].op_name), b[j].call}].push_back(j);
+  }
+  std::map<StrippedKey, size_t> taken;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (used_a[i]) continue;
+    const StrippedKey key{WithoutOpIds(a[i].op_name), a[i].call};
+    auto it = b_stripped.find(key);
+    if (it == b_stripped.end() || taken[key] >= it->second.size()) continue;
+    const size_t j = it->second[taken[key]++];
+    pairs.push_back({&a[i], &b[j], Pairing::kNameWithoutOpId});
+    used_a[i] = used_b[j] = true;
+  }
+  size_t cursor = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (used_a[i] || a[i].is_parameter) continue;
+    for (size_t j = cursor; j < b.size(); ++j) {
+      if (used_b[j] || b[j].is_parameter || b[j].call != a[i].call ||
+          Lower(b[j].op_type) != Lower(a[i].op_type))
+        continue;
+      pairs.push_back({&a[i], &b[j], Pairing::kExecutionOrder});
+      used_a[i] = used_b[j] = true;
+      cursor = j + 1;
+      break;
+    }
+  }
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!used_a[i]) only_a->push_back(&a[i]);
+  for (size_t j = 0; j < b.size(); ++j)
+    if (!used_b[j]) only_b->push_back(&b[j]);
+  return pairs;
+}
+
+}  // namespace graphdump::analysis::compare_internal

@@ -1,0 +1,244 @@
+// compare: one tensor pair's metrics, statistics and verdict (docs/analysis.md, "Metrics per
+// tensor pair"), and the precision standards (docs/precision.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "graphdump/internal/compare_parts.h"
+#include "graphdump/stats.h"
+#include "graphdump/tensor_view.h"
+
+namespace graphdump::analysis {
+namespace compare_internal {
+namespace {
+
+constexpr double kRelEps = 2.220446049250313e-16;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string ShapeText(const TensorEntry& t, const MappedNpy* npy) {
+  if (npy) return ShapeToString(npy->info().shape);
+  if (t.stats) return ShapeToString(t.stats->shape);
+  return "";
+}
+
+
+// The statistics both sides can give, by statistic.csv column title.
+std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy) {
+  std::map<std::string, double> out;
+  if (npy) {
+    // The core's statistics, so a file side is summarised exactly as statistic.csv would be.
+    StatsAccumulator acc(npy->info().dtype, StatsRequest{});
+    acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
+    const TensorStats s = acc.Finish();
+    out["Max Value"] = s.max;
+    out["Min Value"] = s.min;
+    out["Avg Value"] = s.avg;
+    out["L2Norm Value"] = s.l2norm;
+    out["Count"] = static_cast<double>(s.count);
+    out["NaN Count"] = static_cast<double>(s.nan_count);
+    out["Negative Inf Count"] = static_cast<double>(s.negative_inf_count);
+    out["Positive Inf Count"] = static_cast<double>(s.positive_inf_count);
+    out["Zero Count"] = static_cast<double>(s.zero_count);
+    out["Negative Zero Count"] = static_cast<double>(s.negative_count);
+    out["Positive Zero Count"] = static_cast<double>(s.positive_count);
+    return out;
+  }
+  if (!t.stats) return out;
+  for (const auto& [column, text] : t.stats->values) {
+    if (column == "MD5") continue;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end != text.c_str()) out[column] = v;
+  }
+  return out;
+}
+
+void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorEntry& tb,
+                       const MappedNpy* nb, const CompareOptions& options, TensorComparison* out) {
+  out->mode = "statistic";
+  if (ta.stats && tb.stats && ta.stats->values.count("MD5") && tb.stats->values.count("MD5") &&
+      ta.stats->values.at("MD5") == tb.stats->values.at("MD5")) {
+    out->reason = "statistics only: MD5 equal";
+    return;
+  }
+  const auto sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
+  std::string failures;
+  for (const auto& [column, va] : sa) {
+    auto it = sb.find(column);
+    if (it == sb.end()) continue;
+    const double vb = it->second;
+    const double diff = std::fabs(va - vb);
+    out->stat_diffs.push_back({column, diff / (std::fabs(vb) + kRelEps)});
+    const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
+    const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
+    const double allowed = options.user_tolerances
+                               ? options.atol + options.rtol * std::fabs(vb)
+                               : standard.rtol * std::max(std::fabs(vb), standard.small_value);
+    if (!same_special && !(diff <= allowed)) {
+      if (!failures.empty()) failures += "; ";
+      failures += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
+    }
+  }
+  if (out->stat_diffs.empty()) {
+    out->verdict = Verdict::kWarning;
+    out->reason = "no statistic column in common; nothing compared";
+  } else if (!failures.empty()) {
+    out->verdict = Verdict::kError;
+    out->reason = "statistics differ: " + failures;
+  } else {
+    out->reason = "statistics only: within tolerance";
+  }
+}
+
+bool IsFloating(const std::string& lower) {
+  return lower.find("float") != std::string::npos || lower.find("complex") != std::string::npos;
+}
+
+// One dtype's standard (docs/precision.md). rtol and the small-value floors of float16,
+// bfloat16 and float32 are msprobe's; float64 extends float32's (8 ulp, a smaller floor).
+PrecisionStandard StandardOf(const std::string& dtype) {
+  const std::string lower = Lower(dtype);
+  if (lower == "float16") return {"float16", 0x1p-10, 0x1p-11};
+  if (lower == "bfloat16") return {"bfloat16", 0x1p-8, 0x1p-8};
+  if (lower == "float64" || lower == "complex128") return {"float64", 0x1p-49, 0x1p-30};
+  if (!lower.empty() && !IsFloating(lower)) return {"exact", 0, 0};
+  return {"float32", 0x1p-20, 0x1p-14};  // float32, complex64, unknown or missing
+}
+
+std::string Pow2Text(double v) {
+  int exp = 0;
+  if (v > 0 && std::frexp(v, &exp) == 0.5) return fmt::format("2^{}", exp - 1);
+  return fmt::format("{:g}", v);
+}
+
+// "[5, 3] (row 5, flat index 15)": where flat scalar position `flat` of `a` lies in its shape;
+// sets t->first_index.
+std::string WhereText(int64_t flat, const MappedNpy& a, TensorComparison* t) {
+  const NpyInfo& info = a.info();
+  const int64_t element = flat / (IsComplex(info.dtype) ? 2 : 1);  // scalars: re, im
+  t->first_index = UnravelIndex(element, info.shape, info.fortran_order);
+  return fmt::format("{} ({}flat index {})", IndexText(t->first_index),
+                     info.shape.size() >= 2 ? fmt::format("row {}, ", t->first_index[0]) : "",
+                     flat);
+}
+
+void JudgeTensor(const CompareOptions& options, const PrecisionStandard& standard,
+                 const MappedNpy& a, TensorComparison* t) {
+  const PairMetrics& m = t->metrics;
+  const bool both_floating = IsFloating(Lower(t->dtype_a)) && IsFloating(Lower(t->dtype_b));
+  if (m.nonfinite_mismatches > 0) {
+    t->verdict = Verdict::kError;
+    t->reason = fmt::format(
+        "NaN/Inf positions differ at {} elements (first at {}; A has {} NaN {} Inf, B "
+        "has {} NaN {} Inf)",
+        m.nonfinite_mismatches, WhereText(m.first_nonfinite_mismatch, a, t), m.nan_a, m.inf_a,
+        m.nan_b, m.inf_b);
+  } else if (m.allclose_failures > 0) {
+    t->verdict = Verdict::kError;
+    const std::string rule =
+        options.user_tolerances
+            ? fmt::format("|a-b| <= {:g} + {:g}*|b|", options.atol, options.rtol)
+            : fmt::format("the {} standard |a-b| <= {}*max(|b|, {})", standard.dtype,
+                          Pow2Text(standard.rtol), Pow2Text(standard.small_value));
+    t->reason = fmt::format(
+        "{} of {} elements fail {} (first at {}); norm rel err {:.6g}, max abs err "
+        "{:.6g}, cosine {:.6g}",
+        m.allclose_failures, m.elements, rule, WhereText(m.first_failure, a, t), m.norm_rel_err,
+        m.max_abs_err, m.cosine);
+  } else if (m.nan_a > 0 || m.inf_a > 0) {
+    t->verdict = Verdict::kWarning;
+    t->reason = fmt::format("NaN/Inf at the same positions on both sides ({} NaN, {} Inf)", m.nan_a,
+                            m.inf_a);
+  } else if (t->dtype_a != t->dtype_b && !both_floating) {
+    // Floating dtypes differ in a precision comparison by design (bfloat16 against float32):
+    // the pair is judged by the lower precision's standard, and that is not a warning.
+    t->verdict = Verdict::kWarning;
+    t->reason = fmt::format("dtypes differ ({} vs {}), compared in float64; within tolerance",
+                            t->dtype_a, t->dtype_b);
+  }
+}
+
+}  // namespace
+
+std::string Describe(const TensorComparison& t) {
+  return fmt::format("{} {}", t.is_input ? "input" : "output", t.slot);
+}
+
+void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
+                   TensorComparison* out, std::vector<Skipped>* skipped, std::mutex* mu) {
+  out->dtype_a = ta->dtype ? std::string(DTypeName(*ta->dtype)) : ta->dtype_name;
+  out->dtype_b = tb->dtype ? std::string(DTypeName(*tb->dtype)) : tb->dtype_name;
+  out->path_a = ta->path;
+  out->path_b = tb->path;
+  out->error = kNaN;
+  out->standard = options.user_tolerances ? "user" : StandardFor(out->dtype_a, out->dtype_b).dtype;
+  std::unique_ptr<MappedNpy> na, nb;
+  for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {
+    if (t->path.empty()) continue;
+    auto opened = OpenTensor(*t);
+    if (!opened.ok()) {
+      out->mode = "skipped";
+      out->verdict = Verdict::kWarning;
+      out->reason = "skipped: " + opened.status().message();
+      std::lock_guard<std::mutex> lock(*mu);
+      skipped->push_back({t->path, opened.status().message()});
+      return;
+    }
+    *npy = std::move(opened).value();
+  }
+  out->shape_a = ShapeText(*ta, na.get());
+  out->shape_b = ShapeText(*tb, nb.get());
+  if (!out->shape_a.empty() && !out->shape_b.empty() && out->shape_a != out->shape_b) {
+    out->mode = na && nb ? "tensor" : "statistic";
+    out->verdict = Verdict::kError;
+    out->reason = "shape " + out->shape_a + " vs " + out->shape_b;
+    out->error = kInf;
+    return;
+  }
+  if (!na || !nb) {
+    CompareStatistics(*ta, na.get(), *tb, nb.get(), options, out);
+    return;
+  }
+  out->mode = "tensor";
+  // Both sides in Fortran order still pair element for element; a mixed pair would not.
+  if (na->info().fortran_order != nb->info().fortran_order && na->info().shape.size() > 1) {
+    out->verdict = Verdict::kWarning;
+    out->reason = std::string("not compared: fortran_order differs (A ") +
+                  (na->info().fortran_order ? "True" : "False") + ", B " +
+                  (nb->info().fortran_order ? "True" : "False") + ")";
+    return;
+  }
+  if (na->NumElements() != nb->NumElements()) {  // same shape text, cannot happen; be safe
+    out->verdict = Verdict::kError;
+    out->reason = "element counts differ";
+    return;
+  }
+  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
+  if (options.user_tolerances) {
+    out->standard = "user";
+    out->metrics = ComparePair(*na, *nb, options.atol, options.rtol);
+  } else {
+    out->standard = standard.dtype;
+    out->metrics = ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
+  }
+  out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
+  JudgeTensor(options, standard, *na, out);
+}
+
+}  // namespace compare_internal
+
+PrecisionStandard StandardFor(const std::string& dtype_a, const std::string& dtype_b) {
+  const PrecisionStandard a = compare_internal::StandardOf(dtype_a),
+                          b = compare_internal::StandardOf(dtype_b);
+  if (a.dtype == "exact") return b;
+  if (b.dtype == "exact") return a;
+  return a.rtol >= b.rtol ? a : b;  // the lower precision
+}
+
+}  // namespace graphdump::analysis

@@ -1,0 +1,95 @@
+// Calls: which files and statistic.csv rows of a kernel make one call (docs/analysis.md).
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "graphdump/analysis/dump_index.h"
+
+namespace graphdump::analysis {
+namespace {
+
+using Slot = std::pair<bool, uint32_t>;  // (is_input, slot)
+
+TensorEntry StatisticOnly(StatisticRow row) {
+  TensorEntry t;
+  t.is_input = row.is_input;
+  t.slot = row.slot;
+  t.dtype_name = row.dtype;
+  t.dtype = DTypeFromName(row.dtype);
+  t.timestamp = row.timestamp;
+  t.stats = std::move(row);
+  return t;
+}
+
+// Attaches `rows` (one io and slot, in file order) to `tensors` (the same io and slot): by
+// timestamp first, then in order to the tensors left without a row; the rest become
+// statistic-only tensors.
+void AttachRows(std::vector<StatisticRow> rows, std::vector<TensorEntry>* tensors) {
+  std::vector<bool> used(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].timestamp == 0) continue;
+    for (TensorEntry& t : *tensors) {
+      if (t.stats || t.timestamp != rows[r].timestamp) continue;
+      t.stats = std::move(rows[r]);
+      used[r] = true;
+      break;
+    }
+  }
+  size_t next = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (used[r]) continue;
+    while (next < tensors->size() && (*tensors)[next].stats) ++next;
+    if (next < tensors->size()) {
+      (*tensors)[next].stats = std::move(rows[r]);
+    } else {
+      tensors->push_back(StatisticOnly(std::move(rows[r])));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows) {
+  std::map<Slot, std::vector<TensorEntry>> by_slot;
+  for (TensorEntry& t : kernel.tensors) by_slot[{t.is_input, t.slot}].push_back(std::move(t));
+  for (auto& [slot, tensors] : by_slot) {
+    std::stable_sort(tensors.begin(), tensors.end(),
+                     [](const TensorEntry& a, const TensorEntry& b) {
+                       return std::tie(a.timestamp, a.path) < std::tie(b.timestamp, b.path);
+                     });
+  }
+  std::map<Slot, std::vector<StatisticRow>> rows_by_slot;
+  for (StatisticRow& row : rows) rows_by_slot[{row.is_input, row.slot}].push_back(std::move(row));
+  for (auto& [slot, slot_rows] : rows_by_slot) {
+    std::vector<TensorEntry>& tensors = by_slot[slot];
+    AttachRows(std::move(slot_rows), &tensors);
+    // A statistic-only tensor takes its place among the files by its row's timestamp; one
+    // without a timestamp comes after them, in file order.
+    auto when = [](const TensorEntry& t) { return t.timestamp ? t.timestamp : UINT64_MAX; };
+    std::stable_sort(tensors.begin(), tensors.end(),
+                     [&](const TensorEntry& a, const TensorEntry& b) { return when(a) < when(b); });
+  }
+  size_t calls = 1;
+  for (const auto& [slot, tensors] : by_slot) calls = std::max(calls, tensors.size());
+  kernel.tensors.clear();
+  std::vector<KernelEntry> out(calls, kernel);
+  for (size_t c = 0; c < calls; ++c) {
+    out[c].call = static_cast<uint32_t>(c);
+    out[c].calls = static_cast<uint32_t>(calls);
+  }
+  for (auto& [slot, tensors] : by_slot) {  // (io, slot) order: inputs first, then by slot
+    for (size_t c = 0; c < tensors.size(); ++c) out[c].tensors.push_back(std::move(tensors[c]));
+  }
+  for (KernelEntry& k : out) {
+    std::sort(k.tensors.begin(), k.tensors.end(), [](const TensorEntry& a, const TensorEntry& b) {
+      return std::make_pair(!a.is_input, a.slot) < std::make_pair(!b.is_input, b.slot);
+    });
+    k.first_timestamp = UINT64_MAX;
+    for (const TensorEntry& t : k.tensors) {
+      if (t.timestamp) k.first_timestamp = std::min(k.first_timestamp, t.timestamp);
+    }
+  }
+  return out;
+}
+
+}  // namespace graphdump::analysis

@@ -1,0 +1,33 @@
+// Infinities a kernel writes on purpose (docs/analysis.md, "What counts as a hit").
+#include <set>
+#include <string>
+
+#include "graphdump/analysis/dump_index.h"
+
+namespace graphdump::analysis {
+
+std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& graph) {
+  // Operators whose constant argument becomes elements of the output as it is.
+  static const std::set<std::string> kFills = {"masked_fill", "where", "full",      "full_like",
+                                               "new_full",    "fill",  "index_fill"};
+  std::map<std::string, IntendedInfinity> out;
+  for (const KernelInfo& k : graph.kernels) {
+    std::string op = k.op_type;
+    if (!op.empty() && op.back() == '_') op.pop_back();  // in place: masked_fill_
+    if (!kFills.count(op)) continue;
+    IntendedInfinity found;
+    for (const KernelArgument& a : k.arguments) {
+      const bool positive = a.value == "inf", negative = a.value == "-inf";
+      if (!positive && !negative) continue;
+      found.positive |= positive;
+      found.negative |= negative;
+      found.argument += (found.argument.empty() ? "" : ", ") + a.name + "=" + a.value;
+    }
+    if (!found.positive && !found.negative) continue;
+    found.argument = k.op_type + "(" + found.argument + ")";
+    out.emplace(k.full_name, std::move(found));
+  }
+  return out;
+}
+
+}  // namespace graphdump::analysis
