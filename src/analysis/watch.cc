@@ -139,6 +139,7 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   h.iteration = t.iteration->iteration;
   h.call = t.kernel->call;
   h.calls = t.kernel->calls;
+  if (t.kernel->first_timestamp != 0) h.timestamp = t.kernel->first_timestamp;
   h.order = t.kernel->order;
   h.kernel = t.kernel->full_name;
   h.is_input = t.tensor->is_input;
@@ -475,7 +476,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                    [](const WatchHit& a, const WatchHit& b) {
                      auto key = [](const WatchHit& h) {
                        return std::make_tuple(h.rank, h.graph_id, h.iteration < 0, h.iteration,
-                                              h.call, h.order, !h.is_input, h.slot);
+                                              h.timestamp, h.call, h.order, !h.is_input, h.slot);
                      };
                      return key(a) < key(b);
                    });
@@ -489,7 +490,8 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
 
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
   auto key = [](const WatchHit& h) {
-    return std::make_tuple(h.iteration < 0, h.iteration, h.call, h.order, h.graph_id, h.rank);
+    return std::make_tuple(h.iteration < 0, h.iteration, h.timestamp, h.call, h.order, h.graph_id,
+                           h.rank);
   };
   std::map<uint32_t, const WatchHit*> first;  // hits are in execution order within a graph
   for (const WatchHit& h : result.hits) {

@@ -38,6 +38,9 @@ struct WatchHit {
   int64_t iteration = 0;
   uint32_t call = 0;   // which call of the kernel in the iteration (docs/analysis.md)
   uint32_t calls = 1;  // the kernel's calls in the iteration
+  // When the call ran (its earliest tensor timestamp); UINT64_MAX when the dump has none. Hits
+  // of one iteration are ordered by it: call numbers count per kernel, not across kernels.
+  uint64_t timestamp = UINT64_MAX;
   int64_t order = -1;
   std::string kernel;  // full name
   bool is_input = false;
