@@ -12,6 +12,10 @@
 
 namespace graphdump {
 
+// dump_mode 2's set_dump rule: is the module at `module_path` one of the `marked` module paths
+// or under one ("features.0" is under "features"; "" marks everything)?
+bool UnderMarkedModule(const std::vector<std::string>& marked, const std::string& module_path);
+
 class Selector {
  public:
   // REQUIRES: config was produced by ParseConfig (regexes already validated).

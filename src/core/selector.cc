@@ -71,11 +71,14 @@ bool Selector::Impl::ListedKernelSelected(const KernelInfo& kernel) {
 }
 
 bool Selector::Impl::SetDumpSelected(const KernelInfo& kernel) const {
-  if (kernel.marked_for_dump) return true;
-  const std::string& path = kernel.module_path;
-  return std::any_of(set_dump_paths.begin(), set_dump_paths.end(), [&](const std::string& p) {
-    return p.empty() || path == p ||
-           (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '.');
+  return kernel.marked_for_dump || UnderMarkedModule(set_dump_paths, kernel.module_path);
+}
+
+bool UnderMarkedModule(const std::vector<std::string>& marked, const std::string& module_path) {
+  return std::any_of(marked.begin(), marked.end(), [&](const std::string& p) {
+    return p.empty() || module_path == p ||
+           (module_path.size() > p.size() && module_path.compare(0, p.size(), p) == 0 &&
+            module_path[p.size()] == '.');
   });
 }
 

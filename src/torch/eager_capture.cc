@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "graph_compiler.h"
+#include "graphdump/selector.h"
 #include "tensor_views.h"
 #include "torch_compat.h"
 
@@ -362,10 +363,7 @@ std::string EagerGraph::ScopeOfUnlisted(const std::string& parent_scope,
 }
 
 bool EagerGraph::UnderSetDump(const std::string& module_path) const {
-  for (const std::string& path : set_dump_paths_) {
-    if (path.empty() || module_path == path || module_path.rfind(path + ".", 0) == 0) return true;
-  }
-  return false;
+  return UnderMarkedModule(set_dump_paths_, module_path);
 }
 
 KernelInfo EagerGraph::AddHostKernel(const std::string& scope, const std::string& op_type,

@@ -8,6 +8,7 @@
 #include "graph_compiler.h"
 #include "graph_executor.h"
 #include "graphdump/internal/kernel_entry.h"
+#include "graphdump/selector.h"
 #include "tensor_views.h"
 
 namespace graphdump {
@@ -92,10 +93,7 @@ Status TorchModel::SetDump(const std::string& module_path) {
 }
 
 bool TorchModel::UnderSetDump(const std::string& module_path) const {
-  for (const std::string& path : set_dump_paths_) {
-    if (path.empty() || module_path == path || module_path.rfind(path + ".", 0) == 0) return true;
-  }
-  return false;
+  return UnderMarkedModule(set_dump_paths_, module_path);
 }
 
 void TorchModel::SetKernelObserver(KernelObserver observer) { observer_ = std::move(observer); }
