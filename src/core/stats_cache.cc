@@ -8,35 +8,18 @@ constexpr size_t kMaxEntries = size_t{1} << 16;
 
 }  // namespace
 
-bool StatsCache::Cacheable(const TensorView& view, const StatsRequest& request) {
-  return view.origin.storage != nullptr && !request.md5;
-}
-
-StatsCache::Key StatsCache::KeyOf(const TensorView& view, const StatsRequest& request) {
-  Key key{view.origin.storage.get(),
-          view.origin.version,
-          view.origin.offset,
-          view.dtype,
-          request.counts,
-          view.shape,
-          view.strides};
-  if (key.strides.empty()) {  // C order, written out so that both spellings compare equal
-    key.strides.resize(key.shape.size());
-    int64_t stride = 1;
-    for (size_t d = key.shape.size(); d-- > 0;) {
-      key.strides[d] = stride;
-      stride *= key.shape[d];
-    }
-  }
-  for (size_t d = 0; d < key.shape.size(); ++d) {
-    if (key.shape[d] == 1) key.strides[d] = 0;  // never stepped over: any stride reads the same
-  }
-  return key;
+std::optional<StatsCache::Key> StatsCache::KeyOf(const TensorView& view,
+                                                 const StatsRequest& request) {
+  if (request.md5) return std::nullopt;  // the md5 depends on the order bytes are visited in
+  std::optional<BytesKey> bytes = BytesKeyOf(view);
+  if (!bytes) return std::nullopt;
+  return Key{std::move(*bytes), request.counts};
 }
 
 const TensorStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
-  if (!Cacheable(view, request)) return nullptr;
-  auto it = entries_.find(KeyOf(view, request));
+  std::optional<Key> key = KeyOf(view, request);
+  if (!key) return nullptr;
+  auto it = entries_.find(*key);
   if (it == entries_.end()) return nullptr;
   it->second.used = true;
   return &it->second.stats;
@@ -44,11 +27,12 @@ const TensorStats* StatsCache::Find(const TensorView& view, const StatsRequest& 
 
 void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
                         const TensorStats& stats) {
-  if (!Cacheable(view, request)) return;
+  std::optional<Key> key = KeyOf(view, request);
+  if (!key) return;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
   if (entries_.size() >= kMaxEntries) return;
-  entries_.insert_or_assign(KeyOf(view, request), Entry{stats, view.origin.storage});
+  entries_.insert_or_assign(std::move(*key), Entry{stats, view.origin.storage});
 }
 
 void StatsCache::EndStep(bool keep) {
@@ -59,7 +43,7 @@ void StatsCache::EndStep(bool keep) {
 
 void StatsCache::Forget(const void* storage) {
   for (auto it = entries_.begin(); it != entries_.end();) {
-    it = it->first.storage == storage ? entries_.erase(it) : std::next(it);
+    it = it->first.bytes.storage == storage ? entries_.erase(it) : std::next(it);
   }
 }
 

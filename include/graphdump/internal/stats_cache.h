@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "graphdump/internal/bytes_key.h"
 #include "graphdump/stats.h"
 #include "graphdump/tensor_view.h"
 
@@ -36,13 +38,8 @@ class StatsCache {
 
  private:
   struct Key {
-    const void* storage;
-    uint64_t version;
-    int64_t offset;
-    DType dtype;
+    BytesKey bytes;
     bool counts;
-    std::vector<int64_t> shape;
-    std::vector<int64_t> strides;  // explicit, 0 for dimensions of size 1
     auto operator<=>(const Key&) const = default;
   };
   struct Entry {
@@ -50,8 +47,8 @@ class StatsCache {
     std::shared_ptr<const void> storage;  // pins the identity of Key::storage
     bool used = true;                     // found or recorded in the current step
   };
-  static bool Cacheable(const TensorView& view, const StatsRequest& request);
-  static Key KeyOf(const TensorView& view, const StatsRequest& request);
+  // The key of `view` and `request`, or nothing where Find never matches.
+  static std::optional<Key> KeyOf(const TensorView& view, const StatsRequest& request);
 
   std::map<Key, Entry> entries_;
 };

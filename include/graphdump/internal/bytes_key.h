@@ -1,0 +1,29 @@
+// Which bytes a tensor view reads, as far as the host says (TensorView::origin): the allocation,
+// its version, and the view's offset, dtype, shape and strides. Two views with equal keys read
+// the same bytes in the same order, so what was computed or written from one holds for the
+// other: the statistics cache and the links between tensor files use it.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "graphdump/tensor_view.h"
+
+namespace graphdump {
+
+struct BytesKey {
+  const void* storage;
+  uint64_t version;
+  int64_t offset;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // explicit, 0 for dimensions of size 1
+  auto operator<=>(const BytesKey&) const = default;
+};
+
+// The key of `view`, or nothing when the host gave it no origin (then nothing may be reused).
+std::optional<BytesKey> BytesKeyOf(const TensorView& view);
+
+}  // namespace graphdump
