@@ -38,6 +38,11 @@ class FileSystem {
   // before (a file this call created is removed), so no partial row is left under `path`.
   virtual Status AppendToFile(const std::string& path, const std::string& data) = 0;
 
+  // Makes `path` (a new name) a file holding the bytes of the committed file `existing`: a second
+  // name for the same file (a hard link, no bytes written) where the file system allows one,
+  // otherwise a copy (temporary, then rename, like NewWritableFile). Errors name `path`.
+  virtual Status LinkOrCopy(const std::string& existing, const std::string& path) = 0;
+
   // Removes the file `path`; a missing file is fine.
   virtual Status Remove(const std::string& path) = 0;
 

@@ -344,6 +344,8 @@ class PosixFileSystem : public FileSystem {
  public:
   PosixFileSystem(bool fsync, std::string root)
       : fsync_(fsync), root_(root.empty() ? "" : WithoutTrailingSlashes(std::move(root))) {}
+  PosixFileSystem(const PosixFileSystem&) = delete;
+  PosixFileSystem& operator=(const PosixFileSystem&) = delete;
 
   Status CreateDirectories(const std::string& dir) override {
     if (dir.empty()) return Status::InvalidArgument("cannot create a directory with an empty name");
@@ -389,6 +391,28 @@ class PosixFileSystem : public FileSystem {
     if (::close(fd.Release()) != 0 && error == 0) error = errno;
     if (error != 0) return ErrnoError("write", path, error);
     return Status::Ok();
+  }
+
+  Status LinkOrCopy(const std::string& existing, const std::string& path) override {
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd from,
+                               OpenDirectory(DirName(existing), false, "open", existing));
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd to, OpenDirectory(DirName(path), false, "create", path));
+    const std::string from_base = BaseName(existing);
+    if (hard_links_.load(std::memory_order_relaxed)) {
+      // Flags 0: a symbolic link planted under `existing` is linked itself, never followed.
+      if (::linkat(from->get(), from_base.c_str(), to->get(), BaseName(path).c_str(), 0) == 0) {
+        if (fsync_) (void)::fsync(to->get());  // best effort, as after a rename
+        return Status::Ok();
+      }
+      const int error = errno;
+      if (error == EEXIST || error == ENOENT || error == ENOSPC || error == EROFS) {
+        return ErrnoError("create", path, error);
+      }
+      // No hard links here (EPERM, EXDEV, ENOTSUP...): copies from now on. EMLINK is this
+      // file's own limit of names.
+      if (error != EMLINK) hard_links_.store(false, std::memory_order_relaxed);
+    }
+    return CopyFile(from->get(), from_base, existing, path);
   }
 
   Status Remove(const std::string& path) override {
@@ -438,6 +462,27 @@ class PosixFileSystem : public FileSystem {
   }
 
  private:
+  // Writes a copy of the regular file `base` in `dir_fd` (the path `existing`) as `path`.
+  Status CopyFile(int dir_fd, const std::string& base, const std::string& existing,
+                  const std::string& path) {
+    Fd source(::openat(dir_fd, base.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (source.get() < 0 || ::fstat(source.get(), &st) != 0) {
+      return ErrnoError("open", existing, errno);
+    }
+    if (!S_ISREG(st.st_mode)) return Status::IOError(existing + " is not a regular file");
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewWritableFile(path));
+    std::vector<char> buffer(size_t{1} << 20);
+    for (;;) {
+      const ssize_t got = ::read(source.get(), buffer.data(), buffer.size());
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return ErrnoError("read", existing, errno);
+      if (got == 0) break;
+      GRAPHDUMP_RETURN_IF_ERROR(file->Append(buffer.data(), static_cast<size_t>(got)));
+    }
+    return file->Commit();
+  }
+
   // WalkDirectory, remembering the directories opened: a dump writes many files into each (a
   // walk costs an openat per level). A remembered directory that was removed since is opened
   // again.
@@ -565,6 +610,7 @@ class PosixFileSystem : public FileSystem {
   static constexpr size_t kOpenDirs = 64;
   bool fsync_;
   std::string root_;  // "" when not confined
+  std::atomic<bool> hard_links_{true};  // false once the file system refused one
   std::mutex mu_;
   std::map<std::string, DirFd> open_dirs_;  // by path without trailing '/'
 };

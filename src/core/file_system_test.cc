@@ -287,6 +287,40 @@ TEST(PosixFileSystemTest, RemoveAndExists) {
   EXPECT_TRUE(fs->Exists(dir.Sub("dangling")));  // a name is taken, even by a broken link
 }
 
+// A second name for a committed file is the same file (no bytes written), refuses to replace
+// anything, and stays below the root: a link planted under the existing name is linked itself,
+// never followed.
+TEST(PosixFileSystemTest, LinkOrCopyGivesACommittedFileASecondName) {
+  TempDir dir;
+  const std::string root = dir.Sub("dump");
+  auto fs = NewPosixFileSystem(/*fsync=*/false, root);
+  ASSERT_TRUE(fs->CreateDirectories(root + "/a").ok());
+  ASSERT_TRUE(fs->CreateDirectories(root + "/b").ok());
+  ASSERT_TRUE(fs->WriteWholeFile(root + "/a/x.npy", "bytes").ok());
+  ASSERT_TRUE(fs->LinkOrCopy(root + "/a/x.npy", root + "/b/y.npy").ok());
+  struct stat x, y;
+  ASSERT_EQ(::stat((root + "/a/x.npy").c_str(), &x), 0);
+  ASSERT_EQ(::stat((root + "/b/y.npy").c_str(), &y), 0);
+  EXPECT_EQ(x.st_ino, y.st_ino);
+  EXPECT_EQ(y.st_nlink, 2u);
+  EXPECT_EQ(Mode(root + "/b/y.npy"), 0400u);
+  EXPECT_EQ(ReadFile(root + "/b/y.npy"), "bytes");
+
+  const Status again = fs->LinkOrCopy(root + "/a/x.npy", root + "/b/y.npy");
+  EXPECT_EQ(again.message(), "cannot create " + root + "/b/y.npy: File exists");
+  EXPECT_EQ(fs->LinkOrCopy(root + "/a/x.npy", dir.Sub("outside.npy")).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("outside.npy")));
+
+  testing::WriteFile(dir.Sub("victim"), "precious\n");
+  ASSERT_EQ(::symlink(dir.Sub("victim").c_str(), (root + "/a/planted.npy").c_str()), 0);
+  ASSERT_TRUE(fs->LinkOrCopy(root + "/a/planted.npy", root + "/b/z.npy").ok());
+  struct stat z;
+  ASSERT_EQ(::lstat((root + "/b/z.npy").c_str(), &z), 0);
+  EXPECT_TRUE(S_ISLNK(z.st_mode));
+  EXPECT_EQ(ReadFile(dir.Sub("victim")), "precious\n");
+}
+
 // Symbolic links planted in the dump directory were followed: a statistic.csv link had rows
 // appended to (and chmod 0400 applied to) the file it pointed at; a rank_0 link sent the whole
 // dump elsewhere. Nothing is written through them now, and the errors name them.

@@ -21,6 +21,7 @@
 #include "graphdump/graph_files.h"
 #include "graphdump/internal/ascend_writer.h"
 #include "graphdump/internal/async_writer.h"
+#include "graphdump/internal/written_files.h"
 #include "graphdump/internal/buffer_pool.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/internal/stats_cache.h"
@@ -268,7 +269,10 @@ class SessionImpl final : public DumpSession {
     written_.wait(lock, [&] { return unwritten_.count(storage) == 0; });
   }
 
-  void ForgetStatistics(const void* storage) override { stats_cache_.Forget(storage); }
+  void ForgetStatistics(const void* storage) override {
+    stats_cache_.Forget(storage);
+    written_files_.Forget(storage);
+  }
 
   void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                       const std::string& error) override {
@@ -427,6 +431,7 @@ class SessionImpl final : public DumpSession {
   void FinishIteration() {
     EndStepDirs();
     stats_cache_.EndStep(options_.stats_across_steps);
+    written_files_.Clear();
     ++steps_completed_;
     step_dumps_ = false;
   }
@@ -654,8 +659,16 @@ class SessionImpl final : public DumpSession {
       if (stats) stats_cache_.Insert(view, *options.stats, *stats);
       return;
     }
+    // The same bytes already went to a file in this step (this is the previous kernel's output,
+    // or a parameter read again): the new name is a second name for that file.
+    if (std::shared_ptr<WrittenFiles::File> source =
+            written_files_.Find(view, options.max_elements)) {
+      return LinkTensor(std::move(source), path, view, options, row, sd, seq);
+    }
+    auto written = std::make_shared<WrittenFiles::File>(path);
+    written_files_.Insert(view, options.max_elements, written);
     if (!async_) {
-      WriteOne(path, view, options, row, sd, seq);
+      WriteOne(path, view, options, row, sd, seq, written.get());
       return;
     }
     if (sd) {
@@ -673,7 +686,7 @@ class SessionImpl final : public DumpSession {
         unwritten_count_.fetch_add(1);
       }
       async_->Submit(view.ContiguousBytes() + 1, [=, this] {
-        WriteOne(path, view, options, row, sd, seq);
+        WriteOne(path, view, options, row, sd, seq, written.get());
         if (sd) FinishPending(sd);
         std::lock_guard<std::mutex> lock(mu_);
         if (--unwritten_[storage] == 0) unwritten_.erase(storage);
@@ -684,19 +697,22 @@ class SessionImpl final : public DumpSession {
     }
     auto copy = std::make_shared<QueuedCopy>(Copy(view));
     async_->Submit(copy->view.ContiguousBytes() + 1, [=, this] {
-      WriteOne(path, copy->view, options, row, sd, seq);
+      WriteOne(path, copy->view, options, row, sd, seq, written.get());
       if (sd) FinishPending(sd);
     });
   }
 
-  // Writes one tensor; returns its statistics unless the write failed.
+  // Writes one tensor; returns its statistics unless the write failed. `file`, when given, is
+  // told whether the file was written.
   std::optional<TensorStats> WriteOne(const std::string& path, const TensorView& view,
                                       const TensorWriteOptions& options, const StatRowInfo& row,
-                                      StepDir* sd, uint64_t seq) {
-    if (failed_) return std::nullopt;
-    StatusOr<TensorWriteResult> result = WriteTensor(*fs_, path, view, options);
+                                      StepDir* sd, uint64_t seq,
+                                      WrittenFiles::File* file = nullptr) {
+    StatusOr<TensorWriteResult> result =
+        failed_ ? Status::IOError("the dump stopped") : WriteTensor(*fs_, path, view, options);
+    if (file) file->Finish(result.ok() ? std::optional(result->file_bytes) : std::nullopt);
     if (!result.ok()) {
-      Fail(result.status());
+      if (!failed_) Fail(result.status());
       return std::nullopt;
     }
     if (result->file_bytes > 0) {
@@ -705,6 +721,28 @@ class SessionImpl final : public DumpSession {
     }
     if (sd) AddStatisticRow(row, result->stats, sd, seq);
     return std::move(result->stats);
+  }
+
+  // Dumps a tensor whose bytes the file `source` holds (or will, once its queued write has
+  // run) under the new name `path`: a second name for that file, or a copy of it where the file
+  // system has no hard links. Its statistic row, if any, is reduced from memory now.
+  void LinkTensor(std::shared_ptr<WrittenFiles::File> source, const std::string& path,
+                  const TensorView& view, TensorWriteOptions options, const StatRowInfo& row,
+                  StepDir* sd, uint64_t seq) {
+    if (options.stats) {
+      options.write_npy = false;
+      if (!WriteOne(path, view, options, row, sd, seq)) return;
+    }
+    auto link = [this, source, path] {
+      const std::optional<uint64_t> bytes = source->Wait();
+      if (!bytes || failed_) return;  // the source's own failure stopped the dump
+      Status linked = fs_->LinkOrCopy(source->path(), path);
+      if (!linked.ok()) return Fail(linked);
+      ++files_;
+      bytes_ += *bytes;
+    };
+    if (!async_) return link();
+    async_->Submit(1, std::move(link));
   }
 
   void AddStatisticRow(const StatRowInfo& row, const TensorStats& stats, StepDir* sd,
@@ -788,6 +826,7 @@ class SessionImpl final : public DumpSession {
   bool created_root_ = false;  // ClaimRoot made the rank directory
   bool run_failed_ = false;    // OnRunFailed: INCOMPLETE stays
   StatsCache stats_cache_;     // statistic-only tensors reduced in this step (and the last)
+  WrittenFiles written_files_;  // tensor files of this step, by the bytes they hold
 
   // Shared with writer threads.
   mutable std::mutex mu_;

@@ -382,6 +382,67 @@ TEST(SessionTest, StatisticsOfTheSameOriginAreReusedWithinAStep) {
   }
 }
 
+// A tensor dumped again in the same step with the same bytes (same origin and version: the
+// previous kernel's output read as this kernel's input) is a second name for the first file, in
+// both modes and with statistics too; new bytes (a new version) and a new step get their own.
+class LinkedFilesTest : public ::testing::TestWithParam<std::tuple<bool, const char*>> {};
+
+TEST_P(LinkedFilesTest, TheSameBytesInOneStepAreOneFile) {
+  const auto [asynchronous, saved_data] = GetParam();
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(
+      dir.path(), std::string(R"(, "saved_data": ")") + saved_data + R"(", "input_output": 0,
+      "statistic_category": ["max", "min"])",
+      asynchronous ? R"({"enable": false})" : R"({"enable": true})")));
+  GraphInfo graph = SyntheticGraph({});
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  std::vector<float> first(3000, 1.5f), second(3000, -2.0f);
+  auto storage = std::make_shared<int>(0);
+  auto with_origin = [&](std::vector<float>& data, uint64_t version) {
+    TensorView view = testing::MakeView(DType::kFloat32, {3000}, {}, data.data());
+    view.origin = TensorOrigin{storage, version, 0};
+    return view;
+  };
+  KernelInfo k0 = graph.kernels[0], k1 = graph.kernels[1], k2 = graph.kernels[2];
+  for (int step = 0; step < 2; ++step) {
+    session->BeginStep(0);
+    session->OnKernelDone(k0, {}, {with_origin(first, 1)});
+    session->OnKernelDone(k1, {with_origin(first, 1)}, {});   // the same bytes: linked
+    session->OnKernelDone(k2, {with_origin(second, 2)}, {});  // written since: its own file
+    session->EndStep(0);
+  }
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(session->Summary().files, 6u);
+  auto r = testing::RunPython(R"(
+import glob, os, sys, numpy as np
+inodes = []
+for step in ('0', '1'):
+    d = os.path.join(sys.argv[1], step)
+    one = lambda k: glob.glob(d + '/*.' + k + '.*.npy')
+    files = one('output.0') + one('input.0')
+    assert len(files) == 3, files
+    out, = [f for f in files if '.output.0.' in f]
+    ins = sorted((f for f in files if '.input.0.' in f), key=lambda f: np.load(f)[0])
+    print(step, [float(np.load(f)[0]) for f in [out] + ins],
+          os.stat(out).st_ino == os.stat(ins[1]).st_ino,
+          os.stat(out).st_ino == os.stat(ins[0]).st_ino, os.stat(out).st_nlink)
+    inodes.append(os.stat(out).st_ino)
+    if os.path.exists(d + '/statistic.csv'):
+        print(sorted(l.split(',')[-3] for l in open(d + '/statistic.csv').read().splitlines()[1:]))
+print('steps share a file:', inodes[0] == inodes[1])
+)",
+                              {dir.Sub("rank_0/Net/0")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const std::string rows = std::string(saved_data) == "full" ? "['-2', '1.5', '1.5']\n" : "";
+  EXPECT_EQ(r.output, "0 [1.5, -2.0, 1.5] True False 2\n" + rows +
+                          "1 [1.5, -2.0, 1.5] True False 2\n" + rows +
+                          "steps share a file: False\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, LinkedFilesTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values("tensor", "full")));
+
 TEST(SessionTest, OverflowModeDumpsOnlyOverflowingKernels) {
   TempDir dir;
   SyntheticOptions options;

@@ -98,6 +98,18 @@ Status FaultFileSystem::AppendToFile(const std::string& path, const std::string&
   return base_->AppendToFile(path, data);
 }
 
+// A second name takes no bytes of the budget.
+Status FaultFileSystem::LinkOrCopy(const std::string& existing, const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++files_created_;
+    if (files_created_ == fail_on_file_ || PathFails(path)) {
+      return Status::IOError("cannot create " + path + ": " + std::strerror(ENOSPC));
+    }
+  }
+  return base_->LinkOrCopy(existing, path);
+}
+
 Status FaultFileSystem::Remove(const std::string& path) { return base_->Remove(path); }
 
 bool FaultFileSystem::Exists(const std::string& path) { return base_->Exists(path); }

@@ -21,17 +21,18 @@ class FaultFileSystem : public FileSystem {
   // crosses the limit stores the bytes that still fit, like a real full disk; an AppendToFile
   // that crosses it stores nothing, as FileSystem::AppendToFile promises.
   void FailAfterBytes(uint64_t bytes);
-  // The `k`th call of NewWritableFile (1-based) fails.
+  // The `k`th call of NewWritableFile or LinkOrCopy (1-based) fails.
   void FailOnFile(int k);
-  // NewWritableFile and AppendToFile fail for every path containing `substring`.
+  // NewWritableFile, LinkOrCopy and AppendToFile fail for every path containing `substring`.
   void FailPathsContaining(std::string substring);
 
-  int files_created() const;  // NewWritableFile calls so far, failed ones included
+  int files_created() const;  // NewWritableFile and LinkOrCopy calls so far, failed ones included
   uint64_t bytes_written() const;
 
   Status CreateDirectories(const std::string& dir) override;
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
   Status AppendToFile(const std::string& path, const std::string& data) override;
+  Status LinkOrCopy(const std::string& existing, const std::string& path) override;
   Status Remove(const std::string& path) override;
   bool Exists(const std::string& path) override;
   StatusOr<bool> CreateDirectoryIfAbsent(const std::string& dir) override;
