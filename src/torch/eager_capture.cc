@@ -366,21 +366,15 @@ bool EagerGraph::UnderSetDump(const std::string& module_path) const {
   return UnderMarkedModule(set_dump_paths_, module_path);
 }
 
-KernelInfo EagerGraph::AddHostKernel(const std::string& scope, const std::string& op_type,
-                                     const std::string& module_path,
-                                     std::vector<SourceLocation> source_trace) {
-  KernelInfo k;
-  k.graph_id = info_.graph_id;
-  k.index = static_cast<uint32_t>(info_.kernels.size());
-  k.op_type = op_type;
-  k.full_name = scope + "/" + op_type + "-op" + std::to_string(k.index);
-  k.module_path = module_path;
-  k.source_trace = std::move(source_trace);
-  k.marked_for_dump = UnderSetDump(module_path);
-  if (registered_) k = session_->AddKernel(k.graph_id, k);
-  info_.kernels.push_back(k);
+KernelInfo EagerGraph::AppendKernel(KernelInfo kernel) {
+  kernel.graph_id = info_.graph_id;
+  kernel.index = static_cast<uint32_t>(info_.kernels.size());
+  kernel.full_name += "-op" + std::to_string(kernel.index);
+  kernel.marked_for_dump = UnderSetDump(kernel.module_path);
+  if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
+  info_.kernels.push_back(kernel);
   writes_.emplace_back();
-  return k;
+  return kernel;
 }
 
 int64_t EagerGraph::Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence) const {
@@ -390,15 +384,9 @@ int64_t EagerGraph::Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence)
 
 const KernelInfo& EagerGraph::Add(uint32_t scope_id, uint32_t op_id, uint32_t occurrence,
                                   KernelInfo kernel) {
-  kernel.graph_id = info_.graph_id;
-  kernel.index = static_cast<uint32_t>(info_.kernels.size());
-  kernel.full_name += "-op" + std::to_string(kernel.index);
-  kernel.marked_for_dump = UnderSetDump(kernel.module_path);
-  if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
-  by_key_.emplace(Key{scope_id, op_id, occurrence}, kernel.index);
-  info_.kernels.push_back(std::move(kernel));
-  writes_.emplace_back();
-  return info_.kernels.back();
+  const uint32_t index = AppendKernel(std::move(kernel)).index;
+  by_key_.emplace(Key{scope_id, op_id, occurrence}, index);
+  return info_.kernels[index];
 }
 
 void EagerGraph::SetOutputs(size_t index, std::vector<TensorMeta> outputs) {

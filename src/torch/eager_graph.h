@@ -48,9 +48,6 @@ class EagerGraph final : public HostGraph {
   Status Register();
 
   // HostGraph.
-  KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
-                           const std::string& module_path,
-                           std::vector<SourceLocation> source_trace = {}) override;
   std::string ScopeOf(const std::string& module_path) const override;
   const GraphInfo& graph() const override { return info_; }
   DumpSession* session() const override { return session_; }
@@ -91,6 +88,7 @@ class EagerGraph final : public HostGraph {
   std::string TensorName(const at::TensorImpl* impl) const;
 
  private:
+  KernelInfo AppendKernel(KernelInfo kernel) override;
   bool UnderSetDump(const std::string& module_path) const;
   struct Key {
     uint32_t scope_id, op_id, occurrence;

@@ -98,17 +98,11 @@ bool TorchModel::UnderSetDump(const std::string& module_path) const {
 
 void TorchModel::SetKernelObserver(KernelObserver observer) { observer_ = std::move(observer); }
 
-KernelInfo TorchModel::AddHostKernel(const std::string& scope, const std::string& op_type,
-                                     const std::string& module_path,
-                                     std::vector<SourceLocation> source_trace) {
-  KernelInfo k;
+KernelInfo TorchModel::AppendKernel(KernelInfo k) {
   k.graph_id = compiled_->info.graph_id;
   k.index = static_cast<uint32_t>(compiled_->info.kernels.size());
-  k.op_type = op_type;
-  k.full_name = scope + "/" + op_type + "-op" + std::to_string(k.index);
-  k.module_path = module_path;
-  k.source_trace = std::move(source_trace);
-  k.marked_for_dump = UnderSetDump(module_path);
+  k.full_name += "-op" + std::to_string(k.index);
+  k.marked_for_dump = UnderSetDump(k.module_path);
   if (registered_ && session_) k = session_->AddKernel(k.graph_id, k);
   compiled_->info.kernels.push_back(k);
   return k;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphdump/graph.h"
@@ -17,12 +18,18 @@ class HostGraph {
  public:
   virtual ~HostGraph() = default;
 
-  // Adds a kernel the host runs itself: its full name becomes `scope + "/" + op_type +
-  // "-op{N}"` with a fresh N, registered with the session when there is one. It is marked for
-  // dump_mode 2 when `module_path` lies under a module given to set_dump.
-  virtual KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
-                                   const std::string& module_path,
-                                   std::vector<SourceLocation> source_trace = {}) = 0;
+  // Adds a kernel the host runs itself (a loss, a backward node, an optimizer update): its full
+  // name becomes `scope + "/" + op_type + "-op{N}"` with a fresh N (AppendKernel).
+  KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
+                           const std::string& module_path,
+                           std::vector<SourceLocation> source_trace = {}) {
+    KernelInfo k;
+    k.op_type = op_type;
+    k.full_name = scope + "/" + op_type;
+    k.module_path = module_path;
+    k.source_trace = std::move(source_trace);
+    return AppendKernel(std::move(k));
+  }
 
   // The scope of a module path ("features.0" -> "Default/features-Sequential/0-Conv2d"; "" ->
   // "Default").
@@ -33,6 +40,13 @@ class HostGraph {
 
   // The session the graph dumps to; null when nothing is dumped.
   virtual DumpSession* session() const = 0;
+
+ protected:
+  // Appends `kernel` (its full name without the "-op{N}" suffix) to the graph: gives it the
+  // graph's id and the next index N, appends "-op{N}" to its name, marks it for dump_mode 2
+  // when its module lies under a module given to set_dump, and registers it with the session
+  // once the graph is registered. Returns it as stored.
+  virtual KernelInfo AppendKernel(KernelInfo kernel) = 0;
 };
 
 }  // namespace graphdump

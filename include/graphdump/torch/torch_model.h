@@ -101,15 +101,6 @@ class TorchModel final : public HostGraph {
   StatusOr<c10::IValue> RunMethod(std::vector<c10::IValue> inputs);
   void EndStep();
 
-  // Adds a kernel the host runs itself (a loss, a backward node, an optimizer update): its full
-  // name becomes `scope + "/" + op_type + "-op{N}"` with a fresh N. Returns the kernel as
-  // registered (index set). Before the graph is registered the kernel is added to it; after,
-  // through DumpSession::AddKernel. It is marked for dump_mode 2 when `module_path` lies under
-  // a module given to SetDump.
-  KernelInfo AddHostKernel(const std::string& scope, const std::string& op_type,
-                           const std::string& module_path,
-                           std::vector<SourceLocation> source_trace = {}) override;
-
   // Called after each kernel of the method with its outputs; null to stop.
   void SetKernelObserver(KernelObserver observer);
 
@@ -130,6 +121,7 @@ class TorchModel final : public HostGraph {
              std::unique_ptr<torch_internal::CompiledGraph> compiled);
   Status RegisterGraph();
   void DumpParameters();
+  KernelInfo AppendKernel(KernelInfo kernel) override;
   bool UnderSetDump(const std::string& module_path) const;
 
   torch::jit::Module module_;
