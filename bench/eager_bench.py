@@ -13,12 +13,19 @@ schedule, clipping) prints its step times; each run's step time is the median ov
   3. statistic: graphdump python with a statistic dump (default categories) of every forward,
                 backward and optimizer kernel of every step, synchronous;
   4. tensor:    graphdump python with a tensor dump of every kernel of one step (iteration 2),
-                timed as that step's time above the plain run's median step, against dd writing
-                the same bytes.
+                synchronous (the default), timed as that step's time above the plain run's
+                median step, against dd writing the same bytes (the bytes of every file name);
+  5. tensor, asynchronous: the same dump with background writers (e2e_dump_settings.enable
+                false) in a run of TENSOR_STEP + 2 steps, timed from the dumped step's start to
+                the process's end (so the writes still queued at the end count), against a
+                plain run of as many steps over the same span.
 Printed, as medians over BENCH_ROUNDS rounds:
   bench: eager_off_vs_plain ratio=X              (target <= 1.03)
   bench: eager_statistic_vs_plain ratio=X        (target <= 1.15)
   bench: eager_tensor_dump_vs_dd ratio=X         (dd's time / the added time; target >= 0.8)
+  bench: eager_tensor_dump_async_vs_dd ratio=X   (the same for 5)
+A tensor dumped twice in the step with the same bytes is one file under two names (a hard
+link); each round also prints the bytes actually written.
 and the capture's cost per operator (bench/lib/eager_op_loop.py: 20,000 additions per call,
 capture on with a `kernels` entry that selects none, against no configuration):
   bench: eager_capture_cost_per_operator_us value=X
@@ -46,9 +53,30 @@ LOOP_OPS = 20000
 TENSOR_STEP = 2
 
 
-def step_times(command, work):
+def run_printed(command, work):
+    """What the script printed last (its JSON line) and when the process ended."""
     p, _ = benchutil.run_graphdump("eager_bench", command, work)
-    return json.loads(p.stdout.strip().splitlines()[-1])["steps"]
+    end = time.monotonic()
+    return json.loads(p.stdout.strip().splitlines()[-1]), end
+
+
+def step_times(command, work):
+    return run_printed(command, work)[0]["steps"]
+
+
+def seconds_from_tensor_step_to_end(command, work):
+    printed, end = run_printed(command, work)
+    return end - printed["starts"][TENSOR_STEP]
+
+
+def dd_seconds(work, size):
+    """dd writing `size` bytes in 1 MiB blocks to a new file in `work`, after a sync."""
+    os.sync()
+    start = time.monotonic()
+    benchutil.dd_write(os.path.join(work, "dd.bin"), size, 1 << 20)
+    seconds = time.monotonic() - start
+    os.remove(os.path.join(work, "dd.bin"))
+    return seconds
 
 
 def main():
@@ -61,7 +89,10 @@ def main():
                                        "all")
     tensor = benchutil.write_dump_config(os.path.join(work, "tensor.json"), dump, "tensor",
                                          str(TENSOR_STEP))
+    tensor_async = benchutil.write_dump_config(os.path.join(work, "tensor_async.json"), dump,
+                                               "tensor", str(TENSOR_STEP), asynchronous=True)
     args = [SCRIPT, str(STEPS), *MODEL]
+    short = [SCRIPT, str(TENSOR_STEP + 2), *MODEL]  # the asynchronous span: 2 steps after
     selects_none = os.path.join(work, "none.json")
     with open(selects_none, "w") as f:
         json.dump({"common_dump_settings": {
@@ -69,7 +100,7 @@ def main():
             "saved_data": "statistic", "input_output": 0, "kernels": ["no_such_operator"],
             "support_device": [0]}}, f)
     loop = [LOOP, str(STEPS), str(LOOP_OPS)]
-    off_r, stat_r, dd_r, per_op = [], [], [], []
+    off_r, stat_r, dd_r, async_r, per_op = [], [], [], [], []
     for r in range(ROUNDS):
         benchutil.remove_tree(dump)
         plain = statistics.median(step_times(["/usr/bin/python3", *args], work)[2:])
@@ -77,14 +108,16 @@ def main():
         benchutil.remove_tree(dump)
         s = statistics.median(step_times([BIN, "python", "--config", stat, *args], work)[2:])
         benchutil.remove_tree(dump)
+        os.sync()
         dumped_step = step_times([BIN, "python", "--config", tensor, *args], work)[TENSOR_STEP]
-        size = benchutil.npy_bytes(dump)
+        size, written = benchutil.npy_bytes(dump), benchutil.npy_unique_bytes(dump)
         benchutil.remove_tree(dump)
         os.sync()
-        start = time.monotonic()
-        benchutil.dd_write(os.path.join(work, "dd.bin"), size, 1 << 20)
-        dd = time.monotonic() - start
-        os.remove(os.path.join(work, "dd.bin"))
+        plain_tail = seconds_from_tensor_step_to_end(["/usr/bin/python3", *short], work)
+        async_tail = seconds_from_tensor_step_to_end(
+            [BIN, "python", "--config", tensor_async, *short], work)
+        benchutil.remove_tree(dump)
+        dd = dd_seconds(work, size)
         added = max(dumped_step - plain, 1e-6)
         bare = statistics.median(step_times([BIN, "python", *loop], work)[2:])
         captured = statistics.median(
@@ -94,14 +127,18 @@ def main():
         off_r.append(off / plain)
         stat_r.append(s / plain)
         dd_r.append(dd / added)
+        async_r.append(dd / max(async_tail - plain_tail, 1e-6))
         print(f"round {r + 1}: step plain {plain * 1e3:.1f} ms, off {off * 1e3:.1f} ms, statistic "
-              f"{s * 1e3:.1f} ms; tensor step {dumped_step * 1e3:.1f} ms writing "
-              f"{size / 2**20:.1f} MiB, dd {dd * 1e3:.1f} ms; {LOOP_OPS} additions "
-              f"{bare * 1e3:.1f} ms, captured {captured * 1e3:.1f} ms", flush=True)
+              f"{s * 1e3:.1f} ms; tensor step {dumped_step * 1e3:.1f} ms for "
+              f"{size / 2**20:.1f} MiB in files ({written / 2**20:.1f} MiB written, the rest "
+              f"links), dd {dd * 1e3:.1f} ms; asynchronous: to the end {async_tail:.2f} s against "
+              f"{plain_tail:.2f} s; {LOOP_OPS} additions {bare * 1e3:.1f} ms, captured "
+              f"{captured * 1e3:.1f} ms", flush=True)
     benchutil.remove_tree(work)
     print(f"bench: eager_off_vs_plain ratio={statistics.median(off_r):.3f}")
     print(f"bench: eager_statistic_vs_plain ratio={statistics.median(stat_r):.3f}")
     print(f"bench: eager_tensor_dump_vs_dd ratio={statistics.median(dd_r):.3f}")
+    print(f"bench: eager_tensor_dump_async_vs_dd ratio={statistics.median(async_r):.3f}")
     print(f"bench: eager_capture_cost_per_operator_us value={statistics.median(per_op):.2f}")
 
 

@@ -56,10 +56,25 @@ def write_dump_config(path, dump_path, saved_data, iteration, devices=(0,), asyn
 
 
 def npy_bytes(root):
-    """Bytes of every .npy file under `root`."""
+    """Bytes of every .npy file under `root` (a file with several names counts once per name)."""
     total = 0
     for d, _, files in os.walk(root):
         total += sum(os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".npy"))
+    return total
+
+
+def npy_unique_bytes(root):
+    """Bytes of the .npy files under `root` counted once per file (hard links once): the bytes
+    actually written."""
+    seen, total = set(), 0
+    for d, _, files in os.walk(root):
+        for f in files:
+            if not f.endswith(".npy"):
+                continue
+            st = os.stat(os.path.join(d, f))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
     return total
 
 
