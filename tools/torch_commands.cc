@@ -147,18 +147,23 @@ Status WriteNpyFile(const std::string& path, const at::Tensor& tensor) {
 
 // "2x3x224x224" -> {2, 3, 224, 224}.
 StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
+  if (text.empty()) return Status::InvalidArgument("--input-shape is empty");
   std::vector<int64_t> shape;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, 'x')) {
+  size_t start = 0;
+  for (;;) {  // every part between the 'x's, the empty one after a trailing 'x' included
+    const size_t end = std::min(text.find('x', start), text.size());
+    const std::string part = text.substr(start, end - start);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
         part.size() > 9 || std::stoll(part) == 0) {
-      return Status::InvalidArgument("--input-shape '" + text +
-                                     "' must be positive sizes separated by 'x', e.g. 2x3x224x224");
+      return Status::InvalidArgument(
+          "--input-shape '" + text + "': " +
+          (part.empty() ? std::string("an empty size") : "'" + part + "' is not a size") +
+          "; it must be positive sizes separated by 'x', e.g. 2x3x224x224");
     }
     shape.push_back(std::stoll(part));
+    if (end == text.size()) break;
+    start = end + 1;
   }
-  if (shape.empty()) return Status::InvalidArgument("--input-shape is empty");
   return shape;
 }
 
@@ -622,6 +627,10 @@ int RunTorchTrain(int argc, char** argv) {
   if (data_file.empty() != labels_file.empty()) {
     return Fail(command, Status::InvalidArgument("--data and --labels go together"));
   }
+  if (const std::string problem = OutputPathProblem(save_model);
+      !save_model.empty() && !problem.empty()) {
+    return Fail(command, Status::InvalidArgument("--save-model " + save_model + ": " + problem));
+  }
   StatusOr<RankEnvironment> env = RankEnvironmentFromEnv();
   if (!env.ok()) return Fail(command, env.status());
   if (nproc > 0 && !env->distributed()) return LaunchTrainRanks(nproc, argc, argv);
@@ -693,12 +702,17 @@ int RunTorchTrain(int argc, char** argv) {
     }
   }
   if (code == kExitOk && !save_model.empty() && env->rank == 0) {
+    // Saved into memory, then written as a user file: whole or not at all, and only as a new
+    // path or over a regular file.
+    std::ostringstream archive;
+    Status saved = Status::Ok();
     try {
-      model.module().save(save_model);
+      model.module().save(archive);
     } catch (const std::exception& e) {
-      code = Fail(command,
-                  Status::IOError("cannot save the model to " + save_model + ": " + e.what()));
+      saved = Status::IOError("cannot save the model to " + save_model + ": " + e.what());
     }
+    if (saved.ok()) saved = WriteUserFile(save_model, {archive.view()});
+    if (!saved.ok()) code = Fail(command, saved);
   }
   return FinishSession(command, loaded->session.get(), loaded->dump_off, code, failure);
 }
