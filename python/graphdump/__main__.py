@@ -40,7 +40,8 @@ examples:
   GRAPHDUMP_CONFIG=$PWD/data_dump.json graphdump python train.py
   MINDSPORE_DUMP_CONFIG=/abs/data_dump.json graphdump python -m mypackage.train
 
-The exit status is the script's; 2 for a bad command line or configuration (no script run).
+The exit status is the script's; 2 for a bad command line or configuration (no script run);
+128+N after signal N (SIGTERM, SIGHUP), once the dump is closed with every file whole.
 A summary of what was written goes to stderr when the script ends.
 """
 
@@ -124,7 +125,12 @@ def main(argv):
     except ConfigError as e:
         sys.stderr.write(f"graphdump python: error: {e}\n")
         return 2
-    signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM and SIGHUP (a closed terminal, an ended ssh session) end the script as SIGTERM
+    # always did here: closed dump, whole files, queued tensors written. One that is ignored
+    # (nohup) stays ignored.
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(stop) != signal.SIG_IGN:
+            signal.signal(stop, _terminate)
     dump.start()
     error = None
     try:
