@@ -347,8 +347,9 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
                  "the dump root, replacing the configuration's path (absolute, [A-Za-z0-9_/-]); "
                  "with --enable-dump, the GE dialect's dump root");
   app.add_flag("--overwrite", f->overwrite,
-               "replace an earlier dump in the dump path (the rank_{id} directory); without it "
-               "a path that holds one is an error: one run per directory (docs/layout.md)");
+               "replace an earlier dump in the dump path (the rank_{id} directory), in one step; "
+               "without it a path that holds one is an error: one run per directory. A directory "
+               "a live run is dumping into is never replaced (docs/layout.md)");
   app.add_option("--dump-step", f->ge.dump_step,
                  "GE dialect: steps, e.g. \"0|5|10\" (default all)");
   app.add_option("--dump-mode", f->ge.dump_mode, "GE dialect: input, output (default) or all");
@@ -523,7 +524,8 @@ int RunTorchRun(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--input-shape", flags.input_shape,
                  "shape of the random input when no --input is given (default 1x3x224x224)");
-  app.add_option("--save-output", save_output, "write the last step's output tensor as .npy");
+  app.add_option("--save-output", save_output,
+                 "write the last step's output tensor as .npy (a new path or a regular file)");
   app.footer(kRunFooter);
   try {
     app.parse(argc, argv);
@@ -614,7 +616,8 @@ int RunTorchTrain(int argc, char** argv) {
           "POSITIVE"));
   app.add_option("--momentum", options.momentum, "momentum of --optimizer momentum (0.9)");
   app.add_option("--save-model", save_model,
-                 "save the trained module (torch.jit.save format; rank 0 only)");
+                 "save the trained module (torch.jit.save format; rank 0 only; a new path or a "
+                 "regular file)");
   int nproc = 0;
   app.add_option("--nproc", nproc, "start this many ranks on this machine (data parallel, gloo)")
       ->check(CLI::Range(1, 1024));

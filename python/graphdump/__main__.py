@@ -20,8 +20,9 @@ not dumped: script or trace the model. What the training computes is not changed
 options:
   --config FILE   data_dump.json (default: $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG;
                   neither set: the script runs with dumping off)
-  --overwrite     replace an earlier dump in the dump path (each rank's rank_{id} directory);
-                  without it, a path that holds one is an error: one run per directory
+  --overwrite     replace an earlier dump in the dump path (each rank's rank_{id} directory)
+                  in one step; without it, a path that holds one is an error: one run per
+                  directory. A directory a live run is dumping into is never replaced
   --nproc N       start N ranks of the script on this machine, as torchrun does: each gets
                   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, its output lines
                   prefixed [rank k]; when one fails the others are stopped
