@@ -1,5 +1,10 @@
 // _graphdump's analysis half (no LibTorch): the dump index as columns for a pandas DataFrame,
 // tensors read out of dump files, and compare and watch as the CLI computes them.
+//
+// A dump's names can hold any bytes. Names, fields, messages and results reach Python with the
+// bytes that are not UTF-8 replaced by U+FFFD, as the CLI's --json replaces them; file paths
+// are decoded as Python decodes file names (os.fsdecode), so that they open again. Paths come
+// in as bytes (os.fsencode).
 #include <pybind11/stl.h>
 
 #include <string>
@@ -10,6 +15,7 @@
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/watch.h"
+#include "graphdump/internal/json_text.h"
 
 namespace graphdump::python {
 namespace {
@@ -19,6 +25,15 @@ using analysis::DumpIndex;
 
 PyObject* g_config_error = nullptr;
 
+using internal::ValidUtf8;
+
+// A file path as Python's file-name str (surrogateescape: os.fsencode gives the bytes back).
+py::object PathText(const std::string& path) {
+  PyObject* text = PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(text);
+}
+
 DumpIndex Index(const std::string& path) {
   StatusOr<DumpIndex> index = Status::Internal("not indexed");
   {
@@ -27,7 +42,9 @@ DumpIndex Index(const std::string& path) {
   }
   if (!index.ok()) Raise(index.status());
   for (const std::string& warning : index->warnings) {
-    if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 1) != 0) throw py::error_already_set();
+    if (PyErr_WarnEx(PyExc_UserWarning, ValidUtf8(warning).c_str(), 1) != 0) {
+      throw py::error_already_set();
+    }
   }
   return std::move(*index);
 }
@@ -38,7 +55,8 @@ py::dict IndexColumns(const std::string& path) {
   std::vector<uint32_t> rank, graph, slot, call;
   std::vector<py::object> timestamp;
   std::vector<int64_t> iteration, order;
-  std::vector<std::string> kernel, op_type, io, dtype, file, source, net;
+  std::vector<std::string> kernel, op_type, io, dtype, source, net;
+  std::vector<py::object> file;
   std::vector<py::tuple> shape;
   std::vector<bool> is_parameter;
   std::vector<std::map<std::string, std::string>> stats;
@@ -46,22 +64,24 @@ py::dict IndexColumns(const std::string& path) {
     for (const auto& g : r.graphs) {
       for (const auto& it : g.iterations) {
         for (const auto& k : it.kernels) {
-          const std::string line = index.SourceLine(g, k.full_name);
+          const std::string line = ValidUtf8(index.SourceLine(g, k.full_name));
+          const std::string full_name = ValidUtf8(k.full_name), type = ValidUtf8(k.op_type);
+          const std::string net_name = ValidUtf8(g.net_name);
           for (const auto& t : k.tensors) {
             rank.push_back(r.rank);
             graph.push_back(g.graph_id);
-            net.push_back(g.net_name);
+            net.push_back(net_name);
             iteration.push_back(it.iteration);
             call.push_back(k.call);
             timestamp.push_back(t.timestamp ? py::object(py::int_(t.timestamp))
                                             : py::object(py::none()));
             order.push_back(k.order);
-            kernel.push_back(k.full_name);
-            op_type.push_back(k.op_type);
+            kernel.push_back(full_name);
+            op_type.push_back(type);
             is_parameter.push_back(k.is_parameter);
             io.push_back(t.is_input ? "input" : "output");
             slot.push_back(t.slot);
-            dtype.push_back(t.dtype_name);
+            dtype.push_back(ValidUtf8(t.dtype_name));
             std::vector<int64_t> dims = t.stats ? t.stats->shape : std::vector<int64_t>{};
             if (!t.stats && !t.path.empty() && !t.in_dump_file) {
               if (auto npy = analysis::MappedNpy::Open(t.path); npy.ok()) {
@@ -71,9 +91,15 @@ py::dict IndexColumns(const std::string& path) {
             py::tuple dims_tuple(dims.size());
             for (size_t i = 0; i < dims.size(); ++i) dims_tuple[i] = dims[i];
             shape.push_back(dims_tuple);
-            file.push_back(t.path);
+            file.push_back(PathText(t.path));
             source.push_back(line);
-            stats.push_back(t.stats ? t.stats->values : std::map<std::string, std::string>{});
+            std::map<std::string, std::string> values;
+            if (t.stats) {
+              for (const auto& [name, value] : t.stats->values) {
+                values[ValidUtf8(name)] = ValidUtf8(value);
+              }
+            }
+            stats.push_back(std::move(values));
           }
         }
       }
@@ -97,22 +123,33 @@ py::dict IndexColumns(const std::string& path) {
   columns["file"] = file;
   columns["source"] = source;
   columns["statistics"] = stats;
-  std::vector<std::pair<std::string, std::string>> skipped;
-  for (const auto& s : index.skipped) skipped.emplace_back(s.path, s.reason);
+  py::list skipped;
+  for (const auto& s : index.skipped) {
+    skipped.append(py::make_tuple(PathText(s.path), ValidUtf8(s.reason)));
+  }
   columns["skipped"] = skipped;
   return columns;
 }
 
 // A tensor of a dump file as (descr, shape, bytes): a .npy's data, or input/output `slot` of an
-// Ascend dump file.
+// Ascend dump file. Raw bfloat16 ('<E2', which NumPy cannot load) comes back as float32, widened
+// exactly as the dump writes bfloat16.
 py::tuple ReadTensor(const std::string& path, bool ascend_dump_file, bool is_input, uint32_t slot) {
   StatusOr<std::unique_ptr<analysis::MappedNpy>> npy =
       ascend_dump_file ? analysis::MappedNpy::FromAscendDumpFile(path, is_input, slot)
                        : analysis::MappedNpy::Open(path);
   if (!npy.ok()) Raise(npy.status());
   const NpyInfo& info = (*npy)->info();
-  py::bytes data(reinterpret_cast<const char*>((*npy)->data()), info.data_bytes);
-  return py::make_tuple(info.descr, info.shape, info.fortran_order, data);
+  const auto* bytes = reinterpret_cast<const uint8_t*>((*npy)->data());
+  if (info.dtype == DType::kBFloat16) {
+    std::vector<uint8_t> widened;
+    EncodeNpyPayload(DType::kBFloat16, bytes, info.elements, &widened);
+    py::bytes data(reinterpret_cast<const char*>(widened.data()), widened.size());
+    return py::make_tuple(std::string(NpyDescr(DType::kBFloat16)), info.shape,
+                          info.fortran_order, data);
+  }
+  py::bytes data(reinterpret_cast<const char*>(bytes), info.data_bytes);
+  return py::make_tuple(ValidUtf8(info.descr), info.shape, info.fortran_order, data);
 }
 
 // atol/rtol: both None for each pair's dtype standard; else the elementwise rule (an unset one
@@ -131,7 +168,7 @@ py::tuple Compare(const std::string& a, const std::string& b, std::optional<int6
   {
     py::gil_scoped_release no_gil;
     const analysis::CompareResult result = analysis::CompareDumps(index_a, index_b, options);
-    csv = analysis::CompareResultCsv(result);
+    csv = ValidUtf8(analysis::CompareResultCsv(result));
     json = analysis::CompareResultJson(result);
   }
   return py::make_tuple(csv, json);
@@ -152,25 +189,26 @@ std::string Watch(const std::string& path, const std::string& checks_text,
 }  // namespace
 
 void RaiseConfigError(const std::string& message) {
-  PyErr_SetString(g_config_error, message.c_str());
+  PyErr_SetString(g_config_error, ValidUtf8(message).c_str());
   throw py::error_already_set();
 }
 
 void Raise(const Status& status) {
+  const std::string message = ValidUtf8(status.message());
   switch (status.code()) {
     case StatusCode::kNotFound:
-      PyErr_SetString(PyExc_FileNotFoundError, status.message().c_str());
+      PyErr_SetString(PyExc_FileNotFoundError, message.c_str());
       throw py::error_already_set();
     case StatusCode::kInvalidArgument:
     case StatusCode::kCorrupt:
     case StatusCode::kUnsupported:
-      throw py::value_error(status.message());
+      throw py::value_error(message);
     case StatusCode::kIOError: {
-      PyErr_SetString(PyExc_OSError, status.message().c_str());
+      PyErr_SetString(PyExc_OSError, message.c_str());
       throw py::error_already_set();
     }
     default:
-      throw std::runtime_error(status.message());
+      throw std::runtime_error(message);
   }
 }
 

@@ -30,7 +30,8 @@ int WriteOutput(const std::string& command, const std::string& path, const std::
   const Status written = WriteUserFile(path, {text});
   if (written.ok()) return kExitOk;
   fmt::print(stderr, "{}: error: {}\n", command, written.message());
-  return kExitFailure;
+  // Something other than a regular file at the path (it appeared since CheckOutputPath): usage.
+  return written.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
 }
 
 std::string OrderTag(int64_t order) { return order >= 0 ? fmt::format(" #{}", order) : ""; }

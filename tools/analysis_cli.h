@@ -26,7 +26,8 @@ bool CheckOutputPath(const std::string& command, const std::string& option,
                      const std::string& path);
 
 // Writes `text` as `path` (WriteUserFile: no partial file on failure). Returns kExitOk, or
-// prints the error and returns kExitFailure.
+// prints the error and returns kExitUsage (something other than a regular file is at `path`) or
+// kExitFailure.
 int WriteOutput(const std::string& command, const std::string& path, const std::string& text);
 
 // Prints the skipped files ("skipped FILE: reason") to stderr.

@@ -287,8 +287,9 @@ int RunCompare(int argc, char** argv) {
       "differ, kernels that only inherit error and skipped files are reported, not failed),\n"
       "1 a kernel adds error (or an output fails where its error cannot be measured), 2 usage\n"
       "error (including a missing or non-dump directory, nothing to pair, or an --out whose\n"
-      "directory is missing or not writable), 3 --out could not be written. With --ranks: 1\n"
-      "when a synced tensor disagrees, a file was skipped or nothing was compared.");
+      "directory is missing or not writable, or that names a FIFO, device or symbolic link:\n"
+      "only regular files and new paths are written), 3 --out could not be written. With\n"
+      "--ranks: 1 when a synced tensor disagrees, a file was skipped or nothing was compared.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (app.count("--iteration") > 0) {
     if (iteration < 0) {

@@ -29,8 +29,13 @@ FRACTAL_NZ, C1HWNCoC0, NDC1HWC0) become host layout cropped to original_shape, n
 stored; other device formats too, with a warning. float16 stays float16; bfloat16 is written
 as float32. Names over 255 bytes become {number}.npy, listed in mapping.csv.
 
+Files below a directory that are named like dump files but are not regular files (a FIFO, a
+device) are not read: each is listed on stderr as skipped. A .npy is written only as a new file
+or over a regular file: a FIFO, device or symbolic link under its name in OUT is an error.
+
 Exit status: 0 all converted, 2 usage error (bad option, no input found, an -o that cannot be
-a directory), 3 a file could not be read or written.
+a directory, a FIFO, device or symbolic link where a .npy is to be written), 3 a file could not
+be read or written.
 
 Examples:
   graphdump convert dump/ -o npy/ -f NCHW
@@ -86,10 +91,14 @@ int RunConvert(int argc, char** argv) {
                  format.c_str());
     return kExitUsage;
   }
-  StatusOr<std::vector<AscendConvertJob>> jobs = CollectAscendDumpFiles(operands);
+  std::vector<std::string> skipped;
+  StatusOr<std::vector<AscendConvertJob>> jobs = CollectAscendDumpFiles(operands, &skipped);
   if (!jobs.ok()) {
     std::fprintf(stderr, "graphdump convert: %s\n", jobs.status().message().c_str());
     return kExitUsage;
+  }
+  for (const std::string& s : skipped) {
+    std::fprintf(stderr, "graphdump convert: skipped %s\n", s.c_str());
   }
   if (jobs->empty()) {
     std::fprintf(stderr, "graphdump convert: no dump files found in %s\n",
@@ -114,14 +123,17 @@ int RunConvert(int argc, char** argv) {
     };
   }
   AscendConvertSummary summary = ConvertAscendDumps(*jobs, options);
+  bool refused_output = false;  // a FIFO, device or link where a .npy was to be written
   for (const Status& error : summary.errors) {
     std::fprintf(stderr, "graphdump convert: error: %s\n", error.message().c_str());
+    refused_output = refused_output || error.code() == StatusCode::kInvalidArgument;
   }
   std::printf("converted %zu of %zu files: %zu .npy files, %.1f MiB written to %s%s\n",
               summary.files, jobs->size(), summary.tensors,
               static_cast<double>(summary.bytes_written) / (1 << 20), output_dir.c_str(),
               summary.warnings ? fmt::format(" ({} warnings)", summary.warnings).c_str() : "");
-  return summary.errors.empty() ? kExitOk : kExitFailure;
+  if (summary.errors.empty()) return kExitOk;
+  return refused_output ? kExitUsage : kExitFailure;
 }
 
 }  // namespace graphdump::tools

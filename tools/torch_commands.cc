@@ -147,18 +147,23 @@ Status WriteNpyFile(const std::string& path, const at::Tensor& tensor) {
 
 // "2x3x224x224" -> {2, 3, 224, 224}.
 StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
+  if (text.empty()) return Status::InvalidArgument("--input-shape is empty");
   std::vector<int64_t> shape;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, 'x')) {
+  size_t start = 0;
+  for (;;) {  // every part between the 'x's, the empty one after a trailing 'x' included
+    const size_t end = std::min(text.find('x', start), text.size());
+    const std::string part = text.substr(start, end - start);
     if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
         part.size() > 9 || std::stoll(part) == 0) {
-      return Status::InvalidArgument("--input-shape '" + text +
-                                     "' must be positive sizes separated by 'x', e.g. 2x3x224x224");
+      return Status::InvalidArgument(
+          "--input-shape '" + text + "': " +
+          (part.empty() ? std::string("an empty size") : "'" + part + "' is not a size") +
+          "; it must be positive sizes separated by 'x', e.g. 2x3x224x224");
     }
     shape.push_back(std::stoll(part));
+    if (end == text.size()) break;
+    start = end + 1;
   }
-  if (shape.empty()) return Status::InvalidArgument("--input-shape is empty");
   return shape;
 }
 
@@ -342,8 +347,9 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
                  "the dump root, replacing the configuration's path (absolute, [A-Za-z0-9_/-]); "
                  "with --enable-dump, the GE dialect's dump root");
   app.add_flag("--overwrite", f->overwrite,
-               "replace an earlier dump in the dump path (the rank_{id} directory); without it "
-               "a path that holds one is an error: one run per directory (docs/layout.md)");
+               "replace an earlier dump in the dump path (the rank_{id} directory), in one step; "
+               "without it a path that holds one is an error: one run per directory. A directory "
+               "a live run is dumping into is never replaced (docs/layout.md)");
   app.add_option("--dump-step", f->ge.dump_step,
                  "GE dialect: steps, e.g. \"0|5|10\" (default all)");
   app.add_option("--dump-mode", f->ge.dump_mode, "GE dialect: input, output (default) or all");
@@ -518,7 +524,8 @@ int RunTorchRun(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--input-shape", flags.input_shape,
                  "shape of the random input when no --input is given (default 1x3x224x224)");
-  app.add_option("--save-output", save_output, "write the last step's output tensor as .npy");
+  app.add_option("--save-output", save_output,
+                 "write the last step's output tensor as .npy (a new path or a regular file)");
   app.footer(kRunFooter);
   try {
     app.parse(argc, argv);
@@ -609,7 +616,8 @@ int RunTorchTrain(int argc, char** argv) {
           "POSITIVE"));
   app.add_option("--momentum", options.momentum, "momentum of --optimizer momentum (0.9)");
   app.add_option("--save-model", save_model,
-                 "save the trained module (torch.jit.save format; rank 0 only)");
+                 "save the trained module (torch.jit.save format; rank 0 only; a new path or a "
+                 "regular file)");
   int nproc = 0;
   app.add_option("--nproc", nproc, "start this many ranks on this machine (data parallel, gloo)")
       ->check(CLI::Range(1, 1024));
@@ -621,6 +629,10 @@ int RunTorchTrain(int argc, char** argv) {
   }
   if (data_file.empty() != labels_file.empty()) {
     return Fail(command, Status::InvalidArgument("--data and --labels go together"));
+  }
+  if (const std::string problem = OutputPathProblem(save_model);
+      !save_model.empty() && !problem.empty()) {
+    return Fail(command, Status::InvalidArgument("--save-model " + save_model + ": " + problem));
   }
   StatusOr<RankEnvironment> env = RankEnvironmentFromEnv();
   if (!env.ok()) return Fail(command, env.status());
@@ -693,12 +705,17 @@ int RunTorchTrain(int argc, char** argv) {
     }
   }
   if (code == kExitOk && !save_model.empty() && env->rank == 0) {
+    // Saved into memory, then written as a user file: whole or not at all, and only as a new
+    // path or over a regular file.
+    std::ostringstream archive;
+    Status saved = Status::Ok();
     try {
-      model.module().save(save_model);
+      model.module().save(archive);
     } catch (const std::exception& e) {
-      code = Fail(command,
-                  Status::IOError("cannot save the model to " + save_model + ": " + e.what()));
+      saved = Status::IOError("cannot save the model to " + save_model + ": " + e.what());
     }
+    if (saved.ok()) saved = WriteUserFile(save_model, {archive.view()});
+    if (!saved.ok()) code = Fail(command, saved);
   }
   return FinishSession(command, loaded->session.get(), loaded->dump_off, code, failure);
 }

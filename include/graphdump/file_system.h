@@ -15,12 +15,20 @@
 namespace graphdump {
 
 // A file being written under a temporary name. Commit() makes it appear under its final name
-// (rename) with mode 0400; destroying an uncommitted file removes the temporary.
+// (rename) with mode 0400; destroying an uncommitted file removes the temporary. Only a regular
+// file (or nothing) with the final name is replaced: a FIFO, device, socket, directory or
+// symbolic link there makes Commit fail with kInvalidArgument naming the path and what it is.
 class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status Append(const void* data, size_t size) = 0;
   virtual Status Commit() = 0;
+};
+
+// An exclusive lock on a file (FileSystem::TryLock), held until destroyed.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
 };
 
 class FileSystem {
@@ -47,7 +55,7 @@ class FileSystem {
   virtual Status Remove(const std::string& path) = 0;
 
   // Writes `data` as the whole content of `path` (temporary then rename, mode 0400), replacing
-  // an existing file.
+  // an existing regular file (Commit's rule).
   Status WriteWholeFile(const std::string& path, const std::string& data);
 
   // True when something (a file, a directory, a symbolic link) has the name `path`.
@@ -61,6 +69,18 @@ class FileSystem {
   // Removes `dir` and everything below it; symbolic links below it are removed, never followed.
   // A missing `dir` is fine.
   virtual Status RemoveTree(const std::string& dir) = 0;
+
+  // Renames the file or directory `from` to `to` in one step; fails when `to` exists.
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+
+  // Takes the exclusive lock (flock) on the file `path` without waiting, creating it (mode
+  // 0600, never through a symbolic link) when missing, and writes "process {pid}" into it.
+  // Returns nullptr when another process holds it, with what the file says in `*holder`. The
+  // lock is released when the process ends, or when the FileLock is destroyed: then, in the
+  // process that took it (not in a forked child), the file is removed first. A signal that
+  // RemoveTemporariesOnSignals handles removes it too.
+  virtual StatusOr<std::unique_ptr<FileLock>> TryLock(const std::string& path,
+                                                      std::string* holder) = 0;
 };
 
 // The real file system (POSIX). `fsync` makes every committed file durable before the rename.
@@ -75,12 +95,14 @@ std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync = false, std::string r
 
 // For files a user names on the command line (reports, CSV tables, saved outputs), not dump
 // files: why `path` cannot be written (its directory is missing or not writable, or `path` is a
-// directory), or "" when it can. Lets a command refuse a bad path before long work.
+// directory, a FIFO, a device, a socket or a symbolic link: only regular files and new paths are
+// written), or "" when it can. Lets a command refuse a bad path before long work.
 std::string OutputPathProblem(const std::string& path);
 
 // Writes `pieces` one after another as the whole of `path`, through a temporary file in the
 // same directory renamed into place: a failure leaves no partial file under `path` and an
-// existing file as it was. Mode 0666 less the umask, like any file a user saves.
+// existing file as it was. Mode 0666 less the umask, like any file a user saves. Only a regular
+// file is replaced (WritableFile::Commit's rule): anything else at `path` is kInvalidArgument.
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces);
 
 // A regular file open for reading (OpenRegularFile); closes its descriptor when destroyed.

@@ -38,6 +38,12 @@ def _pandas():
     return pandas
 
 
+def _path(path):
+    """A path as the bytes of its name (str, bytes or PathLike; os.fsencode), so that any file
+    name reaches the C++ side as it is."""
+    return os.fsencode(os.fspath(path))
+
+
 def _statistic_value(text):
     """A statistic.csv cell as a number where it is one (counts, floats, inf, nan); md5 stays
     text."""
@@ -66,9 +72,13 @@ def load(path):
     NaN where a tensor has no row). Files the index could not use are listed in
     ``df.attrs['skipped']`` as (path, reason) pairs.
 
+    Names and fields hold bytes that are not UTF-8 replaced by U+FFFD, as the CLI's ``--json``;
+    file paths (the 'file' column, skipped paths) are decoded as Python decodes file names
+    (``os.fsdecode``), so ``read()`` and ``open()`` take them as they are.
+
     Raises FileNotFoundError for a missing directory and ValueError for one that holds no dump.
     """
-    columns = _graphdump.index_columns(os.fspath(path))
+    columns = _graphdump.index_columns(_path(path))
     skipped = columns.pop("skipped")
     stats = columns.pop("statistics")
     pd = _pandas()
@@ -91,7 +101,8 @@ def read(tensor, *, as_torch=False):
 
     `tensor` is a row of ``load()`` (or a dict with its 'file', 'io' and 'slot'), or the path of
     a .npy file. Tensors inside Ascend dump files (file_format "bin", GE layout) are read out of
-    them and converted to host layout. bfloat16 tensors come back as float32, as .npy stores them.
+    them and converted to host layout. bfloat16 tensors come back as float32, as .npy stores them
+    (a raw bfloat16 file with descr '<E2' too, widened exactly).
     Raises ValueError naming the file when it is not a valid dump file, and ValueError for a
     statistic-only row (it has no file).
     """
@@ -103,8 +114,9 @@ def read(tensor, *, as_torch=False):
         if not path:
             raise ValueError(f"{tensor['kernel']} {io_name} {slot}: a statistic-only tensor has "
                              "no file to read (saved_data was 'statistic')")
-    ascend = not path.endswith(".npy")
-    descr, shape, fortran, data = _graphdump.read_tensor(path, ascend, io_name == "input", slot)
+    ascend = not os.fsdecode(path).endswith(".npy")
+    descr, shape, fortran, data = _graphdump.read_tensor(_path(path), ascend, io_name == "input",
+                                                         slot)
     array = numpy.frombuffer(data, dtype=numpy.dtype(descr))
     array = array.reshape(shape, order="F" if fortran else "C").copy()
     return torch.from_numpy(array) if as_torch else array
@@ -156,7 +168,7 @@ def compare(a, b, *, iteration=None, atol=None, rtol=None):
     """
     if iteration is not None and iteration < 0:
         raise ValueError(f"iteration must be 0 or more, got {iteration}")
-    csv, text = _graphdump.compare(os.fspath(a), os.fspath(b), iteration,
+    csv, text = _graphdump.compare(_path(a), _path(b), iteration,
                                    None if atol is None else float(atol),
                                    None if rtol is None else float(rtol))
     result = json.loads(text)
@@ -191,8 +203,8 @@ def replay(dump, kernel, *, reference=None, iteration=None, rank=None, call=None
         raise ValueError(f"rank must be 0 or more, got {rank}")
     if call is not None and call < 0:
         raise ValueError(f"call must be 0 or more, got {call}")
-    text = _graphdump.replay(os.fspath(dump), kernel,
-                             None if reference is None else os.fspath(reference), iteration, rank,
+    text = _graphdump.replay(_path(dump), kernel,
+                             None if reference is None else _path(reference), iteration, rank,
                              call)
     return json.loads(text)
 
@@ -220,7 +232,7 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
     checks: comma-separated, as the CLI's --check (nan, inf, overflow, zero, large[:T],
       grad-vanish[:T], grad-explode[:T], weight-unchanged, weight-change[:T]).
     """
-    result = json.loads(_graphdump.watch(os.fspath(path), checks, bool(count_intended_inf)))
+    result = json.loads(_graphdump.watch(_path(path), checks, bool(count_intended_inf)))
     columns = ["rank", "graph_id", "iteration", "call", "order", "kernel", "io", "slot", "check",
                "detail", "first_index", "row", "source_line", "path"]
     rows = [{c: h.get(c) for c in columns} for h in result.get("hits", [])]

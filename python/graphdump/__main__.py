@@ -20,8 +20,9 @@ not dumped: script or trace the model. What the training computes is not changed
 options:
   --config FILE   data_dump.json (default: $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG;
                   neither set: the script runs with dumping off)
-  --overwrite     replace an earlier dump in the dump path (each rank's rank_{id} directory);
-                  without it, a path that holds one is an error: one run per directory
+  --overwrite     replace an earlier dump in the dump path (each rank's rank_{id} directory)
+                  in one step; without it, a path that holds one is an error: one run per
+                  directory. A directory a live run is dumping into is never replaced
   --nproc N       start N ranks of the script on this machine, as torchrun does: each gets
                   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, its output lines
                   prefixed [rank k]; when one fails the others are stopped
@@ -40,7 +41,8 @@ examples:
   GRAPHDUMP_CONFIG=$PWD/data_dump.json graphdump python train.py
   MINDSPORE_DUMP_CONFIG=/abs/data_dump.json graphdump python -m mypackage.train
 
-The exit status is the script's; 2 for a bad command line or configuration (no script run).
+The exit status is the script's; 2 for a bad command line or configuration (no script run);
+128+N after signal N (SIGTERM, SIGHUP), once the dump is closed with every file whole.
 A summary of what was written goes to stderr when the script ends.
 """
 
@@ -124,7 +126,12 @@ def main(argv):
     except ConfigError as e:
         sys.stderr.write(f"graphdump python: error: {e}\n")
         return 2
-    signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM and SIGHUP (a closed terminal, an ended ssh session) end the script as SIGTERM
+    # always did here: closed dump, whole files, queued tensors written. One that is ignored
+    # (nohup) stays ignored.
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(stop) != signal.SIG_IGN:
+            signal.signal(stop, _terminate)
     dump.start()
     error = None
     try:

@@ -237,10 +237,26 @@ class Converter {
   std::mutex warn_mu_;
 };
 
+// As OpenRegularFile names the kinds of files it refuses.
+const char* FileTypeName(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    default:
+      return "something else";
+  }
+}
+
 }  // namespace
 
 StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
-    const std::vector<std::string>& operands) {
+    const std::vector<std::string>& operands, std::vector<std::string>* skipped) {
   std::vector<AscendConvertJob> jobs;
   MappedNames names;
   for (const std::string& operand : operands) {
@@ -255,9 +271,19 @@ StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
     }
     for (auto it = fs::recursive_directory_iterator(operand, ec); !ec && it != fs::end(it);
          it.increment(ec)) {
-      if (!it->is_regular_file()) continue;
+      std::error_code type_error;
+      const fs::file_status st = it->status(type_error);  // what a link points to
+      if (type_error || fs::is_directory(st)) continue;
       std::string name = names.NameOf(it->path());
       if (!LooksLikeAscendDumpName(name)) continue;
+      if (!fs::is_regular_file(st)) {
+        // Not opened (a FIFO would block), but not passed over in silence either.
+        if (skipped != nullptr) {
+          skipped->push_back(it->path().string() + ": it is " + FileTypeName(st.type()) +
+                             ", not a regular file");
+        }
+        continue;
+      }
       std::string rel = fs::relative(it->path().parent_path(), operand).generic_string();
       jobs.push_back({it->path().string(), rel == "." ? "" : rel, std::move(name)});
     }

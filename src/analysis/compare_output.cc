@@ -131,7 +131,7 @@ std::string CompareResultJson(const CompareResult& result) {
         for (const auto& [name, v] : t.stat_diffs) diffs[name] = finite(v);
         jt["statistic_rel_diffs"] = diffs;
       }
-      tensors.push_back(jt);
+      tensors.push_back(std::move(jt));
     }
     json jk = {{"rank", k.rank},
                {"graph_id", k.graph_id},
@@ -145,12 +145,13 @@ std::string CompareResultJson(const CompareResult& result) {
                {"source_line", k.source_line},
                {"source_trace", SourceTraceJson<json>(k.source_trace)},
                {"verdict", VerdictName(k.verdict)},
-               {"reason", k.reason},
-               {"tensors", tensors}};
+               {"reason", k.reason}};
+    // Moved, not copied: a kernel may hold 100,000 tensors (an initializer list copies).
+    jk["tensors"] = std::move(tensors);
     attribution(k, &jk);
     kernels.push_back(std::move(jk));
   }
-  j["kernels"] = kernels;
+  j["kernels"] = std::move(kernels);
   j["first_failure"] =
       result.first_failure >= 0 ? brief(result.kernels[result.first_failure]) : json(nullptr);
   j["first_adding_error"] = result.first_adding_error >= 0

@@ -16,6 +16,7 @@
 
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
+#include "graphdump/internal/json_text.h"
 #include "graphdump/internal/report_assets.h"
 #include "graphdump/internal/report_parts.h"
 #include "graphdump/stats.h"
@@ -26,7 +27,10 @@ namespace {
 using Json = nlohmann::json;
 using report_internal::IsComputed;
 
-std::string Escape(const std::string& s) {
+// HTML text; bytes that are not UTF-8 (a file name can hold any) become U+FFFD, so the page is
+// the UTF-8 it declares.
+std::string Escape(const std::string& text) {
+  const std::string s = graphdump::internal::ValidUtf8(text);
   std::string out;
   for (char c : s) {
     switch (c) {

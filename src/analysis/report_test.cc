@@ -7,6 +7,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "graphdump/internal/json_text.h"
+
 namespace graphdump::analysis {
 namespace {
 
@@ -134,6 +136,33 @@ TEST(ReportTest, AKernelNameCannotEndTheScript) {
   EXPECT_EQ(Count(html, "<script"), 3u);
   EXPECT_EQ(ReportData(html)["charts"][0]["points"][0]["name"], "net/x</script><!--op1");
   EXPECT_NE(html.find("&lt;/script&gt;&lt;script&gt;alert(1)"), std::string::npos);
+}
+
+// A page that declares UTF-8 is UTF-8: bytes of a name that are not (a file name can hold any)
+// become U+FFFD in the tables as in the chart data.
+TEST(ReportTest, NamesThatAreNotUtf8AreReplaced) {
+  ReportInput input;
+  input.title = "dump\xFF";
+  input.iterations = 1;
+  OrderSeries o;
+  StatPoint p;
+  p.kernel = "net/layer\xFE" "1-op1";
+  p.max = p.min = p.l2norm = 1;
+  o.points = {p};
+  input.order = {o};
+  WatchResult watch;
+  WatchHit hit;
+  hit.kernel = "net/layer\xFE" "1-op1";
+  hit.check = "nan";
+  hit.detail = "1 NaN";
+  hit.source_line = "/home/u\xE9/model.py:12";
+  watch.hits.push_back(hit);
+  input.watch = &watch;
+  const std::string html = RenderReportHtml(input);
+  EXPECT_TRUE(graphdump::internal::IsValidUtf8(html));
+  EXPECT_NE(html.find("<code>net/layer\xEF\xBF\xBD" "1-op1</code>"), std::string::npos);
+  EXPECT_NE(html.find("/home/u\xEF\xBF\xBD/model.py:12"), std::string::npos);
+  EXPECT_NE(html.find("<h1>dump\xEF\xBF\xBD</h1>"), std::string::npos);
 }
 
 }  // namespace

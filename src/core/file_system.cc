@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>  // renameat2
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,8 +176,10 @@ class SignalCleanup {
       ::clock_gettime(CLOCK_MONOTONIC, &now);
       if (now.tv_sec - start.tv_sec >= 2) break;  // a creator this handler interrupted
     }
+    const pid_t self = ::getpid();
     for (Slot& slot : slots_) {
-      if (slot.state.load(std::memory_order_acquire) != kLive) continue;
+      // A forked child inherits the table: what its parent registered is the parent's.
+      if (slot.state.load(std::memory_order_acquire) != kLive || slot.pid != self) continue;
       if (slot.append_fd >= 0) {
         (void)::ftruncate(slot.append_fd, slot.append_size);
       } else {
@@ -187,6 +191,7 @@ class SignalCleanup {
  private:
   struct Slot {
     std::atomic<int> state;
+    pid_t pid;  // the process that registered it
     int dir_fd;
     char name[kNameMax + 1];
     int append_fd;
@@ -208,6 +213,7 @@ class SignalCleanup {
     for (int i = 0; i < kSlots; ++i) {
       int expected = kFree;
       if (!slots_[i].state.compare_exchange_strong(expected, kClaimed)) continue;
+      slots_[i].pid = ::getpid();
       fill(slots_[i]);
       slots_[i].state.store(kLive, std::memory_order_release);
       return i;
@@ -228,6 +234,30 @@ void UndoAndDie(int signal) {
   signal_cleanup.UndoAll();
   ::signal(signal, SIG_DFL);
   ::raise(signal);
+}
+
+// The kind of a file that is not a regular one, for messages.
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Why `base` in the directory `dir_fd` must not be replaced by a file graphdump writes ("it is a
+// FIFO, ..."), or "" when it may: it is missing or a regular file. A FIFO, device, socket,
+// directory or symbolic link is never replaced (nor written through).
+std::string NotReplaceable(int dir_fd, const std::string& base) {
+  struct stat st;
+  if (::fstatat(dir_fd, base.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISREG(st.st_mode)) {
+    return "";
+  }
+  return std::string("it is ") + FileKind(st.st_mode) +
+         ", not a regular file; graphdump writes only to regular files or new paths (remove it, "
+         "or name another path)";
 }
 
 // Creates the temporary for `base` in `dir_fd` with `mode`, registered with signal_cleanup.
@@ -287,9 +317,13 @@ class PosixWritableFile : public WritableFile {
     fd_ = -1;
     // close() can report a delayed write error (NFS, quotas).
     if (::close(fd) != 0) return ErrnoError("write", path_, errno);
-    // renameat replaces whatever has the final name, a planted symbolic link included, without
-    // following it.
-    if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), BaseName(path_).c_str()) != 0) {
+    // Only a regular file is replaced: a FIFO, a device or a symbolic link with the final name
+    // is refused (the temporary is removed), never replaced or written through.
+    const std::string base = BaseName(path_);
+    if (const std::string why = NotReplaceable(dir_->get(), base); !why.empty()) {
+      return Status::InvalidArgument("cannot write " + path_ + ": " + why);
+    }
+    if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), base.c_str()) != 0) {
       return ErrnoError("rename to", path_, errno);
     }
     committed_ = true;
@@ -306,6 +340,29 @@ class PosixWritableFile : public WritableFile {
   bool fsync_;
   int final_mode_;
   bool committed_ = false;
+};
+
+// A lock file held with flock (FileSystem::TryLock).
+class PosixFileLock : public FileLock {
+ public:
+  PosixFileLock(DirFd dir, int fd, std::string base, int slot)
+      : dir_(std::move(dir)), fd_(fd), base_(std::move(base)), slot_(slot), pid_(::getpid()) {}
+  ~PosixFileLock() override {
+    if (::getpid() == pid_) {
+      // Removed while still held: whoever opens the name next makes a new file, and one that
+      // opened this file meanwhile sees it gone once it gets the lock (TryLock checks).
+      ::unlinkat(dir_->get(), base_.c_str(), 0);
+      signal_cleanup.Forget(slot_);
+    }
+    ::close(fd_);  // releases the lock (a forked child's copy only closes its descriptor)
+  }
+
+ private:
+  DirFd dir_;
+  int fd_;
+  std::string base_;
+  int slot_;
+  pid_t pid_;
 };
 
 // The error for an openat() of `name` in the directory `where` that failed with `error`: a
@@ -443,6 +500,69 @@ class PosixFileSystem : public FileSystem {
     if (::mkdir(root_.c_str(), S_IRWXU) == 0) return true;
     if (errno == EEXIST) return false;
     return ErrnoError("create directory", dir, errno);
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd source, OpenDirectory(DirName(from), false, "rename", from));
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd target, OpenDirectory(DirName(to), false, "rename", from));
+    int result = ::renameat2(source->get(), BaseName(from).c_str(), target->get(),
+                             BaseName(to).c_str(), RENAME_NOREPLACE);
+    if (result != 0 && errno == EINVAL) {  // a file system without RENAME_NOREPLACE
+      struct stat st;
+      if (::fstatat(target->get(), BaseName(to).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+      } else {
+        result = ::renameat(source->get(), BaseName(from).c_str(), target->get(),
+                            BaseName(to).c_str());
+      }
+    }
+    if (result != 0) return ErrnoError("rename " + from + " to", to, errno);
+    // Remembered directories below `from` now lie below `to`.
+    std::lock_guard<std::mutex> lock(mu_);
+    open_dirs_.clear();
+    return Status::Ok();
+  }
+
+  StatusOr<std::unique_ptr<FileLock>> TryLock(const std::string& path,
+                                              std::string* holder) override {
+    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "lock", path));
+    const std::string base = BaseName(path);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      Fd fd(::openat(dir->get(), base.c_str(),
+                     O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, S_IRUSR | S_IWUSR));
+      if (fd.get() < 0) return OpenError("create", path, errno);
+      struct stat opened;
+      if (::fstat(fd.get(), &opened) != 0) return ErrnoError("open", path, errno);
+      if (!S_ISREG(opened.st_mode)) {
+        return Status::IOError("cannot lock " + path + ": it is " + FileKind(opened.st_mode) +
+                               ", not a regular file");
+      }
+      if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) return ErrnoError("lock", path, errno);
+        char text[64];
+        const ssize_t n = ::pread(fd.get(), text, sizeof(text), 0);
+        holder->assign(text, n > 0 ? static_cast<size_t>(n) : 0);
+        while (!holder->empty() && (holder->back() == '\n' || holder->back() == '\0')) {
+          holder->pop_back();
+        }
+        return std::unique_ptr<FileLock>();
+      }
+      // Its holder may have removed the file between our open and our lock: the lock that
+      // counts is on the file now under `path`.
+      struct stat now;
+      if (::fstatat(dir->get(), base.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+          now.st_ino != opened.st_ino || now.st_dev != opened.st_dev) {
+        continue;
+      }
+      const std::string text = "process " + std::to_string(::getpid()) + "\n";
+      // Best effort: the lock is what counts, the text only names its holder.
+      if (::ftruncate(fd.get(), 0) == 0) (void)WriteFully(fd.get(), text.data(), text.size());
+      const int slot = signal_cleanup.BeginTemporary(dir->get(), base);
+      signal_cleanup.EndCreate();
+      return std::unique_ptr<FileLock>(
+          std::make_unique<PosixFileLock>(std::move(dir), fd.Release(), base, slot));
+    }
+    return Status::IOError("cannot lock " + path + ": it keeps being replaced");
   }
 
   Status RemoveTree(const std::string& dir) override {
@@ -615,16 +735,6 @@ class PosixFileSystem : public FileSystem {
   std::map<std::string, DirFd> open_dirs_;  // by path without trailing '/'
 };
 
-// The kind of a file that is not a regular one, for messages.
-const char* FileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
 }  // namespace
 
 ReadableFile::ReadableFile(ReadableFile&& other) noexcept
@@ -701,7 +811,8 @@ StatusOr<std::string> ReadRegularFile(const std::string& path) {
 std::string OutputPathProblem(const std::string& path) {
   if (path.empty()) return "the path is empty";
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + " is a directory";
+  if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + " is a directory";
+  if (const std::string why = NotReplaceable(AT_FDCWD, path); !why.empty()) return why;
   const std::string dir = DirName(path);
   if (::stat(dir.c_str(), &st) != 0) {
     const int error = errno;
@@ -719,6 +830,10 @@ Status WriteUserFile(const std::string& path, std::initializer_list<std::string_
   auto dir =
       std::make_shared<const Fd>(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir->get() < 0) return ErrnoError("create", path, errno);
+  // Refused before a temporary is made next to it (Commit checks again).
+  if (const std::string why = NotReplaceable(dir->get(), BaseName(path)); !why.empty()) {
+    return Status::InvalidArgument("cannot write " + path + ": " + why);
+  }
   std::string temp_name;
   int slot = -1;
   const int fd = CreateTemporary(dir->get(), BaseName(path), 0666, &temp_name, &slot);

@@ -182,6 +182,33 @@ TEST(UserFileTest, AFailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
             "cannot create " + dir.Sub("no/diff.csv") + ": No such file or directory");
 }
 
+// compare --out and report -o replaced a FIFO, a symbolic link or (as root) a device node with
+// a regular file. They are refused now, left as they were, and no temporary stays.
+TEST(UserFileTest, OnlyRegularFilesAreReplaced) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.Sub("fifo").c_str(), 0600), 0);
+  testing::WriteFile(dir.Sub("target"), "keep");
+  ASSERT_EQ(::symlink(dir.Sub("target").c_str(), dir.Sub("link").c_str()), 0);
+  for (const auto& [name, kind] : {std::pair{"fifo", "a FIFO"}, {"link", "a symbolic link"}}) {
+    const Status status = WriteUserFile(dir.Sub(name), {"text"});
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), "cannot write " + dir.Sub(name) + ": it is " + kind +
+                                    ", not a regular file; graphdump writes only to regular "
+                                    "files or new paths (remove it, or name another path)");
+  }
+  struct stat st;
+  ASSERT_EQ(::lstat(dir.Sub("fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(dir.Sub("link").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(ReadFile(dir.Sub("target")), "keep");
+  EXPECT_EQ(DirEntries(dir.path()), (std::vector<std::string>{"fifo", "link", "target"}));
+  const Status device = WriteUserFile("/dev/null", {"text"});
+  EXPECT_EQ(device.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(device.message().find("/dev/null: it is a character device"), std::string::npos)
+      << device.message();
+}
+
 TEST(UserFileTest, OutputPathProblemSaysWhy) {
   TempDir dir;
   EXPECT_EQ(OutputPathProblem(dir.Sub("new.csv")), "");
@@ -192,6 +219,15 @@ TEST(UserFileTest, OutputPathProblemSaysWhy) {
   EXPECT_EQ(OutputPathProblem(dir.Sub("no/x.csv")),
             "directory " + dir.Sub("no") + ": No such file or directory");
   EXPECT_EQ(OutputPathProblem(""), "the path is empty");
+  // Only regular files and new paths are written: a FIFO, a device or a link is not replaced.
+  const std::string rule =
+      ", not a regular file; graphdump writes only to regular files or new paths (remove it, or "
+      "name another path)";
+  ASSERT_EQ(::mkfifo(dir.Sub("fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(dir.Sub("file").c_str(), dir.Sub("link").c_str()), 0);
+  EXPECT_EQ(OutputPathProblem(dir.Sub("fifo")), "it is a FIFO" + rule);
+  EXPECT_EQ(OutputPathProblem("/dev/null"), "it is a character device" + rule);
+  EXPECT_EQ(OutputPathProblem(dir.Sub("link")), "it is a symbolic link" + rule);
   if (::geteuid() != 0) {  // root may write anywhere
     ASSERT_EQ(::mkdir(dir.Sub("ro").c_str(), 0500), 0);
     EXPECT_EQ(OutputPathProblem(dir.Sub("ro/x.csv")),
@@ -340,9 +376,14 @@ TEST(PosixFileSystemTest, ConfinedToItsRootWithoutFollowingLinks) {
   EXPECT_EQ(append.message(), "cannot open " + csv +
                                   ": it is a symbolic link, and graphdump does not write through "
                                   "links (remove it)");
-  // A whole-file write replaces the link itself (rename does not follow it).
-  ASSERT_TRUE(fs->WriteWholeFile(csv, "header\n").ok());
-  EXPECT_EQ(ReadFile(csv), "header\n");
+  // A whole-file write neither writes through the link nor replaces it.
+  const Status whole = fs->WriteWholeFile(csv, "header\n");
+  EXPECT_EQ(whole.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(whole.message(), "cannot write " + csv +
+                                 ": it is a symbolic link, not a regular file; graphdump writes "
+                                 "only to regular files or new paths (remove it, or name another "
+                                 "path)");
+  EXPECT_EQ(DirEntries(root + "/rank_0/Net/0/0"), std::vector<std::string>{"statistic.csv"});
   EXPECT_EQ(ReadFile(outside + "/victim.csv"), "precious\n");
   EXPECT_EQ(Mode(outside + "/victim.csv"), 0644u);
 

@@ -1,5 +1,6 @@
 #include "graphdump/internal/json_text.h"
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace graphdump::internal {
@@ -41,6 +42,52 @@ Status CheckJsonDepth(std::string_view text, const std::string& file_name) {
     }
   }
   return Status::Ok();
+}
+
+bool IsValidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The length of the sequence and the range of its second byte (RFC 3629's table).
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      length = 2;
+    } else if (c == 0xE0) {
+      length = 3, low = 0xA0;
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) {
+      length = 3;
+    } else if (c == 0xED) {
+      length = 3, high = 0x9F;  // no surrogates
+    } else if (c == 0xF0) {
+      length = 4, low = 0x90;
+    } else if (c >= 0xF1 && c <= 0xF3) {
+      length = 4;
+    } else if (c == 0xF4) {
+      length = 4, high = 0x8F;  // nothing past U+10FFFF
+    } else {
+      return false;
+    }
+    if (n - i < length || p[i + 1] < low || p[i + 1] > high) return false;
+    for (size_t k = 2; k < length; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
+std::string ValidUtf8(std::string_view text) {
+  if (IsValidUtf8(text)) return std::string(text);
+  // Through the JSON printer, so the replacement is the one JsonText makes.
+  const std::string quoted = JsonText(nlohmann::json(std::string(text)));
+  return nlohmann::json::parse(quoted).get<std::string>();
 }
 
 }  // namespace graphdump::internal

@@ -197,7 +197,7 @@ StatusOr<NpyInfo> ParseNpyHeader(const uint8_t* data, size_t size, const std::st
   if (!dtype) {
     return CorruptNpy(path, "descr '" + info.descr +
                                 "' is not supported (allowed: |b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 "
-                                "<u8 <f2 <f4 <f8 <c8 <c16)");
+                                "<u8 <f2 <f4 <f8 <c8 <c16, and <E2 for raw bfloat16)");
   }
   info.dtype = *dtype;
   std::optional<int64_t> elements = ShapeElements(info.shape);

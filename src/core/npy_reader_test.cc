@@ -98,6 +98,10 @@ TEST(NpyReaderTest, ErrorsNameTheFileAndTheProblem) {
   ExpectCorrupt(MakeNpy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }"), "big-endian");
   ExpectCorrupt(MakeNpy("{'descr': '<U8', 'fortran_order': False, 'shape': (2,), }"),
                 "'<U8' is not supported");
+  // The allowed descrs listed include '<E2' (raw bfloat16), which is read.
+  ExpectCorrupt(MakeNpy("{'descr': '|E2', 'fortran_order': False, 'shape': (2,), }"),
+                "'|E2' is not supported (allowed: |b1 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 <f2 <f4 "
+                "<f8 <c8 <c16, and <E2 for raw bfloat16)");
   ExpectCorrupt(MakeNpy("{'descr': '<f4', 'shape': (2,), }"), "lacks 'fortran_order'");
   ExpectCorrupt(MakeNpy("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2,), }"),
                 "'fortran_order' is not True or False");

@@ -88,6 +88,17 @@ bool HasNonFiniteView(const TensorView& view) {
 
 // rank_{r} in MindSpore's layout; {YYYYMMDDhhmmss}/{device_id} in the GE layout, whose model
 // directories {net_name}/{graph_id}/{iteration} then follow exactly as in MindSpore's.
+// The directory holding `path`, and `path`'s last component ("a/b/rank_0": "a/b", "rank_0").
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+std::string LastComponent(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 std::string RootDir(const DumpConfig& config, uint32_t rank) {
   if (!config.ge_layout) return RankDir(config.path, rank);
   GeLayout layout{config.path, GeTimestampDirName(std::chrono::system_clock::now()), rank, ""};
@@ -154,6 +165,9 @@ class SessionImpl final : public DumpSession {
                     "missing.\n",
                     ::getpid()));
   }
+
+  // Start refused the dump path (another run's): the session ends without touching it.
+  void Refused() { closed_ = true; }
 
   // Start failed with `why`: the rank directory this session made is removed; one it did not
   // make (an earlier run's, replaced with overwrite) keeps an INCOMPLETE saying why, where it can.
@@ -353,6 +367,7 @@ class SessionImpl final : public DumpSession {
       Status removed = fs_->Remove(IncompletePath());
       if (!removed.ok()) Fail(removed);
     }
+    lock_.reset();  // another run may take the directory over now (--overwrite)
     return FirstError();
   }
 
@@ -438,14 +453,39 @@ class SessionImpl final : public DumpSession {
 
   std::string IncompletePath() const { return root_ + "/.dump_metadata/INCOMPLETE"; }
 
-  // One run per directory: the rank directory is made by this session (mkdir, so of two
-  // processes starting together only one gets it), or it is an earlier run's and is refused,
-  // or removed first when the user asked to overwrite.
+  // One run per directory. A session holds the lock `.{rank dir}.lock` beside its rank
+  // directory while it runs; with it, the rank directory is made by this session (mkdir), or it
+  // is an earlier run's and is refused, or (overwrite) renamed aside in one step, replaced by a
+  // new one and then deleted. A rank directory whose lock another live process holds is that
+  // run's: refused, overwrite or not, and left as it is.
   Status ClaimRoot() {
+    const std::string parent = ParentOf(root_), base = LastComponent(root_);
+    GRAPHDUMP_RETURN_IF_ERROR(fs_->CreateDirectories(parent));
+    std::string holder;
+    GRAPHDUMP_ASSIGN_OR_RETURN(lock_, fs_->TryLock(parent + "/." + base + ".lock", &holder));
+    if (!lock_) {
+      return Status::InvalidArgument(fmt::format(
+          "{} is being written by another run now ({}): graphdump writes one run per directory "
+          "and replaces no dump that a live run holds, --overwrite or not; wait for that run to "
+          "end, or dump elsewhere (docs/layout.md)",
+          root_, holder.empty() ? "its process id is not recorded" : holder));
+    }
     GRAPHDUMP_ASSIGN_OR_RETURN(bool created, fs_->CreateDirectoryIfAbsent(root_));
     if (!created && options_.overwrite) {
-      GRAPHDUMP_RETURN_IF_ERROR(fs_->RemoveTree(root_));
+      // Renamed aside first: the path holds the whole earlier dump or the new run's, never a
+      // half-deleted one.
+      std::string aside;
+      Status renamed;
+      for (int n = 0; n < 100; ++n) {  // a name a crashed run of the same pid left is skipped
+        aside = fmt::format("{}/.{}.replaced.{}.{}", parent, base, ::getpid(), n);
+        renamed = fs_->Rename(root_, aside);
+        if (renamed.ok() || !fs_->Exists(aside)) break;
+      }
+      GRAPHDUMP_RETURN_IF_ERROR(renamed);
       GRAPHDUMP_ASSIGN_OR_RETURN(created, fs_->CreateDirectoryIfAbsent(root_));
+      if (Status removed = fs_->RemoveTree(aside); !removed.ok()) {
+        Log("warning: the replaced dump could not be deleted: " + removed.message());
+      }
     }
     created_root_ = created;
     if (created) return Status::Ok();
@@ -824,6 +864,7 @@ class SessionImpl final : public DumpSession {
   bool closed_ = false;
   const uint64_t forks_at_open_ = g_forks.load();
   bool created_root_ = false;  // ClaimRoot made the rank directory
+  std::unique_ptr<FileLock> lock_;  // held from ClaimRoot until the session ends
   bool run_failed_ = false;    // OnRunFailed: INCOMPLETE stays
   StatsCache stats_cache_;     // statistic-only tensors reduced in this step (and the last)
   WrittenFiles written_files_;  // tensor files of this step, by the bytes they hold
@@ -852,7 +893,10 @@ StatusOr<std::unique_ptr<DumpSession>> DumpSession::Open(SessionOptions options)
   if (!selector->RankDumps(options.rank)) return std::unique_ptr<DumpSession>();
   auto session = std::make_unique<SessionImpl>(std::move(options), std::move(selector));
   Status started = session->Start();
-  if (started.code() == StatusCode::kInvalidArgument) return started;  // e.g. an earlier run's
+  if (started.code() == StatusCode::kInvalidArgument) {  // e.g. an earlier run's directory
+    session->Refused();
+    return started;
+  }
   if (!started.ok()) {
     session->AbandonStart(started);
     return Status::IOError(started.message());

@@ -712,6 +712,52 @@ void ExpectWholeStatisticRows(const std::string& dir) {
   }
 }
 
+// --overwrite while another run wrote the same directory: "cannot remove .../rank_0: No such
+// file or directory", and one run's dump left half deleted. A live run's directory is refused
+// now (its files, INCOMPLETE included, untouched); once that run ends, overwrite replaces it in
+// one step, and neither the lock file nor the replaced directory stays.
+TEST(SessionTest, OverwriteNeverTakesALiveRunsDirectory) {
+  TempDir dir;
+  const DumpConfig config = Parse(ConfigJson(dir.path()));
+  auto first = OpenSession(config);
+  ASSERT_TRUE(RunSyntheticGraph(*first, {}).ok());
+  const std::vector<std::string> written = ListFilesRecursive(dir.Sub("rank_0"));
+  EXPECT_EQ(ReadFile(dir.Sub(".rank_0.lock")), "process " + std::to_string(::getpid()) + "\n");
+  for (bool overwrite : {true, false}) {
+    SessionOptions options;
+    options.config = config;
+    options.overwrite = overwrite;
+    StatusOr<std::unique_ptr<DumpSession>> second = DumpSession::Open(options);
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(second.status().message(),
+              dir.Sub("rank_0") + " is being written by another run now (process " +
+                  std::to_string(::getpid()) +
+                  "): graphdump writes one run per directory and replaces no dump that a live "
+                  "run holds, --overwrite or not; wait for that run to end, or dump elsewhere "
+                  "(docs/layout.md)");
+    EXPECT_EQ(ListFilesRecursive(dir.Sub("rank_0")), written);
+  }
+  ASSERT_TRUE(first->Close().ok());
+  EXPECT_EQ(::access(dir.Sub(".rank_0.lock").c_str(), F_OK), -1);  // removed by the close
+
+  SessionOptions options;
+  options.config = config;
+  options.overwrite = true;
+  StatusOr<std::unique_ptr<DumpSession>> third = DumpSession::Open(options);
+  ASSERT_TRUE(third.ok()) << third.status().message();
+  SyntheticOptions one_step;
+  one_step.steps = 1;
+  ASSERT_TRUE(RunSyntheticGraph(**third, one_step).ok());
+  ASSERT_TRUE((*third)->Close().ok());
+  const std::vector<std::string> after = ListFilesRecursive(dir.path());
+  EXPECT_FALSE(after.empty());
+  for (const std::string& file : after) {
+    EXPECT_EQ(file.rfind("rank_0/", 0), 0u) << file;  // no lock, no replaced directory
+    EXPECT_EQ(file.find("Net/0/1/"), std::string::npos) << file;  // the first run's step 1
+  }
+}
+
 // The INCOMPLETE marker is written when the dump starts and removed by a clean close, so that
 // a run stopped in any way (killed, a full disk) leaves it.
 TEST(SessionTest, IncompleteMarkerLivesUntilACleanClose) {

@@ -147,6 +147,26 @@ try:
                      f"{command[0]}: the odd bytes are replaced by U+FFFD")
         except ValueError as e:
             t.expect(False, f"{command[0]} --json prints valid UTF-8 JSON: {e}")
+    # The report page declares UTF-8 and carried the raw bytes.
+    page = os.path.join(work, "odd.html")
+    code, out, err = run("report", odd, "-o", page)
+    t.expect_eq(code, 0, f"report of the odd dump: {err[-300:]}")
+    if os.path.exists(page):
+        with open(page, "rb") as f:
+            html = f.read()
+        try:
+            text = html.decode("utf-8")  # strict
+            t.expect("layer\ufffd1" in text, "report: the odd byte is U+FFFD on the page")
+        except UnicodeDecodeError as e:
+            t.expect(False, f"report writes a UTF-8 page: {e}")
+
+    # 11. --input-shape 2x8x was taken as 2x8 (the empty size dropped).
+    for shape, part in (("2x8x", "an empty size"), ("2xx8", "an empty size"),
+                        ("x2", "an empty size"), ("2x8y", "'8y' is not a size")):
+        code, out, err = run("run", gdmodels.model_path("mlp"), "--input-shape", shape)
+        t.expect_eq(code, 2, f"--input-shape {shape} is refused")
+        t.expect(f"--input-shape '{shape}': {part}; it must be positive sizes separated by 'x'"
+                 in err and "step 1/" not in out, f"--input-shape {shape}: says why: {err[-300:]}")
 
     # 4. A FIFO under a tensor (or statistic.csv, mapping.csv, graph) name blocked compare and
     # watch forever; run --input FIFO blocked, run --input /dev/zero grew memory.

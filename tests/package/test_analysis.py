@@ -2,12 +2,16 @@
 watch --json) on the same dumps, made by graphdump python from the user's script."""
 import io
 import json
+import os
+import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import graphdump
+from conftest import BIN
 from conftest import graphdump as cli
 from conftest import write_config
 
@@ -158,3 +162,80 @@ def test_errors_name_the_path(tmp_path):
         graphdump.read(bad)
     with pytest.raises(ValueError, match="unknown watch check|allowed"):
         graphdump.watch(tmp_path, "nonsense")
+
+
+@pytest.fixture(scope="module")
+def odd_dumps(tmp_path_factory):
+    """Dump A's names hold bytes that are not UTF-8 (a tensor file name, a statistic.csv field,
+    the .ir's source path) and one raw bfloat16 file ('<E2'); B is the same net, plain."""
+    import analysis_dumps as d
+    tmp = tmp_path_factory.mktemp("odd")
+    net = d.simple_net(n=3, size=(64, 32))
+    a, b = tmp / "a", tmp / "b"
+    d.write_dump(a, {0: net}, stats=True)
+    d.write_dump(b, {0: net}, stats=True)
+    step = os.fsencode(a / "rank_0" / "Net" / "0" / "0")
+    [odd] = [n for n in os.listdir(step) if b"layer1" in n and b".output.0." in n]
+    odd_file = os.path.join(step, odd.replace(b"layer1", b"layer\xff1"))
+    os.rename(os.path.join(step, odd), odd_file)
+    csv = os.path.join(step, b"statistic.csv")
+    with open(csv, "rb") as f:
+        text = f.read()
+    with open(csv, "wb") as f:
+        f.write(text.replace(b"layer2", b"layer\xfe2"))
+    ir = a / "rank_0" / "graphs" / "ms_output_trace_code_graph_0.ir"
+    ir.write_bytes(ir.read_bytes().replace(b"/home/user/project/", b"/home/us\xe9r/"))
+    # layer0's output as raw bfloat16: the float32 values' upper halves, descr '<E2'.
+    [raw] = [n for n in os.listdir(step) if b"layer0" in n and b".output.0." in n]
+    values = net[0]["outputs"][0]
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)
+    os.remove(os.path.join(step, raw))
+    raw_file = os.path.join(step, raw.replace(b".float32.npy", b".bfloat16.npy"))
+    np.save(os.fsdecode(raw_file), bits)
+    with open(raw_file, "r+b") as f:
+        header = f.read(128)
+        f.seek(header.index(b"'<u2'"))
+        f.write(b"'<E2'")
+    return {"a": a, "b": b, "odd_file": odd_file, "raw_file": raw_file, "bits": bits}
+
+
+def test_names_that_are_not_utf8_are_replaced_as_the_cli_replaces_them(odd_dumps, tmp_path):
+    """load, compare and read raised UnicodeDecodeError on one such byte."""
+    a, b = odd_dumps["a"], odd_dumps["b"]
+    frame = graphdump.load(a)
+    listing = json.loads(cli("ls", a, "--json", "--kernels", check=0).stdout)
+    names = {k["full_name"] for r in listing["ranks"] for g in r["graphs"]
+             for it in g["iterations"] for k in it["kernel_list"]}
+    assert set(frame.kernel) == names
+    assert any("layer\ufffd2" in k for k in frame.kernel), sorted(frame.kernel)
+    sources = set(frame.source) - {""}
+    assert "/home/us\ufffdr/model.py:10" in sources, sources
+    assert all(s.startswith("/home/us\ufffdr/model.py:") for s in sources), sources
+    # A file path keeps its bytes (os.fsdecode), so read() opens it.
+    [row] = [r for _, r in frame.iterrows() if os.fsencode(r.file) == odd_dumps["odd_file"]]
+    assert "layer\ufffd1" in row.kernel
+    assert np.array_equal(graphdump.read(row), np.load(odd_dumps["odd_file"]))
+    assert np.array_equal(graphdump.read(row.file), np.load(odd_dumps["odd_file"]))
+    # compare: the CLI's --out table, its bytes decoded with U+FFFD for what is not UTF-8.
+    result = graphdump.compare(a, b)
+    # (bytes out: its text report prints the names as they are)
+    subprocess.run([BIN, "compare", a, b, "--out", tmp_path / "out.csv", "-q"],
+                   capture_output=True, check=True)
+    expected = pd.read_csv(tmp_path / "out.csv", keep_default_na=False, encoding_errors="replace",
+                           na_values={c: [""] for c in graphdump._NUMERIC_COMPARE_COLUMNS})
+    pd.testing.assert_frame_equal(result.table, expected)
+    report = json.loads(subprocess.run([BIN, "compare", a, b, "--json", "-q"],
+                                       capture_output=True).stdout.decode("utf-8"))
+    assert result.unpaired == report["unpaired"]
+    assert any("layer\ufffd1" in u["kernel"] for u in result.unpaired), result.unpaired
+
+
+def test_read_widens_raw_bfloat16_to_float32(odd_dumps):
+    """read() raised TypeError: data type '<E2' not understood."""
+    frame = graphdump.load(odd_dumps["a"])
+    [row] = [r for _, r in frame.iterrows() if os.fsencode(r.file) == odd_dumps["raw_file"]]
+    array = graphdump.read(row)
+    expected = (odd_dumps["bits"].astype(np.uint32) << 16).view(np.float32)
+    assert array.dtype == np.float32 and array.shape == (64, 32)
+    assert np.array_equal(array, expected)
+    assert graphdump.read(row, as_torch=True).dtype == torch.float32

@@ -137,8 +137,11 @@ for step in range(100000):
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupted_run_leaves_whole_files(tmp_path, sig):
+    """SIGHUP (a closed terminal) killed the interpreter: .tmp files were left and queued
+    tensors lost. Each signal now closes the dump: every queued tensor is written, no temporary
+    is left, and INCOMPLETE says why the run ended."""
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "full"},
                           e2e={"enable": False})
     process = subprocess.Popen([BIN, "python", "--config", config, script(tmp_path, LONG_RUN)],
@@ -151,13 +154,24 @@ def test_interrupted_run_leaves_whole_files(tmp_path, sig):
     if sig == signal.SIGINT:
         assert process.returncode in (130, -signal.SIGINT) and "KeyboardInterrupt" in stderr
     else:
-        assert process.returncode == 128 + signal.SIGTERM, stderr
+        assert process.returncode == 128 + sig, stderr
     assert "graphdump: dump: " in stderr, stderr  # the dump was closed
     root = tmp_path / "dump" / "rank_0"
     assert every_npy_loads(root) > 20
     for csv in glob.glob(f"{root}/Net/0/*/statistic.csv"):
         lines = open(csv).read().split("\n")
         assert lines[-1] == "" and all(line.endswith(",") for line in lines[1:-1]), csv
+    assert [p for p in glob.glob(f"{root}/**/.*", recursive=True) if ".tmp." in p] == []
+    # Cut short by the signal: INCOMPLETE says so.
+    marker = (root / ".dump_metadata" / "INCOMPLETE").read_text()
+    assert ("KeyboardInterrupt" if sig == signal.SIGINT else f"status {128 + sig}") in marker
+    # Queued tensors were written: each statistic row (one per tensor, added when its file was
+    # queued) has its .npy in every iteration but the last, which the signal cut short.
+    steps = sorted(int(d) for d in os.listdir(root / "Net" / "0") if d.isdigit())
+    for step in steps[:-1]:
+        step_dir = root / "Net" / "0" / str(step)
+        rows = (step_dir / "statistic.csv").read_text().splitlines()[1:]
+        assert len(rows) == len(glob.glob(f"{step_dir}/*.npy")), step
 
 
 NEVER_CLOSED = """

@@ -120,4 +120,13 @@ StatusOr<bool> FaultFileSystem::CreateDirectoryIfAbsent(const std::string& dir) 
 
 Status FaultFileSystem::RemoveTree(const std::string& dir) { return base_->RemoveTree(dir); }
 
+Status FaultFileSystem::Rename(const std::string& from, const std::string& to) {
+  return base_->Rename(from, to);
+}
+
+StatusOr<std::unique_ptr<FileLock>> FaultFileSystem::TryLock(const std::string& path,
+                                                             std::string* holder) {
+  return base_->TryLock(path, holder);
+}
+
 }  // namespace graphdump::testing

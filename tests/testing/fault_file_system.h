@@ -37,6 +37,9 @@ class FaultFileSystem : public FileSystem {
   bool Exists(const std::string& path) override;
   StatusOr<bool> CreateDirectoryIfAbsent(const std::string& dir) override;
   Status RemoveTree(const std::string& dir) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  StatusOr<std::unique_ptr<FileLock>> TryLock(const std::string& path,
+                                              std::string* holder) override;
 
   // Takes up to `size` bytes of the budget; returns how many may be written.
   size_t Reserve(size_t size);

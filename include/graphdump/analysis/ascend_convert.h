@@ -34,9 +34,11 @@ struct AscendConvertJob {
 // Expands the command-line operands: a file is taken as it is (whatever its name); a
 // directory contributes every file below it whose name, or original name in mapping.csv
 // (MappedNames), LooksLikeAscendDumpName, keeping its relative directory. Sorted by path.
-// kNotFound names an operand that does not exist.
+// kNotFound names an operand that does not exist. Entries below a directory that are named like
+// dump files but are not regular files (a FIFO, a device, a socket) are not read: each is
+// added to `skipped` (when given) as "PATH: it is a FIFO, not a regular file".
 StatusOr<std::vector<AscendConvertJob>> CollectAscendDumpFiles(
-    const std::vector<std::string>& operands);
+    const std::vector<std::string>& operands, std::vector<std::string>* skipped = nullptr);
 
 struct AscendConvertOptions {
   std::string output_dir;

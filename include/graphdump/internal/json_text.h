@@ -30,4 +30,12 @@ std::string JsonText(const Json& value, int indent = -1) {
   return value.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
+// True when `text` is valid UTF-8 (RFC 3629: no overlong forms, surrogates or code points past
+// U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+// `text` with every byte sequence that is not valid UTF-8 replaced by U+FFFD exactly as JsonText
+// replaces it, for text that leaves graphdump outside JSON (the report page, Python strings).
+std::string ValidUtf8(std::string_view text);
+
 }  // namespace graphdump::internal
