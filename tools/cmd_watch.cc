@@ -151,7 +151,7 @@ int RunWatch(int argc, char** argv) {
   }
   options.progress = !quiet;
   int rc = kExitOk;
-  auto index = OpenDump("graphdump watch", dir, &rc);
+  auto index = OpenDump("graphdump watch", dir, &rc, !quiet);
   if (!index) return rc;
   const analysis::WatchResult result = analysis::RunWatch(*index, *checks, options);
   if (json) {

@@ -488,7 +488,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   std::mutex mu;
   std::atomic<int64_t> checked{0}, pairs{0};
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
-              options.progress ? "watch" : "", [&](size_t i) {
+              options.progress ? "watch: tensors" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
                 if (t.previous) {
                   if (CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu)) ++pairs;
@@ -535,8 +535,8 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   std::stable_sort(result.hits.begin(), result.hits.end(),
                    [](const WatchHit& a, const WatchHit& b) {
                      auto key = [](const WatchHit& h) {
-                       return std::make_tuple(h.iteration < 0, h.iteration, h.sequence, h.rank,
-                                              h.graph_id, !h.is_input, h.slot);
+                       return std::make_tuple(h.iteration < 0, h.iteration, h.sequence,
+                                              !h.is_input, h.rank, h.graph_id, h.slot);
                      };
                      return key(a) < key(b);
                    });

@@ -74,8 +74,8 @@ struct WatchOptions {
 };
 
 struct WatchResult {
-  // In the order they occurred, across ranks: constants last, then by iteration, sequence, rank,
-  // graph, io and slot. hits[0] is the first hit of the dump.
+  // In the order they occurred, across ranks: by iteration (constants last), sequence, inputs
+  // before outputs, rank, graph and slot. hits[0] is the first hit of the dump.
   std::vector<WatchHit> hits;
   // Tensors whose only infinities are intended (not hits unless count_intended_inf), in the same
   // order; `check` is "inf" and `detail` says which kernel's argument wrote them.
