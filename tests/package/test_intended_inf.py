@@ -144,7 +144,8 @@ def test_masked_attention_is_not_a_hit(attention):
         "15 -Inf of 36 elements, written on purpose by full(fill_value=-inf), carried through triu"
     assert intended[("masked_fill", "output")].startswith(
         "2 -Inf of 18 elements, written on purpose by masked_fill(value=-inf)")
-    adds = sorted(d for (k, io), d in intended.items() if k == "add" and io == "output")
+    adds = sorted(h["detail"] for h in result["intended_infinities"]
+                  if short(h["kernel"]) == "add" and h["io"] == "output")
     # scores + causal: 15 of each sequence's 36; + padding: the 3 of sequence 1's padded
     # columns that causal leaves ([4, 4], [5, 4], [5, 5]).
     assert adds == ["45 -Inf of 108 elements, written on purpose by full(fill_value=-inf), "
