@@ -214,7 +214,8 @@ _NUMERIC_COMPARE_COLUMNS = [
 
 def watch(path, checks="nan,inf", *, count_intended_inf=False):
     """Checks every tensor of a dump against watchpoints, as ``graphdump watch DIR --check
-    CHECKS`` does, and returns the hits as a DataFrame in execution order (columns rank,
+    CHECKS`` does, and returns the hits as a DataFrame in the order they occurred, across ranks
+    as the CLI lists them (row 0 is the dump's first hit; docs/analysis.md) (columns rank,
     graph_id, iteration, call, order, kernel, io, slot, check, detail, first_index, row,
     source_line, path; empty when nothing hit). first_index is the index of the first NaN (nan,
     grad-explode) or infinity (inf, overflow, large) in the tensor's shape, e.g. (5, 3), and row
