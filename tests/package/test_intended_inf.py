@@ -30,17 +30,22 @@ net(scores, mask)
 """
 
 
-@pytest.fixture(scope="module")
-def dumps(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("intended")
+def dump_runs(tmp, text, runs):
+    """Dumps `text` as a script once per (name, argument) of `runs`; returns {name: dump}."""
     script = tmp / "attention.py"
-    script.write_text(SCRIPT)
+    script.write_text(text)
     out = {}
-    for name in ("padding", "whole-row"):
+    for name, argument in runs:
         config = write_config(tmp / f"{name}.json", tmp / name, {"net_name": "net"})
-        cli("python", "--config", config, script, name, check=0)
+        cli("python", "--config", config, script, argument, check=0)
         out[name] = tmp / name
     return out
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    return dump_runs(tmp_path_factory.mktemp("intended"), SCRIPT,
+                     [("padding", "padding"), ("whole-row", "whole-row")])
 
 
 def test_intended_infinities_are_not_hits(dumps):
@@ -114,15 +119,8 @@ net(x, pad)
 
 @pytest.fixture(scope="module")
 def attention(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("attention")
-    script = tmp / "attention.py"
-    script.write_text(MASKED_ATTENTION)
-    out = {}
-    for name, scale in (("masked", "0.35"), ("overflowing", "1e38")):
-        config = write_config(tmp / f"{name}.json", tmp / name, {"net_name": "net"})
-        cli("python", "--config", config, script, scale, check=0)
-        out[name] = tmp / name
-    return out
+    return dump_runs(tmp_path_factory.mktemp("attention"), MASKED_ATTENTION,
+                     [("masked", "0.35"), ("overflowing", "1e38")])
 
 
 def short(kernel):
