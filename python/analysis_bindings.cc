@@ -14,6 +14,8 @@
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/analysis/npy_file.h"
+#include "graphdump/analysis/parallel.h"
+#include "graphdump/analysis/tensor_math.h"
 #include "graphdump/analysis/watch.h"
 #include "graphdump/internal/json_text.h"
 
@@ -22,6 +24,7 @@ namespace {
 
 namespace py = pybind11;
 using analysis::DumpIndex;
+using analysis::TensorEntry;
 
 PyObject* g_config_error = nullptr;
 
@@ -49,6 +52,29 @@ DumpIndex Index(const std::string& path) {
   return std::move(*index);
 }
 
+// Whether a tensor's statistic.csv row proves it finite: NaN and both Inf counts present and 0.
+bool ProvenFinite(const TensorEntry& t) {
+  if (!t.stats) return false;
+  for (const char* column : {"NaN Count", "Positive Inf Count", "Negative Inf Count"}) {
+    auto it = t.stats->values.find(column);
+    if (it == t.stats->values.end() || it->second != "0") return false;
+  }
+  return true;
+}
+
+// Where the first bad element of a tensor file lies, as watch finds it: the first NaN, else the
+// first +-Inf, as an index in the tensor's shape; empty when there is none or the file cannot be
+// read (the index's warnings and watch name such files).
+std::vector<int64_t> FirstBadIndex(const TensorEntry& t) {
+  auto npy = analysis::OpenTensor(t);
+  if (!npy.ok()) return {};
+  const NpyInfo& info = (*npy)->info();
+  const analysis::TensorSummary s = analysis::SummarizeTensor(**npy);
+  const int64_t first = s.nan_at.first >= 0 ? s.nan_at.first : s.inf_at.first;
+  if (first < 0 || info.shape.empty()) return {};
+  return analysis::UnravelIndex(first, info.shape, info.fortran_order);
+}
+
 // One row per dumped tensor, as columns (lists of equal length).
 py::dict IndexColumns(const std::string& path) {
   const DumpIndex index = Index(path);
@@ -60,6 +86,7 @@ py::dict IndexColumns(const std::string& path) {
   std::vector<py::tuple> shape;
   std::vector<bool> is_parameter;
   std::vector<std::map<std::string, std::string>> stats;
+  std::vector<const TensorEntry*> tensors;  // parallel to the rows
   for (const auto& r : index.ranks) {
     for (const auto& g : r.graphs) {
       for (const auto& it : g.iterations) {
@@ -100,10 +127,33 @@ py::dict IndexColumns(const std::string& path) {
               }
             }
             stats.push_back(std::move(values));
+            tensors.push_back(&t);
           }
         }
       }
     }
+  }
+  // The first bad element of every tensor file its statistics do not prove finite, read on every
+  // core (as watch reads them).
+  std::vector<std::vector<int64_t>> bad(tensors.size());
+  {
+    py::gil_scoped_release no_gil;
+    analysis::ParallelFor(tensors.size(), analysis::DefaultThreads(), "", [&](size_t i) {
+      const TensorEntry& t = *tensors[i];
+      if (!t.path.empty() && !ProvenFinite(t)) bad[i] = FirstBadIndex(t);
+    });
+  }
+  std::vector<py::object> first_index, row;
+  for (const std::vector<int64_t>& at : bad) {
+    if (at.empty()) {
+      first_index.push_back(py::none());
+      row.push_back(py::none());
+      continue;
+    }
+    py::tuple index_tuple(at.size());
+    for (size_t i = 0; i < at.size(); ++i) index_tuple[i] = at[i];
+    first_index.push_back(index_tuple);
+    row.push_back(at.size() >= 2 ? py::object(py::int_(at[0])) : py::object(py::none()));
   }
   py::dict columns;
   columns["rank"] = rank;
@@ -122,6 +172,8 @@ py::dict IndexColumns(const std::string& path) {
   columns["shape"] = shape;
   columns["file"] = file;
   columns["source"] = source;
+  columns["first_index"] = first_index;
+  columns["row"] = row;
   columns["statistics"] = stats;
   py::list skipped;
   for (const auto& s : index.skipped) {

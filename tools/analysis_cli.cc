@@ -57,8 +57,8 @@ std::string CallTag(uint32_t call, uint32_t calls) {
 }
 
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
-                                            int* exit_code) {
-  auto index = analysis::IndexDump(dir);
+                                            int* exit_code, bool progress) {
+  auto index = analysis::IndexDump(dir, progress);
   if (!index.ok()) {
     fmt::print(stderr, "{}: error: {}\n", command, index.status().message());
     const StatusCode code = index.status().code();

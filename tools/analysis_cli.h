@@ -15,9 +15,10 @@ namespace graphdump::tools {
 std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
 
 // Indexes `dir`, printing "graphdump <command>: error: ..." on failure. `exit_code` receives
-// kExitUsage for a missing or non-dump directory, kExitFailure otherwise.
+// kExitUsage for a missing or non-dump directory, kExitFailure otherwise. With `progress`, a
+// progress line counts the ranks indexed (on a terminal only).
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
-                                            int* exit_code);
+                                            int* exit_code, bool progress = true);
 
 // False, after printing "<command>: error: <option> <path>: <why>", when `path` cannot be
 // written (OutputPathProblem); an empty `path` (option not given) is fine. Commands call it

@@ -184,13 +184,10 @@ void PrintRanksText(const analysis::RankCompareResult& rr, const std::string& di
   }
   if (r.first_failure >= 0) {
     const auto& f = r.kernels[r.first_failure];
-    double max_abs = 0;
-    for (const auto& t : f.tensors) max_abs = std::max(max_abs, t.metrics.max_abs_err);
-    fmt::print(
-        "first disagreement: iteration {}, {} (graph {}), rank {} vs rank {}, max abs err "
-        "{:.6g}{}\n  {}\n",
-        f.iteration, f.name_a, f.graph_id, f.rank, rr.reference_rank, max_abs,
-        f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
+    fmt::print("first disagreement: iteration {}, {} (graph {}), rank {} vs rank {}, {}{}\n  {}\n",
+               f.iteration, f.name_a, f.graph_id, f.rank, rr.reference_rank,
+               analysis::DifferenceOf(f).text,
+               f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
   } else {
     fmt::print("all ranks agree\n");
   }
@@ -209,7 +206,7 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
     return kExitUsage;
   }
   int rc = kExitOk;
-  auto index = OpenDump("graphdump compare", dir, &rc);
+  auto index = OpenDump("graphdump compare", dir, &rc, options.progress);
   if (!index) return rc;
   auto result = analysis::CompareRanks(*index, rank_options);
   if (!result.ok()) {
@@ -276,7 +273,8 @@ int RunCompare(int argc, char** argv) {
       "--ranks checks one multi-rank dump: Parameter.* files, kernels whose full name contains\n"
       "AllReduce and the outputs of Default/optimizer-* kernels must agree across data-parallel\n"
       "ranks; each rank is compared against the first with --atol/--rtol, and the first\n"
-      "disagreement (iteration, kernel, ranks, max abs error) is reported. Put --ranks after DIR\n"
+      "disagreement (iteration, kernel, ranks, and the max abs error, or for a statistics-only\n"
+      "dump the statistic that differs with both values) is reported. Put --ranks after DIR\n"
       "or write --ranks=LIST.\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
       "op type. Without --atol/--rtol each tensor pair is judged by the standard of the lower\n"
@@ -318,9 +316,9 @@ int RunCompare(int argc, char** argv) {
   if (!CheckOutputPath("graphdump compare", "--out", out)) return kExitUsage;
   if (ranks) return RunRanks(a, ranks_text, options, out, json);
   int rc = kExitOk;
-  auto ia = OpenDump("graphdump compare", a, &rc);
+  auto ia = OpenDump("graphdump compare", a, &rc, options.progress);
   if (!ia) return rc;
-  auto ib = OpenDump("graphdump compare", b, &rc);
+  auto ib = OpenDump("graphdump compare", b, &rc, options.progress);
   if (!ib) return rc;
   const analysis::CompareResult result = analysis::CompareDumps(*ia, *ib, options);
   if (!out.empty()) {

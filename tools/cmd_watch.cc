@@ -11,6 +11,11 @@
 namespace graphdump::tools {
 namespace {
 
+// "rank 3 " in a dump of several ranks, where every line names its rank; "" in one of one rank.
+std::string RankTag(const analysis::WatchResult& result, uint32_t rank) {
+  return result.ranks > 1 ? fmt::format("rank {} ", rank) : "";
+}
+
 void PrintFirstHit(const std::string& label, const analysis::WatchHit& f) {
   fmt::print("{}: {} (rank {}, graph {}, iteration {}{}, {} {}){}: [{}] {}\n", label, f.kernel,
              f.rank, f.graph_id, f.iteration,
@@ -77,8 +82,9 @@ void PrintIntended(const analysis::WatchResult& result) {
   constexpr size_t kShown = 3;
   for (size_t i = 0; i < result.intended.size() && i < kShown; ++i) {
     const analysis::WatchHit& h = result.intended[i];
-    fmt::print("     it {}{} {} {} {}: {}\n", h.iteration, CallTag(h.call, h.calls), h.kernel,
-               h.is_input ? "input" : "output", h.slot, h.detail);
+    fmt::print("     {}it {}{} {} {} {}: {}\n", RankTag(result, h.rank), h.iteration,
+               CallTag(h.call, h.calls), h.kernel, h.is_input ? "input" : "output", h.slot,
+               h.detail);
   }
   if (result.intended.size() > kShown) {
     fmt::print("     ... (see --json intended_infinities)\n");
@@ -123,15 +129,20 @@ int RunWatch(int argc, char** argv) {
       "  graphdump watch dump/ --check nan,inf --first\n"
       "Without --check: nan,inf. NaN is always a hit. Infinities an operator writes on purpose\n"
       "(masked_fill, where, full or fill with its own constant +-inf argument, as an attention\n"
-      "mask does; and the same tensor as a later kernel's input) are listed apart, not as hits.\n"
+      "mask does; the same tensor as a later kernel's input; and what a kernel carries on from\n"
+      "such inputs, as add(scores, mask) does, when its inputs hold no other infinity) are\n"
+      "listed apart, not as hits.\n"
       "Only floating-point tensors are value-checked; 'zero' skips\n"
       "parameters and constants. A tensor dumped as statistics only (saved_data statistic) is\n"
       "judged by its statistic.csv row: counts are printed only where the row has a count\n"
       "column, otherwise what max and min prove ('max is NaN: at least one NaN').\n"
       "Gradient kernels are those whose full name starts with Gradients/; weights are the\n"
       "Parameter.* files, compared between consecutive dumped iterations.\n"
-      "Over a dump root with several rank_{id} directories the first hit of each rank is\n"
-      "listed and the rank that hit first (earliest iteration, then execution order) named.\n"
+      "Hits are listed in the order they occurred. Over a dump root with several rank_{id}\n"
+      "directories every line names its rank and the order is across ranks: by iteration, then\n"
+      "by the position of the kernel call among its rank's calls (ranks run the same program:\n"
+      "a collective that spreads a NaN comes after the kernel that made it on every rank). The\n"
+      "first hit of each rank is listed and the rank that hit first named.\n"
       "Exit status: 0 no hit (skipped files are listed on stderr), 1 a watchpoint hit, 2 usage\n"
       "error.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
@@ -142,7 +153,7 @@ int RunWatch(int argc, char** argv) {
   }
   options.progress = !quiet;
   int rc = kExitOk;
-  auto index = OpenDump("graphdump watch", dir, &rc);
+  auto index = OpenDump("graphdump watch", dir, &rc, !quiet);
   if (!index) return rc;
   const analysis::WatchResult result = analysis::RunWatch(*index, *checks, options);
   if (json) {
@@ -155,11 +166,12 @@ int RunWatch(int argc, char** argv) {
                result.hits.size());
     const size_t shown = first_only ? 0 : limit == 0 ? result.hits.size()
                                                      : std::min(limit, result.hits.size());
+    // In the order they occurred across ranks: the first line is the dump's first hit.
     for (size_t i = 0; i < shown; ++i) {
       const auto& h = result.hits[i];
-      fmt::print("  {} it {}{} {} {} {}: [{}] {}\n", i == 0 ? "->" : "  ", h.iteration,
-                 CallTag(h.call, h.calls), h.kernel, h.is_input ? "input" : "output", h.slot,
-                 h.check, h.detail);
+      fmt::print("  {} {}it {}{} {} {} {}: [{}] {}\n", i == 0 ? "->" : "  ",
+                 RankTag(result, h.rank), h.iteration, CallTag(h.call, h.calls), h.kernel,
+                 h.is_input ? "input" : "output", h.slot, h.check, h.detail);
     }
     if (!first_only && shown < result.hits.size()) {
       fmt::print("  ... {} more hit(s) (--limit 0 prints all; --first summarises them)\n",

@@ -68,7 +68,11 @@ def load(path):
     the execution order, -1 when unknown), kernel (full name), op_type, is_parameter, io
     ('input'/'output'), slot, dtype, shape (a tuple), file (the tensor file; '' for a
     statistic-only tensor), source (the kernel's source line 'file:line', '' when not
-    recorded), then one column per statistic.csv column found ('Max Value', 'NaN Count'...;
+    recorded), first_index (where the first bad element lies: the index of the first NaN, or
+    of the first infinity when there is no NaN, in the tensor's shape, e.g. (5, 3), as watch
+    gives it), row (its first index, the batch row of a batch-first tensor; None below two
+    dimensions), both None for an all-finite or statistic-only tensor, then one column per
+    statistic.csv column found ('Max Value', 'NaN Count'...;
     NaN where a tensor has no row). Files the index could not use are listed in
     ``df.attrs['skipped']`` as (path, reason) pairs.
 
@@ -81,8 +85,11 @@ def load(path):
     columns = _graphdump.index_columns(_path(path))
     skipped = columns.pop("skipped")
     stats = columns.pop("statistics")
+    rows = columns.pop("row")
     pd = _pandas()
     frame = pd.DataFrame(columns)
+    # Rows as ints, None where a tensor has none (not a float column with NaN), as watch's.
+    frame.insert(frame.columns.get_loc("first_index") + 1, "row", pd.Series(rows, dtype=object))
     names = []
     for row in stats:
         for name in row:
@@ -219,7 +226,8 @@ _NUMERIC_COMPARE_COLUMNS = [
 
 def watch(path, checks="nan,inf", *, count_intended_inf=False):
     """Checks every tensor of a dump against watchpoints, as ``graphdump watch DIR --check
-    CHECKS`` does, and returns the hits as a DataFrame in execution order (columns rank,
+    CHECKS`` does, and returns the hits as a DataFrame in the order they occurred, across ranks
+    as the CLI lists them (row 0 is the dump's first hit; docs/analysis.md) (columns rank,
     graph_id, iteration, call, order, kernel, io, slot, check, detail, first_index, row,
     source_line, path; empty when nothing hit). first_index is the index of the first NaN (nan,
     grad-explode) or infinity (inf, overflow, large) in the tensor's shape, e.g. (5, 3), and row

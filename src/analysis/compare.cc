@@ -181,7 +181,7 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
   }
   std::mutex mu;
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
-              options.progress ? "compare" : "", [&](size_t i) {
+              options.progress ? "compare: tensor pairs" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
                 CompareTensor(t.a, t.b, options, &result.kernels[t.kernel].tensors[t.tensor],
                               &result.skipped, &mu);

@@ -69,12 +69,14 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
   }
   const auto sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
   std::string failures;
+  double worst = 0;
   for (const auto& [column, va] : sa) {
     auto it = sb.find(column);
     if (it == sb.end()) continue;
     const double vb = it->second;
     const double diff = std::fabs(va - vb);
-    out->stat_diffs.push_back({column, diff / (std::fabs(vb) + kRelEps)});
+    const double relative = diff / (std::fabs(vb) + kRelEps);
+    out->stat_diffs.push_back({column, relative});
     const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
     const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
     const double allowed = options.user_tolerances
@@ -83,6 +85,13 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
     if (!same_special && !(diff <= allowed)) {
       if (!failures.empty()) failures += "; ";
       failures += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
+      // NaN against a number (a relative difference of NaN) is the largest.
+      if (out->worst_statistic.empty() || std::isnan(relative) || relative > worst) {
+        worst = std::isnan(relative) ? INFINITY : relative;
+        out->worst_statistic = column;
+        out->worst_statistic_a = va;
+        out->worst_statistic_b = vb;
+      }
     }
   }
   if (out->stat_diffs.empty()) {

@@ -13,6 +13,7 @@
 
 #include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/ascend_index.h"
+#include "graphdump/analysis/parallel.h"
 #include "graphdump/file_system.h"
 #include "graphdump/graph_files.h"
 #include "graphdump/layout.h"
@@ -424,7 +425,7 @@ const std::vector<SourceLocation>& DumpIndex::SourceTrace(const GraphEntry& grap
   return it == graph.source_traces.end() ? kNone : it->second;
 }
 
-StatusOr<DumpIndex> IndexDump(const std::string& dir) {
+StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return Status::NotFound(dir + ": no such directory");
   if (!fs::is_directory(dir, ec)) {
@@ -440,10 +441,21 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir) {
   if (RankId(path.filename().string(), &rank)) {
     index.ranks.push_back(IndexRank(path, rank, &index.skipped));
   } else {
+    std::vector<std::pair<fs::path, uint32_t>> dirs;
     for (const fs::path& child : SortedChildren(path)) {
       if (fs::is_directory(child) && RankId(child.filename().string(), &rank)) {
-        index.ranks.push_back(IndexRank(child, rank, &index.skipped));
+        dirs.emplace_back(child, rank);
       }
+    }
+    // Ranks are indexed on every core, each with its own list of skipped files.
+    std::vector<RankEntry> ranks(dirs.size());
+    std::vector<std::vector<Skipped>> skipped(dirs.size());
+    ParallelFor(dirs.size(), DefaultThreads(), progress ? "indexing ranks" : "", [&](size_t i) {
+      ranks[i] = IndexRank(dirs[i].first, dirs[i].second, &skipped[i]);
+    });
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      index.ranks.push_back(std::move(ranks[i]));
+      index.skipped.insert(index.skipped.end(), skipped[i].begin(), skipped[i].end());
     }
     std::sort(index.ranks.begin(), index.ranks.end(),
               [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });

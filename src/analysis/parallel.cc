@@ -8,44 +8,45 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace graphdump::analysis {
-namespace {
+Progress::Progress(std::string label, size_t total)
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(!label_.empty() && ::isatty(2)),
+      start_(std::chrono::steady_clock::now()) {}
 
-// Draws a one-line bar on stderr, at most every 100 ms.
-class ProgressBar {
- public:
-  ProgressBar(const std::string& label, size_t total)
-      : label_(label), total_(total), enabled_(!label.empty() && ::isatty(2)) {}
-  ~ProgressBar() {
-    if (enabled_ && drawn_) std::fprintf(stderr, "\r%*s\r", 79, "");
+Progress::~Progress() {
+  if (enabled_ && drawn_) std::fprintf(stderr, "\r%*s\r", 79, "");
+}
+
+void Progress::Update(size_t done) {
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
+  last_ = now;
+  drawn_ = true;
+  constexpr int kWidth = 24;
+  const int filled = total_ ? static_cast<int>(kWidth * std::min(done, total_) / total_) : kWidth;
+  std::string bar(filled, '#');
+  bar.resize(kWidth, ' ');
+  const double seconds = std::chrono::duration<double>(now - start_).count();
+  const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
+  char rate_text[32];
+  if (rate >= 1e6) {
+    std::snprintf(rate_text, sizeof(rate_text), "%.1fM", rate / 1e6);
+  } else if (rate >= 1e4) {
+    std::snprintf(rate_text, sizeof(rate_text), "%.1fk", rate / 1e3);
+  } else {
+    std::snprintf(rate_text, sizeof(rate_text), "%.1f", rate);
   }
-  void Update(size_t done) {
-    if (!enabled_) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto now = std::chrono::steady_clock::now();
-    if (drawn_ && done < total_ && now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    drawn_ = true;
-    constexpr int kWidth = 40;
-    const int filled = total_ ? static_cast<int>(kWidth * done / total_) : kWidth;
-    std::string bar(filled, '#');
-    bar.resize(kWidth, ' ');
-    std::fprintf(stderr, "\r%s [%s] %zu/%zu", label_.c_str(), bar.c_str(), done, total_);
-    std::fflush(stderr);
-  }
-
- private:
-  std::string label_;
-  size_t total_;
-  bool enabled_;
-  bool drawn_ = false;
-  std::mutex mu_;
-  std::chrono::steady_clock::time_point last_{};
-};
-
-}  // namespace
+  std::fprintf(stderr, "\r%s [%s] %zu/%zu, %s/s ", label_.c_str(), bar.c_str(), done, total_,
+               rate_text);
+  std::fflush(stderr);
+}
 
 int DefaultThreads() {
   const unsigned n = std::thread::hardware_concurrency();
@@ -55,7 +56,7 @@ int DefaultThreads() {
 void ParallelFor(size_t count, int threads, const std::string& progress_label,
                  const std::function<void(size_t)>& task) {
   if (count == 0) return;
-  ProgressBar bar(progress_label, count);
+  Progress bar(progress_label, count);
   std::atomic<size_t> next{0}, done{0};
   auto worker = [&] {
     for (size_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {

@@ -1,10 +1,14 @@
 // Cross-rank compare: each rank's synced kernels against the first rank's, via CompareDumps.
 #include "graphdump/analysis/rank_compare.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "graphdump/analysis/parallel.h"
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
@@ -80,9 +84,14 @@ StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
   CompareResult& merged = out.result;
   merged.skipped = index.skipped;
   const DumpIndex reference = SyncedPart(index, *ranks[0]);
+  // One progress line over the ranks (each rank's own pass draws none).
+  Progress progress(options.compare.progress ? "compare --ranks: ranks" : "", ranks.size() - 1);
+  CompareOptions each = options.compare;
+  each.progress = false;
   for (size_t i = 1; i < ranks.size(); ++i) {
     out.compared_ranks.push_back(ranks[i]->rank);
-    CompareResult r = CompareDumps(SyncedPart(index, *ranks[i]), reference, options.compare);
+    CompareResult r = CompareDumps(SyncedPart(index, *ranks[i]), reference, each);
+    progress.Update(i);
     for (KernelComparison& k : r.kernels) merged.kernels.push_back(std::move(k));
     for (UnpairedKernel& u : r.unpaired) merged.unpaired.push_back(std::move(u));
     for (Skipped& s : r.skipped) merged.skipped.push_back(std::move(s));
@@ -107,10 +116,55 @@ StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
   return out;
 }
 
+RankDifference DifferenceOf(const KernelComparison& kernel) {
+  RankDifference d;
+  for (const TensorComparison& t : kernel.tensors) {
+    if (t.mode == "statistic" && t.verdict == Verdict::kError && !t.worst_statistic.empty()) {
+      d.statistics_only = true;
+      d.is_input = t.is_input;
+      d.slot = t.slot;
+      d.statistic = t.worst_statistic;
+      d.value = t.worst_statistic_a;
+      d.reference = t.worst_statistic_b;
+      d.text = fmt::format("{} {:.6g} vs {:.6g} (by {:.6g}; {} {}, statistics only)", d.statistic,
+                           d.value, d.reference, std::fabs(d.value - d.reference),
+                           d.is_input ? "input" : "output", d.slot);
+      return d;
+    }
+  }
+  for (const TensorComparison& t : kernel.tensors) {
+    if (t.mode == "tensor") d.max_abs_err = std::max(d.max_abs_err, t.metrics.max_abs_err);
+  }
+  d.text = fmt::format("max abs err {:.6g}", d.max_abs_err);
+  return d;
+}
+
 std::string RankCompareResultJson(const RankCompareResult& result) {
-  nlohmann::json j = nlohmann::json::parse(CompareResultJson(result.result));
+  using nlohmann::json;
+  json j = json::parse(CompareResultJson(result.result));
   j["reference_rank"] = result.reference_rank;
   j["compared_ranks"] = result.compared_ranks;
+  json first = nullptr;
+  if (result.result.first_failure >= 0) {
+    const KernelComparison& k = result.result.kernels[result.result.first_failure];
+    const RankDifference d = DifferenceOf(k);
+    first = {{"rank", k.rank},          {"reference_rank", result.reference_rank},
+             {"iteration", k.iteration}, {"call", k.call},
+             {"kernel", k.name_a},      {"text", d.text}};
+    if (d.statistics_only) {
+      // JSON has no NaN or infinity: those values are written as text.
+      auto number = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
+      first["io"] = d.is_input ? "input" : "output";
+      first["slot"] = d.slot;
+      first["statistic"] = d.statistic;
+      first["value"] = number(d.value);
+      first["reference_value"] = number(d.reference);
+      first["abs_diff"] = number(std::fabs(d.value - d.reference));
+    } else {
+      first["max_abs_err"] = d.max_abs_err;
+    }
+  }
+  j["first_disagreement"] = first;
   return internal::JsonText(j, 2);
 }
 

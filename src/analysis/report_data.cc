@@ -212,7 +212,7 @@ std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const Report
         if (IsComputed(k.op_type, it.iteration)) kernels.push_back(&k);
       }
       std::vector<std::optional<StatPoint>> points(kernels.size());
-      ParallelFor(kernels.size(), threads > 0 ? threads : DefaultThreads(), "report",
+      ParallelFor(kernels.size(), threads > 0 ? threads : DefaultThreads(), "report: kernels",
                   [&](size_t i) { points[i] = ReadStatPoint(*kernels[i], it.iteration); });
       OrderSeries o{rank->rank, g.graph_id, it.iteration, {}};
       for (auto& p : points) {

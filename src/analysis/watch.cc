@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -129,7 +130,38 @@ struct TensorTask {
   const TensorEntry* tensor;
   const TensorEntry* previous = nullptr;  // weight checks: the same parameter one dump earlier
   int64_t previous_iteration = -1;
+  uint64_t sequence = 0;  // WatchHit::sequence
 };
+
+// WatchHit::sequence of every kernel call of the index.
+std::map<const KernelEntry*, uint64_t> CallSequences(const DumpIndex& index) {
+  std::map<const KernelEntry*, uint64_t> sequence;
+  for (const RankEntry& r : index.ranks) {
+    // (iteration, timestamp, graph, call, order) of each call of the rank.
+    using Key = std::tuple<int64_t, uint64_t, uint32_t, uint32_t, int64_t>;
+    std::vector<std::pair<Key, const KernelEntry*>> calls;
+    for (const GraphEntry& g : r.graphs) {
+      for (const IterationEntry& it : g.iterations) {
+        for (const KernelEntry& k : it.kernels) {
+          const uint64_t time = k.first_timestamp == 0 ? UINT64_MAX : k.first_timestamp;
+          calls.push_back({Key{it.iteration, time, g.graph_id, k.call, k.order}, &k});
+        }
+      }
+    }
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t iteration = INT64_MIN;
+    uint64_t n = 0;
+    for (const auto& [key, kernel] : calls) {
+      if (std::get<0>(key) != iteration) {
+        iteration = std::get<0>(key);
+        n = 0;
+      }
+      sequence[kernel] = n++;
+    }
+  }
+  return sequence;
+}
 
 WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& check,
                  std::string detail) {
@@ -140,6 +172,7 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   h.call = t.kernel->call;
   h.calls = t.kernel->calls;
   if (t.kernel->first_timestamp != 0) h.timestamp = t.kernel->first_timestamp;
+  h.sequence = t.sequence;
   h.order = t.kernel->order;
   h.kernel = t.kernel->full_name;
   h.is_input = t.tensor->is_input;
@@ -289,9 +322,12 @@ bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
 }
 
 // Infinities written on purpose (docs/analysis.md, "What counts as a hit"): the outputs of a
-// kernel that fills with its own constant +-inf argument (GraphEntry::intended_infinities), of
-// a where or masked_fill passing such an input on, and the same tensors as later kernels' inputs
-// in the same call (found by their summary). Walks the tasks in execution order.
+// kernel that fills with its own constant +-inf argument (GraphEntry::intended_infinities), the
+// same tensors as later kernels' inputs in the same iteration (found by their summary), and the
+// infinities a kernel's outputs carry on from such inputs: a where or masked_fill passes them on,
+// and any other kernel (the add of a mask to the scores, a triu of a full(-inf)) carries those of
+// their sign when none of its inputs holds an infinity that is not intended. Walks the tasks in
+// execution order (inputs of a call before its outputs).
 class IntendedMarker {
  public:
   // Takes `e`'s intended infinities out of its summary and describes them in e->intended.
@@ -299,33 +335,49 @@ class IntendedMarker {
     if (t.kernel != kernel_) {
       kernel_ = t.kernel;
       passed_on_.reset();
+      carried_ = Origin{};
+      tainted_ = false;
     }
     TensorSummary& s = e->s;
     if (s.pos_inf + s.neg_inf == 0) return;
-    const Group group{t.rank->rank, t.graph->graph_id, t.iteration->iteration, t.kernel->call};
+    const Group group{t.rank->rank, t.graph->graph_id, t.iteration->iteration};
     const Fingerprint print{s.elements, s.nan, s.pos_inf, s.neg_inf, s.max, s.min, s.l2norm};
     std::optional<Origin> origin;
     if (t.iteration->iteration < 0) {  // constants/: values the program wrote itself
-      origin = Origin{true, true, "a constant of the graph"};
+      origin = Origin{true, true, "a constant of the graph", ""};
     } else if (t.tensor->is_input) {
       auto it = outputs_.find({group, print});
       if (it != outputs_.end()) origin = it->second;
       if (origin && PassesOn(t.kernel->op_type)) passed_on_ = origin;
     } else if (auto it = t.graph->intended_infinities.find(t.kernel->full_name);
                it != t.graph->intended_infinities.end()) {
-      origin = Origin{it->second.positive, it->second.negative, it->second.argument};
-    } else {
+      origin = Origin{it->second.positive, it->second.negative, it->second.argument, ""};
+    } else if (passed_on_) {
       origin = passed_on_;
+    } else if (!tainted_ && (carried_.positive || carried_.negative)) {
+      origin = carried_;
+      origin->via = t.kernel->op_type;
     }
-    if (!origin) return;
-    const int64_t pos = origin->positive ? s.pos_inf : 0, neg = origin->negative ? s.neg_inf : 0;
+    const int64_t pos = origin && origin->positive ? s.pos_inf : 0;
+    const int64_t neg = origin && origin->negative ? s.neg_inf : 0;
+    if (t.tensor->is_input) {
+      // What this call's outputs may carry on: only when every infinity of its inputs is one
+      // written on purpose.
+      if (pos + neg < s.pos_inf + s.neg_inf) tainted_ = true;
+      if (origin && pos + neg > 0) {
+        carried_.positive |= pos > 0;
+        carried_.negative |= neg > 0;
+        if (carried_.text.empty()) carried_.text = origin->text;
+      }
+    }
     if (pos + neg == 0) return;
     if (!t.tensor->is_input) outputs_.emplace(std::make_pair(group, print), *origin);
     std::string text;
     if (pos) text = fmt::format("{} +Inf", pos);
     if (neg) text += fmt::format("{}{} -Inf", text.empty() ? "" : " and ", neg);
-    e->intended =
-        fmt::format("{} of {} elements, written on purpose by {}", text, s.elements, origin->text);
+    e->intended = fmt::format("{} of {} elements, written on purpose by {}{}", text, s.elements,
+                              origin->text,
+                              origin->via.empty() ? "" : ", carried through " + origin->via);
     s.pos_inf -= pos;
     s.neg_inf -= neg;
     if (s.pos_inf + s.neg_inf == 0) s.inf_at = BadPositions{};
@@ -334,9 +386,11 @@ class IntendedMarker {
  private:
   struct Origin {
     bool positive = false, negative = false;
-    std::string text;  // "masked_fill(value=-inf)"
+    std::string text;  // "masked_fill(value=-inf)": the kernel that wrote them
+    std::string via;   // the kernel that carried them on to this tensor ("add"), if any
   };
-  using Group = std::tuple<uint32_t, uint32_t, int64_t, uint32_t>;  // rank, graph, it, call
+  // Rank, graph, iteration: a mask made once may be used by every call of a kernel.
+  using Group = std::tuple<uint32_t, uint32_t, int64_t>;
   using Fingerprint = std::tuple<int64_t, int64_t, int64_t, int64_t, double, double, double>;
 
   // Operators whose output holds what their inputs hold where the mask says so.
@@ -348,6 +402,8 @@ class IntendedMarker {
   std::map<std::pair<Group, Fingerprint>, Origin> outputs_;
   const KernelEntry* kernel_ = nullptr;
   std::optional<Origin> passed_on_;  // an input of the current kernel holding intended ones
+  Origin carried_;        // the signs of the current kernel's inputs' intended infinities
+  bool tainted_ = false;  // an input of the current kernel holds an infinity not intended
 };
 
 }  // namespace
@@ -407,17 +463,20 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                                                                                  : tensor_checks) =
         true;
   }
+  const std::map<const KernelEntry*, uint64_t> sequences = CallSequences(index);
   std::vector<TensorTask> tasks;
   for (const RankEntry& r : index.ranks) {
     for (const GraphEntry& g : r.graphs) {
       std::map<std::string, std::pair<const TensorEntry*, int64_t>> last_weight;
       for (const IterationEntry& it : g.iterations) {
         for (const KernelEntry& k : it.kernels) {
+          const uint64_t sequence = sequences.at(&k);
           for (const TensorEntry& t : k.tensors) {
-            if (tensor_checks) tasks.push_back({&r, &g, &it, &k, &t});
+            if (tensor_checks) tasks.push_back({&r, &g, &it, &k, &t, nullptr, -1, sequence});
             if (!weight_checks || !k.is_parameter || it.iteration < 0 || t.path.empty()) continue;
             auto& last = last_weight[k.op_name];
-            if (last.first) tasks.push_back({&r, &g, &it, &k, &t, last.first, last.second});
+            if (last.first)
+              tasks.push_back({&r, &g, &it, &k, &t, last.first, last.second, sequence});
             last = {&t, it.iteration};
           }
         }
@@ -429,7 +488,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   std::mutex mu;
   std::atomic<int64_t> checked{0}, pairs{0};
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
-              options.progress ? "watch" : "", [&](size_t i) {
+              options.progress ? "watch: tensors" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
                 if (t.previous) {
                   if (CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu)) ++pairs;
@@ -472,11 +531,12 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   for (auto& h : hits) {
     for (auto& hit : h) result.hits.push_back(std::move(hit));
   }
+  // In the order they occurred, across ranks (WatchHit::sequence).
   std::stable_sort(result.hits.begin(), result.hits.end(),
                    [](const WatchHit& a, const WatchHit& b) {
                      auto key = [](const WatchHit& h) {
-                       return std::make_tuple(h.rank, h.graph_id, h.iteration < 0, h.iteration,
-                                              h.timestamp, h.call, h.order, !h.is_input, h.slot);
+                       return std::make_tuple(h.iteration < 0, h.iteration, h.sequence,
+                                              !h.is_input, h.rank, h.graph_id, h.slot);
                      };
                      return key(a) < key(b);
                    });
@@ -489,19 +549,11 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
 }
 
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
-  auto key = [](const WatchHit& h) {
-    return std::make_tuple(h.iteration < 0, h.iteration, h.timestamp, h.call, h.order, h.graph_id,
-                           h.rank);
-  };
-  std::map<uint32_t, const WatchHit*> first;  // hits are in execution order within a graph
-  for (const WatchHit& h : result.hits) {
-    auto [it, inserted] = first.emplace(h.rank, &h);
-    if (!inserted && key(h) < key(*it->second)) it->second = &h;
-  }
+  std::set<uint32_t> seen;
   std::vector<WatchHit> firsts;
-  for (const auto& [rank, h] : first) firsts.push_back(*h);
-  std::sort(firsts.begin(), firsts.end(),
-            [&](const WatchHit& a, const WatchHit& b) { return key(a) < key(b); });
+  for (const WatchHit& h : result.hits) {
+    if (seen.insert(h.rank).second) firsts.push_back(h);
+  }
   return firsts;
 }
 
@@ -513,6 +565,7 @@ nlohmann::json HitJson(const WatchHit& h) {
           {"iteration", h.iteration},
           {"call", h.call},
           {"order", h.order},
+          {"sequence", h.sequence},
           {"kernel", h.kernel},
           {"io", h.is_input ? "input" : "output"},
           {"slot", h.slot},
@@ -551,7 +604,6 @@ std::string WatchResultJson(const WatchResult& result) {
     for (const WatchHit& h : firsts) per_rank.push_back(HitJson(h));
     j["first_hit_per_rank"] = per_rank;
     j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
-    if (!firsts.empty()) j["first_hit"] = per_rank[0];
   }
   return internal::JsonText(j, 2);
 }

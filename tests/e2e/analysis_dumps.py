@@ -47,9 +47,10 @@ STAT_HEADER = ('Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Da
 
 
 def write_dump(root, iterations, net='Net', graph=0, rank=0, cpu_suffix=False, files=True,
-               stats=False, parameters=None, long_names=False):
+               stats=False, parameters=None, long_names=False, clock=1700000000000000):
     """iterations: {iteration: [kernel dicts]} (the same kernels each iteration, in order).
-    parameters: {iteration: {name: array}}. Returns the rank directory."""
+    parameters: {iteration: {name: array}}. clock: the first timestamp (microseconds; a rank
+    on another machine has another clock). Returns the rank directory."""
     rank_dir = os.path.join(root, 'rank_%d' % rank)
     first = next(iter(iterations.values()))
     os.makedirs(os.path.join(rank_dir, 'execution_order'), exist_ok=True)
@@ -71,7 +72,7 @@ def write_dump(root, iterations, net='Net', graph=0, rank=0, cpu_suffix=False, f
                 f.write('      # In file %s(%d)/        %s/\n' % (path, line, code))
                 f.write('      # In file /usr/lib/python3/torch/nn/modules/module.py(1190)/'
                         '        return forward_call(*input)/\n')
-    ts = 1700000000000000
+    ts = clock
     for it, kernels in iterations.items():
         d = os.path.join(rank_dir, net, str(graph), str(it))
         os.makedirs(d, exist_ok=True)

@@ -164,3 +164,44 @@ def test_watch_and_compare_say_where_the_nan_is(dumps):
     out = [t for t in kernel["tensors"] if t["io"] == "output"][0]
     assert out["first_index"] == [5, 0]
     assert "first at [5, 0] (row 5, flat index 15)" in out["reason"], out["reason"]
+
+
+def first_bad_index(array):
+    """The first NaN's index in the shape, else the first infinity's (NumPy's own reading)."""
+    for bad in (np.isnan(array), np.isinf(array)):
+        flat = np.flatnonzero(bad.ravel(order="K" if array.flags.c_contiguous else "C"))
+        if flat.size:
+            return tuple(int(i) for i in np.unravel_index(flat[0], array.shape))
+    return None
+
+
+def test_load_says_where_each_tensors_first_bad_element_is(dumps):
+    """load() gives every tensor file's first bad element as watch does: checked against NumPy
+    for each file, and the NaN of row 5 against watch's hit."""
+    frame = graphdump.load(dumps["full"])
+    files = frame[frame.file != ""]
+    for _, row in files.iterrows():
+        array = np.load(row["file"])
+        expected = first_bad_index(array) if array.dtype.kind in "fc" else None
+        assert row["first_index"] == expected, (row["file"], row["first_index"], expected)
+        assert row["row"] == (expected[0] if expected and array.ndim >= 2 else None), row["file"]
+    bad = files[files.first_index.notna()]
+    sqrt = sqrt_name(frame)
+    # Only the first call's sqrt output holds NaN (3 of them, row 5), and what consumed it.
+    assert set(zip(bad.kernel[bad.io == "output"], bad.call[bad.io == "output"])) >= \
+        {(sqrt, 0)}
+    first = bad[(bad.kernel == sqrt) & (bad.io == "output")]
+    assert list(first.first_index) == [(5, 0), (5, 0)] and list(first.row) == [5, 5]
+    assert list(first.iteration) == [0, 1]
+    hits = graphdump.watch(dumps["full"])
+    for _, hit in hits[hits.check == "nan"].iterrows():
+        match = frame[(frame.file == hit["path"]) & (frame.io == hit["io"]) &
+                      (frame.slot == hit["slot"])]
+        assert len(match) == 1 and match.first_index.iloc[0] == hit["first_index"], hit["path"]
+        assert match.row.iloc[0] == hit["row"]
+    # Rows are ints or None, not a float column.
+    assert all(r is None or isinstance(r, int) for r in frame.row)
+    # Statistic-only tensors have no positions.
+    stats = graphdump.load(dumps["stats"])
+    assert stats.first_index.isna().all() and stats.row.isna().all()
+    assert stats["NaN Count"].max() == 3

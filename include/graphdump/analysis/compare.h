@@ -61,6 +61,10 @@ struct TensorComparison {
   PairMetrics metrics;
   // statistic mode: relative differences of the statistic columns both sides hold
   std::vector<std::pair<std::string, double>> stat_diffs;
+  // statistic mode, verdict error: the statistic outside the standard by the largest relative
+  // difference ("Max Value"), with its value on each side; empty otherwise.
+  std::string worst_statistic;
+  double worst_statistic_a = 0, worst_statistic_b = 0;
   Verdict verdict = Verdict::kPass;
   std::string reason;  // empty when pass
   // Where the first failing element (or NaN/Inf mismatch) lies in A's shape, e.g. {5, 3}; the

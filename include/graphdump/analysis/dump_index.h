@@ -132,8 +132,9 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 // data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns
 // kNotFound when `dir` does not exist and kInvalidArgument "not a dump directory" (naming it and
 // what was expected) when it holds no dump. Unreadable or malformed pieces (a bad statistic.csv, an
-// unparsable file name) are listed in `skipped` and the rest is indexed.
-StatusOr<DumpIndex> IndexDump(const std::string& dir);
+// unparsable file name) are listed in `skipped` and the rest is indexed. Ranks are indexed on
+// every core; with `progress`, a Progress line counts them on a terminal.
+StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress = false);
 
 // The file-name form of a full name (SPEC §5): '/', '\\', '.' and ' ' become '_'.
 std::string FileKernelName(const std::string& full_name);

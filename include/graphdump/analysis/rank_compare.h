@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graphdump/analysis/compare.h"
@@ -34,8 +35,25 @@ struct RankCompareResult {
 // ranks are available or a requested rank is not in the dump (naming it and listing those found).
 StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index, const RankCompareOptions& options);
 
-// RankCompareResult as JSON: CompareResultJson's object plus "reference_rank" and
-// "compared_ranks".
+// What differs in a kernel that disagrees and by how much. Tensors compared element by element:
+// the largest max abs error of any of them. Tensors dumped as statistics only: the statistic of
+// the first failing tensor outside the standard by the most, with both ranks' values.
+struct RankDifference {
+  bool statistics_only = false;
+  bool is_input = false;
+  uint32_t slot = 0;
+  double max_abs_err = 0;             // element by element
+  std::string statistic;              // statistics only: "Max Value"
+  double value = 0, reference = 0;    // statistics only: the compared and the reference rank's
+  // "max abs err 0.25"; "Max Value 1.501 vs 1.5 (by 0.001; output 0, statistics only)".
+  std::string text;
+};
+RankDifference DifferenceOf(const KernelComparison& kernel);
+
+// RankCompareResult as JSON: CompareResultJson's object plus "reference_rank",
+// "compared_ranks" and "first_disagreement" (null when the ranks agree): the first failure's
+// rank, iteration, kernel, io, slot and RankDifference ("statistic", "value",
+// "reference_value", "abs_diff" for statistics only, "max_abs_err" otherwise, and "text").
 std::string RankCompareResultJson(const RankCompareResult& result);
 
 }  // namespace graphdump::analysis

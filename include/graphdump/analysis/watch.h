@@ -38,9 +38,15 @@ struct WatchHit {
   int64_t iteration = 0;
   uint32_t call = 0;   // which call of the kernel in the iteration (docs/analysis.md)
   uint32_t calls = 1;  // the kernel's calls in the iteration
-  // When the call ran (its earliest tensor timestamp); UINT64_MAX when the dump has none. Hits
-  // of one iteration are ordered by it: call numbers count per kernel, not across kernels.
+  // When the call ran (its earliest tensor timestamp); UINT64_MAX when the dump has none.
   uint64_t timestamp = UINT64_MAX;
+  // The call's position among every kernel call of its rank and iteration (all graphs), in the
+  // order they ran: by timestamp, else by graph, call and execution order. Call numbers count
+  // per kernel, not across kernels, and clocks of different machines differ; ranks run the same
+  // program, so the n-th call of one rank is the n-th of another (a collective that spreads a
+  // NaN to every rank comes after the kernel that made it, on every rank): hits are ordered by
+  // it across ranks.
+  uint64_t sequence = 0;
   int64_t order = -1;
   std::string kernel;  // full name
   bool is_input = false;
@@ -68,7 +74,9 @@ struct WatchOptions {
 };
 
 struct WatchResult {
-  std::vector<WatchHit> hits;  // execution order: rank, graph, iteration, call, order, io, slot
+  // In the order they occurred, across ranks: by iteration (constants last), sequence, inputs
+  // before outputs, rank, graph and slot. hits[0] is the first hit of the dump.
+  std::vector<WatchHit> hits;
   // Tensors whose only infinities are intended (not hits unless count_intended_inf), in the same
   // order; `check` is "inf" and `detail` says which kernel's argument wrote them.
   std::vector<WatchHit> intended;
@@ -81,13 +89,12 @@ struct WatchResult {
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);
 
-// The first hit of each rank (earliest iteration, then execution order, then graph id; constants,
-// iteration -1, count as latest), ordered the same way so the rank that hit first comes first.
+// The first hit of each rank, in the order of `result.hits`: the rank that hit first comes first.
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
 
-// The result as JSON. With more than one rank in the index, "first_hit" is the earliest hit of any
-// rank (FirstHitPerRank's first) and "first_hit_per_rank" (in that order) and "first_rank" (null
-// without hits) are added.
+// The result as JSON: "first_hit" is hits[0], the first hit of any rank. With more than one rank
+// in the index, "first_hit_per_rank" (FirstHitPerRank's order) and "first_rank" (null without
+// hits) are added.
 std::string WatchResultJson(const WatchResult& result);
 
 }  // namespace graphdump::analysis

@@ -1,0 +1,127 @@
+"""graphdump's analysis at cluster scale: a statistics-only dump replicated to many ranks (a NaN
+planted in one rank's kernel and spread to every rank by the AllReduce after it), then `watch`,
+`compare --ranks` and `graphdump.load` on it, each in a process of its own. Prints
+
+  bench: analysis_rows_per_second watch=A compare_ranks=B load=C (target >= 1000000)
+  bench: analysis_peak_rss_mib watch=A compare_ranks=B load=C (target < 1024 at 1,024 ranks of
+         100,000 rows)
+
+and checks that watch names the planted rank first. Environment: GRAPHDUMP_BIN (the CLI),
+GRAPHDUMP_BUILD_DIR (for the Python package), GRAPHDUMP_BENCH_RANKS (default 256),
+GRAPHDUMP_BENCH_ROWS (statistic rows per rank and iteration, two iterations; default 500, so that
+`graphdump.load`, which today holds every row as Python objects, about 8 KB each, fits a
+workstation; a small transformer has 11,740), TMPDIR.
+
+Measured 2026-11-25 on the shared 2-core machine under other builds' load (load average 10):
+16 ranks x 4,000 rows: watch 11k rows/s and 185 MiB, compare --ranks 31k rows/s and 116 MiB,
+load 5.5k rows/s and 500 MiB: far from the targets.
+"""
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+RANKS = int(os.environ.get("GRAPHDUMP_BENCH_RANKS", "256"))
+ROWS = int(os.environ.get("GRAPHDUMP_BENCH_ROWS", "500"))
+BAD_RANK = RANKS // 2 + 1
+HEADER = ("Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"
+          "Max Value,Min Value,Avg Value,L2Norm Value,NaN Count,Negative Inf Count,"
+          "Positive Inf Count\n")
+
+
+def kernel_names(count):
+    """A chain of kernels, every 8th an AllReduce (what compare --ranks compares)."""
+    names = []
+    for i in range(count):
+        kind = "AllReduce" if i % 8 == 7 else ("MatMul", "Add", "Mul", "Tanh")[i % 4]
+        names.append(f"Default/net-Net/block{i // 8}-Block/{kind}-op{i}")
+    return names
+
+
+def statistic_csv(names, bad_kernel):
+    """Input 0 and output 0 of each kernel; from `bad_kernel` on (None: never), NaN."""
+    lines = [HEADER]
+    for i, name in enumerate(names):
+        op_type = name.rsplit("/", 1)[1].split("-op")[0]
+        file_name = name.replace("/", "_").replace(".", "_")
+        for io in ("input", "output"):
+            nan = bad_kernel is not None and (i > bad_kernel or (i == bad_kernel and
+                                                                 io == "output"))
+            stats = "nan,nan,nan,nan,3,0,0" if nan else "1.5,-1.5,0.01,12.5,0,0,0"
+            lines.append(f'{op_type},{file_name},0,0,{1700000000000000 + 2 * i},{io},0,1024,'
+                         f'float32,"(16,16)",{stats}\n')
+    return "".join(lines)
+
+
+def write_dump(root):
+    names = kernel_names(ROWS // 2)
+    bad_kernel = len(names) // 2 - 2  # two kernels before an AllReduce
+    order = "NodeExecutionOrder-FullNameWithScope\n" + "".join(n + "\n" for n in names)
+    clean = statistic_csv(names, None)
+    planted = statistic_csv(names, bad_kernel)
+    spread = statistic_csv(names, ((bad_kernel // 8) + 1) * 8 - 1)  # from that AllReduce on
+    for rank in range(RANKS):
+        rank_dir = os.path.join(root, f"rank_{rank}")
+        os.makedirs(os.path.join(rank_dir, "execution_order"))
+        with open(os.path.join(rank_dir, "execution_order", "ms_execution_order_graph_0.csv"),
+                  "w") as f:
+            f.write(order)
+        for iteration, text in ((0, clean), (1, planted if rank == BAD_RANK else spread)):
+            it_dir = os.path.join(rank_dir, "Net", "0", str(iteration))
+            os.makedirs(it_dir)
+            with open(os.path.join(it_dir, "statistic.csv"), "w") as f:
+                f.write(text)
+    return names[bad_kernel], 2 * RANKS * len(names) * 2
+
+
+def measure(args, env=None):
+    """Runs a command; returns (seconds, peak RSS in MiB, stdout)."""
+    start = time.perf_counter()
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         env=dict(os.environ, **(env or {})))
+    out = p.stdout.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.perf_counter() - start
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return seconds, usage.ru_maxrss / 1024, out.decode(), p.returncode
+
+
+def main():
+    binary = os.environ.get("GRAPHDUMP_BIN", "graphdump")
+    build = os.environ.get("GRAPHDUMP_BUILD_DIR", "build")
+    tmp = tempfile.mkdtemp(prefix="graphdump_scale_")
+    try:
+        root = os.path.join(tmp, "dump")
+        bad_name, rows = write_dump(root)
+        print(f"{RANKS} ranks x {rows // RANKS} statistic rows = {rows} rows; NaN planted in "
+              f"rank {BAD_RANK}, {bad_name}")
+        watch = measure([binary, "watch", root, "--json", "-q"])
+        first = json.loads(watch[2])["first_hit"]
+        if watch[3] != 1 or (first["rank"], first["kernel"]) != (BAD_RANK, bad_name):
+            print(f"bench: analysis_scale FAILED: watch's first hit is {first}", file=sys.stderr)
+            return 1
+        ranks = measure([binary, "compare", root, "--ranks", "-q"])
+        load = measure(["/usr/bin/python3", "-c",
+                        "import sys, graphdump; print(len(graphdump.load(sys.argv[1])))", root],
+                       {"PYTHONPATH": os.path.join(build, "python")})
+        if load[3] != 0 or int(load[2].split()[-1]) != rows:
+            print(f"bench: analysis_scale FAILED: load gave {load[2]!r}", file=sys.stderr)
+            return 1
+        results = {"watch": watch, "compare_ranks": ranks, "load": load}
+        print("bench: analysis_rows_per_second " +
+              " ".join(f"{k}={rows / v[0]:.0f}" for k, v in results.items()) +
+              " (target >= 1000000)")
+        print("bench: analysis_peak_rss_mib " +
+              " ".join(f"{k}={v[1]:.0f}" for k, v in results.items()) +
+              " (target < 1024 at 1,024 ranks of 100,000 rows)")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
