@@ -162,6 +162,16 @@ void Attribute(const CompareOptions& options, double saved_error, KernelComparis
 
 namespace {
 
+// The end of the run of the graph (rank, graph, iteration, call) that starts at `begin`.
+size_t RunEnd(const std::vector<KernelComparison>& ks, size_t begin) {
+  size_t end = begin;
+  while (end < ks.size() && ks[end].rank == ks[begin].rank &&
+         ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
+         ks[end].call == ks[begin].call)
+    ++end;
+  return end;
+}
+
 // Each operator's error_origin, per run of the graph (rank, graph, iteration, call) in execution
 // order: a kernel that adds error is its own origin; any other takes the origin of the earlier
 // operator that made its input of largest error (matched by reference values). An inheriting
@@ -170,11 +180,7 @@ void TraceErrorOrigins(CompareResult* r) {
   auto& ks = r->kernels;
   size_t begin = 0;
   while (begin < ks.size()) {
-    size_t end = begin;
-    while (end < ks.size() && ks[end].rank == ks[begin].rank &&
-           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
-           ks[end].call == ks[begin].call)
-      ++end;
+    const size_t end = RunEnd(ks, begin);
     std::map<Fingerprint, int64_t> made_by;  // the last operator so far that output it
     for (size_t i = begin; i < end; ++i) {
       KernelComparison& k = ks[i];
@@ -240,11 +246,7 @@ void Summarize(CompareResult* r) {
   }
   size_t begin = 0;
   while (begin < ks.size()) {
-    size_t end = begin;
-    while (end < ks.size() && ks[end].rank == ks[begin].rank &&
-           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
-           ks[end].call == ks[begin].call)
-      ++end;
+    const size_t end = RunEnd(ks, begin);
     std::set<Fingerprint> known = constants[{ks[begin].rank, ks[begin].graph_id}];
     for (size_t i = begin; i < end; ++i) {
       if (ks[i].role == KernelRole::kOperator) continue;
