@@ -11,6 +11,7 @@
 #include "analysis_cli.h"
 #include "commands.h"
 #include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/analysis/rank_compare.h"
 #include "graphdump/internal/json_text.h"
 #include "replay_suspects.h"
@@ -119,6 +120,9 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
                f.rank, f.graph_id, f.iteration,
                f.calls > 1 ? fmt::format(", call {} of {}", f.call, f.calls) : "",
                f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
+    if (f.adds_error) {
+      fmt::print("{}", analysis::PrecisionChainText(r, analysis::InputChain(r, first), "  "));
+    }
   } else {
     fmt::print("{}\n", r.errors == 0 ? "no kernel failed" : "no kernel adds error");
   }

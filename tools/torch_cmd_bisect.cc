@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -23,11 +24,12 @@ constexpr char kBisectFooter[] = R"(
 The float32 run is the reference (as `run --precision fp32`); the error of a run is the relative
 L2 error ||y - y32|| / ||y32|| of the model's output (the largest over its tensors), or of the
 outputs of the kernel --target names. Rounds: the run with nothing kept, then with every
-candidate kept (floating-point kernels that ran; when even that misses the tolerance no set
-can meet it, exit 1), then bisection (halves in graph order, keeping a half that passes) and
-pruning (dropping each kernel whose removal still passes), so removing any one kernel of the
-result misses the tolerance. The result names each kernel and its source line, and the
-`graphdump run` command that reproduces it.
+candidate kept (floating-point kernels that ran, then the floating parameters and buffers,
+kept with their float32 values; when even that misses the tolerance no set can meet it,
+exit 1), then bisection (halves in candidate order, keeping a half that passes) and pruning
+(dropping each candidate whose removal still passes), so removing any one member of the
+result misses the tolerance. The result names each kernel and its source line, each parameter
+by its dotted name, and the `graphdump run` command that reproduces it.
 
 examples:
   graphdump bisect model.pt --input x.npy --precision bf16
@@ -111,13 +113,20 @@ struct BisectFlags {
 class BisectPrinter {
  public:
   BisectPrinter(const BisectFlags& flags, const TorchModel& model)
-      : flags_(flags), kernels_(model.graph().kernels), out_(flags.json ? stderr : stdout) {}
+      : flags_(flags),
+        kernels_(model.graph().kernels),
+        states_(model.StateNames()),
+        out_(flags.json ? stderr : stdout) {}
 
   // "3 kernels: A, B, C"; above 6, the first three and the last: "12 kernels: A, B, C, ... (8
-  // more), L".
+  // more), L". Parameters and buffers count as kernels here ("kernels and parameters" when the
+  // set holds any).
   std::string Set(const std::vector<size_t>& set) const {
     if (set.empty()) return "no kernel";
-    std::string text = std::to_string(set.size()) + (set.size() == 1 ? " kernel: " : " kernels: ");
+    const bool states = std::any_of(set.begin(), set.end(), [&](size_t id) { return IsState(id); });
+    std::string text = std::to_string(set.size()) +
+                       (states ? " kernels and parameters: "
+                               : set.size() == 1 ? " kernel: " : " kernels: ");
     for (size_t i = 0; i < set.size(); ++i) {
       if (set.size() > 6 && i == 3) {
         text += ", ... (" + std::to_string(set.size() - 4) + " more)";
@@ -187,15 +196,26 @@ class BisectPrinter {
       case BisectResult::Outcome::kFound:
         break;
     }
-    std::printf(
-        "result: %zu kernel%s must run in float32: error %s <= %s (%s alone: %s; all %zu "
-        "candidates kept: %s)\n",
-        r.keep.size(), r.keep.size() == 1 ? "" : "s", Number(r.error).c_str(),
-        Number(flags_.tolerance).c_str(), flags_.precision.c_str(), Number(r.error_none).c_str(),
-        r.candidates.size(), Number(r.error_all).c_str());
+    const size_t kept_states = static_cast<size_t>(
+        std::count_if(r.keep.begin(), r.keep.end(), [&](size_t id) { return IsState(id); }));
+    const size_t kept_kernels = r.keep.size() - kept_states;
+    std::string what = std::to_string(kept_kernels) + (kept_kernels == 1 ? " kernel" : " kernels");
+    if (kept_states > 0) {
+      what += " and " + std::to_string(kept_states) +
+              (kept_states == 1 ? " parameter or buffer" : " parameters or buffers");
+    }
+    std::printf("result: %s must %s in float32: error %s <= %s (%s alone: %s; all %zu "
+                "candidates kept: %s)\n",
+                what.c_str(), kept_states > 0 ? "stay" : "run", Number(r.error).c_str(),
+                Number(flags_.tolerance).c_str(), flags_.precision.c_str(),
+                Number(r.error_none).c_str(), r.candidates.size(), Number(r.error_all).c_str());
     for (size_t k : r.keep) {
-      std::printf("  %s (%s)  %s\n", Name(k).c_str(), kernels_[k].op_type.c_str(),
-                  SourceLine(kernels_[k]).c_str());
+      if (IsState(k)) {
+        std::printf("  %s (parameter or buffer, float32 values)\n", Name(k).c_str());
+      } else {
+        std::printf("  %s (%s)  %s\n", Name(k).c_str(), kernels_[k].op_type.c_str(),
+                    SourceLine(kernels_[k]).c_str());
+      }
     }
     std::printf("without any one of them the error exceeds %s (pruning tried each)\n",
                 Number(flags_.tolerance).c_str());
@@ -204,10 +224,10 @@ class BisectPrinter {
 
   std::string Unreachable(const BisectResult& r) const {
     return "even with all " + std::to_string(r.candidates.size()) +
-           " candidate kernels in float32 the error is " + Number(r.error_all) +
-           ", above the tolerance " + Number(flags_.tolerance) +
-           ": no set of kernels can meet it. What is left is the rounding of the inputs, "
-           "parameters and the model's result to " +
+           " candidate kernels, parameters and buffers in float32 the error is " +
+           Number(r.error_all) + ", above the tolerance " + Number(flags_.tolerance) +
+           ": no set of kernels can meet it. What is left is the rounding of the inputs and the "
+           "model's result to " +
            flags_.precision + " (kept kernels compute on those values); give a --tolerance above " +
            Number(r.error_all) + " (docs/precision.md)";
   }
@@ -222,6 +242,15 @@ class BisectPrinter {
     auto number = [](double v) { return std::isinf(v) ? json(nullptr) : json(v); };
     json keep = json::array();
     for (size_t k : r.keep) {
+      if (IsState(k)) {
+        keep.push_back({{"full_name", Name(k)},
+                        {"op_type", "parameter"},
+                        {"module_path", ""},
+                        {"source_line", ""},
+                        {"code", ""},
+                        {"source_trace", json::array()}});
+        continue;
+      }
       const KernelInfo& kernel = kernels_[k];
       const SourceLocation* loc = UserFrame(kernel.source_trace);
       keep.push_back({{"full_name", kernel.full_name},
@@ -258,10 +287,15 @@ class BisectPrinter {
   }
 
  private:
-  const std::string& Name(size_t k) const { return kernels_[k].full_name; }
+  // A candidate id (BisectResult): a kernel below kernels_.size(), else a parameter or buffer.
+  bool IsState(size_t id) const { return id >= kernels_.size(); }
+  const std::string& Name(size_t id) const {
+    return IsState(id) ? states_[id - kernels_.size()] : kernels_[id].full_name;
+  }
 
   const BisectFlags& flags_;
   const std::vector<KernelInfo>& kernels_;
+  const std::vector<std::string>& states_;
   FILE* out_;  // rounds: stderr with --json, which owns stdout
 };
 

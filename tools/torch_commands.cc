@@ -366,7 +366,8 @@ void AddCommonFlags(CLI::App& app, CommonFlags* f) {
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   app.add_option("--keep-fp32", f->keep_fp32,
                  "with --precision bf16|fp16: run these kernels in float32 (entries as in the "
-                 "configuration's kernels: full name, op type, name-regex(RE)); put them after "
+                 "configuration's kernels: full name, op type, name-regex(RE)) and keep these "
+                 "parameters and buffers in float32 (dotted names: pos.freqs); put them after "
                  "MODEL");
   app.add_flag("--list-kernels", f->list_kernels,
                "print every kernel's full name, module and source line (after one forward step "
@@ -472,7 +473,8 @@ examples:
 --precision bf16|fp16|fp32 casts the model's floating parameters, buffers and inputs; kernel
 names stay those of the float32 run, so `graphdump compare` pairs the two dumps by name.
 --keep-fp32 runs the kernels it selects in float32 (inputs cast up; kept kernels pass float32 to
-each other; other kernels and the model's result get the run's dtype): docs/precision.md.
+each other; other kernels and the model's result get the run's dtype) and keeps the parameters
+and buffers it names (pos.freqs) with their float32 values: docs/precision.md.
 )";
 
 constexpr char kTrainFooter[] = R"(

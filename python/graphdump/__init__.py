@@ -140,8 +140,11 @@ class Comparison:
       error (docs/precision.md) or, when none does, the first kernel with verdict error, as a
       dict with 'kernel', 'rank', 'graph_id', 'iteration', 'order', 'op_type',
       'source_line', 'reason', 'source_trace' and the attribution fields ('input_error',
-      'output_error', 'growth', 'added_error', 'adds_error', 'contribution_rank', 'role');
-      None when no kernel fails.
+      'output_error', 'growth', 'added_error', 'adds_error', 'contribution_rank', 'role',
+      'input_rounding', 'inputs_near_rounding', 'error_origin'); a kernel that adds error also
+      has 'float32_chain': what to keep in float32, the kernel and the chain of kernels and
+      rounded parameters producing its inputs ('keep_fp32', 'kernels', 'parameters',
+      'upstream'; docs/precision.md, "Verdicts"). None when no kernel fails.
     contributors: the kernels that add error, the largest added error first, as dicts of the
       same form (``contributors[0]`` is the top contributor).
     summary: counts: 'kernels', 'pass', 'warning', 'error', 'unpaired', 'skipped'.
@@ -195,7 +198,10 @@ def replay(dump, kernel, *, reference=None, iteration=None, rank=None, call=None
     DUMP KERNEL [--reference REF]`` does, and returns its result as a dict (the keys of
     ``--json``, docs/precision.md): ``verdict`` ("accurate", "inaccurate", "ill-conditioned",
     "inherits" or "not replayable"), ``reason`` (the words), and the numbers ``own``,
-    ``conditioning``, ``inherited`` (each ``{rel_l2, max_abs, cosine}``), ...
+    ``conditioning``, ``inherited`` (each ``{rel_l2, max_abs, cosine}``), ...; with a reference,
+    an ill-conditioned kernel's ``float32_chain`` (as in ``compare``'s first_divergence) and an
+    inheriting kernel's ``upstream`` (the kernel that added the error). The verdict follows the
+    model compare and report share (docs/precision.md, "Verdicts").
 
     kernel: a full name, an op type or a piece of a full name naming one kernel.
     reference: the same model's dump in float32, for conditioning and inherited error.

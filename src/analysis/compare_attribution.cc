@@ -12,12 +12,12 @@
 #include <string_view>
 #include <tuple>
 
+#include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/internal/compare_parts.h"
 
 namespace graphdump::analysis::compare_internal {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The worst tensor's verdict and reason (the rule for sources and for kernels whose outputs
 // carry no measured error).
@@ -36,19 +36,13 @@ std::string ErrText(double v) { return fmt::format("{:.3g}", v); }
 
 constexpr std::string_view kGradients = "Gradients/";
 
-
-
-
-// Identity of a reference tensor's values, to tell which inputs an earlier kernel produced.
-using Fingerprint = std::tuple<std::string, std::string, int64_t, double, double>;
+}  // namespace
 
 std::optional<Fingerprint> FingerprintOf(const TensorComparison& t) {
   if (t.mode != "tensor" || t.shape_b.empty() || t.metrics.elements == 0) return std::nullopt;
   return Fingerprint{t.shape_b, Lower(t.dtype_b), t.metrics.elements, t.metrics.ref_sum,
                      t.metrics.ref_sum_sq};
 }
-
-}  // namespace
 
 std::map<ScopeKey, double> ForwardScopeErrors(const std::vector<KernelComparison>& kernels) {
   std::map<ScopeKey, double> out;
@@ -94,22 +88,29 @@ void Attribute(const CompareOptions& options, double saved_error, KernelComparis
       if (!failing || t.error > failing->error) failing = &t;
     }
   }
-  const double in = k->input_error, out = k->output_error;
-  if (!std::isnan(out)) {
-    if (std::isnan(in)) {
-      k->added_error = out;
-    } else if (std::isinf(in)) {  // the inputs already disagree in shape or NaN/Inf positions
-      k->growth = std::isinf(out) ? 1.0 : 0.0;
-      k->added_error = 0;
-    } else {
-      const double base = std::max(in, rtol);
-      k->growth = base > 0 ? out / base : (out > 0 ? kInf : 0.0);
-      k->added_error = out - in;
+  for (const TensorComparison& t : k->tensors) {
+    if (t.is_input && !std::isnan(t.rounding) &&
+        (std::isnan(k->input_rounding) || t.rounding > k->input_rounding)) {
+      k->input_rounding = t.rounding;
     }
   }
-  const bool far_from_close = !std::isnan(in) && in < 0.1 && out > 0.5;
-  k->adds_error = k->role == KernelRole::kOperator && output_fails &&
-                  (std::isnan(in) || k->growth >= kGrowthLimit || far_from_close);
+  const double in = k->input_error, out = k->output_error;
+  // The verdict model every precision tool shares (precision_verdict.h); compare measures no
+  // own error, so a kernel that magnifies its inputs' error "adds error".
+  PrecisionEvidence evidence;
+  evidence.significant = output_fails;
+  evidence.growth_floor = rtol;
+  evidence.input_difference = in;
+  evidence.input_rounding = k->input_rounding;
+  evidence.output_error = out;
+  const PrecisionJudgement judgement = JudgePrecision(evidence);
+  k->inputs_near_rounding = judgement.inputs_near_rounding;
+  if (!std::isnan(out)) {
+    k->growth = judgement.growth;
+    k->added_error = std::isnan(in) ? out : std::isinf(in) ? 0.0 : out - in;
+  }
+  k->adds_error =
+      k->role == KernelRole::kOperator && judgement.verdict == PrecisionVerdict::kAddsError;
   if (k->role != KernelRole::kOperator) {
     WorstTensor(k);
     return;
@@ -139,14 +140,78 @@ void Attribute(const CompareOptions& options, double saved_error, KernelComparis
                                    k->adds_error ? "" : fmt::format(" < x{:g}", kGrowthLimit));
   if (k->adds_error) {
     k->verdict = Verdict::kError;
-    k->reason = fmt::format("adds error: {} norm rel err {} vs {}; {}: {}", Describe(*failing),
-                            ErrText(out), inputs, Describe(*failing), failing->reason);
+    k->reason = fmt::format("adds error: {} norm rel err {} vs {}{}; {}: {}", Describe(*failing),
+                            ErrText(out), inputs,
+                            k->inputs_near_rounding
+                                ? fmt::format(", {} their rounding to {} ({}): "
+                                              "ill-conditioned or inaccurate at {} (replay tells "
+                                              "which)",
+                                              k->input_rounding > 0
+                                                  ? ErrText(in / k->input_rounding) + " times"
+                                                  : std::string("within"),
+                                              failing->dtype_a, ErrText(k->input_rounding),
+                                              failing->dtype_a)
+                                : std::string(),
+                            Describe(*failing), failing->reason);
   } else if (k->verdict != Verdict::kError) {
     k->verdict = Verdict::kWarning;
     k->reason = fmt::format("inherits error: {} norm rel err {} vs {}; {}: {}", Describe(*failing),
                             ErrText(out), inputs, Describe(*failing), failing->reason);
   }
 }
+
+namespace {
+
+// The end of the run of the graph (rank, graph, iteration, call) that starts at `begin`.
+size_t RunEnd(const std::vector<KernelComparison>& ks, size_t begin) {
+  size_t end = begin;
+  while (end < ks.size() && ks[end].rank == ks[begin].rank &&
+         ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
+         ks[end].call == ks[begin].call)
+    ++end;
+  return end;
+}
+
+// Each operator's error_origin, per run of the graph (rank, graph, iteration, call) in execution
+// order: a kernel that adds error is its own origin; any other takes the origin of the earlier
+// operator that made its input of largest error (matched by reference values). An inheriting
+// kernel's reason then names it.
+void TraceErrorOrigins(CompareResult* r) {
+  auto& ks = r->kernels;
+  size_t begin = 0;
+  while (begin < ks.size()) {
+    const size_t end = RunEnd(ks, begin);
+    std::map<Fingerprint, int64_t> made_by;  // the last operator so far that output it
+    for (size_t i = begin; i < end; ++i) {
+      KernelComparison& k = ks[i];
+      if (k.role != KernelRole::kOperator) continue;
+      if (k.adds_error) {
+        k.error_origin = static_cast<int64_t>(i);
+      } else {
+        double worst = -1;
+        for (const TensorComparison& t : k.tensors) {
+          auto f = FingerprintOf(t);
+          if (!t.is_input || !f || std::isnan(t.error) || t.error <= worst) continue;
+          auto it = made_by.find(*f);
+          if (it == made_by.end()) continue;
+          worst = t.error;
+          k.error_origin = ks[it->second].error_origin;
+        }
+        if (k.verdict == Verdict::kWarning && k.error_origin >= 0 &&
+            k.reason.rfind("inherits error", 0) == 0) {
+          const KernelComparison& origin = ks[k.error_origin];
+          k.reason += "; the error was added upstream by " + origin.name_a +
+                      (origin.source_line.empty() ? "" : " at " + origin.source_line);
+        }
+      }
+      for (const TensorComparison& t : k.tensors)
+        if (auto f = FingerprintOf(t); f && !t.is_input) made_by[*f] = static_cast<int64_t>(i);
+    }
+    begin = end;
+  }
+}
+
+}  // namespace
 
 void Summarize(CompareResult* r) {
   const auto& ks = r->kernels;
@@ -170,6 +235,7 @@ void Summarize(CompareResult* r) {
   });
   for (size_t i = 0; i < r->contributors.size(); ++i)
     r->kernels[r->contributors[i]].contribution_rank = static_cast<int>(i + 1);
+  TraceErrorOrigins(r);
   // Graph inputs: operator inputs whose reference values no earlier operator of the same
   // iteration output and no parameter or constant of the graph holds.
   std::map<std::tuple<uint32_t, uint32_t>, std::set<Fingerprint>> constants;
@@ -180,11 +246,7 @@ void Summarize(CompareResult* r) {
   }
   size_t begin = 0;
   while (begin < ks.size()) {
-    size_t end = begin;
-    while (end < ks.size() && ks[end].rank == ks[begin].rank &&
-           ks[end].graph_id == ks[begin].graph_id && ks[end].iteration == ks[begin].iteration &&
-           ks[end].call == ks[begin].call)
-      ++end;
+    const size_t end = RunEnd(ks, begin);
     std::set<Fingerprint> known = constants[{ks[begin].rank, ks[begin].graph_id}];
     for (size_t i = begin; i < end; ++i) {
       if (ks[i].role == KernelRole::kOperator) continue;

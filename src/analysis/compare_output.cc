@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/analysis/source_json.h"
 #include "graphdump/internal/json_text.h"
 
@@ -80,6 +81,10 @@ std::string CompareResultJson(const CompareResult& result) {
     (*o)["added_error"] = known(k.added_error);
     (*o)["adds_error"] = k.adds_error;
     (*o)["contribution_rank"] = k.contribution_rank;
+    (*o)["input_rounding"] = known(k.input_rounding);
+    (*o)["inputs_near_rounding"] = k.inputs_near_rounding;
+    (*o)["error_origin"] = k.error_origin >= 0 ? json(result.kernels[k.error_origin].name_a)
+                                               : json(nullptr);
   };
   // The object of first_failure, first_adding_error and each contributor.
   auto brief = [&](const KernelComparison& f) {
@@ -89,6 +94,10 @@ std::string CompareResultJson(const CompareResult& result) {
               {"op_type", f.op_type}, {"source_line", f.source_line},
               {"reason", f.reason},   {"source_trace", SourceTraceJson<json>(f.source_trace)}};
     attribution(f, &o);
+    if (f.adds_error) {
+      const int64_t index = &f - result.kernels.data();
+      o["float32_chain"] = PrecisionChainJson(result, InputChain(result, index));
+    }
     return o;
   };
   json kernels = json::array();
@@ -107,6 +116,7 @@ std::string CompareResultJson(const CompareResult& result) {
                  {"first_index", t.first_index.empty() ? json(nullptr) : json(t.first_index)},
                  {"standard", t.standard},
                  {"error", known(t.error)},
+                 {"rounding", known(t.rounding)},
                  {"path_a", t.path_a},
                  {"path_b", t.path_b}};
       if (t.mode == "tensor") {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/internal/compare_parts.h"
 #include "graphdump/stats.h"
 #include "graphdump/tensor_view.h"
@@ -237,6 +238,9 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     out->metrics = ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
   }
   out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
+  if (LowerPrecision(out->dtype_a, out->dtype_b)) {
+    out->rounding = RoundingError(*nb, out->dtype_a, standard.small_value);
+  }
   JudgeTensor(options, standard, *na, out);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/internal/report_assets.h"
 #include "graphdump/internal/report_chart.h"
@@ -32,7 +33,8 @@ void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& rep
   *html += fmt::format(
       "<details id=\"adding-error-table\" open><summary>Kernels adding error ({}, largest "
       "first)</summary>\n<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>source</th>"
-      "<th>inputs' error</th><th>outputs' error</th><th>growth</th><th>replay</th></tr>\n",
+      "<th>inputs' error</th><th>outputs' error</th><th>growth</th><th>replay</th>"
+      "<th>keep in float32</th></tr>\n",
       r.contributors.size());
   auto number = [](double v) {
     return std::isnan(v) ? std::string("-") : fmt::format("{:.3g}", v);
@@ -41,12 +43,16 @@ void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& rep
     const int64_t index = r.contributors[i];
     const KernelComparison& k = r.kernels[index];
     const ReplayNote* replay = ReplayOf(replays, index);
+    // The advice of the verdict model (precision_verdict.h), for the first rows.
+    const std::string chain = i < 20 ? PrecisionChainText(r, InputChain(r, index), "") : "";
     html->append(fmt::format(
         "<tr data-kernel=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td class=\"replay-verdict\">{}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td><td class=\"replay-verdict\">{}</td>"
+        "<td class=\"float32-chain\">{}</td></tr>\n",
         Escape(k.name_a), i + 1, k.iteration, Escape(k.name_a), Escape(k.source_line),
         number(k.input_error), number(k.output_error), number(k.growth),
-        replay ? "<b>" + Escape(replay->verdict) + "</b>" + Escape(replay->words) : "-"));
+        replay ? "<b>" + Escape(replay->verdict) + "</b>" + Escape(replay->words) : "-",
+        chain.empty() ? "-" : "<pre>" + Escape(chain) + "</pre>"));
   }
   *html += "</table></details>\n";
 }

@@ -2,6 +2,8 @@
 // stay in L1 cache; the metric loops then run over plain double arrays.
 #include "graphdump/analysis/tensor_math.h"
 
+#include "graphdump/analysis/precision_verdict.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -315,6 +317,28 @@ PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, dou
   m.rel_err_below_0_1pct = scalars ? static_cast<double>(acc.below1) / scalars : 1.0;
   m.rel_err_below_0_5pct = scalars ? static_cast<double>(acc.below5) / scalars : 1.0;
   return m;
+}
+
+double RoundingError(const MappedNpy& t, const std::string& dtype, double small_value) {
+  const DType stored = t.info().dtype;
+  const int64_t scalars = t.NumElements() * Components(stored);
+  std::vector<double> x(kChunk);
+  double sq = 0, nb = 0;
+  int64_t finite = 0;
+  for (int64_t first = 0; first < scalars; first += kChunk) {
+    const int64_t n = std::min(kChunk, scalars - first);
+    Convert(stored, t.data(), first, n, x.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (!std::isfinite(x[i])) continue;
+      const double d = RoundToDtype(x[i], dtype) - x[i];
+      sq += d * d;
+      nb += x[i] * x[i];
+      ++finite;
+    }
+  }
+  const double ref_norm = std::max(std::sqrt(nb), small_value * std::sqrt(double(finite)));
+  return sq == 0 ? 0.0 : ref_norm > 0 ? std::sqrt(sq) / ref_norm
+                                      : std::numeric_limits<double>::infinity();
 }
 
 namespace {

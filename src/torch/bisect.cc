@@ -107,7 +107,12 @@ StatusOr<bool> Bisector::Passes(std::vector<size_t> kept, BisectRound::Phase pha
   std::sort(kept.begin(), kept.end());
   auto known = errors_.find(kept);
   if (known == errors_.end()) {
-    model_.SetKeepFp32(kept);
+    KeepSet keep;
+    for (size_t id : kept) {
+      (id < result_->kernel_count ? keep.kernels : keep.states)
+          .push_back(id < result_->kernel_count ? id : id - result_->kernel_count);
+    }
+    model_.SetKeepFp32(keep);
     GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<at::Tensor> measured, Measure());
     BisectRound round;
     round.number = static_cast<int>(result_->rounds.size()) + 1;
@@ -215,9 +220,10 @@ Status Bisector::Run() {
 
   GRAPHDUMP_ASSIGN_OR_RETURN(bool none_passes, Passes({}, BisectRound::Phase::kNone));
   result_->error_none = errors_.at({});
-  // Kernels that ran in either precision with a floating input or output: keeping any other
-  // changes nothing.
+  // Kernels that ran in either precision with a floating input or output (keeping any other
+  // changes nothing), then the floating parameters and buffers.
   const auto& kernels = model_.graph().kernels;
+  result_->kernel_count = kernels.size();
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (!model_.KernelRan(i)) continue;
     bool floating = false;
@@ -225,6 +231,9 @@ Status Bisector::Run() {
       for (const TensorMeta& m : *metas) floating |= IsFloating(m.dtype);
     }
     if (floating) result_->candidates.push_back(i);
+  }
+  for (size_t j = 0; j < model_.StateNames().size(); ++j) {
+    result_->candidates.push_back(result_->kernel_count + j);
   }
   if (none_passes) {
     result_->outcome = BisectResult::Outcome::kAlreadyMatches;

@@ -78,6 +78,7 @@ StatusOr<c10::IValue> GraphExecutor::Run(std::vector<c10::IValue> inputs) {
 
 bool GraphExecutor::IsKeptOutput(const at::Tensor& t) const {
   if (!t.defined() || t.scalar_type() != at::kFloat) return false;
+  if (precision_ && precision_->kept_states.count(t.unsafeGetTensorImpl())) return true;
   auto it = kept_outputs_.find(t.unsafeGetTensorImpl());
   return it != kept_outputs_.end() && it->second.lock().get() == t.unsafeGetTensorImpl();
 }

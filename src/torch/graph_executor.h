@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graph_compiler.h"
@@ -22,9 +23,12 @@ namespace graphdump::torch_internal {
 // kernels hand float32 to each other; a kernel that is not kept casts the float32 outputs of kept
 // kernels it reads back to `dtype`, and so does the model's return. The dump shows what each
 // kernel computed on: a kept kernel's inputs as cast, its float32 outputs.
+// Parameters and buffers kept in float32 (`kept_states`, by TensorImpl: the module holds them)
+// are handed out as a kept kernel's float32 outputs are.
 struct PrecisionPlan {
   at::ScalarType dtype = at::kFloat;
   std::vector<uint8_t> keep_fp32;
+  std::unordered_set<const c10::TensorImpl*> kept_states;
 };
 
 // Sees every kernel's outputs as it finishes (the trainer maps autograd nodes to kernels).

@@ -19,6 +19,7 @@
 #include "graph_compiler.h"
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/analysis/npy_file.h"
+#include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/file_system.h"
 #include "graphdump/graph_files.h"
@@ -320,45 +321,110 @@ std::string Times(double a, double b) {
 
 double Key(double x) { return std::isnan(x) ? INFINITY : x; }
 
+// The verdict of the model every precision tool shares (precision_verdict.h), in words.
 void Judge(ReplayResult* r) {
   const double floor = kSignificantRoundings * r->unit_roundoff;
   const double own = Key(r->own.rel_l2);
   const double cond = r->has_reference ? Key(r->conditioning.rel_l2) : 0;
   const double inh = r->has_reference ? Key(r->inherited.rel_l2) : 0;
-  const double top = std::max({own, cond, inh});
   const std::string& d = r->dtype;
-  if (top <= floor) {
-    r->verdict = ReplayVerdict::kAccurate;
-    r->reason =
-        "accurate at " + d + ": its own error (" + Number(r->own.rel_l2) + ")" +
-        (r->has_reference ? ", conditioning (" + Number(r->conditioning.rel_l2) +
-                                ") and inherited error (" + Number(r->inherited.rel_l2) + ")"
-                          : "") +
-        (r->has_reference ? " are" : " is") + " within " + Number(kSignificantRoundings) +
-        " roundings of " + d + " (" + Number(floor) + ")" +
-        (r->has_reference ? "" : "; give --reference for conditioning and inheritance");
-  } else if (own >= cond && own >= inh) {
-    r->verdict = ReplayVerdict::kInaccurate;
-    r->reason = "inaccurate at " + d + ": its own error (" + Number(r->own.rel_l2) + ") is " +
-                Times(r->own.rel_l2, r->rounding) + " what rounding its output to " + d +
-                " gives (" + Number(r->rounding) + "); computing it in float32 " +
-                "(run --keep-fp32) removes it";
-  } else if (cond >= inh) {
-    r->verdict = ReplayVerdict::kIllConditioned;
-    r->reason = "ill-conditioned: rounding its inputs to " + d + " alone gives error " +
-                Number(r->conditioning.rel_l2) + " (" +
-                Times(r->conditioning.rel_l2, r->input_rounding) + " the inputs' own rounding, " +
-                Number(r->input_rounding) + "), while its own error is " + Number(r->own.rel_l2) +
-                ": it magnifies its inputs' rounding (a subtraction that cancels?); computing it "
-                "in float32 does not help, its inputs must be more precise or the formula changed";
-  } else {
-    r->verdict = ReplayVerdict::kInherits;
-    r->reason = "inherits: its inputs already differ from the reference run's by " +
-                Number(r->input_difference) + ", which makes its output differ by " +
-                Number(r->inherited.rel_l2) + " (its own error is " + Number(r->own.rel_l2) +
-                ", conditioning " + Number(r->conditioning.rel_l2) +
-                "): look at the kernels before it";
+  analysis::PrecisionEvidence evidence;
+  evidence.significant = std::max({own, cond, inh}) > floor;
+  evidence.own = own;
+  evidence.own_floor = floor;
+  evidence.growth_floor = analysis::StandardFor(d, d).rtol;
+  if (r->has_reference) {
+    evidence.conditioning = cond;
+    evidence.inherited = inh;
+    evidence.input_difference = r->input_difference;
+    evidence.input_rounding = r->input_rounding;
+    evidence.output_error = Key(r->total.rel_l2);
   }
+  const analysis::PrecisionJudgement j = analysis::JudgePrecision(evidence);
+  r->growth = j.growth;
+  r->inputs_near_rounding = j.inputs_near_rounding;
+  // "0.0027 (1.6 times their rounding to bfloat16, 0.0017)"
+  const std::string inputs =
+      Number(r->input_difference) + " (" +
+      (r->input_rounding > 0 ? Times(r->input_difference, r->input_rounding) : "far more than") +
+      " their rounding to " + d + ", " + Number(r->input_rounding) + ")";
+  switch (j.verdict) {
+    case analysis::PrecisionVerdict::kAccurate:
+      r->verdict = ReplayVerdict::kAccurate;
+      r->reason =
+          "accurate at " + d + ": its own error (" + Number(r->own.rel_l2) + ")" +
+          (r->has_reference ? ", conditioning (" + Number(r->conditioning.rel_l2) +
+                                  ") and inherited error (" + Number(r->inherited.rel_l2) + ")"
+                            : "") +
+          (r->has_reference ? " are" : " is") + " within " + Number(kSignificantRoundings) +
+          " roundings of " + d + " (" + Number(floor) + ")" +
+          (r->has_reference ? "" : "; give --reference for conditioning and inheritance");
+      return;
+    case analysis::PrecisionVerdict::kInaccurate:
+      r->verdict = ReplayVerdict::kInaccurate;
+      r->reason = "inaccurate at " + d + ": its own error (" + Number(r->own.rel_l2) + ") is " +
+                  Times(r->own.rel_l2, r->rounding) + " what rounding its output to " + d +
+                  " gives (" + Number(r->rounding) + "); computing it in float32 " +
+                  "(run --keep-fp32) removes it";
+      return;
+    case analysis::PrecisionVerdict::kIllConditioned:
+    case analysis::PrecisionVerdict::kAddsError:
+      r->verdict = ReplayVerdict::kIllConditioned;
+      r->reason = "ill-conditioned: rounding its inputs to " + d + " alone gives error " +
+                  Number(r->conditioning.rel_l2) + " (" +
+                  Times(r->conditioning.rel_l2, r->input_rounding) +
+                  " the inputs' own rounding, " + Number(r->input_rounding) +
+                  "), its inputs differ from the reference run's by " + inputs +
+                  " and its output by " + Number(r->total.rel_l2) + " (x" + Number(j.growth) +
+                  "), while its own error is " + Number(r->own.rel_l2) +
+                  ": it magnifies the error of its inputs" +
+                  (j.inputs_near_rounding ? ", which carry only their rounding" : "") +
+                  "; computing it alone in float32 does not help: keep it and the chain that "
+                  "produces its inputs in float32, or change the formula";
+      return;
+    case analysis::PrecisionVerdict::kInherits:
+      r->verdict = ReplayVerdict::kInherits;
+      r->reason = "inherits: its inputs already differ from the reference run's by " + inputs +
+                  ", which makes its output differ by " + Number(r->total.rel_l2) + " (x" +
+                  Number(j.growth) + "; its own error is " + Number(r->own.rel_l2) +
+                  ", conditioning " + Number(r->conditioning.rel_l2) + "): look at the kernels "
+                  "before it";
+      return;
+  }
+}
+
+// The chain of kernels and parameters that produces the kernel's inputs, from a comparison of
+// the dump with the reference in the replayed iteration (precision_verdict.h); an inheriting
+// kernel names the kernel upstream that added its error.
+void TraceChain(const analysis::DumpIndex& dump, const analysis::DumpIndex& reference,
+                ReplayResult* r) {
+  analysis::CompareOptions options;
+  options.iteration = r->iteration;
+  options.progress = false;
+  const analysis::CompareResult compared = analysis::CompareDumps(dump, reference, options);
+  int64_t index = -1;
+  for (size_t i = 0; i < compared.kernels.size(); ++i) {
+    const analysis::KernelComparison& k = compared.kernels[i];
+    if (k.rank == r->rank && k.graph_id == r->graph_id && k.iteration == r->iteration &&
+        k.call == r->call && k.name_a == r->full_name) {
+      index = static_cast<int64_t>(i);
+    }
+  }
+  if (index < 0) return;
+  const analysis::PrecisionChain chain = analysis::InputChain(compared, index);
+  if (r->verdict == ReplayVerdict::kInherits) {
+    if (chain.upstream >= 0) {
+      const analysis::KernelComparison& k = compared.kernels[chain.upstream];
+      r->upstream = k.name_a;
+      const std::string at = k.source_line.empty() ? "" : " at " + k.source_line;
+      r->reason.replace(r->reason.rfind("look at the kernels before it"), std::string::npos,
+                        "the error was added upstream by " + k.name_a + at +
+                            " (graphdump replay it)");
+    }
+    return;
+  }
+  r->float32_chain = analysis::PrecisionChainJson(compared, chain).dump();
+  r->chain_text = analysis::PrecisionChainText(compared, chain, "  ");
 }
 
 StatusOr<const KernelInfo*> FindGraphKernel(const std::string& rank_dir, uint32_t graph_id,
@@ -428,8 +494,9 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
 
   // The reference's copy of the kernel: same rank, graph, iteration and full name.
   std::optional<KernelTensors> reference;
+  StatusOr<DumpIndex> ref_index = Status::NotFound("no reference");
   if (!request.reference_dir.empty()) {
-    auto ref_index = analysis::IndexDump(request.reference_dir);
+    ref_index = analysis::IndexDump(request.reference_dir);
     if (!ref_index.ok()) return ref_index.status();
     auto ref_rank = ChooseRank(*ref_index, r.rank, request.reference_dir);
     if (!ref_rank.ok()) return ref_rank.status();
@@ -555,6 +622,10 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
     r.total = Measure(y, yr64);
   }
   Judge(&r);
+  if (reference && (r.verdict == ReplayVerdict::kIllConditioned ||
+                    r.verdict == ReplayVerdict::kInherits)) {
+    TraceChain(*index, *ref_index, &r);
+  }
   return r;
 }
 
@@ -611,6 +682,11 @@ std::string ReplayResultJson(const ReplayResult& r) {
       j["total"] = error(r.total);
       j["input_difference"] = num(r.input_difference);
       j["input_rounding"] = num(r.input_rounding);
+      j["inputs_near_rounding"] = r.inputs_near_rounding;
+      j["growth"] = num(r.growth);
+      j["upstream"] = r.upstream.empty() ? nlohmann::json() : nlohmann::json(r.upstream);
+      j["float32_chain"] = r.float32_chain.empty() ? nlohmann::json()
+                                                   : nlohmann::json::parse(r.float32_chain);
     }
   }
   return j.dump(2);
@@ -642,6 +718,7 @@ std::string ReplayResultText(const ReplayResult& r) {
     }
   }
   out << "verdict    " << r.reason << "\n";
+  out << r.chain_text;
   for (const std::string& note : r.notes) out << "note       " << note << "\n";
   return out.str();
 }

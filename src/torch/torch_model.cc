@@ -3,11 +3,14 @@
 #include <re2/re2.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "graph_compiler.h"
 #include "graph_executor.h"
 #include "graphdump/internal/kernel_entry.h"
+#include "graphdump/layout.h"
 #include "graphdump/selector.h"
 #include "tensor_views.h"
 
@@ -21,7 +24,14 @@ TorchModel::TorchModel(torch::jit::Module module, DumpSession* session,
     : module_(std::move(module)),
       session_(session),
       compiled_(std::move(compiled)),
-      metas_known_(compiled_->info.kernels.size(), 0) {}
+      metas_known_(compiled_->info.kernels.size(), 0) {
+  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+    if (p.value.defined() && p.value.is_floating_point()) state_names_.push_back(p.name);
+  }
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
+    if (b.value.defined() && b.value.is_floating_point()) state_names_.push_back(b.name);
+  }
+}
 
 TorchModel::~TorchModel() = default;
 
@@ -198,22 +208,63 @@ StatusOr<std::vector<size_t>> TorchModel::SelectKernels(const std::vector<std::s
   return indices;
 }
 
+StatusOr<KeepSet> TorchModel::SelectKeep(const std::vector<std::string>& entries,
+                                         const std::string& option) const {
+  KeepSet keep;
+  std::vector<std::string> kernel_entries;
+  for (const std::string& entry : entries) {
+    // The dotted name, or the name the dump gives its Parameter file ("pos_freqs").
+    auto it = std::find(state_names_.begin(), state_names_.end(), entry);
+    if (it == state_names_.end()) {
+      it = std::find_if(state_names_.begin(), state_names_.end(),
+                        [&](const std::string& name) { return SanitizeName(name) == entry; });
+    }
+    if (it == state_names_.end()) {
+      kernel_entries.push_back(entry);
+    } else {
+      keep.states.push_back(static_cast<size_t>(it - state_names_.begin()));
+    }
+  }
+  auto kernels = SelectKernels(kernel_entries, option);
+  if (!kernels.ok()) {
+    // A kernel entry that selects nothing may have meant a parameter.
+    if (kernels.status().code() != StatusCode::kInvalidArgument || state_names_.empty()) {
+      return kernels.status();
+    }
+    std::string names;
+    for (size_t i = 0; i < state_names_.size() && i < 8; ++i) {
+      names += (i ? ", " : "") + state_names_[i];
+    }
+    if (state_names_.size() > 8) names += ", ...";
+    return Status::InvalidArgument(kernels.status().message() +
+                                   "; a parameter or buffer is kept by its dotted name (" + names +
+                                   ")");
+  }
+  keep.kernels = std::move(*kernels);
+  std::sort(keep.states.begin(), keep.states.end());
+  keep.states.erase(std::unique(keep.states.begin(), keep.states.end()), keep.states.end());
+  return keep;
+}
+
 Status TorchModel::SetPrecision(const PrecisionOptions& options) {
   if (!at::isFloatingType(options.dtype)) {
     return Status::InvalidArgument(std::string("precision ") + c10::toString(options.dtype) +
                                    " is not a floating dtype");
   }
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<size_t> keep, SelectKernels(options.keep_fp32,
-                                                                     "--keep-fp32"));
+  GRAPHDUMP_ASSIGN_OR_RETURN(KeepSet keep, SelectKeep(options.keep_fp32, "--keep-fp32"));
+  state_values_.clear();
   try {
     torch::NoGradGuard no_grad;
-    auto cast = [&](const at::Tensor& t) {
-      if (t.defined() && t.is_floating_point() && t.scalar_type() != options.dtype) {
-        t.set_data(t.to(options.dtype));
-      }
-    };
-    for (const auto& p : module_.named_parameters(/*recurse=*/true)) cast(p.value);
-    for (const auto& b : module_.named_buffers(/*recurse=*/true)) cast(b.value);
+    // The states by name, as StateNames lists them, each with its values before the cast.
+    std::map<std::string, at::Tensor> by_name;
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) by_name[p.name] = p.value;
+    for (const auto& b : module_.named_buffers(/*recurse=*/true)) by_name[b.name] = b.value;
+    for (const std::string& name : state_names_) {
+      const at::Tensor& t = by_name[name];
+      if (!t.defined() || !t.is_floating_point()) continue;
+      if (options.dtype != at::kFloat) state_values_.emplace_back(t, t.detach().clone());
+      if (t.scalar_type() != options.dtype) t.set_data(t.to(options.dtype));
+    }
   } catch (const std::exception& e) {
     return Status::Internal(std::string("casting the model's parameters to ") +
                             c10::toString(options.dtype) + " failed: " + e.what());
@@ -224,11 +275,24 @@ Status TorchModel::SetPrecision(const PrecisionOptions& options) {
   return Status::Ok();
 }
 
-void TorchModel::SetKeepFp32(const std::vector<size_t>& kernels) {
+void TorchModel::SetKeepFp32(const KeepSet& keep) {
   if (!precision_) return;
   precision_->keep_fp32.assign(metas_known_.size(), 0);
-  for (size_t i : kernels) {
+  for (size_t i : keep.kernels) {
     if (i < precision_->keep_fp32.size()) precision_->keep_fp32[i] = 1;
+  }
+  precision_->kept_states.clear();
+  if (state_values_.empty()) return;  // a float32 run keeps nothing apart
+  torch::NoGradGuard no_grad;
+  std::vector<uint8_t> kept(state_values_.size(), 0);
+  for (size_t i : keep.states) {
+    if (i < kept.size()) kept[i] = 1;
+  }
+  for (size_t i = 0; i < state_values_.size(); ++i) {
+    const auto& [tensor, value] = state_values_[i];
+    const at::ScalarType want = kept[i] ? at::kFloat : precision_->dtype;
+    if (tensor.scalar_type() != want) tensor.set_data(value.to(want));
+    if (kept[i]) precision_->kept_states.insert(tensor.unsafeGetTensorImpl());
   }
 }
 

@@ -11,8 +11,14 @@ usage: /usr/bin/python3 tests/e2e/precision_models.py OUT_DIR
                E[x]^2 to bfloat16 (steps of 64 near 10^4) leaves nothing of a variance near 1.
   replay_ops   conv2d, linear, matmul, softmax, layer_norm, add (replay reproduces each bit for
                bit).
+  pos_enc      a positional encoding: positions = cumsum of a mask (1 ... 1024), angle =
+               positions * freqs (a learned frequency vector), sin(angle). In bfloat16 the
+               positions above 256 and freqs are rounded, and sin of angles near 1000 turns
+               their rounding into a phase error of radians: sin is ill-conditioned, every
+               kernel before it accurate, and the fix keeps the chain and freqs in float32.
 
-Inputs (float32 .npy): dot_x.npy (16,), var_x.npy (4, 1024), ops_x.npy (2, 3, 8, 8).
+Inputs (float32 .npy): dot_x.npy (16,), var_x.npy (4, 1024), ops_x.npy (2, 3, 8, 8),
+pos_x.npy (1024,) ones (the mask).
 var_x holds multiples of 1/2 between 64 and 128 (exact in bfloat16) whose rows have mean
 exactly 100, so the bfloat16 run starts from the float32 run's values.
 """
@@ -69,6 +75,17 @@ class ReplayOps(nn.Module):
         return h + x.sum(dim=1, keepdim=True)
 
 
+class PosEnc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.freqs = nn.Parameter(1.37 / 10000 ** (torch.arange(16, dtype=torch.float32) / 16))
+
+    def forward(self, mask):
+        pos = torch.cumsum(mask, dim=0)  # POS_LINE: positions 1 ... 1024
+        angle = pos.unsqueeze(1) * self.freqs  # ANGLE_LINE: positions times frequencies
+        return torch.sin(angle)  # SIN_LINE: ill-conditioned for angles near 1000
+
+
 def var_input():
     """(4, 1024) multiples of 1/2 in [64, 128) whose every row has mean exactly 100."""
     rng = np.random.default_rng(15)
@@ -79,7 +96,7 @@ def var_input():
 def make(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     for seed, (name, cls) in enumerate((("dot_net", DotNet), ("naive_var", NaiveVar),
-                                        ("replay_ops", ReplayOps))):
+                                        ("replay_ops", ReplayOps), ("pos_enc", PosEnc))):
         torch.manual_seed(seed)
         torch.jit.save(torch.jit.script(cls().eval()), os.path.join(out_dir, name + ".pt"))
     rng = np.random.default_rng(3)
@@ -87,6 +104,7 @@ def make(out_dir):
     np.save(os.path.join(out_dir, "var_x.npy"), var_input())
     np.save(os.path.join(out_dir, "ops_x.npy"),
             rng.standard_normal((2, 3, 8, 8)).astype(np.float32))
+    np.save(os.path.join(out_dir, "pos_x.npy"), np.ones(1024, dtype=np.float32))
 
 
 if __name__ == "__main__":

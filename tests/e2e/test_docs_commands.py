@@ -6,7 +6,8 @@ optionally after VAR=value assignments; lines continued with a backslash are joi
 lines (with [optional] parts, `...` or UPPER-CASE placeholders) are skipped. Each command runs
 with bash in a workspace holding the files the docs name: model.pt (a small model made here from
 model.py, whose line 58 is a kernel's line), train.py, data_dump.json, dump/, dump_fp32/,
-dump_bf16/, ascend_dump/, x.npy, y.npy, failing.pt, and examples/ with its configurations
+dump_bf16/, ascend_dump/, x.npy, y.npy, failing.pt, pos_enc.pt and pos_x.npy (precision.md's
+worked example), and examples/ with its configurations
 pointed into the workspace. A command followed in its block by `graphdump ...: error: ...` must
 fail with that message; every other must exit 0 or 1 (1: watch or compare found something) with
 no error on stderr."""
@@ -21,6 +22,7 @@ import numpy as np
 
 import gdmodels
 import gdtest
+import precision_fixture
 
 DOCS = [os.path.join(gdtest.SOURCE_DIR, "README.md")] + sorted(
     glob.glob(os.path.join(gdtest.SOURCE_DIR, "docs", "*.md")))
@@ -116,6 +118,9 @@ def make_workspace(work):
         f.write(TRAIN_PY)
     subprocess.run([py, "model.py", "model.pt"], cwd=work, check=True)
     shutil.copy(gdmodels.model_path("failing"), os.path.join(work, "failing.pt"))
+    # precision.md's worked example: the positional encoding of precision_models.py.
+    shutil.copy(precision_fixture.model("pos_enc"), os.path.join(work, "pos_enc.pt"))
+    shutil.copy(precision_fixture.data("pos_x.npy"), os.path.join(work, "pos_x.npy"))
     np.save(os.path.join(work, "x.npy"),
             np.random.default_rng(0).standard_normal((4, 3, 16, 16)).astype(np.float32))
     np.save(os.path.join(work, "y.npy"), np.array([0, 1, 2, 3], np.int64))

@@ -93,7 +93,12 @@ TEST(BisectTest, FindsTheDotAndTheSetReproducesAfterOtherSets) {
   // The model is left in bfloat16; the kept set changes between runs without reloading, and
   // each run gives the error bisect saw for that set.
   auto error_with = [&](const std::vector<size_t>& keep) {
-    model->SetKeepFp32(keep);
+    KeepSet set;
+    for (size_t id : keep) {
+      (id < result->kernel_count ? set.kernels : set.states)
+          .push_back(id < result->kernel_count ? id : id - result->kernel_count);
+    }
+    model->SetKeepFp32(set);
     auto out = model->Forward({x});
     EXPECT_TRUE(out.ok());
     EXPECT_EQ(out->toTensor().scalar_type(), at::kBFloat16);

@@ -75,6 +75,10 @@ struct TensorComparison {
   // The error attribution uses: metrics.norm_rel_err for compared tensors, +inf when shapes
   // or NaN/Inf positions differ, NaN when not measured (statistic-only, missing, skipped).
   double error = 0;
+  // What rounding the reference to A's dtype alone gives (RoundingError, the norm_rel_err
+  // floor of the standard) when A's dtype is a lower floating precision than B's (bfloat16
+  // against float32); NaN otherwise.
+  double rounding = std::nan("");
 };
 
 // What a compared kernel is. Parameters (Parameter.* files) and graph constants (constants/)
@@ -127,6 +131,15 @@ struct KernelComparison {
   bool adds_error = false;
   // 1-based position in CompareResult::contributors; 0 when not listed.
   int contribution_rank = 0;
+  // The largest TensorComparison::rounding over the compared inputs (NaN when none was
+  // measured), and whether input_error is within kRoundingMultiple of it: the inputs carry
+  // nothing but their rounding to A's dtype (docs/precision.md, "Verdicts").
+  double input_rounding = std::nan("");
+  bool inputs_near_rounding = false;
+  // The operator that added the error this kernel carries (index into CompareResult::kernels):
+  // itself when it adds error, else the origin of the earlier operator that made its input of
+  // largest error; -1 when none is known (the error came from a source, or nothing differs).
+  int64_t error_origin = -1;
 };
 
 struct UnpairedKernel {

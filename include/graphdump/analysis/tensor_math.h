@@ -46,6 +46,11 @@ struct PairMetrics {
 PairMetrics ComparePair(const MappedNpy& a, const MappedNpy& b, double atol, double rtol,
                         double small_value = 0);
 
+// The error rounding `t` to `dtype` (RoundToDtype: bfloat16, float16, float32) makes, as
+// PairMetrics::norm_rel_err measures it (same small-value floor): what a tensor of the lower
+// precision loses by holding `t`'s values. Non-finite elements are left out.
+double RoundingError(const MappedNpy& t, const std::string& dtype, double small_value);
+
 // Where the first of some elements lies and how many rows hold one: a row is an index of the
 // first dimension (the batch, for a batch-first tensor). Scalars of a complex tensor count as
 // their element.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -55,6 +56,12 @@ double SavedTensorError(const std::map<ScopeKey, double>& forward, const KernelC
 // Fills the kernel's attribution fields, then its verdict (compare.h states the rules).
 // `saved_error`: a backward kernel's SavedTensorError (counted as an input's), else NaN.
 void Attribute(const CompareOptions& options, double saved_error, KernelComparison* k);
+
+// Identity of a reference tensor's values (shape, dtype, elements, sum, sum of squares), to
+// tell which earlier kernel output an input, or which parameter holds it; none for a tensor
+// compared by statistics or not at all.
+using Fingerprint = std::tuple<std::string, std::string, int64_t, double, double>;
+std::optional<Fingerprint> FingerprintOf(const TensorComparison& t);
 
 // first_failure, first_adding_error, contributors, differing sources and graph inputs.
 void Summarize(CompareResult* r);

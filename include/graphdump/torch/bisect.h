@@ -44,8 +44,8 @@ struct BisectRound {
   };
   int number = 0;  // 1, 2, ... in the order the runs happened
   Phase phase = Phase::kNone;
-  std::vector<size_t> kept;       // kernel indices (graph().kernels), ascending
-  std::optional<size_t> removed;  // kPrune: the kernel left out
+  std::vector<size_t> kept;       // candidate ids (BisectResult), ascending
+  std::optional<size_t> removed;  // kPrune: the candidate left out
   double error = 0;               // RelativeL2Error; +inf when a value is NaN or infinite
   bool pass = false;              // error <= tolerance
 };
@@ -57,8 +57,14 @@ struct BisectResult {
     kUnreachable,     // even every candidate kept misses the tolerance: `keep` is empty
   };
   Outcome outcome = Outcome::kFound;
-  std::optional<size_t> target;    // the kernel measured (BisectOptions::target)
-  std::vector<size_t> candidates;  // kernels that ran with a floating input or output
+  std::optional<size_t> target;  // the kernel measured (BisectOptions::target)
+  // Candidates, kept sets and `keep` hold candidate ids: an id below `kernel_count` is a kernel
+  // (an index into graph().kernels), an id at or above it the floating parameter or buffer
+  // StateNames()[id - kernel_count].
+  size_t kernel_count = 0;
+  // The kernels that ran with a floating input or output, in graph order, then every floating
+  // parameter and buffer.
+  std::vector<size_t> candidates;
   double error_none = 0;           // nothing kept
   double error_all = 0;            // every candidate kept
   std::vector<size_t> keep;        // the set found, in graph order
@@ -82,7 +88,8 @@ double RelativeL2Error(const at::Tensor& actual, const at::Tensor& reference);
 // (every time it ran in the step).
 //   1. runs the float32 reference (as `run --precision fp32`), then the model in `options.dtype`
 //      with nothing kept and with every candidate kept: candidates are the kernels that ran
-//      with a floating-point input or output;
+//      with a floating-point input or output and the floating parameters and buffers (kept in
+//      float32 as --keep-fp32 keeps them);
 //   2. bisection: splits the set in halves in graph order and keeps a half that passes alone;
 //      when neither does, reduces each half with the other kept;
 //   3. pruning: drops each member whose removal still passes, until a whole pass drops none,

@@ -84,6 +84,17 @@ struct ReplayResult {
   ReplayError total;            // y_dtype(x) vs y_f64(x_ref): the error the three make up
   double input_difference = 0;  // largest rel L2 of a floating input vs the reference's
   double input_rounding = 0;    // largest rel L2 of a reference input rounded to dtype
+  // total / max(input_difference, the dtype standard's rtol), and whether input_difference is
+  // within kRoundingMultiple of input_rounding (docs/precision.md, "Verdicts").
+  double growth = 0;
+  bool inputs_near_rounding = false;
+
+  // With a reference, from a comparison of the replayed iteration (precision_verdict.h):
+  // ill-conditioned: the kernel and the chain producing its inputs to keep in float32, as JSON
+  // (PrecisionChainJson) and as text lines; inherits: the kernel upstream that added the error.
+  std::string float32_chain;
+  std::string chain_text;
+  std::string upstream;
 };
 
 // Replays `request.kernel` (docs/precision.md). Errors (kNotFound, kInvalidArgument: a usage

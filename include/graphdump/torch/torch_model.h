@@ -37,8 +37,17 @@ struct PrecisionPlan;
 struct PrecisionOptions {
   at::ScalarType dtype = at::kFloat;
   // Entries as in the configuration's `kernels` (docs/configuration.md): a full name, an op type
-  // (case-insensitive substring of the kernel's op type), or name-regex(RE) (RE2, whole name).
+  // (case-insensitive substring of the kernel's op type), or name-regex(RE) (RE2, whole name);
+  // or the dotted name of a floating parameter or buffer ("pos.freqs"), which then keeps its
+  // float32 values.
   std::vector<std::string> keep_fp32;
+};
+
+// What a precision run keeps in float32: kernels (indices into TorchModel::graph().kernels) and
+// floating parameters and buffers (indices into TorchModel::StateNames()).
+struct KeepSet {
+  std::vector<size_t> kernels;
+  std::vector<size_t> states;
 };
 
 struct TorchModelOptions {
@@ -83,9 +92,22 @@ class TorchModel final : public HostGraph {
   StatusOr<std::vector<size_t>> SelectKernels(const std::vector<std::string>& entries,
                                               const std::string& option) const;
 
-  // The kernels that run in float32 (SetPrecision), replacing the set; indices as SelectKernels
-  // returns them. Requires a precision set by SetPrecision.
-  void SetKeepFp32(const std::vector<size_t>& kernels);
+  // The kernels and the parameters and buffers `entries` select: an entry equal to a name of
+  // StateNames(), or to the name a dump gives its Parameter file (SanitizeName: "pos_freqs"),
+  // selects that tensor; any other is a kernel entry (SelectKernels).
+  StatusOr<KeepSet> SelectKeep(const std::vector<std::string>& entries,
+                               const std::string& option) const;
+
+  // The dotted names of the model's floating parameters, then of its floating buffers
+  // ("fc1.weight", "pos.freqs"), as they were when loaded: what --keep-fp32 can keep besides
+  // kernels.
+  const std::vector<std::string>& StateNames() const { return state_names_; }
+
+  // What runs in float32 (SetPrecision), replacing the set. A kept parameter or buffer holds its
+  // values from before the cast (float32) and is handed to the kernels that read it as a kept
+  // kernel's output is: kept kernels read it in float32, others rounded to the run's dtype.
+  // Requires a precision set by SetPrecision.
+  void SetKeepFp32(const KeepSet& keep);
 
   // Runs one step of the method: BeginStep, the kernels, EndStep. `inputs` are the method's
   // arguments (without the module itself).
@@ -133,6 +155,10 @@ class TorchModel final : public HostGraph {
   bool metas_learned_ = false;                    // metas learned in this step, not yet sent
   std::optional<uint64_t> parameters_iteration_;  // the iteration parameters were last dumped
   std::unique_ptr<torch_internal::PrecisionPlan> precision_;  // SetPrecision; null: as loaded
+  std::vector<std::string> state_names_;  // StateNames()
+  // SetPrecision to a lower dtype: each floating parameter and buffer (as StateNames) and its
+  // values before the cast, which a kept one takes back (SetKeepFp32).
+  std::vector<std::pair<at::Tensor, at::Tensor>> state_values_;
   bool registered_ = false;
   bool in_step_ = false;
 };
