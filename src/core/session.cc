@@ -691,12 +691,7 @@ class SessionImpl final : public DumpSession {
     // (a statistic dump of every kernel otherwise copied the whole step's tensors). Bytes
     // already reduced in this step (the previous kernel's output) are not read again.
     if (!options.write_npy) {
-      if (const TensorStats* known = stats_cache_.Find(view, *options.stats)) {
-        AddStatisticRow(row, *known, sd, seq);
-        return;
-      }
-      std::optional<TensorStats> stats = WriteOne(path, view, options, row, sd, seq);
-      if (stats) stats_cache_.Insert(view, *options.stats, *stats);
+      ReduceStatistics(path, view, options, row, sd, seq);
       return;
     }
     // The same bytes already went to a file in this step (this is the previous kernel's output,
@@ -748,11 +743,14 @@ class SessionImpl final : public DumpSession {
                                       const TensorWriteOptions& options, const StatRowInfo& row,
                                       StepDir* sd, uint64_t seq,
                                       WrittenFiles::File* file = nullptr) {
-    StatusOr<TensorWriteResult> result =
-        failed_ ? Status::IOError("the dump stopped") : WriteTensor(*fs_, path, view, options);
+    if (failed_) {
+      if (file) file->Finish(std::nullopt);
+      return std::nullopt;
+    }
+    StatusOr<TensorWriteResult> result = WriteTensor(*fs_, path, view, options);
     if (file) file->Finish(result.ok() ? std::optional(result->file_bytes) : std::nullopt);
     if (!result.ok()) {
-      if (!failed_) Fail(result.status());
+      Fail(result.status());
       return std::nullopt;
     }
     if (result->file_bytes > 0) {
@@ -763,15 +761,29 @@ class SessionImpl final : public DumpSession {
     return std::move(result->stats);
   }
 
+  // The statistic row of a tensor (`options` without the .npy), reduced from memory unless the
+  // same bytes were reduced already in this step. False when the dump has stopped.
+  bool ReduceStatistics(const std::string& path, const TensorView& view,
+                        const TensorWriteOptions& options, const StatRowInfo& row, StepDir* sd,
+                        uint64_t seq) {
+    if (const TensorStats* known = stats_cache_.Find(view, *options.stats)) {
+      AddStatisticRow(row, *known, sd, seq);
+      return true;
+    }
+    std::optional<TensorStats> stats = WriteOne(path, view, options, row, sd, seq);
+    if (stats) stats_cache_.Insert(view, *options.stats, *stats);
+    return stats.has_value();
+  }
+
   // Dumps a tensor whose bytes the file `source` holds (or will, once its queued write has
   // run) under the new name `path`: a second name for that file, or a copy of it where the file
-  // system has no hard links. Its statistic row, if any, is reduced from memory now.
+  // system has no hard links. Its statistic row, if any, is made now (ReduceStatistics).
   void LinkTensor(std::shared_ptr<WrittenFiles::File> source, const std::string& path,
                   const TensorView& view, TensorWriteOptions options, const StatRowInfo& row,
                   StepDir* sd, uint64_t seq) {
     if (options.stats) {
       options.write_npy = false;
-      if (!WriteOne(path, view, options, row, sd, seq)) return;
+      if (!ReduceStatistics(path, view, options, row, sd, seq)) return;
     }
     auto link = [this, source, path] {
       const std::optional<uint64_t> bytes = source->Wait();
