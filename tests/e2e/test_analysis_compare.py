@@ -3,7 +3,6 @@ import copy
 import csv
 import json
 import os
-import tempfile
 import unittest
 
 import numpy as np
@@ -31,17 +30,7 @@ def numpy_metrics(a, b, atol=0.0, rtol=FP32_RTOL, small=FP32_SMALL):
             'allclose_failures': int((diff > atol + rtol * floored).sum())}
 
 
-class CompareTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.root = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.root, name)
-
+class CompareTest(d.ScratchTest):
     def test_identical_dumps_pass(self):
         net = d.simple_net()
         d.write_dump(self.path('a'), {0: net, 1: net})

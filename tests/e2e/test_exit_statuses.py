@@ -3,7 +3,6 @@ error; parameters and graph inputs that differ (a bfloat16 training against floa
 that only inherit error are reported without failing. watch exits 1 only on hits."""
 import json
 import os
-import tempfile
 import unittest
 
 import numpy as np
@@ -14,17 +13,7 @@ import analysis_dumps as d
 BF16_STEP = 2.0 ** -10
 
 
-class ExitStatusTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.root = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.root, name)
-
+class ExitStatusTest(d.ScratchTest):
     def training(self, name, net, weight):
         d.write_dump(self.path(name), {0: net, 1: net},
                      parameters={0: {'fc_weight': weight}, 1: {'fc_weight': weight * 0.5}})
