@@ -238,8 +238,8 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
   uint32_t slot = 0;
   auto name_of = [&](const at::Tensor& t) {
     auto it = producers_.find(t.unsafeGetTensorImpl());
-    if (it != producers_.end() && it->second.first == graph->graph_id()) {
-      return std::to_string(it->second.second);
+    if (it != producers_.end() && it->second.graph_id == graph->graph_id()) {
+      return std::to_string(it->second.index);
     }
     const std::string param = graph->TensorName(t.unsafeGetTensorImpl());
     return param.empty() ? "input" + std::to_string(slot) : param;
@@ -293,7 +293,10 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
   for (const c10::IValue& v : outputs) {
     ForEachTensor(v, [&](const at::Tensor& t) {
       if (t.defined()) {
-        producers_[t.unsafeGetTensorImpl()] = {call.graph->graph_id(), call.index};
+        producers_.insert_or_assign(
+            t.unsafeGetTensorImpl(),
+            Producer{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()),
+                     call.graph->graph_id(), call.index});
       }
     });
   }

@@ -126,8 +126,15 @@ class EagerCapture {
   std::unordered_map<std::string, uint32_t> scope_ids_;
   // Calls of (scope, operator) so far in this root call.
   std::unordered_map<uint64_t, uint32_t> occurrences_;
-  // Which kernel produced a tensor (graph id, kernel index), for the graph files' dataflow.
-  std::unordered_map<const at::TensorImpl*, std::pair<uint32_t, uint32_t>> producers_;
+  // Which kernel produced a tensor, for the graph files' dataflow. The weak reference keeps the
+  // TensorImpl's memory (not its data) until the iteration ends, so a tensor made after this one
+  // died cannot get its address and be taken for this kernel's output.
+  struct Producer {
+    c10::weak_intrusive_ptr<c10::TensorImpl> tensor;
+    uint32_t graph_id;
+    uint32_t index;
+  };
+  std::unordered_map<const at::TensorImpl*, Producer> producers_;
   std::string failure_;
 };
 

@@ -8,6 +8,8 @@ MODE:
   autocast  an MLP's call under torch.autocast("cpu", dtype=torch.bfloat16) (not Net: torch
             1.13's CPU autocast fails on layer_norm by itself)
   raises    a module whose matmul gets mismatched shapes
+  reuse     a module that drops a kernel's output, then reads a tensor made by no kernel
+            (`.data`), which may be given the dropped tensor's address
 """
 import sys
 
@@ -33,6 +35,16 @@ class InPlace(nn.Module):
         return y.relu()
 
 
+class Reuse(nn.Module):
+    def forward(self, x):
+        for _ in range(20):
+            y = x * 2
+            del y
+            z = x.data
+            x = x + z
+        return x
+
+
 class Raises(nn.Module):
     def forward(self, x):
         return x @ x  # (4, 6) @ (4, 6): mismatched
@@ -54,6 +66,8 @@ def main():
             print(mlp(x).float().sum().item())
     elif mode == "raises":
         Raises()(x)
+    elif mode == "reuse":
+        print(Reuse()(x).sum().item())
     else:
         sys.exit(f"unknown mode {mode}")
 

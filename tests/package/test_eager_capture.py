@@ -180,6 +180,19 @@ def test_scripted_and_eager_kernels_compare_by_name(tmp_path):
                                                           "Default/script/item-op6"}
 
 
+def test_dataflow_never_names_a_dead_tensors_producer(tmp_path):
+    # Each `x.data` is made by no kernel, right after `y = x * 2` died: it must not be taken
+    # for that multiplication's output, even where it gets the dead tensor's address.
+    run, rank = _run_small(tmp_path, "reuse")
+    assert run.returncode == 0, run.stderr
+    ir = open(rank / "graphs" / "ms_output_trace_code_graph_0.ir").read()
+    adds = re.findall(r"%(\d+)\(add\) = add\(%(\w+), %(\w+)\)", ir)
+    assert len(adds) == 20, ir
+    for index, first, second in adds:
+        assert first == "input0" or first == str(int(index) - 2), (index, first)
+        assert not second.isdigit(), (index, second)
+
+
 def test_in_place_input_is_dumped_before_the_write(tmp_path):
     run, rank = _run_small(tmp_path, "inplace")
     assert run.returncode == 0, run.stderr
