@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -48,6 +49,9 @@ struct GraphState {
   std::vector<uint8_t> dumped;    // per kernel index: dumped at least once
   bool files_dirty = false;       // kernels were added since the graph files were written
   bool constants_written = false;
+  // What the .ir, .pb and execution order files hold now: a file whose new text is the same is
+  // not written again (replacing a file frees its blocks, which some mounts discard at once).
+  std::array<std::optional<std::string>, 3> written;
 };
 
 // For trans_flag false: the view in the order its elements are stored (dimensions sorted by
@@ -506,14 +510,15 @@ class SessionImpl final : public DumpSession {
     const GraphInfo& g = state.info;
     Status st = fs_->CreateDirectories(root_ + "/graphs");
     if (st.ok()) st = fs_->CreateDirectories(root_ + "/execution_order");
-    if (st.ok()) {
-      st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "ir"),
-                               g.ir_text.empty() ? GenerateIrText(g) : g.ir_text);
-    }
-    if (st.ok())
-      st = fs_->WriteWholeFile(GraphFilePath(root_, g.graph_id, "pb"), SerializeGraphProto(g));
-    if (st.ok())
-      st = fs_->WriteWholeFile(ExecutionOrderPath(root_, g.graph_id), ExecutionOrderCsv(g));
+    auto write = [&](size_t slot, const std::string& path, std::string text) {
+      if (!st.ok() || state.written[slot] == text) return;
+      st = fs_->WriteWholeFile(path, text);
+      if (st.ok()) state.written[slot] = std::move(text);
+    };
+    write(0, GraphFilePath(root_, g.graph_id, "ir"),
+          g.ir_text.empty() ? GenerateIrText(g) : g.ir_text);
+    write(1, GraphFilePath(root_, g.graph_id, "pb"), SerializeGraphProto(g));
+    write(2, ExecutionOrderPath(root_, g.graph_id), ExecutionOrderCsv(g));
     if (!st.ok()) Fail(st);
   }
 
