@@ -82,47 +82,49 @@ def dd_seconds(work, size):
 def main():
     work = os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="graphdump_eager_bench_")
     os.makedirs(work, exist_ok=True)
-    dump = os.path.join(work, "dump")
-    never = benchutil.write_dump_config(os.path.join(work, "never.json"), dump, "statistic",
-                                        str(10 ** 6))
-    stat = benchutil.write_dump_config(os.path.join(work, "statistic.json"), dump, "statistic",
-                                       "all")
-    tensor = benchutil.write_dump_config(os.path.join(work, "tensor.json"), dump, "tensor",
-                                         str(TENSOR_STEP))
-    tensor_async = benchutil.write_dump_config(os.path.join(work, "tensor_async.json"), dump,
-                                               "tensor", str(TENSOR_STEP), asynchronous=True)
     args = [SCRIPT, str(STEPS), *MODEL]
     short = [SCRIPT, str(TENSOR_STEP + 2), *MODEL]  # the asynchronous span: 2 steps after
-    selects_none = os.path.join(work, "none.json")
-    with open(selects_none, "w") as f:
-        json.dump({"common_dump_settings": {
-            "dump_mode": 1, "path": dump, "net_name": "Net", "iteration": "all",
-            "saved_data": "statistic", "input_output": 0, "kernels": ["no_such_operator"],
-            "support_device": [0]}}, f)
     loop = [LOOP, str(STEPS), str(LOOP_OPS)]
+    runs = iter(range(10 ** 6))
+
+    def config(saved_data, iteration, asynchronous=False, kernels=None):
+        """A configuration dumping to a directory of its own: every run writes a new directory,
+        and no dump is deleted before the bench ends (a file system busy freeing the last run's
+        thousands of files is not what a user's run meets)."""
+        n = next(runs)
+        path = benchutil.write_dump_config(os.path.join(work, f"config{n}.json"),
+                                           os.path.join(work, f"dump{n}"), saved_data, iteration,
+                                           asynchronous=asynchronous)
+        if kernels is not None:
+            with open(path) as f:
+                written = json.load(f)
+            written["common_dump_settings"].update(dump_mode=1, kernels=kernels)
+            with open(path, "w") as f:
+                json.dump(written, f)
+        return path, os.path.join(work, f"dump{n}")
+
     off_r, stat_r, dd_r, async_r, per_op = [], [], [], [], []
     for r in range(ROUNDS):
-        benchutil.remove_tree(dump)
         plain = statistics.median(step_times(["/usr/bin/python3", *args], work)[2:])
+        never, _ = config("statistic", str(10 ** 6))
         off = statistics.median(step_times([BIN, "python", "--config", never, *args], work)[2:])
-        benchutil.remove_tree(dump)
+        stat, _ = config("statistic", "all")
         s = statistics.median(step_times([BIN, "python", "--config", stat, *args], work)[2:])
-        benchutil.remove_tree(dump)
+        tensor, dump = config("tensor", str(TENSOR_STEP))
         os.sync()
         dumped_step = step_times([BIN, "python", "--config", tensor, *args], work)[TENSOR_STEP]
         size, written = benchutil.npy_bytes(dump), benchutil.npy_unique_bytes(dump)
-        benchutil.remove_tree(dump)
         os.sync()
         plain_tail = seconds_from_tensor_step_to_end(["/usr/bin/python3", *short], work)
+        tensor_async, _ = config("tensor", str(TENSOR_STEP), asynchronous=True)
         async_tail = seconds_from_tensor_step_to_end(
             [BIN, "python", "--config", tensor_async, *short], work)
-        benchutil.remove_tree(dump)
         dd = dd_seconds(work, size)
         added = max(dumped_step - plain, 1e-6)
         bare = statistics.median(step_times([BIN, "python", *loop], work)[2:])
+        selects_none, _ = config("statistic", "all", kernels=["no_such_operator"])
         captured = statistics.median(
             step_times([BIN, "python", "--config", selects_none, *loop], work)[2:])
-        benchutil.remove_tree(dump)
         per_op.append((captured - bare) / LOOP_OPS * 1e6)
         off_r.append(off / plain)
         stat_r.append(s / plain)
