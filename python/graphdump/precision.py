@@ -38,9 +38,11 @@ class PrecisionRun:
         self.output = None  # its last call's floating tensors, float32 copies
         self.steps_done = 0
         self.root_calls = 0
+        self.host = None
 
     def start(self, host):
         """The host opened (at the first module call): bf16/fp16 turns the kernels' casts on."""
+        self.host = host
         if self.precision != "fp32":
             host.set_precision(self.precision, self.keep)
 
@@ -52,13 +54,22 @@ class PrecisionRun:
             out = call(module, *args, **kwargs)
         finally:
             self.busy = False
-        if self.root is None:
-            self.root = id(module)
-        if id(module) == self.root:
-            tensors = []
-            _floating_tensors(out, tensors)
-            self.output = [t.detach().to(torch.float32).cpu().clone() for t in tensors]
-            self.root_calls += 1
+        if self.host is None:
+            return out  # the module ran without graphdump (a forked child, a closed dump)
+        pause = self.host.pause_eager()  # graphdump's own operators are no kernels
+        try:
+            if self.precision != "fp32":
+                # A module returns the run's dtype, whatever kernel made it (run --precision).
+                out = _to_dtype(out, _DTYPES[self.precision])
+            if self.root is None:
+                self.root = id(module)
+            if id(module) == self.root:
+                tensors = []
+                _floating_tensors(out, tensors)
+                self.output = [t.detach().to(torch.float32).cpu().clone() for t in tensors]
+                self.root_calls += 1
+        finally:
+            pause.close()
         return out
 
     def after_root_call(self, optimizers):
@@ -100,6 +111,22 @@ def _save_whole(path, write):
     with open(temporary, "wb") as f:
         write(f)
     os.replace(temporary, path)
+
+
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _to_dtype(value, dtype):
+    """`value` with its floating tensors of another dtype cast to `dtype`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_to_dtype(v, dtype) for v in value)
+    if isinstance(value, list):
+        return [_to_dtype(v, dtype) for v in value]
+    if type(value) is dict:
+        return {k: _to_dtype(v, dtype) for k, v in value.items()}
+    return value
 
 
 def _floating_tensors(value, out):
