@@ -88,10 +88,21 @@ void EagerCapture::Switch(bool active, bool naming) {
 }
 
 bool EagerCapture::TakeKernel(EagerGraph** graph, uint32_t* index) {
+  taken_call_ = nullptr;
   if (starting_graph_ == nullptr) return false;
   *graph = std::exchange(starting_graph_, nullptr);
   *index = starting_index_;
+  taken_call_ = std::exchange(starting_call_, nullptr);
   return true;
+}
+
+void EagerCapture::SetComputedInputs(c10::ArrayRef<c10::IValue> args) {
+  KernelCall* call = std::exchange(taken_call_, nullptr);
+  if (call == nullptr || call->session == nullptr || call->inputs.empty()) return;
+  call->inputs.clear();
+  AppendInputViews(*call->session, call->graph->kernel(call->index), args,
+                   call->graph->writes(call->index).annotated, /*logical_layout=*/true,
+                   &call->inputs);
 }
 
 const std::string& EagerCapture::current_path() const {
@@ -168,6 +179,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
   const bool outermost = self->op_depth_++ == 0;
   if (!outermost) return nullptr;
   self->starting_graph_ = nullptr;
+  self->starting_call_ = nullptr;
   if (t_host_work > 0) return nullptr;
   // Operators inside an autograd node belong to the backward pass, unless a module is being
   // recomputed there.
@@ -223,6 +235,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   DumpSession* session = active_ ? graph->session() : nullptr;
   call->session = session;
   call->wants = session != nullptr && session->Wants(kernel);
+  starting_call_ = call.get();
   // op_debug_mode 4 dumps the inputs of a kernel that raises.
   const bool keep_inputs =
       call->wants || (session != nullptr && session->config().op_debug_mode == 4);

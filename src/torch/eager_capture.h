@@ -74,6 +74,9 @@ class EagerCapture {
   // The kernel whose outermost operator call is starting, once: true and sets `graph` and
   // `index` when the call that reaches the dispatcher now is a kernel of a graph.
   bool TakeKernel(EagerGraph** graph, uint32_t* index);
+  // The kernel TakeKernel handed out computes on `args` (its inputs as a precision run cast
+  // them), not on what the program passed: its dumped inputs are taken again from them.
+  void SetComputedInputs(c10::ArrayRef<c10::IValue> args);
 
   // Module frames. `graph` null: the module's operators are not captured (a module the host
   // does not dump). A frame pushed while a backward pass runs is recomputation.
@@ -127,6 +130,8 @@ class EagerCapture {
   // The kernel TakeKernel hands out (set when an outermost call starts).
   EagerGraph* starting_graph_ = nullptr;
   uint32_t starting_index_ = 0;
+  KernelCall* starting_call_ = nullptr;  // alive until its end callback
+  KernelCall* taken_call_ = nullptr;     // the one TakeKernel handed out last
   int op_depth_ = 0;        // operator calls open on the watched thread
   int backward_depth_ = 0;  // autograd nodes being evaluated on it
   std::vector<Frame> frames_;

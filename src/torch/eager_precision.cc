@@ -1,6 +1,7 @@
 #include "eager_precision.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/record_function.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <re2/re2.h>
 #include <torch/library.h>
@@ -110,6 +111,7 @@ EagerPrecision::~EagerPrecision() {
 }
 
 void EagerPrecision::Enable() {
+  thread_id_ = at::RecordFunction::currentThreadId();
   g_precision.store(this, std::memory_order_release);
   c10::impl::tls_set_dispatch_key_included(kPrecisionKey, true);
   enabled_ = true;
@@ -206,7 +208,9 @@ void EagerPrecision::Fallback(const c10::OperatorHandle& op, c10::DispatchKeySet
   const c10::DispatchKeySet below =
       keys & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kPrecisionKey);
   EagerPrecision* self = g_precision.load(std::memory_order_acquire);
-  if (self == nullptr) {
+  // Threads that inherit the key (an autograd engine's device threads) run their calls as they
+  // are: only the watched thread's calls are kernels.
+  if (self == nullptr || at::RecordFunction::currentThreadId() != self->thread_id_) {
     op.redispatchBoxed(below, stack);
     return;
   }
@@ -237,6 +241,7 @@ void EagerPrecision::Handle(const c10::OperatorHandle& op, c10::DispatchKeySet b
   const size_t arguments = schema.arguments().size();
   const size_t base = stack->size() - arguments;
   std::vector<std::pair<at::Tensor, at::Tensor>> written;  // original, the copy it was cast to
+  bool cast_any = false;
   for (size_t i = 0; i < arguments; ++i) {
     c10::IValue& v = (*stack)[base + i];
     if (v.isTensor()) {
@@ -244,6 +249,7 @@ void EagerPrecision::Handle(const c10::OperatorHandle& op, c10::DispatchKeySet b
       if (!c.defined()) continue;
       if (torch_compat::SchemaWritesArgument(schema, i)) written.emplace_back(v.toTensor(), c);
       v = c10::IValue(std::move(c));
+      cast_any = true;
     } else if (v.isTensorList()) {
       std::vector<at::Tensor> list = v.toTensorVector();
       bool changed = false;
@@ -251,8 +257,11 @@ void EagerPrecision::Handle(const c10::OperatorHandle& op, c10::DispatchKeySet b
         at::Tensor c = cast(t);
         if (c.defined()) t = std::move(c), changed = true;
       }
-      if (changed) v = c10::IValue(c10::List<at::Tensor>(list));
+      if (changed) v = c10::IValue(c10::List<at::Tensor>(list)), cast_any = true;
     }
+  }
+  if (cast_any) {
+    capture_->SetComputedInputs(c10::ArrayRef<c10::IValue>(stack->data() + base, arguments));
   }
   op.redispatchBoxed(below, stack);
   const size_t returns = schema.returns().size();

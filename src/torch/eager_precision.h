@@ -97,6 +97,7 @@ class EagerPrecision {
   std::vector<bool> is_state_;    // per entry: it named a parameter or buffer
   std::vector<KernelEntry> kernel_entries_;  // per entry
   bool enabled_ = false;
+  uint64_t thread_id_ = 0;  // the thread Enable ran on
   std::unordered_map<const EagerGraph*, std::vector<int8_t>> decisions_;  // -1 unknown, 0, 1
   std::unordered_map<const EagerGraph*, std::vector<uint8_t>> seen_flags_;
   std::vector<Seen> seen_;
