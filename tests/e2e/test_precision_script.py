@@ -104,9 +104,9 @@ def parameter(rank, name):
     return (np.load(found[0]), p.dtype_of(found[0])) if found else (None, None)
 
 
-def output(rank, kernel, slot=0):
+def output(rank, kernel, slot=0, io="output"):
     stem = kernel.replace("/", "_").replace(".", "_")
-    found = files(rank, f"*.{stem}.*.output.{slot}.*.npy")
+    found = files(rank, f"*.{stem}.*.{io}.{slot}.*.npy")
     return found[0] if found else None
 
 
@@ -132,6 +132,11 @@ try:
         if v32 is not None and v16 is not None:
             t.expect(np.array_equal(v16, bf16_round(v32)) and not np.array_equal(v16, v32),
                      f"{name} is the float32 value rounded to bfloat16")
+    # Inputs are dumped as the kernel computed on them: the script's float32 data rounded.
+    f, f32 = output(low, linear, io="input"), output(ref, linear, io="input")
+    t.expect(f is not None and f32 is not None and p.dtype_of(f) == "bfloat16" and
+             np.array_equal(np.load(f), bf16_round(np.load(f32))),
+             f"{linear} input 0 dumped as the bf16 values it computed on: {f}")
     losses32 = [float(l.split()[2]) for l in out32.splitlines() if l.startswith("loss")]
     losses16 = [float(l.split()[2]) for l in out.splitlines() if l.startswith("loss")]
     t.expect(len(losses16) == 2 and losses16 != losses32 and
@@ -146,6 +151,10 @@ try:
     t.expect(f is not None and p.dtype_of(f) == "float32", f"{last} kept in float32: {f}")
     f = output(kept, linear)
     t.expect(f is not None and p.dtype_of(f) == "bfloat16", f"{linear} still bf16: {f}")
+    f, f16 = output(kept, last, io="input"), output(kept, "Default/relu-op1")
+    t.expect(f is not None and f16 is not None and p.dtype_of(f) == "float32" and
+             np.array_equal(np.load(f), np.load(f16)),
+             f"{last} input: the bf16 relu output cast up to float32: {f}")
     v32, _ = parameter(ref, "fc1_weight")
     vk, dk = parameter(kept, "fc1_weight")
     t.expect(dk == "float32" and vk is not None and np.array_equal(vk, v32),
@@ -157,6 +166,13 @@ try:
                                   "Default/fc2-Linear/linaer-op2", train)
     t.expect(code == 2 and "'Default/fc2-Linear/linaer-op2'" in err and "nearby" in err and
              last in err, f"unknown entry: {code} {err[-600:]}")
+    # --steps 2 ends the script in its second optimizer step (the print after it does not run),
+    # exit 0; fp32 is the plain run.
+    code, out, err = t.run("python", "--precision", "fp32", "--steps", "2", train,
+                           env=p.ONE_THREAD)
+    t.expect(code == 0 and [l for l in out.splitlines() if l.startswith("loss")] ==
+             [l for l in out32.splitlines() if l.startswith("loss")][:1],
+             f"--steps 2: {code} {out} {err[-300:]}")
     code, _, err = t.run("python", "--keep-fp32", "relu", train)
     t.expect(code == 2 and "--precision" in err, f"--keep-fp32 without --precision: {err}")
 
