@@ -78,7 +78,7 @@ EagerPrecision::EagerPrecision(EagerCapture* capture, at::ScalarType dtype,
 StatusOr<std::unique_ptr<EagerPrecision>> EagerPrecision::Create(
     EagerCapture* capture, at::ScalarType dtype, std::vector<std::string> keep_fp32) {
   if (dtype != at::kBFloat16 && dtype != at::kHalf) {
-    return Status::InvalidArgument(std::string("a precision run of a script is bf16 or fp16, not ") +
+    return Status::InvalidArgument(std::string("a script's precision run is bf16 or fp16, not ") +
                                    c10::toString(dtype));
   }
   std::unique_ptr<EagerPrecision> run(new EagerPrecision(capture, dtype, std::move(keep_fp32)));
