@@ -143,6 +143,17 @@ try:
              abs(losses16[0] - losses32[0]) < 0.05 * abs(losses32[0]),
              f"bf16 losses near, not equal to, float32: {losses16} vs {losses32}")
 
+    # A real bfloat16 model (the same script casting its model and data by hand) trains to the
+    # same losses, bit for bit.
+    by_hand = write("train_bf16.py", TRAIN.replace(
+        "x = torch.randn(32, 8)\n",
+        "x = torch.randn(32, 8).to(torch.bfloat16)\nmodel = model.to(torch.bfloat16)\n"))
+    code, out_hand, err = t.run("python", by_hand, env=p.ONE_THREAD)
+    hand = [l for l in out_hand.splitlines() if l.startswith("loss")]
+    t.expect(code == 0 and len(hand) == 2 and
+             hand == [l for l in out.splitlines() if l.startswith("loss")],
+             f"the bf16 run's losses are a hand-cast bf16 model's: {hand} {err[-300:]}")
+
     # --keep-fp32 one kernel and one parameter.
     code, out, err, kept = python_dump("kept", "--precision", "bf16", "--keep-fp32", last,
                                        "fc1.weight", train)
