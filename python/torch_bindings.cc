@@ -221,7 +221,12 @@ void BindTorch(py::module_& m) {
           "overwrite). Returns (host, warning): a dump path that cannot be prepared gives a host "
           "that only runs modules and the warning to give once.")
       .def_static(
-          "executor_only", [] { return std::make_unique<DumpHost>(nullptr); },
+          "executor_only",
+          [] {
+            auto host = std::make_unique<DumpHost>(nullptr);
+            host->SetSourceTraceProvider(&PythonSourceTrace);  // a precision run's kernels
+            return host;
+          },
           "A host that runs modules through the executor and dumps nothing.")
       .def_property_readonly("dumping",
                              [](const DumpHost& host) { return host.session() != nullptr; })
@@ -272,6 +277,23 @@ void BindTorch(py::module_& m) {
       .def("take_failure", &DumpHost::TakeEagerFailure,
            "The last eager kernel that raised, as 'kernel NAME (aten::op) failed at FILE:LINE', "
            "or ''.")
+      .def(
+          "set_precision",
+          [](DumpHost& host, const std::string& precision, std::vector<std::string> keep_fp32) {
+            PrecisionOptions options;
+            options.dtype = precision == "fp16" ? at::kHalf : at::kBFloat16;
+            options.keep_fp32 = std::move(keep_fp32);
+            Status st = host.SetPrecision(options);
+            if (!st.ok()) RaiseConfigError(st.message());
+          },
+          py::arg("precision"), py::arg("keep_fp32"),
+          "A precision run ('bf16' or 'fp16') of the program's kernels from now on, keeping the "
+          "kernels and parameters the entries name in float32 (docs/precision.md). ConfigError "
+          "for a malformed entry.")
+      .def("precision_unmatched", &DumpHost::PrecisionUnmatched,
+           "A message for each --keep-fp32 entry that matched nothing so far.")
+      .def("precision_report", &DumpHost::PrecisionReport,
+           "The precision run's kernels and parameters as JSON ('' when not a precision run).")
       .def(
           "pause_eager", [](DumpHost& host) { return EagerPauseHandle{host.PauseEager()}; },
           "Operators are not captured until the handle is closed.")

@@ -10,7 +10,7 @@ namespace graphdump::tools {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"python", "run your own PyTorch script unchanged, dumping its TorchScript modules' kernels",
+    {"python", "run your own PyTorch script unchanged, dumping its kernels (--precision: in bf16)",
      RunPython},
     {"run", "run a TorchScript model's graph kernel by kernel, dumping what the config selects",
      RunRun},

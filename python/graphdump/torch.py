@@ -142,6 +142,7 @@ class Dump:
         self._warned_unowned = False
         self._open_failed = False  # the session refused to open (ConfigError raised)
         self._pending_allreduce = []
+        self._precision = None  # a PrecisionRun (graphdump python --precision; precision.py)
         if self._config is not None:
             for warning in self._config.warnings:
                 _log(f"warning: {warning}")
@@ -352,7 +353,10 @@ class Dump:
                 # The dump path cannot be prepared: the dump stops, never the training.
                 self._off_reason = warning
                 _log(f"warning: {warning}")
-        self._eager = self._host if self._host.dumping else None
+        if self._precision is not None:
+            self._precision.start(self._host)
+        casts = self._precision is not None and self._precision.precision != "fp32"
+        self._eager = self._host if self._host.dumping or casts else None
         if len(self._optimizers):
             self._host.track_optimizers()
         for module in self._wrapped:
@@ -416,6 +420,15 @@ class Dump:
             if dump is not None and os.getpid() == dump._pid and not dump._closed:
                 dump._open_host()  # a step before any module call: the rank is known now
             host = _dumping_host(dump)
+            run = dump._precision if dump is not None else None
+            if host is None and run is not None and dump._host is not None:
+                pause = dump._host.pause_eager()  # a precision run: the update is not a kernel
+                try:
+                    out = original(*args, **kwargs)
+                finally:
+                    pause.close()
+                run.after_step()
+                return out
             if host is None:
                 return original(*args, **kwargs)
             params = [p for group in opt.param_groups for p in group["params"]]
@@ -429,6 +442,8 @@ class Dump:
             finally:
                 pause.close()
             host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
+            if run is not None:
+                run.after_step()
             return out
 
         # An LR scheduler created later wraps this bound method again (it needs __func__); one
@@ -495,6 +510,10 @@ _ddp_register_original = torch.nn.parallel.DistributedDataParallel.register_comm
 
 def _script_call(module, *args, **kwargs):
     dump = _active
+    if dump is not None and dump._precision is not None and not dump._precision.busy:
+        out = dump._precision.root_call(module, _script_call, args, kwargs)
+        dump._precision.after_root_call(len(dump._optimizers))
+        return out
     if dump is not None and dump._routes(module):
         out = dump._call(module, args, kwargs)
         if out is not _NOT_RUN:
@@ -504,6 +523,10 @@ def _script_call(module, *args, **kwargs):
 
 def _eager_call(module, *args, **kwargs):
     dump = _active
+    if dump is not None and dump._precision is not None and not dump._precision.busy:
+        out = dump._precision.root_call(module, _eager_call, args, kwargs)
+        dump._precision.after_root_call(len(dump._optimizers))
+        return out
     host = dump._eager_host() if dump is not None else None
     if host is None or isinstance(module, _TRANSPARENT):
         return _module_call(module, *args, **kwargs)

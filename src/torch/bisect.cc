@@ -31,15 +31,6 @@ void CollectTensors(const c10::IValue& value, std::vector<at::Tensor>* out) {
   }
 }
 
-// The largest RelativeL2Error of the pairs; +inf when the counts differ.
-double MaxError(const std::vector<at::Tensor>& actual, const std::vector<at::Tensor>& reference) {
-  if (actual.size() != reference.size()) return kInf;
-  double worst = 0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    worst = std::max(worst, RelativeL2Error(actual[i], reference[i]));
-  }
-  return worst;
-}
 
 // Floating parameters and buffers that casting to float32 would change, with their values:
 // the low-precision run casts from the model's own values, as `run --precision bf16` does,
@@ -56,19 +47,18 @@ std::vector<std::pair<at::Tensor, at::Tensor>> SaveNonFloat32State(torch::jit::M
   return saved;
 }
 
-class Bisector {
+// The search (bisect.h, BisectSearch) over runs `measure` makes.
+class Search {
  public:
-  Bisector(TorchModel& model, const std::vector<c10::IValue>& inputs, const BisectOptions& options,
-           const BisectProgress& progress, BisectResult* result)
-      : model_(model), inputs_(inputs), options_(options), progress_(progress), result_(result) {}
+  Search(const BisectMeasure& measure, double tolerance, const BisectProgress& progress,
+         BisectResult* result)
+      : measure_(measure), tolerance_(tolerance), progress_(progress), result_(result) {}
 
-  Status Run();
+  Status Run(const std::function<Status()>& find_candidates);
 
  private:
-  // The outputs measured by one run of the model as it is set now.
-  StatusOr<std::vector<at::Tensor>> Measure();
-  // Runs the low-precision model keeping `kept` (sorted) unless that set already ran; returns
-  // whether it meets the tolerance.
+  // Runs with `kept` (sorted) kept unless that set already ran; returns whether it meets the
+  // tolerance.
   StatusOr<bool> Passes(std::vector<size_t> kept, BisectRound::Phase phase,
                         std::optional<size_t> removed = std::nullopt);
   // A subset R of `set` for which `fixed` + R passes. REQUIRES: `fixed` + `set` passes.
@@ -76,13 +66,10 @@ class Bisector {
                                        const std::vector<size_t>& fixed);
   Status Prune(std::vector<size_t>* set);
 
-  TorchModel& model_;
-  const std::vector<c10::IValue>& inputs_;
-  const BisectOptions& options_;
+  const BisectMeasure& measure_;
+  double tolerance_;
   const BisectProgress& progress_;
   BisectResult* result_;
-  std::vector<at::Tensor> target_outputs_;  // the target's outputs in the current run
-  std::vector<at::Tensor> reference_;
   std::map<std::vector<size_t>, double> errors_;  // by kept set
 };
 
@@ -93,44 +80,28 @@ std::vector<size_t> Union(std::vector<size_t> a, const std::vector<size_t>& b) {
   return a;
 }
 
-StatusOr<std::vector<at::Tensor>> Bisector::Measure() {
-  target_outputs_.clear();
-  GRAPHDUMP_ASSIGN_OR_RETURN(c10::IValue out, model_.Forward(inputs_));
-  if (result_->target) return std::move(target_outputs_);
-  std::vector<at::Tensor> tensors;
-  CollectTensors(out, &tensors);
-  return tensors;
-}
-
-StatusOr<bool> Bisector::Passes(std::vector<size_t> kept, BisectRound::Phase phase,
-                                std::optional<size_t> removed) {
+StatusOr<bool> Search::Passes(std::vector<size_t> kept, BisectRound::Phase phase,
+                              std::optional<size_t> removed) {
   std::sort(kept.begin(), kept.end());
   auto known = errors_.find(kept);
   if (known == errors_.end()) {
-    KeepSet keep;
-    for (size_t id : kept) {
-      (id < result_->kernel_count ? keep.kernels : keep.states)
-          .push_back(id < result_->kernel_count ? id : id - result_->kernel_count);
-    }
-    model_.SetKeepFp32(keep);
-    GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<at::Tensor> measured, Measure());
+    GRAPHDUMP_ASSIGN_OR_RETURN(double error, measure_(kept));
     BisectRound round;
     round.number = static_cast<int>(result_->rounds.size()) + 1;
     round.phase = phase;
     round.kept = kept;
     round.removed = removed;
-    round.error = MaxError(measured, reference_);
-    if (std::isnan(round.error)) round.error = kInf;
-    round.pass = round.error <= options_.tolerance;
+    round.error = std::isnan(error) ? kInf : error;
+    round.pass = round.error <= tolerance_;
     result_->rounds.push_back(round);
     if (progress_) progress_(round);
     known = errors_.emplace(std::move(kept), round.error).first;
   }
-  return known->second <= options_.tolerance;
+  return known->second <= tolerance_;
 }
 
-StatusOr<std::vector<size_t>> Bisector::Reduce(const std::vector<size_t>& set,
-                                               const std::vector<size_t>& fixed) {
+StatusOr<std::vector<size_t>> Search::Reduce(const std::vector<size_t>& set,
+                                             const std::vector<size_t>& fixed) {
   if (set.size() <= 1) return set;
   const std::vector<size_t> first(set.begin(), set.begin() + set.size() / 2);
   const std::vector<size_t> second(set.begin() + set.size() / 2, set.end());
@@ -148,7 +119,7 @@ StatusOr<std::vector<size_t>> Bisector::Reduce(const std::vector<size_t>& set,
   return Union(first_kept, second_kept);
 }
 
-Status Bisector::Prune(std::vector<size_t>* set) {
+Status Search::Prune(std::vector<size_t>* set) {
   for (bool dropped = true; dropped && !set->empty();) {
     dropped = false;
     for (const size_t member : std::vector<size_t>(*set)) {
@@ -162,6 +133,93 @@ Status Bisector::Prune(std::vector<size_t>* set) {
         dropped = true;
       }
     }
+  }
+  return Status::Ok();
+}
+
+Status Search::Run(const std::function<Status()>& find_candidates) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(bool none_passes, Passes({}, BisectRound::Phase::kNone));
+  result_->error_none = errors_.at({});
+  GRAPHDUMP_RETURN_IF_ERROR(find_candidates());
+  if (none_passes) {
+    result_->outcome = BisectResult::Outcome::kAlreadyMatches;
+    result_->error = result_->error_none;
+    return Status::Ok();
+  }
+  GRAPHDUMP_ASSIGN_OR_RETURN(bool all_pass, Passes(result_->candidates, BisectRound::Phase::kAll));
+  result_->error_all = errors_.at(result_->candidates);
+  if (!all_pass) {
+    result_->outcome = BisectResult::Outcome::kUnreachable;
+    result_->error = result_->error_all;
+    return Status::Ok();
+  }
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<size_t> keep, Reduce(result_->candidates, {}));
+  GRAPHDUMP_RETURN_IF_ERROR(Prune(&keep));
+  // Reduce returns a set that passes; pruning only drops members while the rest passes.
+  result_->keep = keep;
+  result_->error = errors_.at(keep);
+  result_->outcome = BisectResult::Outcome::kFound;
+  return Status::Ok();
+}
+
+class Bisector {
+ public:
+  Bisector(TorchModel& model, const std::vector<c10::IValue>& inputs, const BisectOptions& options,
+           const BisectProgress& progress, BisectResult* result)
+      : model_(model), inputs_(inputs), options_(options), progress_(progress), result_(result) {}
+
+  Status Run();
+
+ private:
+  // The outputs measured by one run of the model as it is set now.
+  StatusOr<std::vector<at::Tensor>> Measure();
+  // One low-precision run keeping `kept`: its error.
+  StatusOr<double> Error(const std::vector<size_t>& kept);
+  Status FindCandidates();
+
+  TorchModel& model_;
+  const std::vector<c10::IValue>& inputs_;
+  const BisectOptions& options_;
+  const BisectProgress& progress_;
+  BisectResult* result_;
+  std::vector<at::Tensor> target_outputs_;  // the target's outputs in the current run
+  std::vector<at::Tensor> reference_;
+};
+
+StatusOr<std::vector<at::Tensor>> Bisector::Measure() {
+  target_outputs_.clear();
+  GRAPHDUMP_ASSIGN_OR_RETURN(c10::IValue out, model_.Forward(inputs_));
+  if (result_->target) return std::move(target_outputs_);
+  std::vector<at::Tensor> tensors;
+  CollectTensors(out, &tensors);
+  return tensors;
+}
+
+StatusOr<double> Bisector::Error(const std::vector<size_t>& kept) {
+  KeepSet keep;
+  for (size_t id : kept) {
+    (id < result_->kernel_count ? keep.kernels : keep.states)
+        .push_back(id < result_->kernel_count ? id : id - result_->kernel_count);
+  }
+  model_.SetKeepFp32(keep);
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<at::Tensor> measured, Measure());
+  return MaxRelativeL2Error(measured, reference_);
+}
+
+Status Bisector::FindCandidates() {
+  // Kernels that ran in either precision with a floating input or output (keeping any other
+  // changes nothing), then the floating parameters and buffers.
+  const auto& kernels = model_.graph().kernels;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (!model_.KernelRan(i)) continue;
+    bool floating = false;
+    for (const auto* metas : {&kernels[i].inputs, &kernels[i].outputs}) {
+      for (const TensorMeta& m : *metas) floating |= IsFloating(m.dtype);
+    }
+    if (floating) result_->candidates.push_back(i);
+  }
+  for (size_t j = 0; j < model_.StateNames().size(); ++j) {
+    result_->candidates.push_back(result_->kernel_count + j);
   }
   return Status::Ok();
 }
@@ -218,45 +276,30 @@ Status Bisector::Run() {
   low.dtype = options_.dtype;
   GRAPHDUMP_RETURN_IF_ERROR(model_.SetPrecision(low));
 
-  GRAPHDUMP_ASSIGN_OR_RETURN(bool none_passes, Passes({}, BisectRound::Phase::kNone));
-  result_->error_none = errors_.at({});
-  // Kernels that ran in either precision with a floating input or output (keeping any other
-  // changes nothing), then the floating parameters and buffers.
-  const auto& kernels = model_.graph().kernels;
-  result_->kernel_count = kernels.size();
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (!model_.KernelRan(i)) continue;
-    bool floating = false;
-    for (const auto* metas : {&kernels[i].inputs, &kernels[i].outputs}) {
-      for (const TensorMeta& m : *metas) floating |= IsFloating(m.dtype);
-    }
-    if (floating) result_->candidates.push_back(i);
-  }
-  for (size_t j = 0; j < model_.StateNames().size(); ++j) {
-    result_->candidates.push_back(result_->kernel_count + j);
-  }
-  if (none_passes) {
-    result_->outcome = BisectResult::Outcome::kAlreadyMatches;
-    result_->error = result_->error_none;
-    return Status::Ok();
-  }
-  GRAPHDUMP_ASSIGN_OR_RETURN(bool all_pass, Passes(result_->candidates, BisectRound::Phase::kAll));
-  result_->error_all = errors_.at(result_->candidates);
-  if (!all_pass) {
-    result_->outcome = BisectResult::Outcome::kUnreachable;
-    result_->error = result_->error_all;
-    return Status::Ok();
-  }
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<size_t> keep, Reduce(result_->candidates, {}));
-  GRAPHDUMP_RETURN_IF_ERROR(Prune(&keep));
-  // Reduce returns a set that passes; pruning only drops members while the rest passes.
-  result_->keep = keep;
-  result_->error = errors_.at(keep);
-  result_->outcome = BisectResult::Outcome::kFound;
-  return Status::Ok();
+  result_->kernel_count = model_.graph().kernels.size();
+  const BisectMeasure measure = [this](const std::vector<size_t>& kept) { return Error(kept); };
+  return Search(measure, options_.tolerance, progress_, result_).Run([this] {
+    return FindCandidates();
+  });
 }
 
 }  // namespace
+
+double MaxRelativeL2Error(const std::vector<at::Tensor>& actual,
+                          const std::vector<at::Tensor>& reference) {
+  if (actual.size() != reference.size()) return kInf;
+  double worst = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    worst = std::max(worst, RelativeL2Error(actual[i], reference[i]));
+  }
+  return worst;
+}
+
+Status BisectSearch(const BisectMeasure& measure,
+                    const std::function<Status(BisectResult*)>& find_candidates, double tolerance,
+                    const BisectProgress& progress, BisectResult* result) {
+  return Search(measure, tolerance, progress, result).Run([&] { return find_candidates(result); });
+}
 
 double RelativeL2Error(const at::Tensor& actual, const at::Tensor& reference) {
   if (!actual.defined() || !reference.defined() || actual.sizes() != reference.sizes()) {

@@ -34,6 +34,7 @@ struct EagerCapture::KernelCall : at::ObserverContext {
   EagerGraph* graph = nullptr;
   uint32_t index = 0;
   bool wants = false;
+  DumpSession* session = nullptr;  // the graph's session while the capture dumps, else null
   bool discovering = false;
   int exceptions = 0;  // std::uncaught_exceptions() at the start: more at the end = it raised
   std::vector<TensorView> inputs;
@@ -67,17 +68,41 @@ EagerCapture::~EagerCapture() {
   g_capture.store(nullptr, std::memory_order_release);
 }
 
-void EagerCapture::SetActive(bool active) {
-  if (active == active_) return;
+void EagerCapture::SetActive(bool active) { Switch(active, naming_); }
+
+void EagerCapture::SetNaming(bool naming) { Switch(active_, naming); }
+
+void EagerCapture::Switch(bool active, bool naming) {
+  const bool was_on = active_ || naming_;
   active_ = active;
+  naming_ = naming;
+  if (was_on == (active_ || naming_)) return;
   // Depths are counted only while the callback runs; it is switched between operator calls.
   op_depth_ = 0;
   backward_depth_ = 0;
-  if (active) {
+  if (active_ || naming_) {
     at::reenableCallback(handle_);
   } else {
     at::disableCallback(handle_);
   }
+}
+
+bool EagerCapture::TakeKernel(EagerGraph** graph, uint32_t* index) {
+  taken_call_ = nullptr;
+  if (starting_graph_ == nullptr) return false;
+  *graph = std::exchange(starting_graph_, nullptr);
+  *index = starting_index_;
+  taken_call_ = std::exchange(starting_call_, nullptr);
+  return true;
+}
+
+void EagerCapture::SetComputedInputs(c10::ArrayRef<c10::IValue> args) {
+  KernelCall* call = std::exchange(taken_call_, nullptr);
+  if (call == nullptr || call->session == nullptr || call->inputs.empty()) return;
+  call->inputs.clear();
+  AppendInputViews(*call->session, call->graph->kernel(call->index), args,
+                   call->graph->writes(call->index).annotated, /*logical_layout=*/true,
+                   &call->inputs);
 }
 
 const std::string& EagerCapture::current_path() const {
@@ -152,7 +177,10 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
   uint32_t op_id = 0;
   if (!self->OperatorOf(fn, &op_id)) return nullptr;
   const bool outermost = self->op_depth_++ == 0;
-  if (!outermost || t_host_work > 0) return nullptr;
+  if (!outermost) return nullptr;
+  self->starting_graph_ = nullptr;
+  self->starting_call_ = nullptr;
+  if (t_host_work > 0) return nullptr;
   // Operators inside an autograd node belong to the backward pass, unless a module is being
   // recomputed there.
   if (self->InBackward() && (self->frames_.empty() ||
@@ -201,9 +229,13 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   } else {
     call->index = static_cast<uint32_t>(found);
   }
+  starting_graph_ = graph;
+  starting_index_ = call->index;
   const KernelInfo& kernel = graph->kernel(call->index);
-  DumpSession* session = graph->session();
+  DumpSession* session = active_ ? graph->session() : nullptr;
+  call->session = session;
   call->wants = session != nullptr && session->Wants(kernel);
+  starting_call_ = call.get();
   // op_debug_mode 4 dumps the inputs of a kernel that raises.
   const bool keep_inputs =
       call->wants || (session != nullptr && session->config().op_debug_mode == 4);
@@ -282,7 +314,7 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
 
 void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
   const KernelInfo& kernel = call.graph->kernel(call.index);
-  DumpSession* session = call.graph->session();
+  DumpSession* session = call.session;
   if (std::uncaught_exceptions() > call.exceptions) {
     failure_ = "kernel " + kernel.full_name + " (aten::" + kernel.op_type + ") failed at " +
                DescribeSource(kernel);
@@ -305,7 +337,7 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
     for (const c10::IValue& v : outputs) AppendMetas(v, &metas);
     call.graph->SetOutputs(call.index, std::move(metas));
   }
-  if (callbacks_.forward && at::GradMode::is_enabled()) {
+  if (session && callbacks_.forward && at::GradMode::is_enabled()) {
     callbacks_.forward(call.graph, kernel, outputs);
   }
   if (session == nullptr) return;

@@ -65,8 +65,18 @@ class EagerCapture {
   EagerCapture(const EagerCapture&) = delete;
   EagerCapture& operator=(const EagerCapture&) = delete;
 
+  // Active: kernels are dumped (the host turns it on for iterations that dump).
   void SetActive(bool active);
   bool active() const { return active_; }
+  // Naming: kernels are found and named in every call even when nothing is dumped (a
+  // precision run, eager_precision.h, asks which kernel each call is).
+  void SetNaming(bool naming);
+  // The kernel whose outermost operator call is starting, once: true and sets `graph` and
+  // `index` when the call that reaches the dispatcher now is a kernel of a graph.
+  bool TakeKernel(EagerGraph** graph, uint32_t* index);
+  // The kernel TakeKernel handed out computes on `args` (its inputs as a precision run cast
+  // them), not on what the program passed: its dumped inputs are taken again from them.
+  void SetComputedInputs(c10::ArrayRef<c10::IValue> args);
 
   // Module frames. `graph` null: the module's operators are not captured (a module the host
   // does not dump). A frame pushed while a backward pass runs is recomputation.
@@ -109,11 +119,19 @@ class EagerCapture {
   // Is `fn` an operator call (not a label)? Sets its operator's id, interning it when new.
   bool OperatorOf(const at::RecordFunction& fn, uint32_t* op_id);
   uint32_t ScopeId(const std::string& scope);
+  // Turns the callback on while the capture dumps or names.
+  void Switch(bool active, bool naming);
 
   Callbacks callbacks_;
   at::CallbackHandle handle_ = 0;
   uint64_t thread_id_ = 0;
   bool active_ = false;
+  bool naming_ = false;
+  // The kernel TakeKernel hands out (set when an outermost call starts).
+  EagerGraph* starting_graph_ = nullptr;
+  uint32_t starting_index_ = 0;
+  KernelCall* starting_call_ = nullptr;  // alive until its end callback
+  KernelCall* taken_call_ = nullptr;     // the one TakeKernel handed out last
   int op_depth_ = 0;        // operator calls open on the watched thread
   int backward_depth_ = 0;  // autograd nodes being evaluated on it
   std::vector<Frame> frames_;

@@ -4,6 +4,7 @@
 
 #include "eager_capture.h"
 #include "eager_graph.h"
+#include "eager_precision.h"
 #include "host_kernels.h"
 #include "tensor_views.h"
 
@@ -56,7 +57,8 @@ DumpHost::DumpHost(std::unique_ptr<DumpSession> session)
 
 DumpHost::~DumpHost() {
   (void)Close();
-  capture_.reset();  // before the graphs its callback reaches
+  precision_.reset();  // before the capture it asks
+  capture_.reset();    // before the graphs its callback reaches
 }
 
 TorchModel* DumpHost::FindModel(const torch::jit::Module& module) const {
@@ -87,6 +89,7 @@ StatusOr<TorchModel*> DumpHost::ModelFor(const torch::jit::Module& module) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model,
                              TorchModel::FromModule(module, session_.get(), options));
   TorchModel* raw = model.get();
+  if (precision_) GRAPHDUMP_RETURN_IF_ERROR(SetModelPrecision(raw));
   if (session_) {
     raw->SetKernelObserver(
         [this, raw](const KernelInfo& kernel, const std::vector<c10::IValue>& outputs) {
@@ -118,6 +121,10 @@ uint32_t DumpHost::AddEagerGraph(std::vector<EagerModuleInfo> modules,
   const auto id = static_cast<uint32_t>(graphs_.size());
   std::vector<torch_internal::EagerModule> tree;
   for (const EagerModuleInfo& m : modules) tree.push_back({m.path, m.class_name});
+  if (precision_) {
+    precision_->AddStates(parameters);
+    precision_->AddStates(buffers);
+  }
   auto graph = std::make_unique<EagerGraph>(id, session_.get(), tree, parameters, std::move(buffers));
   EagerGraph* raw = graph.get();
   for (const EagerModuleInfo& m : modules) modules_.emplace(m.key, std::make_pair(raw, m.path));
@@ -128,18 +135,23 @@ uint32_t DumpHost::AddEagerGraph(std::vector<EagerModuleInfo> modules,
   }
   eager_graphs_.push_back(std::move(graph));
   graphs_.push_back(raw);
-  if (!capture_ && session_) {
-    EagerCapture::Callbacks callbacks;
-    callbacks.source_trace = source_trace_;
-    callbacks.forward = [this](EagerGraph* g, const KernelInfo& kernel,
-                               const std::vector<c10::IValue>& outputs) {
-      backward_->NoteForward(g, kernel, outputs);
-    };
-    capture_ = std::make_unique<EagerCapture>(std::move(callbacks));
-    capture_->set_script_graph(raw);
-    UpdateEagerActive();
+  if (session_ || precision_) {
+    EnsureCapture();
+    if (eager_graphs_.size() == 1) capture_->set_script_graph(raw);
   }
   return id;
+}
+
+void DumpHost::EnsureCapture() {
+  if (capture_) return;
+  EagerCapture::Callbacks callbacks;
+  callbacks.source_trace = source_trace_;
+  callbacks.forward = [this](EagerGraph* g, const KernelInfo& kernel,
+                             const std::vector<c10::IValue>& outputs) {
+    backward_->NoteForward(g, kernel, outputs);
+  };
+  capture_ = std::make_unique<EagerCapture>(std::move(callbacks));
+  UpdateEagerActive();
 }
 
 void DumpHost::SetSourceTraceProvider(std::function<std::vector<SourceLocation>()> provider) {
@@ -203,7 +215,10 @@ std::shared_ptr<void> DumpHost::PauseEager() {
 // TorchScript model's call (Call), then the graph's step.
 void DumpHost::BeginRootCall(HostGraph* graph) {
   ++calls_;
-  if (!session_) return;
+  if (!session_) {
+    if (capture_) capture_->StartRootCall();  // a precision run names kernels without a dump
+    return;
+  }
   if (!optimizer_mode_ && graph == graphs_.front() && session_->IterationOpen()) EndIteration();
   EnsureIteration();
   torch_internal::HostWork host_work;

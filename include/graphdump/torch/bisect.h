@@ -81,6 +81,22 @@ using BisectProgress = std::function<void(const BisectRound& round)>;
 // make the error +inf; a NaN or infinity in `actual` only makes it +inf too. Tensors of
 // different shapes: +inf.
 double RelativeL2Error(const at::Tensor& actual, const at::Tensor& reference);
+// The largest RelativeL2Error of the pairs `actual[i]`, `reference[i]`; +inf when the counts
+// differ: the error of a run whose output holds several tensors.
+double MaxRelativeL2Error(const std::vector<at::Tensor>& actual,
+                          const std::vector<at::Tensor>& reference);
+
+// One run with the candidates `kept` (ids, ascending) in float32: its error.
+using BisectMeasure = std::function<StatusOr<double>(const std::vector<size_t>& kept)>;
+
+// The search of BisectPrecision over runs any caller makes (a script's, bisect_script.h): the
+// run with nothing kept, then `find_candidates` (which fills result->candidates and
+// kernel_count), the run with every candidate kept, bisection and pruning (steps 1-3 below).
+// Fills `result` (rounds, errors, keep, outcome); errors of `measure` or `find_candidates`
+// stop it.
+Status BisectSearch(const BisectMeasure& measure,
+                    const std::function<Status(BisectResult*)>& find_candidates, double tolerance,
+                    const BisectProgress& progress, BisectResult* result);
 
 // Finds a small set of kernels that must compute in float32 for the model run in
 // `options.dtype` to match its float32 run within `options.tolerance` on the model's output

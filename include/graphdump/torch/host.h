@@ -54,6 +54,7 @@ namespace torch_internal {
 class BackwardKernels;
 class EagerCapture;
 class EagerGraph;
+class EagerPrecision;
 class UpdateCapture;
 }  // namespace torch_internal
 
@@ -147,6 +148,23 @@ class DumpHost {
                                                 const std::vector<at::Tensor>& grads);
   void EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& reduced);
 
+  // --- precision runs of the program (docs/precision.md, "Precision runs of a script") ---
+  // Before any module is registered: every floating kernel of the eager graphs computes in
+  // `options.dtype` (bf16 or fp16) from now on, their floating parameters and buffers are cast
+  // to it, and the kernels and parameters `options.keep_fp32` names stay float32 (as `run
+  // --precision` does for a TorchScript model, which TorchScript modules get). The calling
+  // thread is the one that runs the program's kernels. InvalidArgument for another dtype or a
+  // malformed entry.
+  Status SetPrecision(const PrecisionOptions& options);
+  // For each --keep-fp32 entry that matched no kernel that ran and no parameter or buffer so
+  // far: a message naming it and what exists nearby. Empty when not a precision run.
+  std::vector<std::string> PrecisionUnmatched() const;
+  // The precision run so far as JSON: `precision`, `kernels` (those that ran with a floating
+  // input or output, first seen first: graph_id, full_name, op_type, module_path,
+  // source_trace) and `states` (the floating parameters' and buffers' dotted names). "" when
+  // not a precision run.
+  std::string PrecisionReport() const;
+
   // Ends the open iteration, waits for every write, reports unused kernel entries. Returns the
   // first write error. Idempotent.
   Status Close();
@@ -180,6 +198,12 @@ class DumpHost {
   // Modules of eager graphs: key -> (graph, path).
   std::unordered_map<const void*, std::pair<torch_internal::EagerGraph*, std::string>> modules_;
   std::unique_ptr<torch_internal::EagerCapture> capture_;  // made with the first eager graph
+  // Makes the capture (at the first eager graph, or for a precision run).
+  void EnsureCapture();
+  // A TorchScript model of a precision run: its parameters cast, the entries it matches kept.
+  Status SetModelPrecision(TorchModel* model);
+  std::unique_ptr<torch_internal::EagerPrecision> precision_;  // SetPrecision; null: off
+  PrecisionOptions precision_options_;
   std::function<std::vector<SourceLocation>()> source_trace_;
   std::vector<bool> root_calls_;  // per open module frame: is it a call of its graph's root
   std::unordered_map<const void*, TorchModel*> by_object_;  // module object -> model

@@ -1,0 +1,146 @@
+"""Precision runs of a script: ``graphdump python --precision bf16|fp16 [--keep-fp32 ENTRY...]
+[--steps N]`` (docs/precision.md, "Precision runs of a script").
+
+The kernels themselves are cast in C++, at the dispatcher (the host's set_precision); this module
+holds what the Python side adds: which module's output is "the script's output" (the last call
+of the first module the script calls from outside any other), stopping after N steps, the
+check that every --keep-fp32 entry matched something, and the files ``graphdump bisect -- script``
+reads ($GRAPHDUMP_PRECISION_OUT: run.json and output_{i}.npy).
+"""
+import json
+import os
+import sys
+
+import torch
+
+PRECISIONS = ("bf16", "fp16", "fp32")
+
+
+class StepsDone(SystemExit):
+    """Raised after the N-th step of ``--steps N``: the script ends there, as with exit(0)."""
+
+    def __init__(self):
+        super().__init__(0)
+
+
+class PrecisionRun:
+    """precision: 'bf16', 'fp16' or 'fp32' (the script as it is: the reference of a bisection);
+    keep: --keep-fp32 entries; steps: stop after this many steps (None: run to the end);
+    out_dir: where the output and the kernels of the run are written (None: nowhere)."""
+
+    def __init__(self, precision, keep=(), steps=None, out_dir=None):
+        self.precision = precision
+        self.keep = list(keep)
+        self.steps = steps
+        self.out_dir = out_dir
+        self.busy = False  # a module call from outside any module is running
+        self.root = None  # the first module called from outside any module (a weak identity)
+        self.output = None  # its last call's floating tensors, float32 copies
+        self.steps_done = 0
+        self.root_calls = 0
+        self.host = None
+
+    def start(self, host):
+        """The host opened (at the first module call): bf16/fp16 turns the kernels' casts on."""
+        self.host = host
+        if self.precision != "fp32":
+            host.set_precision(self.precision, self.keep)
+
+    def root_call(self, module, call, args, kwargs):
+        """Runs `call(module, *args, **kwargs)`, a call from outside any module; keeps the
+        output of the first module's calls."""
+        self.busy = True
+        try:
+            out = call(module, *args, **kwargs)
+        finally:
+            self.busy = False
+        if self.host is None:
+            return out  # the module ran without graphdump (a forked child, a closed dump)
+        pause = self.host.pause_eager()  # graphdump's own operators are no kernels
+        try:
+            if self.precision != "fp32":
+                # A module returns the run's dtype, whatever kernel made it (run --precision).
+                out = _to_dtype(out, _DTYPES[self.precision])
+            if self.root is None:
+                self.root = id(module)
+            if id(module) == self.root:
+                tensors = []
+                _floating_tensors(out, tensors)
+                self.output = [t.detach().to(torch.float32).cpu().clone() for t in tensors]
+                self.root_calls += 1
+        finally:
+            pause.close()
+        return out
+
+    def after_root_call(self, optimizers):
+        """Without an optimizer, each call of the first module is a step."""
+        if not optimizers and self.steps is not None and self.root_calls >= self.steps:
+            raise StepsDone()
+
+    def after_step(self):
+        self.steps_done += 1
+        if self.steps is not None and self.steps_done >= self.steps:
+            raise StepsDone()
+
+    def finish(self, host):
+        """At the script's end: writes the files for bisect; returns the error messages of
+        --keep-fp32 entries that matched nothing (the run is then a usage error)."""
+        unmatched = host.precision_unmatched() if host is not None else [
+            f"--keep-fp32 '{entry}' matches nothing: the script called no torch.nn.Module"
+            for entry in self.keep]
+        if self.out_dir is not None:
+            report = json.loads(host.precision_report() or "{}") if host is not None else {}
+            report.setdefault("precision", self.precision)
+            report.setdefault("kernels", [])
+            report.setdefault("states", [])
+            report["outputs"] = len(self.output or [])
+            report["root_calls"] = self.root_calls
+            report["steps"] = self.steps_done
+            import numpy as np
+            for i, t in enumerate(self.output or []):
+                _save_whole(os.path.join(self.out_dir, f"output_{i}.npy"),
+                            lambda f, t=t: np.save(f, t.numpy()))
+            _save_whole(os.path.join(self.out_dir, "run.json"),
+                        lambda f: f.write(json.dumps(report).encode()))
+        return unmatched
+
+
+def _save_whole(path, write):
+    """Writes through a temporary name, so the file is whole or absent."""
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as f:
+        write(f)
+    os.replace(temporary, path)
+
+
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def _to_dtype(value, dtype):
+    """`value` with its floating tensors of another dtype cast to `dtype`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() and value.dtype != dtype else value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_to_dtype(v, dtype) for v in value)
+    if isinstance(value, list):
+        return [_to_dtype(v, dtype) for v in value]
+    if type(value) is dict:
+        return {k: _to_dtype(v, dtype) for k, v in value.items()}
+    return value
+
+
+def _floating_tensors(value, out):
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point():
+            out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _floating_tensors(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _floating_tensors(v, out)
+
+
+def report_unmatched(messages):
+    for message in messages:
+        sys.stderr.write(f"graphdump python: error: {message}\n")
