@@ -13,6 +13,7 @@
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/report.h"
+#include "graphdump/internal/report_chart.h"
 #include "graphdump/internal/report_parts.h"
 #include "graphdump/stats.h"
 
@@ -232,11 +233,8 @@ ReportFocus FocusOnRank(const DumpIndex& index, uint32_t rank, const WatchResult
     }
   }
   if (compare) {
-    for (const KernelComparison& k : compare->kernels) {
-      if (k.rank == rank && k.verdict == Verdict::kError && IsComputed(k.op_type, k.iteration)) {
-        return {rank, k.iteration};
-      }
-    }
+    const int64_t first = report_internal::FirstFailingInRank(*compare, rank);
+    if (first >= 0) return {rank, compare->kernels[first].iteration};
   }
   ReportFocus focus{rank, 0};
   if (const RankEntry* r = FindRank(index, rank)) {

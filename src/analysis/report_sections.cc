@@ -116,6 +116,16 @@ std::string OrderPointDetail(const StatPoint& p) {
 
 }  // namespace
 
+int64_t FirstFailingInRank(const CompareResult& r, uint32_t rank) {
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    const KernelComparison& k = r.kernels[i];
+    if (k.rank == rank && k.verdict == Verdict::kError && IsComputed(k.op_type, k.iteration)) {
+      return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
 const ReplayNote* ReplayOf(const std::vector<ReplayNote>& replays, int64_t index) {
   for (const ReplayNote& n : replays) {
     if (n.kernel == index) return &n;
@@ -146,8 +156,9 @@ void CompareSection(const CompareResult& r, uint32_t rank, const std::vector<Rep
       in_err{"inputs' norm rel err", "#2ca02c", {}},
       out_err{"outputs' norm rel err", "#9467bd", {}};
   std::vector<ChartMarker> adding;
-  int64_t first_position = -1;
-  const std::optional<std::string> first = FirstFailingKernel(r, &first_position);
+  int64_t global_first = -1;
+  FirstFailingKernel(r, &global_first);
+  const int64_t first_position = FirstFailingInRank(r, rank);
   std::tuple<uint32_t, int64_t> group{~0u, -2};
   size_t groups = 0;
   std::vector<size_t> drawn;  // the kernels drawn, as indices into r.kernels
@@ -180,8 +191,11 @@ void CompareSection(const CompareResult& r, uint32_t rank, const std::vector<Rep
           {index, "adds-error", "", AddsErrorLabel(k, ReplayOf(replays, static_cast<int64_t>(i)))});
     }
     if (static_cast<int64_t>(i) == first_position) {
-      cosine.markers.push_back({index, "first-divergence", "first-divergence",
-                                "first divergence: " + ShortName(k.name_a)});
+      const bool global = first_position == global_first;
+      cosine.markers.push_back(
+          {index, "first-divergence", global ? "first-divergence" : "",
+           fmt::format("first divergence{}: {}", global ? "" : fmt::format(" of rank {}", rank),
+                       ShortName(k.name_a))});
     }
   }
   if (drawn.empty()) {
@@ -233,8 +247,7 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
       "<h2>Statistics along the execution order (rank {}, iteration {})</h2>\n<p>Output 0 of "
       "every kernel the graph computes, in execution order.</p>\n",
       order[0].rank, order[0].iteration);
-  int64_t first_position = -1;
-  if (compare) FirstFailingKernel(*compare, &first_position);
+  const int64_t first_position = compare ? FirstFailingInRank(*compare, order[0].rank) : -1;
   for (const OrderSeries& o : order) {
     if (order.size() > 1) page->html += fmt::format("<h3>Graph {}</h3>\n", o.graph_id);
     if (o.points.empty()) {

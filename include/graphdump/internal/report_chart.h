@@ -109,6 +109,11 @@ struct Page {
   }
 };
 
+// The first failing computed kernel of `rank` (as FirstFailingKernel, within one rank): an index
+// into r.kernels, or -1. The charts of a rank mark it; the first divergence of the comparison is
+// that of its first rank with one.
+int64_t FirstFailingInRank(const CompareResult& r, uint32_t rank);
+
 // The replay of kernel `index` of the comparison, or null.
 const ReplayNote* ReplayOf(const std::vector<ReplayNote>& replays, int64_t index);
 
