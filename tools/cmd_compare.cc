@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "analysis_cli.h"
+#include "analysis_distributed.h"
+#include "distributed_commands.h"
 #include "commands.h"
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/precision_verdict.h"
@@ -199,7 +201,8 @@ void PrintRanksText(const analysis::RankCompareResult& rr, const std::string& di
 
 // graphdump compare DIR --ranks [LIST].
 int RunRanks(const std::string& dir, const std::string& ranks_text,
-             const analysis::CompareOptions& options, const std::string& out, bool json) {
+             const analysis::CompareOptions& options, const std::string& out, bool json,
+             int nproc, int argc, char** argv) {
   analysis::RankCompareOptions rank_options;
   rank_options.compare = options;
   if (!ParseRankList(ranks_text, &rank_options.ranks)) {
@@ -209,13 +212,21 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
                ranks_text);
     return kExitUsage;
   }
+  if (nproc > 0 && !InDistributedJob()) return LaunchAnalysisJob("compare", nproc, argc, argv);
   int rc = kExitOk;
-  auto index = OpenDump("graphdump compare", dir, &rc, options.progress);
-  if (!index) return rc;
-  auto result = analysis::CompareRanks(*index, rank_options);
-  if (!result.ok()) {
-    fmt::print(stderr, "graphdump compare: error: {}\n", result.status().message());
-    return kExitUsage;
+  std::optional<analysis::RankCompareResult> result;
+  if (InDistributedJob()) {
+    result = DistributedCompareRanks(dir, rank_options, &rc);
+    if (!result) return rc;
+  } else {
+    auto index = OpenDump("graphdump compare", dir, &rc, options.progress);
+    if (!index) return rc;
+    auto compared = analysis::CompareRanks(*index, rank_options);
+    if (!compared.ok()) {
+      fmt::print(stderr, "graphdump compare: error: {}\n", compared.status().message());
+      return kExitUsage;
+    }
+    result = std::move(compared).value();
   }
   const analysis::CompareResult& r = result->result;
   if (!out.empty()) {
@@ -249,7 +260,7 @@ int RunCompare(int argc, char** argv) {
   bool json = false, quiet = false;
   analysis::CompareOptions options;
   int64_t iteration = -1;
-  int replay_count = 0;
+  int replay_count = 0, nproc = 0;
   app.add_option("A", a, "dump under test (root or rank_{id}); with --ranks the multi-rank dump")
       ->required();
   app.add_option("B", b, "reference dump (not with --ranks)");
@@ -267,6 +278,9 @@ int RunCompare(int argc, char** argv) {
                  "(graphdump replay; needs inputs in the dump)");
   app.add_flag("--json", json, "print the result as JSON");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
+  app.add_option("--nproc", nproc,
+                 "with --ranks: run as N processes of one torch.distributed (gloo) job on this "
+                 "machine, each comparing its share of the ranks (docs/analysis.md)");
   app.footer(
       "Examples:\n"
       "  graphdump compare dump_bf16/ dump_fp32/ --out diff.csv\n"
@@ -279,7 +293,10 @@ int RunCompare(int argc, char** argv) {
       "ranks; each rank is compared against the first with --atol/--rtol, and the first\n"
       "disagreement (iteration, kernel, ranks, and the max abs error, or for a statistics-only\n"
       "dump the statistic that differs with both values) is reported. Put --ranks after DIR\n"
-      "or write --ranks=LIST.\n"
+      "or write --ranks=LIST. With --nproc N, or under torchrun (RANK, WORLD_SIZE, MASTER_ADDR\n"
+      "and MASTER_PORT set), --ranks runs as one job: each process compares the ranks whose\n"
+      "directories its disk holds (the reference rank's must be there too) and process 0\n"
+      "prints what one process would (docs/analysis.md).\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
       "op type. Without --atol/--rtol each tensor pair is judged by the standard of the lower\n"
       "precision of its dtypes (bfloat16: |a-b| <= 2^-8*max(|b|, 2^-8)); a kernel adds error\n"
@@ -318,7 +335,12 @@ int RunCompare(int argc, char** argv) {
     return kExitUsage;
   }
   if (!CheckOutputPath("graphdump compare", "--out", out)) return kExitUsage;
-  if (ranks) return RunRanks(a, ranks_text, options, out, json);
+  if (nproc < 0 || nproc > 1024 || (nproc > 0 && !ranks)) {
+    fmt::print(stderr, "graphdump compare: error: --nproc {}: {}\n", nproc,
+               ranks ? "expected 1 to 1024 processes" : "--nproc runs compare --ranks only");
+    return kExitUsage;
+  }
+  if (ranks) return RunRanks(a, ranks_text, options, out, json, nproc, argc, argv);
   int rc = kExitOk;
   auto ia = OpenDump("graphdump compare", a, &rc, options.progress);
   if (!ia) return rc;

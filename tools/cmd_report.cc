@@ -22,6 +22,7 @@ int RunReport(int argc, char** argv) {
   std::vector<std::string> compare;
   analysis::SeriesSelection selection;
   int threads = 0, replay_count = 0;
+  std::optional<uint32_t> rank;
   analysis::CompareOptions options;
   app.add_option("DIR", dir, "dump to report on (not with --compare)");
   app.add_option("--compare", compare, "A B: compare two dumps")->expected(2);
@@ -29,6 +30,9 @@ int RunReport(int argc, char** argv) {
   app.add_option("--kernels", selection.filter,
                  "plot across iterations the kernels whose full name contains this text "
                  "(default: the kernels that hit and the first divergence, else the first ones)");
+  app.add_option("--rank", rank,
+                 "the rank the charts show (default: the first hit's, else the first "
+                 "divergence's, else the first rank)");
   app.add_option("--max-kernels", selection.limit, "kernels to plot across iterations")
       ->capture_default_str();
   app.add_option("--check", checks_text, "watchpoints for the hits (see watch --help)")
@@ -40,9 +44,13 @@ int RunReport(int argc, char** argv) {
                  "show their verdicts")
       ->capture_default_str();
   app.footer(
-      "The charts show one rank: the first hit's, else the first divergence's, else the first.\n"
-      "The statistics along the execution order are of that hit's (or divergence's) iteration,\n"
-      "else of the last one.\n"
+      "The page opens with every rank: a rank selector saying what was found in each, and a\n"
+      "rank-by-iteration overview of the hits and failing kernels. The charts show one rank\n"
+      "(--rank, else the first hit's, else the first divergence's, else the first); the\n"
+      "statistics along the execution order are of its first hit's (or divergence's) iteration,\n"
+      "else of its last one. Each chart is downsampled to its width (per pixel column the\n"
+      "lowest and highest values and the first NaN and +-Inf, the first hit and the first\n"
+      "divergence exactly where they are): the page stays under 5 MB whatever the dump.\n"
       "Examples:\n"
       "  graphdump report dump/ -o report.html\n"
       "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --kernels conv\n"
@@ -95,7 +103,11 @@ int RunReport(int argc, char** argv) {
   watch_options.threads = threads;
   const analysis::WatchResult watch = analysis::RunWatch(*main_index, *checks, watch_options);
   input.watch = &watch;
-  analysis::CollectReportCharts(*main_index, selection, threads, &input);
+  if (Status s = analysis::CollectReportCharts(*main_index, selection, threads, rank, &input);
+      !s.ok()) {
+    fmt::print(stderr, "graphdump report: error: {}\n", s.message());
+    return kExitUsage;
+  }
   if (int written = WriteOutput("graphdump report", out, analysis::RenderReportHtml(input))) {
     return written;
   }

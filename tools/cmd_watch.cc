@@ -5,6 +5,8 @@
 #include <set>
 
 #include "analysis_cli.h"
+#include "analysis_distributed.h"
+#include "distributed_commands.h"
 #include "commands.h"
 #include "graphdump/analysis/watch.h"
 
@@ -101,6 +103,7 @@ int RunWatch(int argc, char** argv) {
   std::string dir, checks_text = "nan,inf";
   bool json = false, quiet = false, first_only = false;
   size_t limit = 20;
+  int nproc = 0;
   analysis::WatchOptions options;
   app.add_option("DIR", dir, "dump root or rank_{id} directory")->required();
   app.add_option("--check", checks_text,
@@ -121,9 +124,13 @@ int RunWatch(int argc, char** argv) {
                "are listed apart");
   app.add_flag("--json", json, "print JSON (every hit)");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
+  app.add_option("--nproc", nproc,
+                 "run as N processes of one torch.distributed (gloo) job on this machine, each "
+                 "reading its share of the rank_{id} directories (docs/analysis.md)");
   app.footer(
       "Examples:\n"
       "  graphdump watch dump/ --check nan,inf,overflow\n"
+      "  graphdump watch dump/ --nproc 4      (4 processes, the same answer)\n"
       "  graphdump watch dump/ --check grad-vanish:1e-9,grad-explode:100\n"
       "  graphdump watch dump/ --check weight-unchanged,weight-change:0.5 --json\n"
       "  graphdump watch dump/ --check nan,inf --first\n"
@@ -143,6 +150,10 @@ int RunWatch(int argc, char** argv) {
       "by the position of the kernel call among its rank's calls (ranks run the same program:\n"
       "a collective that spreads a NaN comes after the kernel that made it on every rank). The\n"
       "first hit of each rank is listed and the rank that hit first named.\n"
+      "Distributed: with --nproc N, or under torchrun (RANK, WORLD_SIZE, MASTER_ADDR and\n"
+      "MASTER_PORT set: torchrun --no-python --nproc-per-node 8 ... graphdump watch dump/), each\n"
+      "process reads the rank_{id} directories it is given among those its disk holds, and\n"
+      "process 0 prints what one process would print (docs/analysis.md).\n"
       "Exit status: 0 no hit (skipped files are listed on stderr), 1 a watchpoint hit, 2 usage\n"
       "error.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
@@ -152,10 +163,22 @@ int RunWatch(int argc, char** argv) {
     return kExitUsage;
   }
   options.progress = !quiet;
+  if (nproc < 0 || nproc > 1024) {
+    fmt::print(stderr, "graphdump watch: error: --nproc {}: expected 1 to 1024 processes\n", nproc);
+    return kExitUsage;
+  }
+  if (nproc > 0 && !InDistributedJob()) return LaunchAnalysisJob("watch", nproc, argc, argv);
   int rc = kExitOk;
-  auto index = OpenDump("graphdump watch", dir, &rc, !quiet);
-  if (!index) return rc;
-  const analysis::WatchResult result = analysis::RunWatch(*index, *checks, options);
+  std::optional<analysis::WatchResult> found;
+  if (InDistributedJob()) {
+    found = DistributedWatch(dir, *checks, options, &rc);
+    if (!found) return rc;
+  } else {
+    auto index = OpenDump("graphdump watch", dir, &rc, !quiet);
+    if (!index) return rc;
+    found = analysis::RunWatch(*index, *checks, options);
+  }
+  const analysis::WatchResult& result = *found;
   if (json) {
     fmt::print("{}\n", analysis::WatchResultJson(result));
   } else {

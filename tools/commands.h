@@ -31,6 +31,7 @@ int RunReplay(int argc, char** argv);       // torch_exec.cc: executes graphdump
 int RunTorchReplay(int argc, char** argv);  // torch_replay.cc, in graphdump-torch
 int RunBisect(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch bisect
 int RunTorchBisect(int argc, char** argv);  // torch_cmd_bisect.cc, in graphdump-torch
+int RunTorchAllGather(int argc, char** argv);  // torch_cmd_allgather.cc, in graphdump-torch
 // The graphdump-torch executable beside this one, or nullopt after telling stderr (as
 // "graphdump NAME: ...") that this graphdump was built without LibTorch.
 std::optional<std::string> TorchExecutable(const char* name);

@@ -1,6 +1,7 @@
 // graphdump-torch: the commands that need LibTorch. `graphdump run|train|replay|bisect ARGS`
 // executes `graphdump-torch run|train|replay|bisect ARGS`; the ranks of `train --nproc` execute
-// it again.
+// it again. `allgather` is the collective the processes of a distributed `graphdump watch` or
+// `compare --ranks` exchange their summaries through (torch_cmd_allgather.cc).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
   } commands[] = {{"run", RunTorchRun},
                   {"train", RunTorchTrain},
                   {"replay", RunTorchReplay},
-                  {"bisect", RunTorchBisect}};
+                  {"bisect", RunTorchBisect},
+                  {"allgather", RunTorchAllGather}};
   for (const auto& c : commands) {
     if (argc >= 2 && std::strcmp(argv[1], c.name) == 0) {
       std::string name = std::string("graphdump ") + c.name;  // what the user typed

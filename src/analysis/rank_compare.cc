@@ -40,12 +40,6 @@ DumpIndex SyncedPart(const DumpIndex& index, const RankEntry& rank) {
   return out;
 }
 
-std::string RankList(const DumpIndex& index) {
-  std::string s;
-  for (const RankEntry& r : index.ranks) s += (s.empty() ? "" : ", ") + std::to_string(r.rank);
-  return s.empty() ? "none" : s;
-}
-
 }  // namespace
 
 bool IsRankSyncedKernel(const KernelEntry& kernel) {
@@ -59,39 +53,48 @@ bool IsRankSyncedKernel(const KernelEntry& kernel) {
   return false;
 }
 
-StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
-                                         const RankCompareOptions& options) {
-  std::vector<const RankEntry*> ranks;
-  if (options.ranks.empty()) {
-    for (const RankEntry& r : index.ranks) ranks.push_back(&r);
+StatusOr<std::vector<uint32_t>> RanksToCompare(const std::vector<uint32_t>& available,
+                                               const std::vector<uint32_t>& requested,
+                                               const std::string& root) {
+  auto list = [&] {
+    std::string s;
+    for (uint32_t r : available) s += (s.empty() ? "" : ", ") + std::to_string(r);
+    return s.empty() ? std::string("none") : s;
+  };
+  std::vector<uint32_t> ranks;
+  if (requested.empty()) {
+    ranks = available;
   } else {
-    for (uint32_t id : options.ranks) {
-      auto it = std::find_if(index.ranks.begin(), index.ranks.end(),
-                             [&](const RankEntry& r) { return r.rank == id; });
-      if (it == index.ranks.end()) {
+    for (uint32_t id : requested) {
+      if (std::find(available.begin(), available.end(), id) == available.end()) {
         return Status::InvalidArgument("--ranks: rank " + std::to_string(id) + " is not in " +
-                                       index.root + " (ranks found: " + RankList(index) + ")");
+                                       root + " (ranks found: " + list() + ")");
       }
-      if (std::find(ranks.begin(), ranks.end(), &*it) == ranks.end()) ranks.push_back(&*it);
+      if (std::find(ranks.begin(), ranks.end(), id) == ranks.end()) ranks.push_back(id);
     }
   }
   if (ranks.size() < 2) {
-    return Status::InvalidArgument("cross-rank compare needs at least two ranks; " + index.root +
-                                   " has rank_{id} directories for: " + RankList(index));
+    return Status::InvalidArgument("cross-rank compare needs at least two ranks; " + root +
+                                   " has rank_{id} directories for: " + list());
   }
+  return ranks;
+}
+
+CompareResult CompareRankPair(const DumpIndex& index, const RankEntry& rank,
+                              const DumpIndex& reference_index, const RankEntry& reference,
+                              const CompareOptions& options) {
+  return CompareDumps(SyncedPart(index, rank), SyncedPart(reference_index, reference), options);
+}
+
+RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t> compared,
+                                       std::vector<Skipped> skipped,
+                                       std::vector<CompareResult> parts) {
   RankCompareResult out;
-  out.reference_rank = ranks[0]->rank;
+  out.reference_rank = reference;
+  out.compared_ranks = std::move(compared);
   CompareResult& merged = out.result;
-  merged.skipped = index.skipped;
-  const DumpIndex reference = SyncedPart(index, *ranks[0]);
-  // One progress line over the ranks (each rank's own pass draws none).
-  Progress progress(options.compare.progress ? "compare --ranks: ranks" : "", ranks.size() - 1);
-  CompareOptions each = options.compare;
-  each.progress = false;
-  for (size_t i = 1; i < ranks.size(); ++i) {
-    out.compared_ranks.push_back(ranks[i]->rank);
-    CompareResult r = CompareDumps(SyncedPart(index, *ranks[i]), reference, each);
-    progress.Update(i);
+  merged.skipped = std::move(skipped);
+  for (CompareResult& r : parts) {
     for (KernelComparison& k : r.kernels) merged.kernels.push_back(std::move(k));
     for (UnpairedKernel& u : r.unpaired) merged.unpaired.push_back(std::move(u));
     for (Skipped& s : r.skipped) merged.skipped.push_back(std::move(s));
@@ -114,6 +117,30 @@ StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
     }
   }
   return out;
+}
+
+StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
+                                         const RankCompareOptions& options) {
+  std::vector<uint32_t> available;
+  for (const RankEntry& r : index.ranks) available.push_back(r.rank);
+  GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<uint32_t> ids,
+                             RanksToCompare(available, options.ranks, index.root));
+  auto entry = [&](uint32_t id) {
+    return &*std::find_if(index.ranks.begin(), index.ranks.end(),
+                          [&](const RankEntry& r) { return r.rank == id; });
+  };
+  const RankEntry* reference = entry(ids[0]);
+  // One progress line over the ranks (each rank's own pass draws none).
+  Progress progress(options.compare.progress ? "compare --ranks: ranks" : "", ids.size() - 1);
+  CompareOptions each = options.compare;
+  each.progress = false;
+  std::vector<CompareResult> parts;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    parts.push_back(CompareRankPair(index, *entry(ids[i]), index, *reference, each));
+    progress.Update(i);
+  }
+  return MergeRankComparisons(ids[0], {ids.begin() + 1, ids.end()}, index.skipped,
+                              std::move(parts));
 }
 
 RankDifference DifferenceOf(const KernelComparison& kernel) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -114,6 +115,26 @@ void WatchTable(const WatchResult& w, std::string* html) {
   *html += "</table></details>\n";
 }
 
+// The page's JSON block: the charts and the overview, in kReportChartBytes at most: charts whose
+// data do not fit are drawn in half the columns, then a quarter... (each keeps its marked
+// points and every column's extremes and first non-finite values).
+std::string ReportData(const Page& page) {
+  std::string text;
+  for (size_t halve = 0; halve < 16; ++halve) {
+    Json charts = Json::array();
+    for (const Chart& c : page.charts) {
+      charts.push_back(report_internal::ChartJson(
+          halve == 0 ? c
+                     : report_internal::Downsample(
+                           c, std::max<size_t>(report_internal::ChartBuckets(c.width) >> halve, 4))));
+    }
+    text = report_internal::ScriptSafeJson(
+        {{"charts", std::move(charts)}, {"overview", page.overview}});
+    if (text.size() <= kReportChartBytes) break;
+  }
+  return text;
+}
+
 std::string Summary(const ReportInput& input) {
   std::string html = "<section id=\"summary\"><ul>\n";
   if (const CompareResult* r = input.compare) {
@@ -207,21 +228,23 @@ std::string RenderReportHtml(const ReportInput& input) {
       "fill:#900}}</style>\n</head><body>\n<h1>{0}</h1>\n",
       Escape(input.title));
   page.html += Summary(input);
+  report_internal::RanksSection(input, &page);
   page.html +=
       "<noscript><p>The charts are drawn by the page's inline script; with scripts off, the "
       "tables below still list every finding.</p></noscript>\n<section id=\"plots\">\n";
-  if (input.compare) report_internal::CompareSection(*input.compare, input.replays, &page);
+  if (input.compare) {
+    report_internal::CompareSection(*input.compare, input.rank, input.replays, &page);
+  }
   report_internal::OrderSection(input.order, input.watch, input.compare, &page);
-  report_internal::SeriesSection(input.series, input.iterations, input.watch, &page);
+  report_internal::SeriesSection(input.series, input.rank, input.iterations, input.watch,
+                                 &page);
   page.html += "</section>\n<section id=\"tables\">\n<h2>Tables</h2>\n";
   if (input.compare) AddingErrorTable(*input.compare, input.replays, &page.html);
   if (input.compare) CompareTables(*input.compare, &page.html);
   if (input.watch) WatchTable(*input.watch, &page.html);
   page.html += "</section>\n";
-  Json charts = Json::array();
-  for (const Chart& c : page.charts) charts.push_back(report_internal::ChartJson(c));
-  page.html += "<script type=\"application/json\" id=\"report-data\">" +
-               report_internal::ScriptSafeJson({{"charts", std::move(charts)}}) + "</script>\n";
+  page.html += "<script type=\"application/json\" id=\"report-data\">" + ReportData(page) +
+               "</script>\n";
   // d3.js is BSD-3-Clause: its notice travels with the copy.
   page.html +=
       "<script>/* D3.js 3.x, Copyright (C) 2013 Michael Bostock, BSD-3-Clause license; "

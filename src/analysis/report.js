@@ -1,8 +1,13 @@
 // Draws graphdump report's charts with d3 3.x (inlined before this script) from the JSON block
 // script element "report-data", which src/analysis/report.cc writes: {"charts": [chart...]}, each
-// chart {id, title, x_title, log_y, kernel_axis, width, height, points: [{name, label, detail}],
-// series: [{name, color, values}], markers: [{index, class, id, label}]} and drawn into
-// <div id="chart-{id}">. A value is a number, "NaN", "Inf", "-Inf" or null (no value).
+// chart {id, title, x_title, log_y, kernel_axis, width, height, x_count,
+// points: [{x, name, label, detail}], series: [{name, color, values}],
+// markers: [{index, class, id, label}]} and drawn into <div id="chart-{id}">. A value is a number,
+// "NaN", "Inf", "-Inf" or null (no value). A point sits at position x of x_count: a downsampled
+// chart holds some of the positions (the extremes of each pixel column, every column's first NaN
+// and +-Inf, the marked points) and says so under the plot. "overview" is the rank-by-iteration
+// grid {ranks, columns, cells: [[count or -1 per column] per rank], rank, what}, drawn into
+// <div id="chart-overview"> and tied to <select id="rank-selector">.
 //
 // A finite value is a point (circle.point) on a line; NaN and +-Inf are never dropped and never
 // drawn as a number: they are symbols (path.nonfinite.nan|pos-inf|neg-inf) in bands labelled
@@ -36,7 +41,8 @@
   function draw(chart) {
     var host = d3.select('#chart-' + chart.id);
     if (host.empty() || chart.points.length === 0) return;
-    var n = chart.points.length;
+    var n = chart.x_count || chart.points.length;
+    function px(i) { return x(chart.points[i].x); }
     var used = {}, finite = [];
     chart.series.forEach(function (s) {
       s.values.forEach(function (v) {
@@ -112,20 +118,28 @@
     g.append('g').attr('class', 'y axis').call(yAxis)
         .selectAll('path,line').attr('fill', 'none').attr('stroke', '#999');
 
-    // x axis: every label when they fit, else every k-th; the markers' kernels always.
+    // x axis: every label when they fit, else one per `room` pixels; the markers' kernels always.
     var room = chart.kernel_axis ? 15 : 28;
     var step = Math.max(1, Math.ceil(n * room / plotW));
-    var ticks = {};
-    for (var i = 0; i < n; i += step) ticks[i] = true;
+    var ticks = {}, last = -Infinity;
+    chart.points.forEach(function (p, i) {
+      if (p.x - last >= step) {
+        ticks[i] = true;
+        last = p.x;
+      }
+    });
     chart.markers.forEach(function (m) {
       if (m['class'] === 'iteration-boundary') return;
-      for (var j = m.index - step + 1; j < m.index + step; ++j) delete ticks[j];
+      var at = chart.points[m.index].x;
+      Object.keys(ticks).forEach(function (key) {
+        if (Math.abs(chart.points[+key].x - at) < step) delete ticks[key];
+      });
       ticks[m.index] = true;
     });
     var xAxis = g.append('g').attr('class', 'x axis').attr('transform', translate(0, axisY));
     Object.keys(ticks).forEach(function (key) {
       var idx = +key, p = chart.points[idx];
-      var tick = xAxis.append('g').attr('class', 'tick').attr('transform', translate(x(idx), 0));
+      var tick = xAxis.append('g').attr('class', 'tick').attr('transform', translate(px(idx), 0));
       tick.append('line').attr('y2', 4).attr('stroke', '#999');
       var label = tick.append('text').attr('class', 'x-label').attr('data-kernel', p.name);
       if (chart.kernel_axis) {
@@ -147,13 +161,13 @@
       var mk = g.append('g').attr('class', 'marker ' + m['class']).attr('data-kernel', p.name);
       if (m.id) mk.attr('id', m.id);
       var boundary = m['class'] === 'iteration-boundary';
-      var xm = boundary ? x(m.index - 0.5) : x(m.index);
+      var xm = boundary ? x(p.x - 0.5) : x(p.x);
       var color = boundary ? '#888' : m['class'] === 'first-divergence' ? '#d00'
           : m['class'] === 'adds-error' ? '#6a1b9a' : '#b05000';
       mk.append('line').attr('x1', xm).attr('x2', xm).attr('y1', -BAND_HEIGHT * top.length)
           .attr('y2', axisY).attr('stroke', color).attr('stroke-width', boundary ? 1 : 2)
           .attr('stroke-dasharray', '4 2');
-      var right = boundary || m.index < n / 2;
+      var right = boundary || p.x < n / 2;
       mk.append('text').attr('class', 'marker-label')
           .attr('x', xm + (right ? 4 : -4)).attr('y', boundary ? plotH - 4 : 12 + 13 * mi)
           .attr('text-anchor', right ? 'start' : 'end').attr('fill', color)
@@ -167,24 +181,24 @@
       var sg = g.append('g').attr('class', 'series').attr('data-series', s.name);
       var line = d3.svg.line()
           .defined(function (v) { return placeOf(v, chart.log_y) === 'finite'; })
-          .x(function (v, i) { return x(i); })
+          .x(function (v, i) { return px(i); })
           .y(function (v) { return y(v); });
       sg.append('path').attr('class', 'line').attr('d', line(s.values)).attr('fill', 'none')
           .attr('stroke', s.color).attr('stroke-width', 1.5);
-      var drawCircles = n <= MAX_CIRCLES;
+      var drawCircles = chart.points.length <= MAX_CIRCLES;
       s.values.forEach(function (v, i) {
         var place = placeOf(v, chart.log_y);
         if (place === null || (place === 'finite' && !drawCircles)) return;
         var p = chart.points[i], mark;
         if (place === 'finite') {
-          mark = sg.append('circle').attr('class', 'point').attr('cx', x(i)).attr('cy', y(v))
+          mark = sg.append('circle').attr('class', 'point').attr('cx', px(i)).attr('cy', y(v))
               .attr('r', n > 200 ? 2 : 3).attr('fill', s.color);
         } else {
           var dy = (si - (chart.series.length - 1) / 2) * jitter;
           mark = sg.append('path')
               .attr('class', place === 'nonpos' ? 'nonpositive' : 'nonfinite ' + place)
               .attr('d', d3.svg.symbol().type(SYMBOL[place]).size(n > 200 ? 30 : 48)())
-              .attr('transform', translate(x(i), bandY[place] + dy))
+              .attr('transform', translate(px(i), bandY[place] + dy))
               .attr('fill', s.color).attr('stroke', place === 'nonpos' ? '#666' : '#900')
               .attr('data-value', show(v));
         }
@@ -193,6 +207,13 @@
                                   ' = ' + show(v));
       });
     });
+
+    if (chart.points.length < n) {
+      host.append('p').attr('class', 'downsampled').style('font-size', '11px')
+          .style('margin', '0 0 0 72px').text('Downsampled: ' + chart.points.length + ' of ' + n +
+          ' points drawn (per pixel column the lowest and highest values and the first NaN and ' +
+          '\u00b1Inf of each series; marked points exactly where they are).');
+    }
 
     var legend = svg.append('g').attr('class', 'legend').attr('transform', translate(margin.left, 12));
     var lx = 0;
@@ -204,7 +225,66 @@
     });
   }
 
+  // The rank-by-iteration overview: one row per rank, one cell per iteration (or group of them),
+  // red as deep as the log of the count of hits and failing kernels; a click selects the rank.
+  function drawOverview(o, select, note) {
+    var host = d3.select('#chart-overview');
+    if (!o || host.empty()) return;
+    var rows = o.ranks.length, cols = o.columns.length;
+    var left = 72, top = 8, w = Math.max(2, Math.min(24, Math.floor(820 / cols)));
+    var h = Math.max(1, Math.min(14, Math.floor(480 / rows)));
+    var svg = host.append('svg').attr('class', 'overview').attr('width', left + cols * w + 16)
+        .attr('height', top + rows * h + 40).attr('role', 'img')
+        .attr('aria-label', o.what + ' by rank and iteration');
+    svg.append('title').text(o.what + ' by rank (rows) and iteration (columns)');
+    var most = 1;
+    o.cells.forEach(function (row) { row.forEach(function (c) { most = Math.max(most, c); }); });
+    var rowsByRank = {};
+    o.cells.forEach(function (row, r) {
+      var g = svg.append('g').attr('class', 'overview-row').attr('data-rank', o.ranks[r])
+          .attr('transform', translate(left, top + r * h)).style('cursor', 'pointer')
+          .on('click', function () { select.value = String(o.ranks[r]); update(); });
+      rowsByRank[o.ranks[r]] = g;
+      row.forEach(function (c, k) {
+        var fill = c < 0 ? '#fff' : c === 0 ? '#e8f0e8'
+            : d3.interpolateRgb('#f7c6c6', '#a00000')(Math.log(1 + c) / Math.log(1 + most));
+        g.append('rect').attr('x', k * w).attr('width', w).attr('height', h).attr('fill', fill)
+            .append('title').text('rank ' + o.ranks[r] + ', iteration ' + o.columns[k] + ': ' +
+                                  (c < 0 ? 'not dumped' : c + ' ' + o.what));
+      });
+    });
+    var labelEvery = Math.max(1, Math.ceil(12 / h));
+    o.ranks.forEach(function (rank, r) {
+      if (r % labelEvery) return;
+      svg.append('text').attr('x', left - 4).attr('y', top + r * h + Math.min(h, 10))
+          .attr('text-anchor', 'end').attr('font-size', 10).text('rank ' + rank);
+    });
+    var colEvery = Math.max(1, Math.ceil(40 / w));
+    o.columns.forEach(function (label, k) {
+      if (k % colEvery) return;
+      svg.append('text').attr('x', left + k * w).attr('y', top + rows * h + 12)
+          .attr('font-size', 10).text(label);
+    });
+    svg.append('text').attr('x', left).attr('y', top + rows * h + 30).attr('font-size', 11)
+        .text('iteration \u2192 (cells: ' + o.what + '; white: not dumped)');
+    var mark = svg.append('rect').attr('class', 'overview-selected').attr('fill', 'none')
+        .attr('stroke', '#000').attr('stroke-width', 1.5).attr('x', left - 1)
+        .attr('width', cols * w + 2).attr('height', h + 2);
+    function update() {
+      var rank = Number(select.value), r = o.ranks.indexOf(rank);
+      mark.attr('y', top + r * h - 1);
+      var option = select.options[select.selectedIndex];
+      note.textContent = (rank === o.rank ? 'The charts below show this rank: '
+          : 'The charts below show rank ' + o.rank + ' (graphdump report ... --rank ' + rank +
+            ' charts this one). ') + option.text;
+    }
+    select.addEventListener('change', update);
+    update();
+  }
+
   var data = JSON.parse(document.getElementById('report-data').textContent);
   data.charts.forEach(draw);
+  drawOverview(data.overview, document.getElementById('rank-selector'),
+               document.getElementById('rank-note'));
   document.body.setAttribute('data-charts-drawn', String(data.charts.length));
 })();

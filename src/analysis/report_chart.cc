@@ -48,7 +48,7 @@ Chart MakeChart(std::string id, std::string title, std::string x_title, bool log
 Json ChartJson(const Chart& c) {
   Json points = Json::array(), series = Json::array(), markers = Json::array();
   for (const ChartPoint& p : c.points) {
-    points.push_back({{"name", p.name}, {"label", p.label}, {"detail", p.detail}});
+    points.push_back({{"x", p.x}, {"name", p.name}, {"label", p.label}, {"detail", p.detail}});
   }
   for (const ChartSeries& s : c.series) {
     Json values = Json::array();
@@ -66,6 +66,7 @@ Json ChartJson(const Chart& c) {
           {"kernel_axis", c.kernel_axis},
           {"width", c.width},
           {"height", c.height},
+          {"x_count", c.x_count ? c.x_count : c.points.size()},
           {"points", std::move(points)},
           {"series", std::move(series)},
           {"markers", std::move(markers)}};

@@ -13,6 +13,7 @@
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/report.h"
+#include "graphdump/internal/report_chart.h"
 #include "graphdump/internal/report_parts.h"
 #include "graphdump/stats.h"
 
@@ -224,9 +225,53 @@ std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const Report
   return result;
 }
 
-void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
-                         ReportInput* input) {
-  const ReportFocus focus = ChooseReportFocus(index, input->watch, input->compare);
+ReportFocus FocusOnRank(const DumpIndex& index, uint32_t rank, const WatchResult* watch,
+                        const CompareResult* compare) {
+  if (watch) {
+    for (const WatchHit& h : FirstHitPerRank(*watch)) {
+      if (h.rank == rank && h.iteration >= 0) return {rank, h.iteration};
+    }
+  }
+  if (compare) {
+    const int64_t first = report_internal::FirstFailingInRank(*compare, rank);
+    if (first >= 0) return {rank, compare->kernels[first].iteration};
+  }
+  ReportFocus focus{rank, 0};
+  if (const RankEntry* r = FindRank(index, rank)) {
+    for (const GraphEntry& g : r->graphs) {
+      for (const IterationEntry& it : g.iterations) {
+        if (it.iteration >= 0) focus.iteration = it.iteration;  // ascending: the last one wins
+      }
+      if (!g.iterations.empty()) break;
+    }
+  }
+  return focus;
+}
+
+Status CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
+                           std::optional<uint32_t> rank, ReportInput* input) {
+  input->ranks.clear();
+  for (const RankEntry& r : index.ranks) {
+    std::set<int64_t> iterations;
+    for (const GraphEntry& g : r.graphs) {
+      for (const IterationEntry& it : g.iterations) {
+        if (it.iteration >= 0) iterations.insert(it.iteration);
+      }
+    }
+    input->ranks.push_back({r.rank, {iterations.begin(), iterations.end()}});
+  }
+  if (rank && std::none_of(input->ranks.begin(), input->ranks.end(),
+                           [&](const ReportRank& r) { return r.rank == *rank; })) {
+    std::string found;
+    for (const ReportRank& r : input->ranks) {
+      found += (found.empty() ? "" : ", ") + std::to_string(r.rank);
+    }
+    return Status::InvalidArgument("--rank " + std::to_string(*rank) +
+                                   ": the dump holds no such rank (ranks: " + found + ")");
+  }
+  const ReportFocus focus = rank ? FocusOnRank(index, *rank, input->watch, input->compare)
+                                 : ChooseReportFocus(index, input->watch, input->compare);
+  input->rank = focus.rank;
   if (input->watch) {
     for (const WatchHit& h : input->watch->hits) {
       if (h.rank == focus.rank) selection.preferred.push_back(h.kernel);
@@ -237,17 +282,13 @@ void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int 
       selection.preferred.push_back(*first);
     }
   }
-  std::set<int64_t> iterations;
-  if (const RankEntry* rank = FindRank(index, focus.rank)) {
-    for (const GraphEntry& g : rank->graphs) {
-      for (const IterationEntry& it : g.iterations) {
-        if (it.iteration >= 0) iterations.insert(it.iteration);
-      }
-    }
+  input->iterations = 0;
+  for (const ReportRank& r : input->ranks) {
+    if (r.rank == focus.rank) input->iterations = r.iterations.size();
   }
-  input->iterations = iterations.size();
   input->order = CollectOrderSeries(index, focus, threads);
   input->series = CollectKernelSeries(index, focus.rank, selection);
+  return Status::Ok();
 }
 
 }  // namespace graphdump::analysis

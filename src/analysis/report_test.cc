@@ -165,5 +165,53 @@ TEST(ReportTest, NamesThatAreNotUtf8AreReplaced) {
   EXPECT_NE(html.find("<h1>dump\xEF\xBF\xBD</h1>"), std::string::npos);
 }
 
+// Whatever the input, the chart data fit kReportChartBytes: 12 series of 5,000 points with
+// 1,500-character names (about 20 MB of chart data at full width) are drawn in fewer columns
+// until they fit, the first hit still marked exactly.
+TEST(ReportTest, ChartDataFitTheBudgetWithTheFirstHitKept) {
+  ReportInput input;
+  input.title = "big";
+  input.iterations = 5000;
+  input.ranks = {{0, {0, 1}}};
+  const std::string scope(1500, 's');
+  for (int k = 0; k < 12; ++k) {
+    KernelSeries s;
+    s.kernel = scope + "/k" + std::to_string(k);
+    for (int64_t i = 0; i < 5000; ++i) {
+      StatPoint p;
+      p.kernel = s.kernel;
+      p.iteration = i;
+      p.max = p.min = p.mean = p.l2norm = static_cast<double>((i * 7919 + k) % 1000);
+      s.points.push_back(p);
+    }
+    input.series.push_back(std::move(s));
+  }
+  input.series[3].points[3456].max = NAN;
+  WatchResult watch;
+  WatchHit hit;
+  hit.kernel = input.series[3].kernel;
+  hit.iteration = 3456;
+  hit.check = "nan";
+  watch.hits.push_back(hit);
+  input.watch = &watch;
+  const std::string html = RenderReportHtml(input);
+  const nlohmann::json data = ReportData(html);
+  EXPECT_LE(data.dump().size(), kReportChartBytes);
+  EXPECT_LT(html.size(), 5'000'000u);
+  const nlohmann::json* chart = nullptr;
+  for (const auto& c : data["charts"]) {
+    if (c["id"] == "series-3-values") chart = &c;
+  }
+  ASSERT_NE(chart, nullptr);
+  EXPECT_EQ((*chart)["x_count"], 5000);
+  EXPECT_LT((*chart)["points"].size(), 5000u / 8);
+  ASSERT_EQ((*chart)["markers"].size(), 1u);
+  const auto& marked = (*chart)["points"][(*chart)["markers"][0]["index"].get<size_t>()];
+  EXPECT_EQ(marked["x"], 3456);
+  EXPECT_EQ(marked["label"], "3456");
+  EXPECT_EQ((*chart)["series"][0]["values"][(*chart)["markers"][0]["index"].get<size_t>()],
+            "NaN");
+}
+
 }  // namespace
 }  // namespace graphdump::analysis

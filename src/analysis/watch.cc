@@ -531,81 +531,13 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   for (auto& h : hits) {
     for (auto& hit : h) result.hits.push_back(std::move(hit));
   }
-  // In the order they occurred, across ranks (WatchHit::sequence).
-  std::stable_sort(result.hits.begin(), result.hits.end(),
-                   [](const WatchHit& a, const WatchHit& b) {
-                     auto key = [](const WatchHit& h) {
-                       return std::make_tuple(h.iteration < 0, h.iteration, h.sequence,
-                                              !h.is_input, h.rank, h.graph_id, h.slot);
-                     };
-                     return key(a) < key(b);
-                   });
+  SortHitsByOccurrence(&result.hits);
   for (Skipped& s : result.skipped) {
     if (s.path.empty()) {  // weight pair errors carry the file in the message
       s.path = s.reason.substr(0, s.reason.find(':'));
     }
   }
   return result;
-}
-
-std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
-  std::set<uint32_t> seen;
-  std::vector<WatchHit> firsts;
-  for (const WatchHit& h : result.hits) {
-    if (seen.insert(h.rank).second) firsts.push_back(h);
-  }
-  return firsts;
-}
-
-namespace {
-
-nlohmann::json HitJson(const WatchHit& h) {
-  return {{"rank", h.rank},
-          {"graph_id", h.graph_id},
-          {"iteration", h.iteration},
-          {"call", h.call},
-          {"order", h.order},
-          {"sequence", h.sequence},
-          {"kernel", h.kernel},
-          {"io", h.is_input ? "input" : "output"},
-          {"slot", h.slot},
-          {"check", h.check},
-          {"detail", h.detail},
-          {"first_index",
-           h.first_index.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.first_index)},
-          {"row", h.row >= 0 ? nlohmann::json(h.row) : nlohmann::json(nullptr)},
-          {"source_line", h.source_line},
-          {"source_trace", SourceTraceJson<nlohmann::json>(h.source_trace)},
-          {"path", h.path}};
-}
-
-}  // namespace
-
-std::string WatchResultJson(const WatchResult& result) {
-  using nlohmann::json;
-  json hits = json::array();
-  for (const WatchHit& h : result.hits) {
-    hits.push_back(HitJson(h));
-  }
-  json skipped = json::array();
-  for (const Skipped& s : result.skipped)
-    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  json intended = json::array();
-  for (const WatchHit& h : result.intended) intended.push_back(HitJson(h));
-  json j = {{"tensors_checked", result.tensors_checked},
-            {"weight_pairs_checked", result.weight_pairs_checked},
-            {"hits", hits},
-            {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
-            {"intended_infinities", intended},
-            {"skipped", skipped}};
-  if (result.ranks > 1) {
-    const std::vector<WatchHit> firsts = FirstHitPerRank(result);
-    json per_rank = json::array();
-    for (const WatchHit& h : firsts) per_rank.push_back(HitJson(h));
-    j["first_hit_per_rank"] = per_rank;
-    j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
-  }
-  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

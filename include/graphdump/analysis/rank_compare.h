@@ -35,6 +35,24 @@ struct RankCompareResult {
 // ranks are available or a requested rank is not in the dump (naming it and listing those found).
 StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index, const RankCompareOptions& options);
 
+// The ranks CompareRanks compares, the reference first: `requested` without repeats, or every
+// one of `available` (ascending) when it is empty. Errors are CompareRanks' (naming `root`).
+StatusOr<std::vector<uint32_t>> RanksToCompare(const std::vector<uint32_t>& available,
+                                               const std::vector<uint32_t>& requested,
+                                               const std::string& root);
+
+// One rank's rank-synced kernels against the reference rank's (each taken from an index that
+// holds it), through CompareDumps: CompareRanks' comparison of one rank.
+CompareResult CompareRankPair(const DumpIndex& index, const RankEntry& rank,
+                              const DumpIndex& reference_index, const RankEntry& reference,
+                              const CompareOptions& options);
+
+// CompareRanks' result from its parts: the comparison of each rank of `compared` (CompareRankPair,
+// `parts` in the same order) and the files the index skipped, listed first.
+RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t> compared,
+                                       std::vector<Skipped> skipped,
+                                       std::vector<CompareResult> parts);
+
 // What differs in a kernel that disagrees and by how much. Tensors compared element by element:
 // the largest max abs error of any of them. Tensors dumped as statistics only: the statistic of
 // the first failing tensor outside the standard by the most, with both ranks' values.

@@ -86,8 +86,16 @@ struct ReplayNote {
   std::string words;    // what follows the verdict in the replay's words (" at bfloat16: ...")
 };
 
+// A rank of the dump, as the page's rank selector and rank-by-iteration overview list it.
+struct ReportRank {
+  uint32_t rank = 0;
+  std::vector<int64_t> iterations;  // ascending; constants (-1) left out
+};
+
 struct ReportInput {
   std::string title;
+  std::vector<ReportRank> ranks;  // every rank of the dump, ascending
+  uint32_t rank = 0;              // the rank the charts show
   const CompareResult* compare = nullptr;  // error metrics along the execution order
   const WatchResult* watch = nullptr;      // table of hits, markers
   std::vector<ReplayNote> replays;         // of kernels of `compare`, may be empty
@@ -96,15 +104,29 @@ struct ReportInput {
   size_t iterations = 0;  // iterations the dump holds (1: no across-iteration plots)
 };
 
-// Fills `input->order`, `input->series` and `input->iterations` from `index`, the dump that
-// `input->watch` and `input->compare` (either may be null) were computed on (A of a comparison):
-// the focus is ChooseReportFocus's; when `selection.filter` is empty, the kernels that hit in the
-// focus rank and the first failing kernel are added to `selection.preferred`. Files are read on
-// `threads` threads (0: DefaultThreads()).
-void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
-                         ReportInput* input);
+// The focus within one rank: its first hit's iteration, else its first failing computed kernel's,
+// else its last iteration.
+ReportFocus FocusOnRank(const DumpIndex& index, uint32_t rank, const WatchResult* watch,
+                        const CompareResult* compare);
 
-// The HTML text. Charts come first (drawn from a JSON block by the inlined script), tables after
+// Fills `input->ranks`, `input->rank`, `input->order`, `input->series` and `input->iterations`
+// from `index`, the dump that `input->watch` and `input->compare` (either may be null) were
+// computed on (A of a comparison): the focus is ChooseReportFocus's, or FocusOnRank(`rank`) when
+// given; when `selection.filter` is empty, the kernels that hit in the focus rank and the first
+// failing kernel are added to `selection.preferred`. Files are read on `threads` threads (0:
+// DefaultThreads()). Errors: kInvalidArgument when `rank` is not in the dump (listing those
+// that are).
+Status CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
+                           std::optional<uint32_t> rank, ReportInput* input);
+
+// The HTML text. A section "ranks" comes first: a rank selector (<select id="rank-selector">,
+// one <option value="{rank}"> per rank of `input.ranks`, with its hits and failing kernels) and
+// a rank-by-iteration overview of where the hits and failures are; the charts show one rank
+// (`input.rank`). Every chart is downsampled to what its width shows: per pixel column, the
+// lowest and highest value of each series and its first NaN, +Inf and -Inf, with the marked
+// points (first hit, first divergence) kept exactly where they are; the charts' data fit in
+// kReportChartBytes (fewer columns when needed), so a page stays under 5 MB whatever the dump.
+// Charts come first (drawn from a JSON block by the inlined script), tables after
 // in <details> elements. In the drawn page every chart is an <svg class="plot">; a NaN, +Inf or
 // -Inf value is a <path class="nonfinite nan|pos-inf|neg-inf"> whose data-kernel attribute holds
 // the kernel's full name; the first failing computed kernel of a comparison is marked by an
@@ -115,6 +137,7 @@ void CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int 
 // its label "#rank adds error xgrowth" and the replay verdict when `replays` holds one), and a
 // table of every contributor (id "adding-error-table").
 inline constexpr size_t kKernelsAddingErrorMarked = 5;
+inline constexpr size_t kReportChartBytes = 3'500'000;
 std::string RenderReportHtml(const ReportInput& input);
 
 }  // namespace graphdump::analysis

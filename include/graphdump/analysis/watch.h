@@ -89,6 +89,15 @@ struct WatchResult {
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);
 
+// Sorts hits in the order they occurred across ranks (WatchResult::hits); stable.
+void SortHitsByOccurrence(std::vector<WatchHit>* hits);
+
+// One result from the results of RunWatch over parts of a dump (an index of some of its ranks
+// each), given in the order of their ranks: hits, intended infinities and skipped files in that
+// order, counts added, hits then sorted by occurrence. Parts of one rank each, in rank order,
+// give what RunWatch over the whole dump gives (the skipped files listed by rank).
+WatchResult MergeWatchResults(std::vector<WatchResult> parts);
+
 // The first hit of each rank, in the order of `result.hits`: the rank that hit first comes first.
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
 
