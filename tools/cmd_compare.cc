@@ -209,14 +209,12 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
                ranks_text);
     return kExitUsage;
   }
-  int rc = kExitOk;
-  auto index = OpenDump("graphdump compare", dir, &rc, options.progress);
-  if (!index) return rc;
-  auto result = analysis::CompareRanks(*index, rank_options);
-  if (!result.ok()) {
-    fmt::print(stderr, "graphdump compare: error: {}\n", result.status().message());
-    return kExitUsage;
-  }
+  // Ranks are indexed and compared one at a time: memory holds the reference rank and the
+  // result, not the dump's index.
+  std::vector<std::string> warnings;
+  auto result = analysis::CompareRanksInDump(dir, rank_options, &warnings);
+  if (!result.ok()) return OpenError("graphdump compare", result.status());
+  PrintWarnings("graphdump compare", warnings);
   const analysis::CompareResult& r = result->result;
   if (!out.empty()) {
     const std::string csv = analysis::CompareResultCsv(r);

@@ -152,10 +152,12 @@ int RunWatch(int argc, char** argv) {
     return kExitUsage;
   }
   options.progress = !quiet;
-  int rc = kExitOk;
-  auto index = OpenDump("graphdump watch", dir, &rc, !quiet);
-  if (!index) return rc;
-  const analysis::WatchResult result = analysis::RunWatch(*index, *checks, options);
+  // Ranks are indexed and checked one at a time: memory holds the hits, not the dump's index.
+  std::vector<std::string> warnings;
+  auto watched = analysis::WatchDump(dir, *checks, options, &warnings);
+  if (!watched.ok()) return OpenError("graphdump watch", watched.status());
+  PrintWarnings("graphdump watch", warnings);
+  const analysis::WatchResult& result = *watched;
   if (json) {
     fmt::print("{}\n", analysis::WatchResultJson(result));
   } else {

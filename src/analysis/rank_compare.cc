@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
 
 #include "graphdump/analysis/parallel.h"
@@ -40,12 +42,6 @@ DumpIndex SyncedPart(const DumpIndex& index, const RankEntry& rank) {
   return out;
 }
 
-std::string RankList(const DumpIndex& index) {
-  std::string s;
-  for (const RankEntry& r : index.ranks) s += (s.empty() ? "" : ", ") + std::to_string(r.rank);
-  return s.empty() ? "none" : s;
-}
-
 }  // namespace
 
 bool IsRankSyncedKernel(const KernelEntry& kernel) {
@@ -59,47 +55,21 @@ bool IsRankSyncedKernel(const KernelEntry& kernel) {
   return false;
 }
 
-StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
-                                         const RankCompareOptions& options) {
-  std::vector<const RankEntry*> ranks;
-  if (options.ranks.empty()) {
-    for (const RankEntry& r : index.ranks) ranks.push_back(&r);
-  } else {
-    for (uint32_t id : options.ranks) {
-      auto it = std::find_if(index.ranks.begin(), index.ranks.end(),
-                             [&](const RankEntry& r) { return r.rank == id; });
-      if (it == index.ranks.end()) {
-        return Status::InvalidArgument("--ranks: rank " + std::to_string(id) + " is not in " +
-                                       index.root + " (ranks found: " + RankList(index) + ")");
-      }
-      if (std::find(ranks.begin(), ranks.end(), &*it) == ranks.end()) ranks.push_back(&*it);
-    }
-  }
-  if (ranks.size() < 2) {
-    return Status::InvalidArgument("cross-rank compare needs at least two ranks; " + index.root +
-                                   " has rank_{id} directories for: " + RankList(index));
-  }
-  RankCompareResult out;
-  out.reference_rank = ranks[0]->rank;
-  CompareResult& merged = out.result;
-  merged.skipped = index.skipped;
-  const DumpIndex reference = SyncedPart(index, *ranks[0]);
-  // One progress line over the ranks (each rank's own pass draws none).
-  Progress progress(options.compare.progress ? "compare --ranks: ranks" : "", ranks.size() - 1);
-  CompareOptions each = options.compare;
-  each.progress = false;
-  for (size_t i = 1; i < ranks.size(); ++i) {
-    out.compared_ranks.push_back(ranks[i]->rank);
-    CompareResult r = CompareDumps(SyncedPart(index, *ranks[i]), reference, each);
-    progress.Update(i);
-    for (KernelComparison& k : r.kernels) merged.kernels.push_back(std::move(k));
-    for (UnpairedKernel& u : r.unpaired) merged.unpaired.push_back(std::move(u));
-    for (Skipped& s : r.skipped) merged.skipped.push_back(std::move(s));
-    merged.passed += r.passed;
-    merged.warnings += r.warnings;
-    merged.errors += r.errors;
-  }
-  std::stable_sort(merged.kernels.begin(), merged.kernels.end(),
+namespace {
+
+// Adds one compared rank's result to `merged` (ranks in the order they were asked for).
+void AddRankResult(CompareResult r, CompareResult* merged) {
+  for (KernelComparison& k : r.kernels) merged->kernels.push_back(std::move(k));
+  for (UnpairedKernel& u : r.unpaired) merged->unpaired.push_back(std::move(u));
+  for (Skipped& s : r.skipped) merged->skipped.push_back(std::move(s));
+  merged->passed += r.passed;
+  merged->warnings += r.warnings;
+  merged->errors += r.errors;
+}
+
+// Sorts the merged kernels (graph, iteration, execution order, rank) and finds the first failure.
+void FinishRanks(CompareResult* merged) {
+  std::stable_sort(merged->kernels.begin(), merged->kernels.end(),
                    [](const KernelComparison& x, const KernelComparison& y) {
                      auto key = [](const KernelComparison& k) {
                        return std::make_tuple(k.graph_id, k.iteration < 0, k.iteration, k.order,
@@ -107,12 +77,120 @@ StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
                      };
                      return key(x) < key(y);
                    });
-  for (size_t i = 0; i < merged.kernels.size(); ++i) {
-    if (merged.kernels[i].verdict == Verdict::kError) {
-      merged.first_failure = static_cast<int64_t>(i);
+  for (size_t i = 0; i < merged->kernels.size(); ++i) {
+    if (merged->kernels[i].verdict == Verdict::kError) {
+      merged->first_failure = static_cast<int64_t>(i);
       break;
     }
   }
+}
+
+// "0, 1, 2" of `ids`; "none".
+std::string IdList(const std::vector<uint32_t>& ids) {
+  std::string s;
+  for (uint32_t id : ids) s += (s.empty() ? "" : ", ") + std::to_string(id);
+  return s.empty() ? "none" : s;
+}
+
+// The positions of the ranks to check among `ids` (the first is the reference). Errors as
+// CompareRanks'.
+StatusOr<std::vector<size_t>> ChosenRanks(const std::vector<uint32_t>& ids,
+                                          const std::string& root,
+                                          const RankCompareOptions& options) {
+  std::vector<size_t> chosen;
+  if (options.ranks.empty()) {
+    for (size_t i = 0; i < ids.size(); ++i) chosen.push_back(i);
+  } else {
+    for (uint32_t id : options.ranks) {
+      auto it = std::find(ids.begin(), ids.end(), id);
+      if (it == ids.end()) {
+        return Status::InvalidArgument("--ranks: rank " + std::to_string(id) + " is not in " +
+                                       root + " (ranks found: " + IdList(ids) + ")");
+      }
+      const size_t position = static_cast<size_t>(it - ids.begin());
+      if (std::find(chosen.begin(), chosen.end(), position) == chosen.end()) {
+        chosen.push_back(position);
+      }
+    }
+  }
+  if (chosen.size() < 2) {
+    return Status::InvalidArgument("cross-rank compare needs at least two ranks; " + root +
+                                   " has rank_{id} directories for: " + IdList(ids));
+  }
+  return chosen;
+}
+
+}  // namespace
+
+StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
+                                         const RankCompareOptions& options) {
+  std::vector<uint32_t> ids;
+  for (const RankEntry& r : index.ranks) ids.push_back(r.rank);
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<size_t> chosen, ChosenRanks(ids, index.root, options));
+  RankCompareResult out;
+  out.reference_rank = ids[chosen[0]];
+  CompareResult& merged = out.result;
+  merged.skipped = index.skipped;
+  const DumpIndex reference = SyncedPart(index, index.ranks[chosen[0]]);
+  // One progress line over the ranks (each rank's own pass draws none).
+  Progress progress(options.compare.progress ? "compare --ranks: ranks" : "", chosen.size() - 1);
+  CompareOptions each = options.compare;
+  each.progress = false;
+  for (size_t i = 1; i < chosen.size(); ++i) {
+    out.compared_ranks.push_back(ids[chosen[i]]);
+    AddRankResult(CompareDumps(SyncedPart(index, index.ranks[chosen[i]]), reference, each),
+                  &merged);
+    progress.Update(i);
+  }
+  FinishRanks(&merged);
+  return out;
+}
+
+StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
+                                               const RankCompareOptions& options,
+                                               std::vector<std::string>* warnings) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks listed, ListDumpRanks(dir));
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < listed.size(); ++i) ids.push_back(listed.rank(i));
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::vector<size_t> chosen, ChosenRanks(ids, dir, options));
+  const int threads =
+      options.compare.threads > 0 ? options.compare.threads : DefaultThreads();
+  RankCompareResult out;
+  out.reference_rank = ids[chosen[0]];
+  // The reference rank's synced kernels stay in memory; every other rank is indexed, compared
+  // and dropped, `outer` ranks at a time.
+  IndexFilter only_reference;
+  only_reference.ranks = std::set<uint32_t>{out.reference_rank};
+  DumpIndex reference;
+  StreamedDump first = ForEachRank(listed, only_reference, 1, "", [&](size_t, DumpIndex& one) {
+    if (reference.ranks.empty()) reference = SyncedPart(one, one.ranks.front());
+  });
+  IndexFilter others;
+  others.ranks.emplace();
+  std::vector<size_t> slot_of(ids.size(), SIZE_MAX);  // position -> place among the compared
+  for (size_t i = 1; i < chosen.size(); ++i) {
+    others.ranks->insert(ids[chosen[i]]);
+    slot_of[chosen[i]] = i - 1;
+    out.compared_ranks.push_back(ids[chosen[i]]);
+  }
+  const int outer = static_cast<int>(std::clamp<size_t>(chosen.size() - 1, 1, threads));
+  CompareOptions each = options.compare;
+  each.progress = false;
+  each.threads = std::max(1, threads / outer);
+  std::vector<CompareResult> results(chosen.size() - 1);
+  StreamedDump rest = ForEachRank(
+      std::move(listed), others, outer,
+      options.compare.progress ? "compare --ranks: ranks" : "", [&](size_t i, DumpIndex& one) {
+        if (slot_of[i] == SIZE_MAX) return;  // the reference's id given twice
+        results[slot_of[i]] = CompareDumps(SyncedPart(one, one.ranks.front()), reference, each);
+      });
+  CompareResult& merged = out.result;
+  merged.skipped = std::move(first.skipped);
+  for (Skipped& s : rest.skipped) merged.skipped.push_back(std::move(s));
+  for (CompareResult& r : results) AddRankResult(std::move(r), &merged);
+  FinishRanks(&merged);
+  *warnings = std::move(first.warnings);
+  for (std::string& w : rest.warnings) warnings->push_back(std::move(w));
   return out;
 }
 

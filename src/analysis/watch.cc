@@ -77,11 +77,12 @@ bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
   e->from_file = false;
   e->overflow_counted = false;
   auto get = [&](const char* column, double* v) {
-    auto it = row.values.find(column);
-    if (it == row.values.end() || it->second.empty()) return false;
+    const std::optional<std::string_view> cell = row.values.Find(column);
+    if (!cell || cell->empty()) return false;
+    const std::string text(*cell);
     char* end = nullptr;
-    *v = std::strtod(it->second.c_str(), &end);
-    return end != it->second.c_str();
+    *v = std::strtod(text.c_str(), &end);
+    return end != text.c_str();
   };
   double mx = 0, mn = 0, l2 = 0, v = 0;
   const bool have_max = get("Max Value", &mx), have_min = get("Min Value", &mn);
@@ -406,6 +407,17 @@ class IntendedMarker {
   bool tainted_ = false;  // an input of the current kernel holds an infinity not intended
 };
 
+// In the order they occurred, across ranks (WatchHit::sequence).
+void SortHits(std::vector<WatchHit>* hits) {
+  std::stable_sort(hits->begin(), hits->end(), [](const WatchHit& a, const WatchHit& b) {
+    auto key = [](const WatchHit& h) {
+      return std::make_tuple(h.iteration < 0, h.iteration, h.sequence, !h.is_input, h.rank,
+                             h.graph_id, h.slot);
+    };
+    return key(a) < key(b);
+  });
+}
+
 }  // namespace
 
 StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
@@ -531,20 +543,54 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   for (auto& h : hits) {
     for (auto& hit : h) result.hits.push_back(std::move(hit));
   }
-  // In the order they occurred, across ranks (WatchHit::sequence).
-  std::stable_sort(result.hits.begin(), result.hits.end(),
-                   [](const WatchHit& a, const WatchHit& b) {
-                     auto key = [](const WatchHit& h) {
-                       return std::make_tuple(h.iteration < 0, h.iteration, h.sequence,
-                                              !h.is_input, h.rank, h.graph_id, h.slot);
-                     };
-                     return key(a) < key(b);
-                   });
+  SortHits(&result.hits);
   for (Skipped& s : result.skipped) {
     if (s.path.empty()) {  // weight pair errors carry the file in the message
       s.path = s.reason.substr(0, s.reason.find(':'));
     }
   }
+  return result;
+}
+
+StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
+                                const WatchOptions& options, std::vector<std::string>* warnings) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
+  const size_t n = ranks.size();
+  // Ranks on every core, each rank's tensors on the cores left over.
+  const int threads = options.threads > 0 ? options.threads : DefaultThreads();
+  const int outer = static_cast<int>(std::clamp<size_t>(n, 1, static_cast<size_t>(threads)));
+  WatchOptions each = options;
+  each.progress = false;
+  each.threads = std::max(1, threads / outer);
+  std::vector<WatchResult> per_rank(n);
+  std::vector<size_t> index_skipped(n);
+  Progress tensors(options.progress ? "watch: tensors" : "", 0);
+  StreamedDump streamed = ForEachRank(
+      std::move(ranks), IndexFilter(), outer, options.progress ? "indexing ranks" : "",
+      [&](size_t i, DumpIndex& one) {
+        index_skipped[i] = one.skipped.size();
+        per_rank[i] = RunWatch(one, checks, each);
+        const size_t checked = static_cast<size_t>(per_rank[i].tensors_checked);
+        tensors.Add(checked, checked);
+      });
+  WatchResult result;
+  result.skipped = std::move(streamed.skipped);
+  result.ranks = streamed.ranks;
+  std::vector<Skipped> found;  // while checking, after the index's
+  for (size_t i = 0; i < n; ++i) {
+    WatchResult& r = per_rank[i];
+    for (WatchHit& h : r.hits) result.hits.push_back(std::move(h));
+    for (WatchHit& h : r.intended) result.intended.push_back(std::move(h));
+    for (size_t s = index_skipped[i]; s < r.skipped.size(); ++s) {
+      found.push_back(std::move(r.skipped[s]));
+    }
+    result.tensors_checked += r.tensors_checked;
+    result.weight_pairs_checked += r.weight_pairs_checked;
+    r = WatchResult();
+  }
+  for (Skipped& s : found) result.skipped.push_back(std::move(s));
+  SortHits(&result.hits);
+  *warnings = std::move(streamed.warnings);
   return result;
 }
 

@@ -89,6 +89,12 @@ struct WatchResult {
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);
 
+// RunWatch over the dump `dir` indexed one rank at a time (ForEachRank): memory holds the ranks
+// being checked and the hits, not the whole index; the result is RunWatch's on IndexDump(dir).
+// `warnings` receives the index's warnings. Errors are IndexDump's.
+StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
+                                const WatchOptions& options, std::vector<std::string>* warnings);
+
 // The first hit of each rank, in the order of `result.hits`: the rank that hit first comes first.
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
 
