@@ -86,9 +86,10 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     gives it), row (its first index, the batch row of a batch-first tensor; None below two
     dimensions), both None for an all-finite or statistic-only tensor, then one column per
     statistic.csv column found, in the file's order ('Max Value', 'NaN Count'...; NaN where a
-    tensor has no row). Names (net_name, kernel, op_type, io, dtype, file, source) are
-    categoricals; numbers are NumPy integer, bool and float columns; a statistic column is int64
-    when every row has an integer, float64 when every cell is a number, else objects (MD5).
+    tensor has no row). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
+    (file: str objects); numbers are NumPy integer, bool and float columns; a statistic column
+    is int64 when every row has an integer, float64 when every cell is a number, else objects
+    (MD5).
     Files the index could not use are listed in ``df.attrs['skipped']`` as (path, reason) pairs.
 
     Names and fields hold bytes that are not UTF-8 replaced by U+FFFD, as the CLI's ``--json``;
@@ -121,7 +122,13 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
             out[i] = v
         return out
 
-    shape_codes, shapes = columns["shape"]
+    def shared(key):
+        """Objects, each value one object shared by its rows (file paths may hold surrogate
+        escapes, which pandas cannot hash into a categorical)."""
+        codes, values = columns[key]
+        return objects(values)[codes] if n else objects([])
+
+
     first_index = numpy.full(n, None, dtype=object)
     row = numpy.full(n, None, dtype=object)
     for at, index in columns["first_bad"]:
@@ -143,8 +150,8 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
                                         categories=["input", "output"]),
         "slot": columns["slot"],
         "dtype": categorical("dtype"),
-        "shape": objects(shapes)[shape_codes] if n else objects([]),
-        "file": categorical("file"),
+        "shape": shared("shape"),
+        "file": shared("file"),
         "source": categorical("source"),
         "first_index": first_index,
         "row": row,

@@ -582,9 +582,13 @@ StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads
   const size_t n = ranks.dirs.size();
   std::vector<std::vector<Skipped>> skipped(n);
   std::vector<MixedRuns> mixed(n);
-  ParallelFor(n, std::max(1, threads), progress, [&](size_t i) {
+  std::vector<size_t> kept;  // positions of the ranks the filter keeps (the progress counts them)
+  for (size_t i = 0; i < n; ++i) {
+    if (!filter.ranks || filter.ranks->count(ranks.dirs[i].second)) kept.push_back(i);
+  }
+  ParallelFor(kept.size(), std::max(1, threads), progress, [&](size_t k) {
+    const size_t i = kept[k];
     const auto& [dir, rank] = ranks.dirs[i];
-    if (filter.ranks && !filter.ranks->count(rank)) return;
     DumpIndex one;
     one.root = ranks.root;
     one.ranks.push_back(IndexRank(dir, rank, filter, &one.skipped));
@@ -592,7 +596,7 @@ StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads
     mixed[i] = MixedRunsOf(one.ranks.back());
     each(i, one);
   });
-  for (const auto& [dir, rank] : ranks.dirs) out.ranks += !filter.ranks || filter.ranks->count(rank);
+  out.ranks = kept.size();
   // Skipped files in the order of the rank directories' names, as IndexDump lists them.
   std::vector<size_t> by_name(n);
   for (size_t i = 0; i < n; ++i) by_name[i] = i;

@@ -58,7 +58,7 @@ def test_no_filter_has_every_row_with_statistics_in_file_order(dump):
             int(expected[0]), int(expected[1]), int(expected[2]), float(expected[3]), expected[4]]
     assert str(frame["Max Value"].dtype) == "int64" and str(frame["Avg Value"].dtype) == "float64"
     assert frame["MD5"].dtype == object
-    for name in ("kernel", "op_type", "io", "dtype", "net_name", "file", "source"):
+    for name in ("kernel", "op_type", "io", "dtype", "net_name", "source"):
         assert str(frame[name].dtype) == "category", name
     assert set(frame.file) == {""} and set(frame.op_type) == {"MatMul", "Add", "AllReduce", "Tanh"}
     assert frame["shape"].iloc[0] == (4, 4) and list(frame.order.unique()) == [0, 1, 2, 3]
