@@ -341,20 +341,9 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
     py::gil_scoped_release no_gil;
     StatusOr<analysis::DumpRanks> listed = analysis::ListDumpRanks(path);
     if (!listed.ok()) failure = listed.status();
-    if (listed.ok() && filter.ranks) {
-      std::string found;
-      for (size_t i = 0; i < listed->size(); ++i) {
-        found += (found.empty() ? "" : ", ") + std::to_string(listed->rank(i));
-      }
-      for (uint32_t id : *filter.ranks) {
-        bool present = false;
-        for (size_t i = 0; i < listed->size(); ++i) present = present || listed->rank(i) == id;
-        if (!present && unknown_rank.empty()) {
-          unknown_rank = "load: ranks: rank " + std::to_string(id) + " is not in " +
-                         ValidUtf8(path) + " (ranks found: " + (found.empty() ? "none" : found) +
-                         ")";
-        }
-      }
+    if (listed.ok()) {
+      const Status checked = analysis::CheckRanks(*listed, filter);
+      if (!checked.ok()) unknown_rank = "load: " + ValidUtf8(checked.message());
     }
     if (listed.ok() && unknown_rank.empty()) {
       // Each rank's rows are appended in rank order as soon as the ranks before it are in.

@@ -2,6 +2,7 @@
 #include "graphdump/analysis/dump_index.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -609,22 +610,22 @@ StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads
   return out;
 }
 
+Status CheckRanks(const DumpRanks& ranks, const IndexFilter& filter) {
+  if (!filter.ranks) return Status::Ok();
+  std::set<uint32_t> found;
+  for (size_t i = 0; i < ranks.size(); ++i) found.insert(ranks.rank(i));
+  for (uint32_t id : *filter.ranks) {
+    if (found.count(id)) continue;
+    return Status::InvalidArgument(fmt::format(
+        "ranks: rank {} is not in {} (ranks found: {})", id, ranks.root,
+        found.empty() ? std::string("none") : fmt::format("{}", fmt::join(found, ", "))));
+  }
+  return Status::Ok();
+}
+
 StatusOr<DumpIndex> IndexDump(const std::string& dir, const IndexFilter& filter, bool progress) {
   GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
-  if (filter.ranks) {
-    std::string found;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      found += (found.empty() ? "" : ", ") + std::to_string(ranks.rank(i));
-    }
-    for (uint32_t id : *filter.ranks) {
-      bool present = false;
-      for (size_t i = 0; i < ranks.size(); ++i) present = present || ranks.rank(i) == id;
-      if (!present) {
-        return Status::InvalidArgument(fmt::format("ranks: rank {} is not in {} (ranks found: {})",
-                                                   id, dir, found.empty() ? "none" : found));
-      }
-    }
-  }
+  GRAPHDUMP_RETURN_IF_ERROR(CheckRanks(ranks, filter));
   std::vector<RankEntry> kept(ranks.size());
   std::vector<bool> have(ranks.size());
   StreamedDump streamed =

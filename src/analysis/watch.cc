@@ -407,17 +407,6 @@ class IntendedMarker {
   bool tainted_ = false;  // an input of the current kernel holds an infinity not intended
 };
 
-// In the order they occurred, across ranks (WatchHit::sequence).
-void SortHits(std::vector<WatchHit>* hits) {
-  std::stable_sort(hits->begin(), hits->end(), [](const WatchHit& a, const WatchHit& b) {
-    auto key = [](const WatchHit& h) {
-      return std::make_tuple(h.iteration < 0, h.iteration, h.sequence, !h.is_input, h.rank,
-                             h.graph_id, h.slot);
-    };
-    return key(a) < key(b);
-  });
-}
-
 }  // namespace
 
 StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
@@ -543,115 +532,13 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   for (auto& h : hits) {
     for (auto& hit : h) result.hits.push_back(std::move(hit));
   }
-  SortHits(&result.hits);
+  SortWatchHits(&result.hits);
   for (Skipped& s : result.skipped) {
     if (s.path.empty()) {  // weight pair errors carry the file in the message
       s.path = s.reason.substr(0, s.reason.find(':'));
     }
   }
   return result;
-}
-
-StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
-                                const WatchOptions& options, std::vector<std::string>* warnings) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
-  const size_t n = ranks.size();
-  // Ranks on every core, each rank's tensors on the cores left over.
-  const int threads = options.threads > 0 ? options.threads : DefaultThreads();
-  const int outer = static_cast<int>(std::clamp<size_t>(n, 1, static_cast<size_t>(threads)));
-  WatchOptions each = options;
-  each.progress = false;
-  each.threads = std::max(1, threads / outer);
-  std::vector<WatchResult> per_rank(n);
-  std::vector<size_t> index_skipped(n);
-  Progress tensors(options.progress ? "watch: tensors" : "", 0);
-  StreamedDump streamed = ForEachRank(
-      std::move(ranks), IndexFilter(), outer, options.progress ? "indexing ranks" : "",
-      [&](size_t i, DumpIndex& one) {
-        index_skipped[i] = one.skipped.size();
-        per_rank[i] = RunWatch(one, checks, each);
-        const size_t checked = static_cast<size_t>(per_rank[i].tensors_checked);
-        tensors.Add(checked, checked);
-      });
-  WatchResult result;
-  result.skipped = std::move(streamed.skipped);
-  result.ranks = streamed.ranks;
-  std::vector<Skipped> found;  // while checking, after the index's
-  for (size_t i = 0; i < n; ++i) {
-    WatchResult& r = per_rank[i];
-    for (WatchHit& h : r.hits) result.hits.push_back(std::move(h));
-    for (WatchHit& h : r.intended) result.intended.push_back(std::move(h));
-    for (size_t s = index_skipped[i]; s < r.skipped.size(); ++s) {
-      found.push_back(std::move(r.skipped[s]));
-    }
-    result.tensors_checked += r.tensors_checked;
-    result.weight_pairs_checked += r.weight_pairs_checked;
-    r = WatchResult();
-  }
-  for (Skipped& s : found) result.skipped.push_back(std::move(s));
-  SortHits(&result.hits);
-  *warnings = std::move(streamed.warnings);
-  return result;
-}
-
-std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
-  std::set<uint32_t> seen;
-  std::vector<WatchHit> firsts;
-  for (const WatchHit& h : result.hits) {
-    if (seen.insert(h.rank).second) firsts.push_back(h);
-  }
-  return firsts;
-}
-
-namespace {
-
-nlohmann::json HitJson(const WatchHit& h) {
-  return {{"rank", h.rank},
-          {"graph_id", h.graph_id},
-          {"iteration", h.iteration},
-          {"call", h.call},
-          {"order", h.order},
-          {"sequence", h.sequence},
-          {"kernel", h.kernel},
-          {"io", h.is_input ? "input" : "output"},
-          {"slot", h.slot},
-          {"check", h.check},
-          {"detail", h.detail},
-          {"first_index",
-           h.first_index.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.first_index)},
-          {"row", h.row >= 0 ? nlohmann::json(h.row) : nlohmann::json(nullptr)},
-          {"source_line", h.source_line},
-          {"source_trace", SourceTraceJson<nlohmann::json>(h.source_trace)},
-          {"path", h.path}};
-}
-
-}  // namespace
-
-std::string WatchResultJson(const WatchResult& result) {
-  using nlohmann::json;
-  json hits = json::array();
-  for (const WatchHit& h : result.hits) {
-    hits.push_back(HitJson(h));
-  }
-  json skipped = json::array();
-  for (const Skipped& s : result.skipped)
-    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  json intended = json::array();
-  for (const WatchHit& h : result.intended) intended.push_back(HitJson(h));
-  json j = {{"tensors_checked", result.tensors_checked},
-            {"weight_pairs_checked", result.weight_pairs_checked},
-            {"hits", hits},
-            {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
-            {"intended_infinities", intended},
-            {"skipped", skipped}};
-  if (result.ranks > 1) {
-    const std::vector<WatchHit> firsts = FirstHitPerRank(result);
-    json per_rank = json::array();
-    for (const WatchHit& h : firsts) per_rank.push_back(HitJson(h));
-    j["first_hit_per_rank"] = per_rank;
-    j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
-  }
-  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

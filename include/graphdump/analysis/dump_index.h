@@ -216,6 +216,10 @@ struct DumpRanks {
 // IndexDump's.
 StatusOr<DumpRanks> ListDumpRanks(const std::string& dir);
 
+// kInvalidArgument "ranks: rank N is not in DIR (ranks found: 0, 1)" for the first rank of
+// `filter.ranks` that `ranks` does not hold; OK when it holds them all.
+Status CheckRanks(const DumpRanks& ranks, const IndexFilter& filter);
+
 // What IndexDump adds to the ranks' own index: skipped files and warnings, merged over ranks.
 struct StreamedDump {
   std::string root;

@@ -89,6 +89,9 @@ struct WatchResult {
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);
 
+// Sorts hits in the order they occurred, across ranks (WatchResult::hits).
+void SortWatchHits(std::vector<WatchHit>* hits);
+
 // RunWatch over the dump `dir` indexed one rank at a time (ForEachRank): memory holds the ranks
 // being checked and the hits, not the whole index; the result is RunWatch's on IndexDump(dir).
 // `warnings` receives the index's warnings. Errors are IndexDump's.
