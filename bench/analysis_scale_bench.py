@@ -1,20 +1,19 @@
 """graphdump's analysis at cluster scale: a statistics-only dump replicated to many ranks (a NaN
 planted in one rank's kernel and spread to every rank by the AllReduce after it), then `watch`,
-`compare --ranks` and `graphdump.load` on it, each in a process of its own. Prints
+`compare --ranks`, `graphdump.load` and `graphdump.load(ranks=0)` (one rank, rows/s counted over
+that rank's rows) on it, each in a process of its own. Prints
 
-  bench: analysis_rows_per_second watch=A compare_ranks=B load=C (target >= 1000000)
-  bench: analysis_peak_rss_mib watch=A compare_ranks=B load=C (target < 1024 at 1,024 ranks of
-         100,000 rows)
+  bench: analysis_rows_per_second watch=A compare_ranks=B load=C load_one_rank=D
+         (target >= 1000000)
+  bench: analysis_peak_rss_mib watch=A compare_ranks=B load=C load_one_rank=D (target < 1024
+         at 1,024 ranks of 100,000 rows)
 
-and checks that watch names the planted rank first. Environment: GRAPHDUMP_BIN (the CLI),
-GRAPHDUMP_BUILD_DIR (for the Python package), GRAPHDUMP_BENCH_RANKS (default 256),
-GRAPHDUMP_BENCH_ROWS (statistic rows per rank and iteration, two iterations; default 500, so that
-`graphdump.load`, which today holds every row as Python objects, about 8 KB each, fits a
-workstation; a small transformer has 11,740), TMPDIR.
-
-Measured 2026-11-25 on the shared 2-core machine under other builds' load (load average 10):
-16 ranks x 4,000 rows: watch 11k rows/s and 185 MiB, compare --ranks 31k rows/s and 116 MiB,
-load 5.5k rows/s and 500 MiB: far from the targets.
+and checks that watch names the planted rank first and that load's row counts are right.
+Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BUILD_DIR (for the Python package),
+GRAPHDUMP_BENCH_RANKS (default 256), GRAPHDUMP_BENCH_ROWS (statistic rows per rank and
+iteration, two iterations; default 500; a small transformer has 11,740), GRAPHDUMP_BENCH_DUMP
+(keep the generated dump in this directory and reuse it when it is there: for large sizes),
+TMPDIR. Measured numbers: docs/analysis.md.
 """
 import json
 import os
@@ -93,10 +92,15 @@ def measure(args, env=None):
 def main():
     binary = os.environ.get("GRAPHDUMP_BIN", "graphdump")
     build = os.environ.get("GRAPHDUMP_BUILD_DIR", "build")
+    keep = os.environ.get("GRAPHDUMP_BENCH_DUMP")
     tmp = tempfile.mkdtemp(prefix="graphdump_scale_")
     try:
-        root = os.path.join(tmp, "dump")
-        bad_name, rows = write_dump(root)
+        root = keep or os.path.join(tmp, "dump")
+        if keep and os.path.isdir(root):
+            names = kernel_names(ROWS // 2)
+            bad_name, rows = names[len(names) // 2 - 2], 2 * RANKS * len(names) * 2
+        else:
+            bad_name, rows = write_dump(root)
         print(f"{RANKS} ranks x {rows // RANKS} statistic rows = {rows} rows; NaN planted in "
               f"rank {BAD_RANK}, {bad_name}")
         watch = measure([binary, "watch", root, "--json", "-q"])
@@ -111,9 +115,17 @@ def main():
         if load[3] != 0 or int(load[2].split()[-1]) != rows:
             print(f"bench: analysis_scale FAILED: load gave {load[2]!r}", file=sys.stderr)
             return 1
-        results = {"watch": watch, "compare_ranks": ranks, "load": load}
+        one = measure(["/usr/bin/python3", "-c",
+                       "import sys, graphdump\n"
+                       "print(len(graphdump.load(sys.argv[1], ranks=0)))", root],
+                      {"PYTHONPATH": os.path.join(build, "python")})
+        if one[3] != 0 or int(one[2].split()[-1]) != rows // RANKS:
+            print(f"bench: analysis_scale FAILED: load(ranks=0) gave {one[2]!r}", file=sys.stderr)
+            return 1
+        results = {"watch": watch, "compare_ranks": ranks, "load": load, "load_one_rank": one}
+        counted = {"load_one_rank": rows // RANKS}
         print("bench: analysis_rows_per_second " +
-              " ".join(f"{k}={rows / v[0]:.0f}" for k, v in results.items()) +
+              " ".join(f"{k}={counted.get(k, rows) / v[0]:.0f}" for k, v in results.items()) +
               " (target >= 1000000)")
         print("bench: analysis_peak_rss_mib " +
               " ".join(f"{k}={v[1]:.0f}" for k, v in results.items()) +

@@ -56,20 +56,27 @@ std::string CallTag(uint32_t call, uint32_t calls) {
   return calls > 1 ? fmt::format(" call {}", call) : "";
 }
 
+int OpenError(const std::string& command, const Status& status) {
+  fmt::print(stderr, "{}: error: {}\n", command, status.message());
+  const StatusCode code = status.code();
+  return code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument ? kExitUsage
+                                                                               : kExitFailure;
+}
+
+void PrintWarnings(const std::string& command, const std::vector<std::string>& warnings) {
+  for (const std::string& warning : warnings) {
+    fmt::print(stderr, "{}: warning: {}\n", command, warning);
+  }
+}
+
 std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
                                             int* exit_code, bool progress) {
   auto index = analysis::IndexDump(dir, progress);
   if (!index.ok()) {
-    fmt::print(stderr, "{}: error: {}\n", command, index.status().message());
-    const StatusCode code = index.status().code();
-    *exit_code = code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument
-                     ? kExitUsage
-                     : kExitFailure;
+    *exit_code = OpenError(command, index.status());
     return std::nullopt;
   }
-  for (const std::string& warning : index->warnings) {
-    fmt::print(stderr, "{}: warning: {}\n", command, warning);
-  }
+  PrintWarnings(command, index->warnings);
   return std::move(index).value();
 }
 

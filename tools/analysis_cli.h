@@ -14,6 +14,13 @@ namespace graphdump::tools {
 // --help, kExitUsage after a usage error, with CLI11's message on stderr).
 std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
 
+// Prints "graphdump <command>: error: ..." for a failed IndexDump (or ListDumpRanks) and
+// returns OpenDump's exit code for it.
+int OpenError(const std::string& command, const Status& status);
+
+// Prints the index's warnings, "graphdump <command>: warning: ...".
+void PrintWarnings(const std::string& command, const std::vector<std::string>& warnings);
+
 // Indexes `dir`, printing "graphdump <command>: error: ..." on failure. `exit_code` receives
 // kExitUsage for a missing or non-dump directory, kExitFailure otherwise. With `progress`, a
 // progress line counts the ranks indexed (on a terminal only).

@@ -219,13 +219,12 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
     result = DistributedCompareRanks(dir, rank_options, &rc);
     if (!result) return rc;
   } else {
-    auto index = OpenDump("graphdump compare", dir, &rc, options.progress);
-    if (!index) return rc;
-    auto compared = analysis::CompareRanks(*index, rank_options);
-    if (!compared.ok()) {
-      fmt::print(stderr, "graphdump compare: error: {}\n", compared.status().message());
-      return kExitUsage;
-    }
+    // Ranks are indexed and compared one at a time: memory holds the reference rank and the
+    // result, not the dump's index.
+    std::vector<std::string> warnings;
+    auto compared = analysis::CompareRanksInDump(dir, rank_options, &warnings);
+    if (!compared.ok()) return OpenError("graphdump compare", compared.status());
+    PrintWarnings("graphdump compare", warnings);
     result = std::move(compared).value();
   }
   const analysis::CompareResult& r = result->result;

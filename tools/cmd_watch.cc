@@ -174,9 +174,12 @@ int RunWatch(int argc, char** argv) {
     found = DistributedWatch(dir, *checks, options, &rc);
     if (!found) return rc;
   } else {
-    auto index = OpenDump("graphdump watch", dir, &rc, !quiet);
-    if (!index) return rc;
-    found = analysis::RunWatch(*index, *checks, options);
+    // Ranks are indexed and checked one at a time: memory holds the hits, not the dump's index.
+    std::vector<std::string> warnings;
+    auto watched = analysis::WatchDump(dir, *checks, options, &warnings);
+    if (!watched.ok()) return OpenError("graphdump watch", watched.status());
+    PrintWarnings("graphdump watch", warnings);
+    found = std::move(watched).value();
   }
   const analysis::WatchResult& result = *found;
   if (json) {

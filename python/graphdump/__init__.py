@@ -44,27 +44,40 @@ def _path(path):
     return os.fsencode(os.fspath(path))
 
 
-def _statistic_value(text):
-    """A statistic.csv cell as a number where it is one (counts, floats, inf, nan); md5 stays
-    text."""
+def _ids(name, value):
+    """ranks= / iterations=: an int or an iterable of ints (None: all)."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
     try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return text
+        ids = list(value)
+    except TypeError:
+        raise TypeError(f"load: {name}= takes an int or a list of ints, not "
+                        f"{type(value).__name__}") from None
+    for i in ids:
+        if not isinstance(i, int) or isinstance(i, bool) or (name == "ranks" and i < 0):
+            raise ValueError(f"load: {name}={value!r}: {i!r} is not a "
+                             f"{'rank id' if name == 'ranks' else 'iteration'}")
+    return ids
 
 
-def load(path):
+def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     """Indexes a dump directory (a dump root, a rank_{id} directory, a GE-layout dump or a
     `graphdump convert` output) and returns a pandas DataFrame with one row per dumped tensor.
 
+    Filters, applied while the dump is read (what they leave out is never held, so loading one
+    rank of a 512-rank dump costs what one rank costs):
+      ranks: a rank id or a list of them (ValueError naming the ranks found for one not there);
+      iterations: an iteration or a list of them (-1: constants/);
+      kernels: a list of full names (exact), or a str: a regular expression (ECMAScript syntax,
+        as C++'s std::regex) searched in each full name; ValueError for a bad one;
+      io: 'input' or 'output' (ValueError for anything else).
+
     Columns: rank, graph, net_name, iteration (-1 for constants/), call (which call of the kernel
     in the iteration, from 0 in the order they ran: a module called twice in a step runs its
-    kernels twice), timestamp (the tensor's, from its file name or statistic.csv row; None when
-    unknown), order (the kernel's position in
+    kernels twice), timestamp (the tensor's, from its file name or statistic.csv row; <NA> when
+    unknown; UInt64), order (the kernel's position in
     the execution order, -1 when unknown), kernel (full name), op_type, is_parameter, io
     ('input'/'output'), slot, dtype, shape (a tuple), file (the tensor file; '' for a
     statistic-only tensor), source (the kernel's source line 'file:line', '' when not
@@ -72,9 +85,12 @@ def load(path):
     of the first infinity when there is no NaN, in the tensor's shape, e.g. (5, 3), as watch
     gives it), row (its first index, the batch row of a batch-first tensor; None below two
     dimensions), both None for an all-finite or statistic-only tensor, then one column per
-    statistic.csv column found ('Max Value', 'NaN Count'...;
-    NaN where a tensor has no row). Files the index could not use are listed in
-    ``df.attrs['skipped']`` as (path, reason) pairs.
+    statistic.csv column found, in the file's order ('Max Value', 'NaN Count'...; NaN where a
+    tensor has no row). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
+    (file: str objects); numbers are NumPy integer, bool and float columns; a statistic column
+    is int64 when every row has an integer, float64 when every cell is a number, else objects
+    (MD5).
+    Files the index could not use are listed in ``df.attrs['skipped']`` as (path, reason) pairs.
 
     Names and fields hold bytes that are not UTF-8 replaced by U+FFFD, as the CLI's ``--json``;
     file paths (the 'file' column, skipped paths) are decoded as Python decodes file names
@@ -82,23 +98,67 @@ def load(path):
 
     Raises FileNotFoundError for a missing directory and ValueError for one that holds no dump.
     """
-    columns = _graphdump.index_columns(_path(path))
-    skipped = columns.pop("skipped")
-    stats = columns.pop("statistics")
-    rows = columns.pop("row")
+    kernel_names = kernel_regex = None
+    if isinstance(kernels, str):
+        kernel_regex = kernels
+    elif kernels is not None:
+        kernel_names = [str(k) for k in kernels]
+    if io is not None and not isinstance(io, str):
+        raise ValueError(f"load: io={io!r} (allowed: 'input', 'output')")
+    columns = _graphdump.index_columns(_path(path), _ids("ranks", ranks),
+                                       _ids("iterations", iterations), kernel_names,
+                                       kernel_regex, io)
     pd = _pandas()
-    frame = pd.DataFrame(columns)
-    # Rows as ints, None where a tensor has none (not a float column with NaN), as watch's.
-    frame.insert(frame.columns.get_loc("first_index") + 1, "row", pd.Series(rows, dtype=object))
-    names = []
-    for row in stats:
-        for name in row:
-            if name not in names:
-                names.append(name)
-    for name in names:
-        frame[name] = [_statistic_value(row[name]) if name in row else float("nan")
-                       for row in stats]
-    frame.attrs["skipped"] = skipped
+    import numpy
+    n = len(columns["rank"])
+
+    def categorical(key):
+        codes, categories = columns[key]
+        return pd.Categorical.from_codes(codes, categories=pd.Index(categories, dtype=object))
+
+    def objects(values):
+        out = numpy.empty(len(values), dtype=object)
+        for i, v in enumerate(values):
+            out[i] = v
+        return out
+
+    def shared(key):
+        """Objects, each value one object shared by its rows (file paths may hold surrogate
+        escapes, which pandas cannot hash into a categorical)."""
+        codes, values = columns[key]
+        return objects(values)[codes] if n else objects([])
+
+
+    first_index = numpy.full(n, None, dtype=object)
+    row = numpy.full(n, None, dtype=object)
+    for at, index in columns["first_bad"]:
+        first_index[at] = index
+        row[at] = index[0] if len(index) >= 2 else None
+    timestamp = columns["timestamp"]
+    frame = pd.DataFrame({
+        "rank": columns["rank"],
+        "graph": columns["graph"],
+        "net_name": categorical("net_name"),
+        "iteration": columns["iteration"],
+        "call": columns["call"],
+        "timestamp": pd.arrays.IntegerArray(timestamp, timestamp == 0),
+        "order": columns["order"],
+        "kernel": categorical("kernel"),
+        "op_type": categorical("op_type"),
+        "is_parameter": columns["is_parameter"].astype(bool),
+        "io": pd.Categorical.from_codes(numpy.where(columns["is_input"] != 0, 0, 1),
+                                        categories=["input", "output"]),
+        "slot": columns["slot"],
+        "dtype": categorical("dtype"),
+        "shape": shared("shape"),
+        "file": shared("file"),
+        "source": categorical("source"),
+        "first_index": first_index,
+        "row": row,
+    })
+    for name, values in columns["statistics"]:
+        frame[name] = values
+    frame.attrs["skipped"] = columns["skipped"]
     frame.attrs["path"] = os.fspath(path)
     return frame
 

@@ -51,12 +51,13 @@ std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy
     return out;
   }
   if (!t.stats) return out;
-  for (const auto& [column, text] : t.stats->values) {
-    if (column == "MD5") continue;
+  t.stats->values.ForEach([&](const std::string& column, std::string_view cell) {
+    if (column == "MD5") return;
+    const std::string text(cell);
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (end != text.c_str()) out[column] = v;
-  }
+  });
   return out;
 }
 

@@ -1,7 +1,8 @@
-// Indexing a dump directory from its file names and text files (SPEC §5).
+// Indexing a dump directory from its file names and text files (SPEC §5), rank by rank.
 #include "graphdump/analysis/dump_index.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -84,6 +85,18 @@ struct GraphContext {
 };
 
 using KernelMap = std::map<std::pair<std::string, std::string>, KernelEntry>;  // (type, name)
+
+// Drops the kernels and tensors of `it` that `filter` leaves out (calls keep their numbers).
+void FilterIteration(const IndexFilter& filter, IterationEntry* it) {
+  if (!filter.kernels && !filter.is_input) return;
+  std::erase_if(it->kernels, [&](KernelEntry& k) {
+    if (!filter.Keeps(k)) return true;
+    if (filter.is_input) {
+      std::erase_if(k.tensors, [&](const TensorEntry& t) { return t.is_input != *filter.is_input; });
+    }
+    return k.tensors.empty();
+  });
+}
 
 // The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
 // name the file stands for (its own, or mapping.csv's original).
@@ -207,7 +220,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
 }
 
 GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs::path& dir,
-                      uint32_t graph_id, std::vector<Skipped>* skipped) {
+                      uint32_t graph_id, const IndexFilter& filter, std::vector<Skipped>* skipped) {
   GraphEntry graph;
   graph.graph_id = graph_id;
   graph.net_name = net;
@@ -249,10 +262,17 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   for (const fs::path& child : SortedChildren(dir)) {
     if (!fs::is_directory(child)) continue;
     const std::string name = child.filename().string();
-    if (IsNumber(name)) {
-      graph.iterations.push_back(IndexIteration(child, std::stoll(name), ctx, skipped));
-    } else if (name == "constants") {
-      constants = IndexIteration(child, -1, ctx, skipped);
+    const bool numbered = IsNumber(name);
+    if (!numbered && name != "constants") continue;
+    const int64_t iteration = numbered ? std::stoll(name) : -1;
+    if (filter.iterations && !filter.iterations->count(iteration)) continue;
+    IterationEntry entry = IndexIteration(child, iteration, ctx, skipped);
+    // Without an execution order, kernels are numbered below over every kept kernel.
+    if (!graph.execution_order.empty()) FilterIteration(filter, &entry);
+    if (numbered) {
+      graph.iterations.push_back(std::move(entry));
+    } else {
+      constants = std::move(entry);
       have_constants = true;
     }
   }
@@ -270,12 +290,15 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
         k.order = pos->second;
       }
     }
+    for (IterationEntry& it : graph.iterations) FilterIteration(filter, &it);
+    FilterIteration(filter, &constants);
   }
   if (have_constants) graph.iterations.push_back(std::move(constants));
   return graph;
 }
 
-RankEntry IndexRank(const fs::path& dir, uint32_t rank, std::vector<Skipped>* skipped) {
+RankEntry IndexRank(const fs::path& dir, uint32_t rank, const IndexFilter& filter,
+                    std::vector<Skipped>* skipped) {
   RankEntry entry;
   entry.rank = rank;
   entry.dir = dir.string();
@@ -287,7 +310,7 @@ RankEntry IndexRank(const fs::path& dir, uint32_t rank, std::vector<Skipped>* sk
     for (const fs::path& graph : SortedChildren(net)) {
       const std::string id = graph.filename().string();
       if (fs::is_directory(graph) && IsNumber(id)) {
-        entry.graphs.push_back(IndexGraph(dir, name, graph, std::stoul(id), skipped));
+        entry.graphs.push_back(IndexGraph(dir, name, graph, std::stoul(id), filter, skipped));
       }
     }
   }
@@ -425,7 +448,73 @@ const std::vector<SourceLocation>& DumpIndex::SourceTrace(const GraphEntry& grap
   return it == graph.source_traces.end() ? kNone : it->second;
 }
 
-StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress) {
+namespace {
+
+// Whether a rank directory holds a {net_name}/{graph_id} directory (what IndexRank indexes).
+bool HasGraphs(const fs::path& rank_dir) {
+  for (const fs::path& net : SortedChildren(rank_dir)) {
+    const std::string name = net.filename().string();
+    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" || name[0] == '.') {
+      continue;
+    }
+    for (const fs::path& graph : SortedChildren(net)) {
+      if (fs::is_directory(graph) && IsNumber(graph.filename().string())) return true;
+    }
+  }
+  return false;
+}
+
+// The mixed-run warning of a rank's first such iteration, and how many it has.
+struct MixedRuns {
+  std::string first;
+  size_t count = 0;
+};
+
+MixedRuns MixedRunsOf(const RankEntry& r) {
+  MixedRuns m;
+  for (const GraphEntry& g : r.graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.mixed_runs.empty()) continue;
+      if (m.count++ == 0) m.first = it.mixed_runs;
+    }
+  }
+  return m;
+}
+
+std::vector<std::string> MixedRunWarnings(const std::vector<MixedRuns>& ranks) {
+  std::vector<std::string> warnings;
+  size_t mixed = 0;
+  for (const MixedRuns& m : ranks) {
+    if (m.count == 0) continue;
+    if (mixed == 0) warnings.push_back(m.first);
+    mixed += m.count;
+  }
+  if (mixed > 1) {
+    warnings.back() += fmt::format(" (and {} more iteration directories)", mixed - 1);
+  }
+  return warnings;
+}
+
+// What a filter keeps of an index built at once (GE layout): ranks, iterations, kernels, io.
+void FilterIndex(const IndexFilter& filter, DumpIndex* index) {
+  if (filter.ranks) {
+    std::erase_if(index->ranks, [&](const RankEntry& r) { return !filter.ranks->count(r.rank); });
+  }
+  for (RankEntry& r : index->ranks) {
+    for (GraphEntry& g : r.graphs) {
+      if (filter.iterations) {
+        std::erase_if(g.iterations, [&](const IterationEntry& it) {
+          return !filter.iterations->count(it.iteration);
+        });
+      }
+      for (IterationEntry& it : g.iterations) FilterIteration(filter, &it);
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<DumpRanks> ListDumpRanks(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return Status::NotFound(dir + ": no such directory");
   if (!fs::is_directory(dir, ec)) {
@@ -433,58 +522,130 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress) {
                                    ": not a dump directory (it is a file; expected a "
                                    "directory holding rank_{id}/ subdirectories)");
   }
-  DumpIndex index;
-  index.root = dir;
+  DumpRanks out;
+  out.root = dir;
   fs::path path = fs::path(dir).lexically_normal();
   if (path.filename().empty()) path = path.parent_path();
   uint32_t rank = 0;
   if (RankId(path.filename().string(), &rank)) {
-    index.ranks.push_back(IndexRank(path, rank, &index.skipped));
+    out.dirs.emplace_back(path.string(), rank);
   } else {
-    std::vector<std::pair<fs::path, uint32_t>> dirs;
     for (const fs::path& child : SortedChildren(path)) {
       if (fs::is_directory(child) && RankId(child.filename().string(), &rank)) {
-        dirs.emplace_back(child, rank);
+        out.dirs.emplace_back(child.string(), rank);
       }
     }
-    // Ranks are indexed on every core, each with its own list of skipped files.
-    std::vector<RankEntry> ranks(dirs.size());
-    std::vector<std::vector<Skipped>> skipped(dirs.size());
-    ParallelFor(dirs.size(), DefaultThreads(), progress ? "indexing ranks" : "", [&](size_t i) {
-      ranks[i] = IndexRank(dirs[i].first, dirs[i].second, &skipped[i]);
-    });
-    for (size_t i = 0; i < dirs.size(); ++i) {
-      index.ranks.push_back(std::move(ranks[i]));
-      index.skipped.insert(index.skipped.end(), skipped[i].begin(), skipped[i].end());
+    std::stable_sort(out.dirs.begin(), out.dirs.end(),
+                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  }
+  if (std::any_of(out.dirs.begin(), out.dirs.end(),
+                  [](const auto& d) { return HasGraphs(d.first); })) {
+    return out;
+  }
+  // No {net_name}/{graph_id} below: a GE-layout dump or `graphdump convert` output, else not a
+  // dump at all.
+  DumpIndex index;
+  index.root = dir;
+  for (const auto& [rank_dir, id] : out.dirs) {
+    index.ranks.push_back(IndexRank(rank_dir, id, IndexFilter(), &index.skipped));
+  }
+  if (IndexAscendLayout(path.string(), &index)) {
+    out.dirs.clear();
+    out.whole = std::move(index);
+    return out;
+  }
+  return Status::InvalidArgument(
+      dir +
+      ": not a dump directory: expected rank_{id}/{net_name}/{graph_id}/{iteration}/ "
+      "below it (docs/layout.md), found " +
+      (out.dirs.empty() ? std::string("no rank_{id} directory")
+                        : std::string("no {net_name}/{graph_id} directory")));
+}
+
+StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads,
+                         const std::string& progress,
+                         const std::function<void(size_t, DumpIndex&)>& each) {
+  StreamedDump out;
+  out.root = ranks.root;
+  if (ranks.whole) {
+    FilterIndex(filter, &*ranks.whole);
+    out.skipped = std::move(ranks.whole->skipped);
+    out.warnings = std::move(ranks.whole->warnings);
+    out.ranks = ranks.whole->ranks.size();
+    for (size_t i = 0; i < ranks.whole->ranks.size(); ++i) {
+      DumpIndex one;
+      one.root = ranks.root;
+      one.ranks.push_back(std::move(ranks.whole->ranks[i]));
+      each(i, one);
     }
-    std::sort(index.ranks.begin(), index.ranks.end(),
-              [](const RankEntry& a, const RankEntry& b) { return a.rank < b.rank; });
+    return out;
   }
-  size_t graphs = 0, mixed = 0;
-  for (const RankEntry& r : index.ranks) {
-    graphs += r.graphs.size();
-    for (const GraphEntry& g : r.graphs) {
-      for (const IterationEntry& it : g.iterations) {
-        if (it.mixed_runs.empty()) continue;
-        if (mixed++ == 0) index.warnings.push_back(it.mixed_runs);
-      }
-    }
+  const size_t n = ranks.dirs.size();
+  std::vector<std::vector<Skipped>> skipped(n);
+  std::vector<MixedRuns> mixed(n);
+  std::vector<size_t> kept;  // positions of the ranks the filter keeps (the progress counts them)
+  for (size_t i = 0; i < n; ++i) {
+    if (!filter.ranks || filter.ranks->count(ranks.dirs[i].second)) kept.push_back(i);
   }
-  if (mixed > 1) {
-    index.warnings.back() += fmt::format(" (and {} more iteration directories)", mixed - 1);
+  ParallelFor(kept.size(), std::max(1, threads), progress, [&](size_t k) {
+    const size_t i = kept[k];
+    const auto& [dir, rank] = ranks.dirs[i];
+    DumpIndex one;
+    one.root = ranks.root;
+    one.ranks.push_back(IndexRank(dir, rank, filter, &one.skipped));
+    skipped[i] = one.skipped;
+    mixed[i] = MixedRunsOf(one.ranks.back());
+    each(i, one);
+  });
+  out.ranks = kept.size();
+  // Skipped files in the order of the rank directories' names, as IndexDump lists them.
+  std::vector<size_t> by_name(n);
+  for (size_t i = 0; i < n; ++i) by_name[i] = i;
+  std::stable_sort(by_name.begin(), by_name.end(),
+                   [&](size_t a, size_t b) { return ranks.dirs[a].first < ranks.dirs[b].first; });
+  for (size_t i : by_name) {
+    for (Skipped& s : skipped[i]) out.skipped.push_back(std::move(s));
   }
-  if ((index.ranks.empty() || graphs == 0) && IndexAscendLayout(path.string(), &index)) {
-    return index;
+  out.warnings = MixedRunWarnings(mixed);
+  return out;
+}
+
+Status CheckRanks(const DumpRanks& ranks, const IndexFilter& filter) {
+  if (!filter.ranks) return Status::Ok();
+  std::set<uint32_t> found;
+  for (size_t i = 0; i < ranks.size(); ++i) found.insert(ranks.rank(i));
+  for (uint32_t id : *filter.ranks) {
+    if (found.count(id)) continue;
+    return Status::InvalidArgument(fmt::format(
+        "ranks: rank {} is not in {} (ranks found: {})", id, ranks.root,
+        found.empty() ? std::string("none") : fmt::format("{}", fmt::join(found, ", "))));
   }
-  if (index.ranks.empty() || graphs == 0) {
-    return Status::InvalidArgument(
-        dir +
-        ": not a dump directory: expected rank_{id}/{net_name}/{graph_id}/{iteration}/ "
-        "below it (docs/layout.md), found " +
-        (index.ranks.empty() ? std::string("no rank_{id} directory")
-                             : std::string("no {net_name}/{graph_id} directory")));
+  return Status::Ok();
+}
+
+StatusOr<DumpIndex> IndexDump(const std::string& dir, const IndexFilter& filter, bool progress) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
+  GRAPHDUMP_RETURN_IF_ERROR(CheckRanks(ranks, filter));
+  std::vector<RankEntry> kept(ranks.size());
+  std::vector<bool> have(ranks.size());
+  StreamedDump streamed =
+      ForEachRank(std::move(ranks), filter, DefaultThreads(), progress ? "indexing ranks" : "",
+                  [&](size_t i, DumpIndex& one) {
+                    kept[i] = std::move(one.ranks.front());
+                    have[i] = true;
+                  });
+  DumpIndex index;
+  index.root = dir;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (have[i]) index.ranks.push_back(std::move(kept[i]));
   }
+  index.skipped = std::move(streamed.skipped);
+  index.warnings = std::move(streamed.warnings);
   return index;
+}
+
+StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress) {
+  return IndexDump(dir, IndexFilter(), progress);
 }
 
 }  // namespace graphdump::analysis

@@ -48,6 +48,16 @@ void Progress::Update(size_t done) {
   std::fflush(stderr);
 }
 
+void Progress::Add(size_t more, size_t done) {
+  size_t now;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    total_ += more;
+    now = done_ += done;
+  }
+  Update(now);
+}
+
 int DefaultThreads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);

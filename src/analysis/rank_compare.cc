@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <tuple>
 
 #include "graphdump/analysis/parallel.h"
@@ -140,6 +143,47 @@ StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
     progress.Update(i);
   }
   return MergeRankComparisons(ids[0], {ids.begin() + 1, ids.end()}, index.skipped,
+                              std::move(parts));
+}
+
+StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
+                                               const RankCompareOptions& options,
+                                               std::vector<std::string>* warnings) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks listed, ListDumpRanks(dir));
+  std::vector<uint32_t> available;
+  for (size_t i = 0; i < listed.size(); ++i) available.push_back(listed.rank(i));
+  GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<uint32_t> ids,
+                             RanksToCompare(available, options.ranks, dir));
+  const int threads =
+      options.compare.threads > 0 ? options.compare.threads : DefaultThreads();
+  // The reference rank's synced kernels stay in memory; every other rank is indexed, compared
+  // and dropped, `outer` ranks at a time.
+  IndexFilter only_reference;
+  only_reference.ranks = std::set<uint32_t>{ids[0]};
+  DumpIndex reference;
+  StreamedDump first = ForEachRank(listed, only_reference, 1, "", [&](size_t, DumpIndex& one) {
+    if (reference.ranks.empty()) reference = SyncedPart(one, one.ranks.front());
+  });
+  IndexFilter others;
+  others.ranks.emplace(ids.begin() + 1, ids.end());
+  std::map<uint32_t, size_t> part_of;  // rank id -> its place among the compared ranks
+  for (size_t i = 1; i < ids.size(); ++i) part_of[ids[i]] = i - 1;
+  const int outer = static_cast<int>(std::clamp<size_t>(ids.size() - 1, 1, threads));
+  CompareOptions each = options.compare;
+  each.progress = false;
+  each.threads = std::max(1, threads / outer);
+  std::vector<CompareResult> parts(ids.size() - 1);
+  StreamedDump rest = ForEachRank(
+      std::move(listed), others, outer,
+      options.compare.progress ? "compare --ranks: ranks" : "", [&](size_t, DumpIndex& one) {
+        const RankEntry& rank = one.ranks.front();
+        parts[part_of.at(rank.rank)] = CompareDumps(SyncedPart(one, rank), reference, each);
+      });
+  std::vector<Skipped> skipped = std::move(first.skipped);
+  for (Skipped& s : rest.skipped) skipped.push_back(std::move(s));
+  *warnings = std::move(first.warnings);
+  for (std::string& w : rest.warnings) warnings->push_back(std::move(w));
+  return MergeRankComparisons(ids[0], {ids.begin() + 1, ids.end()}, std::move(skipped),
                               std::move(parts));
 }
 

@@ -25,9 +25,10 @@ using report_internal::IsComputed;
 // From a statistic.csv row: the value of `column` when it is there and a number ("nan", "inf"
 // and "-inf" included).
 std::optional<double> RowValue(const StatisticRow& row, const char* column) {
-  auto v = row.values.find(column);
-  if (v == row.values.end()) return std::nullopt;
-  const char* text = v->second.c_str();
+  const std::optional<std::string_view> cell = row.values.Find(column);
+  if (!cell) return std::nullopt;
+  const std::string copy(*cell);
+  const char* text = copy.c_str();
   char* end = nullptr;
   const double d = std::strtod(text, &end);
   if (end == text) return std::nullopt;

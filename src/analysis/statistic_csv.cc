@@ -1,6 +1,9 @@
 // statistic.csv reading (SPEC §6): quoted Shape fields, trailing commas, any statistic columns.
+// One pass over the file's text with fields as views into it: no string per field, one per row
+// for the statistic cells (StatisticValues).
+#include <algorithm>
 #include <charconv>
-#include <sstream>
+#include <string_view>
 
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/file_system.h"
@@ -9,68 +12,140 @@
 namespace graphdump::analysis {
 namespace {
 
-std::vector<std::string> SplitCsvLine(const std::string& line) {
-  std::vector<std::string> fields;
-  std::string field;
+// Splits `line` at commas outside quotes into `fields`, quote characters removed. Fields are
+// views into `line`, or into `scratch` (the line without its quotes) when it has quotes.
+void SplitCsvLine(std::string_view line, std::string* scratch,
+                  std::vector<std::string_view>* fields) {
+  fields->clear();
+  if (line.find('"') == std::string_view::npos) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = line.find(',', start);
+      if (comma == std::string_view::npos) {
+        fields->push_back(line.substr(start));
+        return;
+      }
+      fields->push_back(line.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  scratch->clear();
+  scratch->reserve(line.size());  // no reallocation below: the views stay valid
+  std::vector<size_t> ends;
   bool quoted = false;
   for (char c : line) {
     if (c == '"') {
       quoted = !quoted;
     } else if (c == ',' && !quoted) {
-      fields.push_back(field);
-      field.clear();
+      ends.push_back(scratch->size());
     } else {
-      field += c;
+      scratch->push_back(c);
     }
   }
-  fields.push_back(field);
-  return fields;
+  ends.push_back(scratch->size());
+  size_t start = 0;
+  for (size_t end : ends) {
+    fields->push_back(std::string_view(*scratch).substr(start, end - start));
+    start = end;
+  }
 }
 
 // "(2,3)", "()"; every dimension a non-negative integer and the element count within int64_t.
-bool ParseShapeText(const std::string& text, std::vector<int64_t>* shape) {
+bool ParseShapeText(std::string_view text, std::vector<int64_t>* shape) {
   shape->clear();
   if (text.size() < 2 || text.front() != '(' || text.back() != ')') return false;
-  std::stringstream in(text.substr(1, text.size() - 2));
-  std::string dim;
-  while (std::getline(in, dim, ',')) {
+  text = text.substr(1, text.size() - 2);
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view dim = text.substr(start, comma - start);
+    start = comma + 1;
     const size_t first = dim.find_first_not_of(' ');
-    if (first == std::string::npos) continue;
-    const size_t last = dim.find_last_not_of(' ');
+    if (first == std::string_view::npos) continue;
+    dim = dim.substr(first, dim.find_last_not_of(' ') + 1 - first);
     int64_t value = 0;
-    const char* begin = dim.data() + first;
-    const char* end = dim.data() + last + 1;
-    auto [ptr, ec] = std::from_chars(begin, end, value);
-    if (ec != std::errc() || ptr != end || value < 0) return false;
+    auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
+    if (ec != std::errc() || ptr != dim.data() + dim.size() || value < 0) return false;
     shape->push_back(value);
   }
   return ShapeElements(*shape).has_value();
 }
 
-bool ParseUnsigned(const std::string& text, uint64_t* out) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  try {
-    *out = std::stoull(text);
-  } catch (...) {
+bool ParseUnsigned(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
     return false;
   }
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// The next line of `text` from `*pos` (without its '\n' and a '\r' before it); false at the end.
+bool NextLine(std::string_view text, size_t* pos, std::string_view* line) {
+  if (*pos >= text.size()) return false;
+  size_t end = text.find('\n', *pos);
+  if (end == std::string_view::npos) end = text.size();
+  *line = text.substr(*pos, end - *pos);
+  *pos = end + 1;
+  if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
   return true;
 }
 
 }  // namespace
+
+std::optional<std::string_view> StatisticValues::Find(std::string_view column) const {
+  const char* p = cells_.data();
+  for (size_t i = 0; i < size(); ++i) {
+    const uint32_t n = Length(p);
+    if ((*columns_)[i] == column) return std::string_view(p + 4, n);
+    p += 4 + n;
+  }
+  return std::nullopt;
+}
+
+std::string_view StatisticValues::at(std::string_view column) const {
+  return Find(column).value_or(std::string_view());
+}
+
+void StatisticValues::Append(std::string_view cell) {
+  const uint32_t n = static_cast<uint32_t>(cell.size());
+  cells_.append(reinterpret_cast<const char*>(&n), 4);
+  cells_.append(cell);
+}
+
+void StatisticValues::Set(const std::string& column, std::string_view cell) {
+  auto columns = std::make_shared<std::vector<std::string>>();
+  StatisticValues copy(nullptr);
+  bool replaced = false;
+  ForEach([&](const std::string& title, std::string_view value) {
+    columns->push_back(title);
+    copy.Append(title == column ? (replaced = true, cell) : value);
+  });
+  if (!replaced) {
+    columns->push_back(column);
+    copy.Append(cell);
+  }
+  columns_ = std::move(columns);
+  cells_ = std::move(copy.cells_);
+}
 
 StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path));
   return ParseStatisticCsvText(text, path);
 }
 
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& file_text,
                                                           const std::string& path) {
-  std::istringstream in(text);
-  std::string line;
-  if (!std::getline(in, line)) return Status::Corrupt(path + ": empty statistic.csv (no header)");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> header = SplitCsvLine(line);
+  const std::string_view text(file_text);
+  size_t pos = 0;
+  std::string_view line;
+  if (!NextLine(text, &pos, &line)) {
+    return Status::Corrupt(path + ": empty statistic.csv (no header)");
+  }
+  std::string scratch;
+  std::vector<std::string_view> f;
+  SplitCsvLine(line, &scratch, &f);
+  std::vector<std::string> header(f.begin(), f.end());
   if (!header.empty() && header.back().empty()) header.pop_back();
   auto column = [&](const std::string& name) -> int {
     for (size_t i = 0; i < header.size(); ++i)
@@ -84,53 +159,65 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& tex
     return Status::Corrupt(path +
                            ":1: malformed statistic.csv header: expected columns 'Op Type', "
                            "'Op Name', 'IO' and 'Slot', found '" +
-                           line + "'");
+                           std::string(line) + "'");
   }
-  std::vector<StatisticRow> rows;
-  for (int line_no = 2; std::getline(in, line); ++line_no) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    std::vector<std::string> f = SplitCsvLine(line);
-    if (f.size() == header.size() + 1 && f.back().empty()) f.pop_back();  // trailing comma
-    const std::string where = path + ":" + std::to_string(line_no) + ": ";
-    if (f.size() != header.size()) {
-      return Status::Corrupt(where + "malformed statistic.csv row: " + std::to_string(f.size()) +
-                             " fields, the header has " + std::to_string(header.size()));
+  // The statistic columns, in the file's order; a title given twice keeps its last cell.
+  std::vector<size_t> value_columns;
+  auto titles = std::make_shared<std::vector<std::string>>();
+  for (size_t i = 0; i < header.size(); ++i) {
+    const int c = static_cast<int>(i);
+    if (c == c_type || c == c_name || c == c_io || c == c_slot || c == c_size || c == c_dtype ||
+        c == c_shape || header[i] == "Task ID" || header[i] == "Stream ID" ||
+        header[i] == "Timestamp") {
+      continue;
     }
-    StatisticRow row;
+    bool later = false;
+    for (size_t j = i + 1; j < header.size(); ++j) later = later || header[j] == header[i];
+    if (later) continue;
+    value_columns.push_back(i);
+    titles->push_back(header[i]);
+  }
+  std::shared_ptr<const std::vector<std::string>> shared_titles = std::move(titles);
+  std::vector<StatisticRow> rows;
+  rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));
+  for (int line_no = 2; NextLine(text, &pos, &line); ++line_no) {
+    if (line.empty()) continue;
+    SplitCsvLine(line, &scratch, &f);
+    if (f.size() == header.size() + 1 && f.back().empty()) f.pop_back();  // trailing comma
+    auto where = [&] { return path + ":" + std::to_string(line_no) + ": "; };
+    if (f.size() != header.size()) {
+      return Status::Corrupt(where() + "malformed statistic.csv row: " +
+                             std::to_string(f.size()) + " fields, the header has " +
+                             std::to_string(header.size()));
+    }
+    StatisticRow& row = rows.emplace_back();
     row.op_type = f[c_type];
     row.op_name = f[c_name];
     if (f[c_io] != "input" && f[c_io] != "output") {
-      return Status::Corrupt(where + "IO is '" + f[c_io] + "' (expected input or output)");
+      return Status::Corrupt(where() + "IO is '" + std::string(f[c_io]) +
+                             "' (expected input or output)");
     }
     row.is_input = f[c_io] == "input";
     uint64_t slot = 0;
     if (!ParseUnsigned(f[c_slot], &slot)) {
-      return Status::Corrupt(where + "Slot is '" + f[c_slot] + "' (expected an integer)");
+      return Status::Corrupt(where() + "Slot is '" + std::string(f[c_slot]) +
+                             "' (expected an integer)");
     }
     row.slot = static_cast<uint32_t>(slot);
     if (c_size >= 0 && !f[c_size].empty() && !ParseUnsigned(f[c_size], &row.data_size)) {
-      return Status::Corrupt(where + "Data Size is '" + f[c_size] + "' (expected an integer)");
+      return Status::Corrupt(where() + "Data Size is '" + std::string(f[c_size]) +
+                             "' (expected an integer)");
     }
     if (c_dtype >= 0) row.dtype = f[c_dtype];
     // A timestamp that is not a number only loses the match by time (docs/analysis.md).
     if (c_time >= 0 && !ParseUnsigned(f[c_time], &row.timestamp)) row.timestamp = 0;
     if (c_shape >= 0 && !ParseShapeText(f[c_shape], &row.shape)) {
-      return Status::Corrupt(where + "Shape is '" + f[c_shape] +
+      return Status::Corrupt(where() + "Shape is '" + std::string(f[c_shape]) +
                              "' (expected \"(d0,d1,...)\" of non-negative integers whose product "
                              "fits int64)");
     }
-    for (size_t i = 0; i < header.size(); ++i) {
-      if (static_cast<int>(i) == c_type || static_cast<int>(i) == c_name ||
-          static_cast<int>(i) == c_io || static_cast<int>(i) == c_slot ||
-          static_cast<int>(i) == c_size || static_cast<int>(i) == c_dtype ||
-          static_cast<int>(i) == c_shape || header[i] == "Task ID" || header[i] == "Stream ID" ||
-          header[i] == "Timestamp") {
-        continue;
-      }
-      row.values[header[i]] = f[i];
-    }
-    rows.push_back(std::move(row));
+    row.values = StatisticValues(shared_titles);
+    for (size_t i : value_columns) row.values.Append(f[i]);
   }
   return rows;
 }

@@ -77,11 +77,12 @@ bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
   e->from_file = false;
   e->overflow_counted = false;
   auto get = [&](const char* column, double* v) {
-    auto it = row.values.find(column);
-    if (it == row.values.end() || it->second.empty()) return false;
+    const std::optional<std::string_view> cell = row.values.Find(column);
+    if (!cell || cell->empty()) return false;
+    const std::string text(*cell);
     char* end = nullptr;
-    *v = std::strtod(it->second.c_str(), &end);
-    return end != it->second.c_str();
+    *v = std::strtod(text.c_str(), &end);
+    return end != text.c_str();
   };
   double mx = 0, mn = 0, l2 = 0, v = 0;
   const bool have_max = get("Max Value", &mx), have_min = get("Min Value", &mn);

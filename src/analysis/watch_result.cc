@@ -1,5 +1,7 @@
-// watch's result: the order of hits across ranks, merging the results of parts of a dump, and
-// the JSON form (watch.h).
+// watch's result: the order of hits across ranks, watch over a whole dump rank by rank, merging
+// the results of parts of a dump, and the JSON form (watch.h).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/source_json.h"
 #include "graphdump/analysis/watch.h"
 #include "graphdump/internal/json_text.h"
@@ -35,6 +38,48 @@ WatchResult MergeWatchResults(std::vector<WatchResult> parts) {
   }
   SortHitsByOccurrence(&merged.hits);
   return merged;
+}
+
+StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
+                                const WatchOptions& options, std::vector<std::string>* warnings) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
+  const size_t n = ranks.size();
+  // Ranks on every core, each rank's tensors on the cores left over.
+  const int threads = options.threads > 0 ? options.threads : DefaultThreads();
+  const int outer = static_cast<int>(std::clamp<size_t>(n, 1, static_cast<size_t>(threads)));
+  WatchOptions each = options;
+  each.progress = false;
+  each.threads = std::max(1, threads / outer);
+  std::vector<WatchResult> per_rank(n);
+  std::vector<size_t> index_skipped(n);
+  Progress tensors(options.progress ? "watch: tensors" : "", 0);
+  StreamedDump streamed = ForEachRank(
+      std::move(ranks), IndexFilter(), outer, options.progress ? "indexing ranks" : "",
+      [&](size_t i, DumpIndex& one) {
+        index_skipped[i] = one.skipped.size();
+        per_rank[i] = RunWatch(one, checks, each);
+        const size_t checked = static_cast<size_t>(per_rank[i].tensors_checked);
+        tensors.Add(checked, checked);
+      });
+  WatchResult result;
+  result.skipped = std::move(streamed.skipped);
+  result.ranks = streamed.ranks;
+  std::vector<Skipped> found;  // while checking, after the index's
+  for (size_t i = 0; i < n; ++i) {
+    WatchResult& r = per_rank[i];
+    for (WatchHit& h : r.hits) result.hits.push_back(std::move(h));
+    for (WatchHit& h : r.intended) result.intended.push_back(std::move(h));
+    for (size_t s = index_skipped[i]; s < r.skipped.size(); ++s) {
+      found.push_back(std::move(r.skipped[s]));
+    }
+    result.tensors_checked += r.tensors_checked;
+    result.weight_pairs_checked += r.weight_pairs_checked;
+    r = WatchResult();
+  }
+  for (Skipped& s : found) result.skipped.push_back(std::move(s));
+  SortHitsByOccurrence(&result.hits);
+  *warnings = std::move(streamed.warnings);
+  return result;
 }
 
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {

@@ -5,9 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphdump/analysis/ascend_dump.h"
@@ -18,7 +23,53 @@
 
 namespace graphdump::analysis {
 
-// One row of statistic.csv: the columns by header title ("Max Value" -> "1.5").
+// A statistic.csv row's statistic columns ("Max Value" -> "1.5"), in the file's column order.
+// Compact, as an index holds millions of rows: the titles are shared by every row of a file
+// and the cells are one string (each a 4-byte length, then its bytes).
+class StatisticValues {
+ public:
+  StatisticValues() = default;
+  explicit StatisticValues(std::shared_ptr<const std::vector<std::string>> columns)
+      : columns_(std::move(columns)) {}
+
+  // The cell of `column`; nullopt when the file has no such column.
+  std::optional<std::string_view> Find(std::string_view column) const;
+  size_t count(std::string_view column) const { return Find(column) ? 1 : 0; }
+  std::string_view at(std::string_view column) const;  // "" when absent
+  size_t size() const { return columns_ ? columns_->size() : 0; }
+  bool empty() const { return size() == 0; }
+  // f(title, cell) for every column, in the file's order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    const char* p = cells_.data();
+    for (size_t i = 0; i < size(); ++i) {
+      const uint32_t n = Length(p);
+      f((*columns_)[i], std::string_view(p + 4, n));
+      p += 4 + n;
+    }
+  }
+  // Building, column by column in the order of the titles given at construction.
+  void Append(std::string_view cell);
+  // Sets one column (appended when new); for rows built by hand.
+  void Set(const std::string& column, std::string_view cell);
+  struct Setter {
+    StatisticValues* values;
+    const std::string column;
+    void operator=(std::string_view cell) { values->Set(column, cell); }
+  };
+  Setter operator[](const std::string& column) { return {this, column}; }
+
+ private:
+  static uint32_t Length(const char* p) {
+    uint32_t n;
+    std::memcpy(&n, p, 4);
+    return n;
+  }
+  std::shared_ptr<const std::vector<std::string>> columns_;
+  std::string cells_;
+};
+
+// One row of statistic.csv.
 struct StatisticRow {
   std::string op_type;
   std::string op_name;  // file form: '/' replaced by '_'
@@ -28,7 +79,7 @@ struct StatisticRow {
   std::vector<int64_t> shape;
   uint64_t data_size = 0;
   uint64_t timestamp = 0;                     // the Timestamp column; 0 when absent or not a number
-  std::map<std::string, std::string> values;  // statistic columns by title
+  StatisticValues values;                     // statistic columns by title
 };
 
 // One dumped tensor: a file, a statistic row, or both.
@@ -135,6 +186,59 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 // unparsable file name) are listed in `skipped` and the rest is indexed. Ranks are indexed on
 // every core; with `progress`, a Progress line counts them on a terminal.
 StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress = false);
+
+// What to index (graphdump.load's filters): what a filter leaves out is never kept, so that
+// indexing part of a dump costs what the part costs (docs/python.md).
+struct IndexFilter {
+  std::optional<std::set<uint32_t>> ranks;     // rank ids; rank directories not listed are not read
+  std::optional<std::set<int64_t>> iterations;  // -1: constants/
+  // Kernels to keep, by full name (the execution order's name, else the file name); none: all.
+  std::function<bool(const std::string& full_name)> kernels;
+  std::optional<bool> is_input;  // only inputs (true) or only outputs (false)
+
+  bool Keeps(const KernelEntry& kernel) const { return !kernels || kernels(kernel.full_name); }
+};
+
+// A dump listed rank by rank, to be indexed one rank at a time (ForEachRank): a command then
+// holds the ranks it is indexing and what it keeps of each, not the whole index.
+struct DumpRanks {
+  std::string root;
+  std::vector<std::pair<std::string, uint32_t>> dirs;  // rank directories, by rank id
+  // A dump not laid out in rank directories (GE layout, `graphdump convert` output): indexed at
+  // once by ListDumpRanks.
+  std::optional<DumpIndex> whole;
+
+  size_t size() const { return whole ? whole->ranks.size() : dirs.size(); }
+  uint32_t rank(size_t i) const { return whole ? whole->ranks[i].rank : dirs[i].second; }
+};
+
+// The rank directories of `dir` (as IndexDump accepts it) without indexing them. Errors as
+// IndexDump's.
+StatusOr<DumpRanks> ListDumpRanks(const std::string& dir);
+
+// kInvalidArgument "ranks: rank N is not in DIR (ranks found: 0, 1)" for the first rank of
+// `filter.ranks` that `ranks` does not hold; OK when it holds them all.
+Status CheckRanks(const DumpRanks& ranks, const IndexFilter& filter);
+
+// What IndexDump adds to the ranks' own index: skipped files and warnings, merged over ranks.
+struct StreamedDump {
+  std::string root;
+  size_t ranks = 0;
+  std::vector<Skipped> skipped;       // as IndexDump's
+  std::vector<std::string> warnings;  // as IndexDump's
+};
+
+// Indexes the ranks of `ranks` that `filter` keeps, `threads` ranks at a time, and calls
+// `each(position, index)` with a one-rank index (the rank's own skipped files) on the thread
+// that indexed it; the index is freed when `each` returns. With `progress`, a Progress line
+// counts ranks on a terminal. Returns what IndexDump would add to those ranks.
+StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads,
+                         const std::string& progress,
+                         const std::function<void(size_t, DumpIndex&)>& each);
+
+// IndexDump of the ranks, iterations, kernels and io that `filter` keeps.
+StatusOr<DumpIndex> IndexDump(const std::string& dir, const IndexFilter& filter,
+                              bool progress = false);
 
 // The file-name form of a full name (SPEC §5): '/', '\\', '.' and ' ' become '_'.
 std::string FileKernelName(const std::string& full_name);

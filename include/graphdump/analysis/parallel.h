@@ -19,10 +19,14 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
   void Update(size_t done);
+  // Adds `more` to the total and `done` to the count (work found as it goes: a rank's tensors
+  // once the rank is indexed). Thread-safe.
+  void Add(size_t more, size_t done);
 
  private:
   std::string label_;
   size_t total_;
+  size_t done_ = 0;  // Add's count
   bool enabled_;
   bool drawn_ = false;
   std::mutex mu_;

@@ -53,6 +53,13 @@ RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t>
                                        std::vector<Skipped> skipped,
                                        std::vector<CompareResult> parts);
 
+// CompareRanks over the dump `dir` indexed one rank at a time (ForEachRank): memory holds the
+// reference rank's synced kernels, the ranks being compared and the result, not the whole
+// index. `warnings` receives the index's warnings. Errors are IndexDump's and CompareRanks'.
+StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
+                                               const RankCompareOptions& options,
+                                               std::vector<std::string>* warnings);
+
 // What differs in a kernel that disagrees and by how much. Tensors compared element by element:
 // the largest max abs error of any of them. Tensors dumped as statistics only: the statistic of
 // the first failing tensor outside the standard by the most, with both ranks' values.

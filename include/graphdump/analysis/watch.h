@@ -98,6 +98,12 @@ void SortHitsByOccurrence(std::vector<WatchHit>* hits);
 // give what RunWatch over the whole dump gives (the skipped files listed by rank).
 WatchResult MergeWatchResults(std::vector<WatchResult> parts);
 
+// RunWatch over the dump `dir` indexed one rank at a time (ForEachRank): memory holds the ranks
+// being checked and the hits, not the whole index; the result is RunWatch's on IndexDump(dir).
+// `warnings` receives the index's warnings. Errors are IndexDump's.
+StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
+                                const WatchOptions& options, std::vector<std::string>* warnings);
+
 // The first hit of each rank, in the order of `result.hits`: the rank that hit first comes first.
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
 
