@@ -1,0 +1,131 @@
+"""The rank side of ``graphdump hunt`` (docs/hunt.md): inside a script run by ``graphdump
+python`` with $GRAPHDUMP_HUNT set, ends the run at the end of an iteration, once the hunt has
+what it needs from it.
+
+$GRAPHDUMP_HUNT is ``STATE_DIR|MODE|ARG``:
+  - ``STATE_DIR|first-hit|CHECKS``: pass 1. At the end of each iteration (an optimizer step)
+    this rank's statistic.csv rows of that iteration are read; a NaN (and, for inf/overflow
+    checks, an infinity or a value beyond float16's range) is a hit. With several ranks the
+    ranks agree on it (one all-reduce of one number on the default process group), so that all
+    stop at the same step.
+  - ``STATE_DIR|stop-after|N``: pass 2. The run ends once iteration N has ended.
+Ending the run: STATE_DIR/rank_{rank}.stop is written (whole: temporary name, then rename)
+with the iteration, and SystemExit(0) is raised from the optimizer's step(): the script
+unwinds (its finally blocks run), and the dump closes with every file whole.
+"""
+import csv
+import glob
+import json
+import os
+
+import torch
+
+from . import _graphdump
+
+_FLOAT16_MAX = 65504.0
+
+
+class HuntStop(SystemExit):
+    """Raised from optimizer.step() when ``graphdump hunt`` has what it needs from the run."""
+
+
+def _number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _row_suspect(row, checks):
+    """Does a statistic.csv row show a NaN (always a hit) or, for inf/overflow, an infinity or
+    a value beyond float16's range? Returns 'nan', 'inf' or None."""
+    if (_number(row.get("NaN Count")) or 0) > 0:
+        return "nan"
+    if "inf" in checks or "overflow" in checks:
+        infinities = ((_number(row.get("Positive Inf Count")) or 0) +
+                      (_number(row.get("Negative Inf Count")) or 0))
+        if infinities > 0:
+            return "inf"
+    if "overflow" in checks:
+        for column in ("Max Value", "Min Value"):
+            value = _number(row.get(column))
+            if value is not None and abs(value) > _FLOAT16_MAX:
+                return "inf"
+    return None
+
+
+def _iteration_suspects(root, iteration, checks):
+    """'nan' when a statistic row of `iteration` under the rank directory `root` holds a NaN,
+    'inf' when one holds only infinities (or large values), None when none does."""
+    found = None
+    for path in glob.glob(os.path.join(glob.escape(root), "*", "*", str(iteration),
+                                       "statistic.csv")):
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            for row in csv.DictReader(f):
+                kind = _row_suspect(row, checks)
+                if kind == "nan":
+                    return "nan"
+                found = found or kind
+    return found
+
+
+def _hit_in(root, iteration, checks):
+    """Is there a watch hit (docs/analysis.md, "What counts as a hit") in `iteration`?"""
+    suspect = _iteration_suspects(root, iteration, checks)
+    if suspect != "inf":
+        return suspect == "nan"
+    # Infinities only: an attention mask's masked_fill(-inf) is no hit. watch decides, over
+    # this rank's dump so far.
+    result = json.loads(_graphdump.watch(root, checks, False))
+    return any(h.get("iteration") == iteration for h in result.get("hits", []))
+
+
+def _agree(hit):
+    """With several ranks: did any rank hit? (every rank calls this at the same step)."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return hit
+    flag = torch.tensor([1 if hit else 0], dtype=torch.int32)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def _write_stop(state_dir, rank, iteration):
+    final = os.path.join(state_dir, f"rank_{rank}.stop")
+    temporary = final + f".tmp{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump({"iteration": iteration, "rank": rank}, f)
+    os.replace(temporary, final)
+
+
+class _Stopper:
+    def __init__(self, spec):
+        parts = spec.split("|")
+        if len(parts) != 3 or parts[1] not in ("first-hit", "stop-after"):
+            raise ValueError(f"$GRAPHDUMP_HUNT: expected STATE_DIR|first-hit|CHECKS or "
+                             f"STATE_DIR|stop-after|N, found {spec!r}")
+        self.state_dir, self.mode, arg = parts
+        self.checks = arg.split(",") if self.mode == "first-hit" else []
+        self.stop_after = int(arg) if self.mode == "stop-after" else None
+
+    def after_iteration(self, dump, iteration):
+        """Called by graphdump.torch after an optimizer step ended `iteration`."""
+        if iteration is None:
+            return
+        if self.mode == "stop-after":
+            stop = iteration >= self.stop_after
+        else:
+            summary = dump.summary
+            local = summary is not None and _hit_in(summary["root"], iteration, self.checks)
+            stop = _agree(local)
+        if stop:
+            from .torch import _rank
+            _write_stop(self.state_dir, _rank(), iteration)
+            raise HuntStop(0)
+
+
+def install(spec):
+    """Ends the run as $GRAPHDUMP_HUNT says (graphdump.torch calls the stopper at each
+    iteration's end)."""
+    from . import torch as gd_torch
+    gd_torch._after_iteration = _Stopper(spec).after_iteration
