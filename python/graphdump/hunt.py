@@ -15,7 +15,11 @@ import subprocess
 import sys
 import time
 
-from . import hunt_answer, hunt_report
+try:
+    from . import hunt_answer, hunt_report
+except ImportError:  # hunt_cli.py run as a script (graphdump hunt): torch is not imported
+    import hunt_answer
+    import hunt_report
 
 CHECKS = ("nan", "inf", "overflow")
 STATISTICS = ["max", "min", "nan count", "negative inf count", "positive inf count", "zero count"]

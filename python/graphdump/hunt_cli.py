@@ -1,5 +1,6 @@
-"""``graphdump hunt`` (python3 -m graphdump.hunt_cli): the command line of graphdump.hunt()
-(docs/hunt.md)."""
+"""``graphdump hunt`` (python3 PACKAGE/graphdump/hunt_cli.py, run as a script so that the hunt
+itself never imports torch; python3 -m graphdump.hunt_cli works too): the command line of
+graphdump.hunt() (docs/hunt.md)."""
 import os
 import sys
 
@@ -99,9 +100,14 @@ def main(argv):
     options = _parse(argv)
     if isinstance(options, int):
         return options
-    from .hunt import (EXIT_FAILED, EXIT_HIT, EXIT_INTERRUPTED, EXIT_NO_HIT, HuntError,
-                       HuntFailed, hunt)
-    from .hunt_report import answer_lines
+    try:
+        from .hunt import (EXIT_FAILED, EXIT_HIT, EXIT_INTERRUPTED, EXIT_NO_HIT, HuntError,
+                           HuntFailed, hunt)
+        from .hunt_report import answer_lines
+    except ImportError:  # run as a script (graphdump hunt): the package, and torch, unloaded
+        from hunt import (EXIT_FAILED, EXIT_HIT, EXIT_INTERRUPTED, EXIT_NO_HIT, HuntError,
+                          HuntFailed, hunt)
+        from hunt_report import answer_lines
     try:
         answer = hunt(**options)
     except HuntError as e:
