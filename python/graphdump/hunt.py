@@ -284,7 +284,7 @@ def _run(h):
                                     f"holds the same bad elements ({hunt_answer.count_text(first2)})")
         listing = h.tool_json("ls", pass2, "--json", "--kernels")
         answer.update(hunt_answer.explain(watch2, listing))
-        answer["other_ranks"] = hunt_answer.other_ranks(watch2, first2)
+        answer["other_ranks"] = hunt_answer.other_ranks(watch2, listing, first2)
     else:
         answer["verdict"] = "transient"
         answer["verdict_detail"] = (

@@ -155,16 +155,18 @@ def _is_allreduce(kernel):
     return "AllReduce" in kernel
 
 
-def explain(watch, listing):
+def explain(watch, listing, first=None, dump=None):
     """The chain from the first hit back to the kernel that created the non-finite values, and
     that kernel's inputs. `watch` is ``graphdump watch --json`` of the tensor dump, `listing`
-    its ``graphdump ls --json --kernels``. Returns a dict: origin ('created' or 'received'),
+    its ``graphdump ls --json --kernels``; `first` the hit to start from (default watch's first
+    hit) and `dump` a TensorDump of `listing` already made. Returns a dict: origin ('created' or
+    'received'),
     origin_detail (a sentence), chain (steps from the first hit back), creator (kernel, rank,
     iteration, call, source_line, inputs: tensor_facts of each) or None."""
     hits = watch.get("hits", [])
-    dump = TensorDump(listing)
+    dump = dump or TensorDump(listing)
     intended = _intended(watch)
-    first = hits[0]
+    first = first or hits[0]
     row = first.get("row")
     by_call = {}
     for h in hits:
@@ -228,16 +230,38 @@ def explain(watch, listing):
     return {"origin": origin, "origin_detail": detail, "chain": chain, "creator": creator}
 
 
-def other_ranks(watch, first):
-    """How each other rank's first hit came: [{rank, kernel, io, slot, detail, how}]."""
+def _allreduce_received(watch, dump, rank, iteration):
+    """The first AllReduce kernel of `rank` in `iteration` whose output is a hit and whose
+    input (the rank's own gradient) is finite, or None."""
+    for h in watch.get("hits", []):
+        if (h["rank"] != rank or h["iteration"] != iteration or h["io"] != "output" or
+                not _is_allreduce(h["kernel"])):
+            continue
+        files = dump.calls.get(tensor_key(h)[:5], {})
+        if ("input", 0) in files and _nonfinite(_load(files[("input", 0)])) == 0:
+            return h
+    return None
+
+
+def other_ranks(watch, listing, first):
+    """How each other rank got its non-finite values: [{rank, kernel, iteration, io, slot,
+    detail, source_line, how, through}]: `through` the AllReduce kernel whose finite input and
+    non-finite output show the values came from another rank (None when none does), else `how`
+    is that rank's own explanation (explain())."""
+    dump = TensorDump(listing)
     out = []
     for h in watch.get("first_hit_per_rank", []):
         if h["rank"] == first["rank"]:
             continue
-        how = ("received through the all-reduce" if _is_allreduce(h["kernel"]) else
-               "its own first hit")
+        via = _allreduce_received(watch, dump, h["rank"], h["iteration"])
+        if via is not None:
+            how = (f"received through the all-reduce: {via['kernel']} has a finite input (this "
+                   "rank's gradient) and a non-finite output")
+        else:
+            how = explain(watch, listing, first=h, dump=dump)["origin_detail"]
         out.append({"rank": h["rank"], "kernel": h["kernel"], "iteration": h["iteration"],
                     "io": h["io"], "slot": h["slot"], "detail": h["detail"], "how": how,
+                    "through": via["kernel"] if via is not None else None,
                     "source_line": h.get("source_line", "")})
     return out
 

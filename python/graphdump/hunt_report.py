@@ -84,7 +84,7 @@ def answer_lines(answer):
             lines += ["  " + input_text(facts) for facts in creator["inputs"]]
         for other in answer.get("other_ranks") or []:
             lines.append(f"rank {other['rank']}: first hit {other['kernel']} {other['io']} "
-                         f"{other['slot']} at iteration {other['iteration']}: {other['how']}")
+                         f"{other['slot']} at iteration {other['iteration']}; {other['how']}")
     else:
         runs = answer.get("runs") or {}
         lines.append("statistics of that tensor in both runs:")
