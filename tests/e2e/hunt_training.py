@@ -7,8 +7,9 @@ padding, makes 0/0 = NaN there. Run as a plain script, unchanged, under graphdum
   --row R            that row (default 3)
   --sleep SECONDS    sleep in each step (for the interrupt test)
   --crash-at S       raise RuntimeError at step S (before any NaN)
-  --transient FILE   inject a NaN into embed's output at step --plant only when FILE does not
-                     exist yet (and create it): a fault the rerun does not see
+  --transient FILE   a forward hook on embed adds 0/denominator to its output on every step;
+                     at step --plant, when FILE does not exist yet (it is then created), row 2
+                     of the denominator is 0: a NaN the rerun does not see
   --marker FILE      create FILE at step 1 (the interrupt test waits for it)
   --ddp              torch.distributed (gloo) with DistributedDataParallel; --plant applies to
                      rank 1 only
@@ -66,12 +67,17 @@ def main():
             raise RuntimeError(f"the data loader failed at step {step}")
         if step == 1 and a.marker:
             open(a.marker, "w").close()
-        if step == a.plant and a.transient and not os.path.exists(a.transient):
+        fault = step == a.plant and a.transient and not os.path.exists(a.transient)
+        if fault:
             open(a.transient, "w").close()
-            handle = net.embed.register_forward_hook(lambda m, i, out: out.index_fill(
-                0, torch.tensor([2]), float("nan")))
-        else:
-            handle = None
+        handle = None
+        if a.transient:
+            # The same kernels on every run; 0/0 in row 2 of embed's output only on the fault.
+            def inject(module, inputs, out, fault=fault):
+                denominator = torch.ones_like(out)
+                denominator[2] = 0 if fault else 1
+                return out + torch.zeros_like(out) / denominator
+            handle = net.embed.register_forward_hook(inject)
         loss = F.cross_entropy(model(x, mask), y)
         if handle is not None:
             handle.remove()
