@@ -98,7 +98,10 @@ def _pass_config(base, net_name, path, saved_data, iteration, nproc):
               "statistic_category": STATISTICS}
     if "initial_iteration" in base:
         common["initial_iteration"] = base["initial_iteration"]
-    return {"common_dump_settings": common, "e2e_dump_settings": {"enable": True}}
+    # Pass 1 writes synchronously: its rows are read at each iteration's end. Pass 2's tensors
+    # are written by background writers while the script runs on.
+    return {"common_dump_settings": common,
+            "e2e_dump_settings": {"enable": saved_data == "statistic"}}
 
 
 class _Hunt:
@@ -189,17 +192,28 @@ class _Hunt:
                     iterations.append(json.load(f)["iteration"])
         return min(iterations) if iterations else None
 
-    def tool_json(self, *args):
-        out = subprocess.run([self.binary, *args], capture_output=True)
-        if out.returncode not in (0, 1):
-            raise HuntFailed(f"graphdump {args[0]} failed: "
-                             f"{out.stderr.decode(errors='replace').strip()}")
-        return json.loads(out.stdout)
+    def tool(self, *args):
+        """Starts `graphdump ARGS` printing JSON; .result() waits and parses it."""
+        return _Tool([self.binary, *args])
 
     def watch(self, dump):
-        if not os.path.isdir(dump):
-            return {"hits": []}
-        return self.tool_json("watch", dump, "--check", ",".join(self.checks), "--json", "-q")
+        """Starts watch --json of `dump` with the hunt's checks."""
+        return self.tool("watch", dump, "--check", ",".join(self.checks), "--json", "-q")
+
+
+class _Tool:
+    """A graphdump analysis command running beside the hunt (they run in parallel)."""
+
+    def __init__(self, command):
+        self.name = command[1]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def result(self):
+        out, err = self.process.communicate()
+        if self.process.returncode not in (0, 1):
+            raise HuntFailed(f"graphdump {self.name} failed: "
+                             f"{err.decode(errors='replace').strip()}")
+        return json.loads(out)
 
 
 def _failure(status):
@@ -227,8 +241,11 @@ def _run(h):
     if status == 2 and not os.path.isdir(pass1):
         raise HuntError("pass 1 ended with exit status 2 before dumping anything: the script's "
                         "or graphdump python's usage error (its message is above)")
-    watch1 = h.watch(pass1)
-    if not watch1["hits"]:
+    stopped = h.stopped_at()
+    # Stopped at a hit: the iteration is known, pass 1's watch runs beside pass 2.
+    watch1 = h.watch(pass1) if os.path.isdir(pass1) else None
+    watch1 = watch1.result() if watch1 is not None and stopped is None else watch1
+    if watch1 is None or (stopped is None and not watch1["hits"]):
         answer["statistics_dump"] = pass1
         if status != 0:
             answer["status"] = "failed"
@@ -242,9 +259,7 @@ def _run(h):
                                  f"({', '.join(h.checks)}); the statistic dump of every "
                                  f"iteration is in {pass1}")
         return answer
-    first1 = watch1["hits"][0]
-    hit_iteration = first1["iteration"]
-    stopped = h.stopped_at()
+    hit_iteration = stopped if stopped is not None else watch1["hits"][0]["iteration"]
     h.say(f"pass 1: first hit at iteration {hit_iteration}"
           + (f", run ended after it ({h.times['pass1']} s)" if stopped is not None else
              f", the script ended by itself ({_failure(status)})" if status else ""))
@@ -257,7 +272,18 @@ def _run(h):
     status2 = h.run_pass("pass2", "full", selection, f"stop-after|{hit_iteration}")
     if _interrupted(status2):
         raise KeyboardInterrupt
-    watch2 = h.watch(pass2)
+    start = time.monotonic()
+    running = {"watch2": h.watch(pass2), "ls": h.tool("ls", pass2, "--json", "--kernels"),
+               "report": hunt_report.ReportRun(h.binary, pass2, os.path.join(h.root,
+                                                                          "report.html"),
+                                               h.checks)}
+    if not isinstance(watch1, dict):
+        watch1 = watch1.result()
+    if not watch1["hits"]:
+        raise HuntFailed(f"pass 1 stopped after iteration {hit_iteration} but watch finds no "
+                         f"hit in {pass1}")
+    first1 = watch1["hits"][0]
+    watch2 = running["watch2"].result()
     first2 = next((x for x in watch2["hits"] if x["iteration"] == hit_iteration), None)
     answer["status"] = "hit"
     answer["statistics_dump"] = pass1
@@ -282,7 +308,7 @@ def _run(h):
         answer["verdict"] = "persistent"
         answer["verdict_detail"] = ("reproduced on a rerun: the same kernel's same tensor "
                                     f"holds the same bad elements ({hunt_answer.count_text(first2)})")
-        listing = h.tool_json("ls", pass2, "--json", "--kernels")
+        listing = running["ls"].result()
         answer.update(hunt_answer.explain(watch2, listing))
         answer["other_ranks"] = hunt_answer.other_ranks(watch2, listing, first2)
     else:
@@ -296,11 +322,8 @@ def _run(h):
         answer["runs"] = {"pass1": hunt_answer.statistic_row(pass1, first1),
                           "pass2": hunt_answer.statistic_row(pass2, first1, named_in=pass1)}
         answer["rerun_first_hit"] = first2
-    report = os.path.join(h.root, "report.html")
-    start = time.monotonic()
-    hunt_report.write_report(h.binary, pass2, report, h.checks, answer)
-    h.times["report"] = round(time.monotonic() - start, 3)
-    answer["report"] = report
+    answer["report"] = running["report"].finish(answer)
+    h.times["analysis"] = round(time.monotonic() - start, 3)
     return answer
 
 

@@ -115,22 +115,35 @@ def answer_section(answer):
             f"{items}</ul>\n</section>\n")
 
 
-def write_report(binary, dump, out, checks, answer):
-    """`graphdump report DUMP` with the answer as its first section, written whole to `out`."""
-    temporary = f"{out}.tmp{os.getpid()}.html"
-    try:
-        done = subprocess.run([binary, "report", dump, "-o", temporary, "--check",
-                               ",".join(checks)], capture_output=True)
-        if done.returncode != 0:
-            answer["report_error"] = done.stderr.decode(errors="replace").strip()
-            return
-        with open(temporary, encoding="utf-8") as f:
-            page = f.read()
-        at = page.find("</h1>\n")
-        at = at + len("</h1>\n") if at >= 0 else 0
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(page[:at] + answer_section(answer) + page[at:])
-        os.replace(temporary, out)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+class ReportRun:
+    """`graphdump report DUMP`, started now (beside the hunt's other analysis); finish() puts
+    the answer at its top and writes it whole to `out`."""
+
+    def __init__(self, binary, dump, out, checks):
+        self.out = out
+        self.temporary = f"{out}.tmp{os.getpid()}.html"
+        self.process = subprocess.Popen([binary, "report", dump, "-o", self.temporary,
+                                         "--check", ",".join(checks)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def finish(self, answer):
+        """The report's path, or None (answer['report_error'] then says why)."""
+        try:
+            _, err = self.process.communicate()
+            if self.process.returncode != 0:
+                answer["report_error"] = err.decode(errors="replace").strip()
+                return None
+            with open(self.temporary, encoding="utf-8") as f:
+                page = f.read()
+            at = page.find("</h1>\n")
+            at = at + len("</h1>\n") if at >= 0 else 0
+            answer["report"] = self.out
+            with open(self.temporary, "w", encoding="utf-8") as f:
+                f.write(page[:at] + answer_section(answer) + page[at:])
+            os.replace(self.temporary, self.out)
+            return self.out
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            if os.path.exists(self.temporary):
+                os.unlink(self.temporary)
