@@ -100,7 +100,7 @@ def _write_stop(state_dir, rank, iteration):
 
 class _Stopper:
     def __init__(self, spec):
-        parts = spec.split("|")
+        parts = spec.rsplit("|", 2)
         if len(parts) != 3 or parts[1] not in ("first-hit", "stop-after"):
             raise ValueError(f"$GRAPHDUMP_HUNT: expected STATE_DIR|first-hit|CHECKS or "
                              f"STATE_DIR|stop-after|N, found {spec!r}")

@@ -69,9 +69,9 @@ def _parse(argv):
         if arg in ("-h", "--help"):
             sys.stdout.write(HELP)
             return 0
-        name, _, value = arg.partition("=")
+        name, equals, value = arg.partition("=")
         if name in _VALUED:
-            if not _:
+            if not equals:
                 if i + 1 >= len(argv):
                     return _usage_error(f"{name} needs a value")
                 value, i = argv[i + 1], i + 1
