@@ -152,8 +152,8 @@ class _Hunt:
         """Runs the script once; returns its exit status (negative: killed by that signal)."""
         dump = os.path.join(self.root, name)
         config = os.path.join(self.state, f"{name}.json")
-        _write_whole(config, json.dumps(_pass_config(self.base, self.net_name, dump, saved_data, iteration,
-                                                     self.nproc), indent=1))
+        settings = _pass_config(self.base, self.net_name, dump, saved_data, iteration, self.nproc)
+        _write_whole(config, json.dumps(settings, indent=1))
         for stop in os.listdir(self.state):
             if stop.endswith(".stop"):
                 os.unlink(os.path.join(self.state, stop))
@@ -306,10 +306,11 @@ def _run(h):
             break
     if persistent:
         answer["verdict"] = "persistent"
-        answer["verdict_detail"] = ("reproduced on a rerun: the same kernel's same tensor "
-                                    f"holds the same bad elements ({hunt_answer.count_text(first2)})")
+        answer["verdict_detail"] = (
+            "reproduced on a rerun: the same kernel's same tensor holds the same bad elements "
+            f"({hunt_answer.count_text(first2)})")
         listing = running["ls"].result()
-        answer.update(hunt_answer.explain(watch2, listing))
+        answer.update(hunt_answer.explain(watch2, listing, first=first2))
         answer["other_ranks"] = hunt_answer.other_ranks(watch2, listing, first2)
     else:
         answer["verdict"] = "transient"

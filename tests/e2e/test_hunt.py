@@ -80,8 +80,8 @@ def planted(work):
     expect_eq(data.shape, (6, 1), "the divisor's shape in its file")
     expect(data[4, 0] == 0 and (np.delete(data, 4, axis=0) > 0).all(),
            f"the divisor file: row 4 zero, the others not: {data.ravel()}")
-    out_files = [p for p in glob.glob(os.path.join(answer["tensor_dump"], "**", "*div-op*.output.0.*.npy"),
-                                      recursive=True) if "/3/" in p]
+    pattern = os.path.join(answer["tensor_dump"], "**", "*div-op*.output.0.*.npy")
+    out_files = [p for p in glob.glob(pattern, recursive=True) if "/3/" in p]
     expect_eq(len(out_files), 1, "one div output file in iteration 3")
     if out_files:
         value = np.load(out_files[0])
@@ -121,7 +121,8 @@ def transient(work):
     expect_eq(answer.get("status"), "hit", "a hit in the first run")
     expect_eq(answer.get("verdict"), "transient", "not reproduced on the rerun")
     expect_eq(answer.get("iteration"), 2, "the iteration of the fault")
-    expect("embed-Linear" in answer.get("kernel", ""), f"the injected kernel: {answer.get('kernel')}")
+    expect("embed-Linear" in answer.get("kernel", ""),
+           f"the injected kernel: {answer.get('kernel')}")
     runs = answer.get("runs") or {}
     expect(runs.get("pass1") is not None and float(runs["pass1"]["NaN Count"]) > 0,
            f"pass 1's statistics of the tensor hold the NaN: {runs.get('pass1')}")
