@@ -110,6 +110,10 @@ def _terminate(signum, frame):
 
 
 def main(argv):
+    if os.environ.get("GRAPHDUMP_HUNT_WAIT"):
+        from . import _hunt_child  # graphdump hunt's second pass, started early (docs/hunt.md)
+        if not _hunt_child.wait_for_go(os.environ.pop("GRAPHDUMP_HUNT_WAIT")):
+            return 0
     parsed = _parse(argv)
     if isinstance(parsed, int):
         return parsed

@@ -1,6 +1,8 @@
 """The rank side of ``graphdump hunt`` (docs/hunt.md): inside a script run by ``graphdump
 python`` with $GRAPHDUMP_HUNT set, ends the run at the end of an iteration, once the hunt has
-what it needs from it.
+what it needs from it. With $GRAPHDUMP_HUNT_WAIT=FILE, ``graphdump python`` first waits, with
+Python and torch loaded, until the hunt writes FILE: 'cancel' (exit 0, the script not run) or
+the value of $GRAPHDUMP_HUNT for this pass.
 
 $GRAPHDUMP_HUNT is ``STATE_DIR|MODE|ARG``:
   - ``STATE_DIR|first-hit|CHECKS``: pass 1. At the end of each iteration (an optimizer step)
@@ -17,6 +19,7 @@ import csv
 import glob
 import json
 import os
+import time
 
 import torch
 
@@ -57,11 +60,14 @@ def _row_suspect(row, checks):
 def _iteration_suspects(root, iteration, checks):
     """'nan' when a statistic row of `iteration` under the rank directory `root` holds a NaN,
     'inf' when one holds only infinities (or large values), None when none does."""
+    from .hunt_answer import overwritten_input
     found = None
     for path in glob.glob(os.path.join(glob.escape(root), "*", "*", str(iteration),
                                        "statistic.csv")):
         with open(path, newline="", encoding="utf-8", errors="replace") as f:
             for row in csv.DictReader(f):
+                if overwritten_input(row.get("IO"), row.get("Slot") or 0, row.get("Op Type")):
+                    continue
                 kind = _row_suspect(row, checks)
                 if kind == "nan":
                     return "nan"
@@ -76,8 +82,9 @@ def _hit_in(root, iteration, checks):
         return suspect == "nan"
     # Infinities only: an attention mask's masked_fill(-inf) is no hit. watch decides, over
     # this rank's dump so far.
-    result = json.loads(_graphdump.watch(root, checks, False))
-    return any(h.get("iteration") == iteration for h in result.get("hits", []))
+    from .hunt_answer import computed_hits
+    result = computed_hits(json.loads(_graphdump.watch(root, ",".join(checks), False)))
+    return any(h.get("iteration") == iteration for h in result["hits"])
 
 
 def _agree(hit):
@@ -122,6 +129,24 @@ class _Stopper:
             from .torch import _rank
             _write_stop(self.state_dir, _rank(), iteration)
             raise HuntStop(0)
+
+
+def wait_for_go(path):
+    """Waits until the hunt writes `path` ($GRAPHDUMP_HUNT_WAIT): 'cancel', or the pass's
+    $GRAPHDUMP_HUNT, which is set. Returns False for cancel, and when the hunt is gone (its
+    state directory removed, or this process's parent changed)."""
+    parent = os.getppid()
+    directory = os.path.dirname(path)
+    while not os.path.exists(path):
+        if os.getppid() != parent or not os.path.isdir(directory):
+            return False
+        time.sleep(0.01)
+    with open(path, encoding="utf-8") as f:
+        spec = f.read()
+    if spec == "cancel":
+        return False
+    os.environ["GRAPHDUMP_HUNT"] = spec
+    return True
 
 
 def install(spec):

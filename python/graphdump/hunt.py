@@ -148,40 +148,48 @@ class _Hunt:
         shutil.rmtree(self.state, ignore_errors=True)
         os.makedirs(self.state)
 
-    def run_pass(self, name, saved_data, iteration, mode):
-        """Runs the script once; returns its exit status (negative: killed by that signal)."""
-        dump = os.path.join(self.root, name)
-        config = os.path.join(self.state, f"{name}.json")
-        settings = _pass_config(self.base, self.net_name, dump, saved_data, iteration, self.nproc)
-        _write_whole(config, json.dumps(settings, indent=1))
-        for stop in os.listdir(self.state):
-            if stop.endswith(".stop"):
-                os.unlink(os.path.join(self.state, stop))
-        command = [self.binary, "python", "--config", config]
+    def start_pass(self, name):
+        """Starts the script under graphdump python, waiting (after Python and torch are
+        loaded, before the script runs) for go(): pass 2 starts beside pass 1, so its start-up
+        is paid while pass 1 runs."""
+        command = [self.binary, "python", "--config", os.path.join(self.state, f"{name}.json")]
         if self.overwrite:
             command.append("--overwrite")
         if self.nproc:
             command += ["--nproc", str(self.nproc)]
-        env = dict(os.environ, GRAPHDUMP_HUNT=f"{self.state}|{mode}")
-        start = time.monotonic()
+        env = dict(os.environ, GRAPHDUMP_HUNT_WAIT=os.path.join(self.state, f"{name}.go"))
+        env.pop("GRAPHDUMP_HUNT", None)
         # Its own process group: a Ctrl-C reaches the hunt, which passes one SIGINT on, so
         # that the script unwinds once and closes its dump.
-        child = subprocess.Popen(command + self.target, env=env, start_new_session=True)
+        return subprocess.Popen(command + self.target, env=env, start_new_session=True)
+
+    def go(self, name, saved_data, iteration, mode):
+        """Writes the pass's configuration and lets it run ($GRAPHDUMP_HUNT's MODE|ARG)."""
+        settings = _pass_config(self.base, self.net_name, os.path.join(self.root, name),
+                                saved_data, iteration, self.nproc)
+        _write_whole(os.path.join(self.state, f"{name}.json"), json.dumps(settings, indent=1))
+        for stop in os.listdir(self.state):
+            if stop.endswith(".stop"):
+                os.unlink(os.path.join(self.state, stop))
+        _write_whole(os.path.join(self.state, f"{name}.go"), f"{self.state}|{mode}")
+
+    def cancel(self, name, child):
+        """Ends a pass that has not been let run, and waits for it."""
+        _write_whole(os.path.join(self.state, f"{name}.go"), "cancel")
+        _wait_through_interrupts(child)
+
+    def wait_pass(self, name, child):
+        """Waits for a pass; returns its exit status (negative: killed by that signal)."""
+        start = time.monotonic()
         try:
-            status = child.wait()
+            return child.wait()
         except KeyboardInterrupt:
             child.send_signal(signal.SIGINT)
             self.say(f"interrupted during {name}: waiting for the script to close its dump")
-            while True:
-                try:
-                    child.wait()
-                    break
-                except KeyboardInterrupt:
-                    continue
+            _wait_through_interrupts(child)
             raise
         finally:
             self.times[name] = round(time.monotonic() - start, 3)
-        return status
 
     def stopped_at(self):
         """The iteration the ranks stopped after (pass markers), or None."""
@@ -216,6 +224,14 @@ class _Tool:
         return json.loads(out)
 
 
+def _wait_through_interrupts(child):
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
+
+
 def _failure(status):
     return f"killed by signal {-status}" if status < 0 else f"exit status {status}"
 
@@ -230,11 +246,23 @@ def _answer_skeleton(h):
 
 
 def _run(h):
-    answer = _answer_skeleton(h)
     h.prepare()
     h.say(f"pass 1: running {' '.join(h.target)} with a statistic dump of every kernel "
           f"into {os.path.join(h.root, 'pass1')}")
-    status = h.run_pass("pass1", "statistic", "all", f"first-hit|{','.join(h.checks)}")
+    pass1 = h.start_pass("pass1")
+    pass2 = None
+    try:
+        h.go("pass1", "statistic", "all", f"first-hit|{','.join(h.checks)}")
+        pass2 = h.start_pass("pass2")
+        status = h.wait_pass("pass1", pass1)
+        return _after_pass1(h, status, pass2)
+    finally:
+        if pass2 is not None and pass2.poll() is None:
+            h.cancel("pass2", pass2)
+
+
+def _after_pass1(h, status, pass2_child):
+    answer = _answer_skeleton(h)
     if _interrupted(status):
         raise KeyboardInterrupt
     pass1 = os.path.join(h.root, "pass1")
@@ -244,7 +272,8 @@ def _run(h):
     stopped = h.stopped_at()
     # Stopped at a hit: the iteration is known, pass 1's watch runs beside pass 2.
     watch1 = h.watch(pass1) if os.path.isdir(pass1) else None
-    watch1 = watch1.result() if watch1 is not None and stopped is None else watch1
+    watch1 = (hunt_answer.computed_hits(watch1.result()) if watch1 is not None and
+              stopped is None else watch1)
     if watch1 is None or (stopped is None and not watch1["hits"]):
         answer["statistics_dump"] = pass1
         if status != 0:
@@ -269,7 +298,8 @@ def _run(h):
     pass2 = os.path.join(h.root, "pass2")
     h.say(f"pass 2: running it again with a tensor dump of iteration(s) {selection} into "
           f"{pass2}")
-    status2 = h.run_pass("pass2", "full", selection, f"stop-after|{hit_iteration}")
+    h.go("pass2", "full", selection, f"stop-after|{hit_iteration}")
+    status2 = h.wait_pass("pass2", pass2_child)
     if _interrupted(status2):
         raise KeyboardInterrupt
     start = time.monotonic()
@@ -278,12 +308,12 @@ def _run(h):
                                                                           "report.html"),
                                                h.checks)}
     if not isinstance(watch1, dict):
-        watch1 = watch1.result()
+        watch1 = hunt_answer.computed_hits(watch1.result())
     if not watch1["hits"]:
         raise HuntFailed(f"pass 1 stopped after iteration {hit_iteration} but watch finds no "
                          f"hit in {pass1}")
     first1 = watch1["hits"][0]
-    watch2 = running["watch2"].result()
+    watch2 = hunt_answer.computed_hits(running["watch2"].result())
     first2 = next((x for x in watch2["hits"] if x["iteration"] == hit_iteration), None)
     answer["status"] = "hit"
     answer["statistics_dump"] = pass1

@@ -14,6 +14,31 @@ _MAX_CHAIN = 64
 _MAX_ROWS_LISTED = 16
 
 
+# In-place operators that overwrite their first input without reading it: that input, dumped as
+# it was before the write (docs/python.md), is whatever the memory held (torch.empty, a reused
+# gradient bucket) and may hold NaN that nothing computed.
+OVERWRITING = ("copy_", "fill_", "zero_")
+
+
+def overwritten_input(io, slot, op_type):
+    """Is this tensor the old contents of memory an operator overwrites unread?"""
+    return io == "input" and int(slot) == 0 and op_type in OVERWRITING
+
+
+def computed_hits(watch):
+    """`watch` (watch --json) without hits on memory an operator overwrites unread, with
+    first_hit_per_rank recomputed (each rank's first remaining hit, in the hits' order)."""
+    hits = [h for h in watch.get("hits", [])
+            if not overwritten_input(h["io"], h["slot"],
+                                     kernel_without_id(h["kernel"].rsplit("/", 1)[-1]))]
+    firsts, seen = [], set()
+    for h in hits:
+        if h["rank"] not in seen:
+            seen.add(h["rank"])
+            firsts.append(h)
+    return dict(watch, hits=hits, first_hit_per_rank=firsts)
+
+
 def kernel_without_id(kernel):
     """A kernel's full name without its -op{N} suffix: N counts kernels in the order first
     seen, which differs between a run dumped from its first iteration and one dumped from a
@@ -253,6 +278,10 @@ def other_ranks(watch, listing, first):
     for h in watch.get("first_hit_per_rank", []):
         if h["rank"] == first["rank"]:
             continue
+        # That rank's first hit from the hit iteration on.
+        later = [x for x in watch["hits"]
+                 if x["rank"] == h["rank"] and x["iteration"] >= first["iteration"]]
+        h = later[0] if later else h
         via = _allreduce_received(watch, dump, h["rank"], h["iteration"])
         if via is not None:
             how = (f"received through the all-reduce: {via['kernel']} has a finite input (this "
