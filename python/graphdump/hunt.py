@@ -375,8 +375,10 @@ def hunt(script=None, args=(), *, module=None, checks="nan,inf", config=None, du
     """
     h = _Hunt(script, list(args), module, checks, config, dump_path, nproc, overwrite,
               log or sys.stderr)
-    answer = _run(h)
-    shutil.rmtree(h.state, ignore_errors=True)
+    try:
+        answer = _run(h)
+    finally:
+        shutil.rmtree(h.state, ignore_errors=True)
     answer["answer_file"] = os.path.join(h.root, "answer.json")
     _write_whole(answer["answer_file"], json.dumps(answer, indent=1, default=str) + "\n")
     return answer
