@@ -140,13 +140,17 @@ class _Hunt:
         self.log.flush()
 
     def prepare(self):
-        os.makedirs(self.root, exist_ok=True)
-        if self.overwrite:
-            for name in ("answer.json", "report.html"):
-                if os.path.exists(os.path.join(self.root, name)):
-                    os.unlink(os.path.join(self.root, name))
-        shutil.rmtree(self.state, ignore_errors=True)
-        os.makedirs(self.state)
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            if self.overwrite:
+                for name in ("answer.json", "report.html"):
+                    if os.path.exists(os.path.join(self.root, name)):
+                        os.unlink(os.path.join(self.root, name))
+            shutil.rmtree(self.state, ignore_errors=True)
+            os.makedirs(self.state)
+        except OSError as e:
+            raise HuntError(f"--dump-path {self.root}: cannot be prepared: "
+                            f"{e.strerror or e}") from None
 
     def start_pass(self, name):
         """Starts the script under graphdump python, waiting (after Python and torch are

@@ -12,7 +12,8 @@
   status hit, verdict "transient", both runs' statistics of the tensor side by side;
 - a script that never goes bad: exit 0, "no hit", every iteration's statistics kept;
 - a script that crashes at step 2: exit 3, the message names the exit status, nothing torn;
-- usage errors: exit 2 with the reason (bad --checks, missing script, an earlier hunt).
+- usage errors: exit 2 with the reason (bad --checks, missing script, a dump path that cannot
+  be made, an earlier hunt).
 """
 import glob
 import json
@@ -159,6 +160,11 @@ def usage(work):
     code, _, err = gdtest.run("hunt", os.path.join(work, "missing.py"))
     expect_eq(code, 2, "missing script")
     expect("missing.py: no such file" in err, err)
+    blocker = os.path.join(work, "a_file")
+    open(blocker, "w").close()
+    code, _, err = gdtest.run("hunt", "--dump-path", os.path.join(blocker, "hunt"), SCRIPT)
+    expect_eq(code, 2, "a dump path that cannot be made")
+    expect("a_file/hunt: cannot be prepared: Not a directory" in err, err)
     code, out, _ = gdtest.run("hunt", "--help")
     expect(code == 0 and "pass 2" in out and "exit status" in out, "--help teaches")
 
