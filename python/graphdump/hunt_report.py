@@ -36,6 +36,8 @@ def input_text(facts):
     if row:
         if row["all_zero"]:
             text += f"; row {row['index']}: all {row['elements']} element(s) zero"
+        elif row["nonfinite"] == row["elements"]:
+            text += f"; row {row['index']}: all {row['elements']} element(s) non-finite"
         else:
             text += (f"; row {row['index']}: min {_number(row['min'])}, max "
                      f"{_number(row['max'])}, {row['zeros']} zero(s), {row['nonfinite']} "

@@ -10,6 +10,8 @@
   answer;
 - a NaN injected into embed's output on the first run only (graphdump.hunt() from Python):
   status hit, verdict "transient", both runs' statistics of the tensor side by side;
+- attention scores masked with masked_fill(-inf) on every step, a fully masked sequence at step
+  2: the masks are no hit; softmax at iteration 2 created the NaN from intended infinities;
 - a script that never goes bad: exit 0, "no hit", every iteration's statistics kept;
 - a script that crashes at step 2: exit 3, the message names the exit status, nothing torn;
 - usage errors: exit 2 with the reason (bad --checks, missing script, a dump path that cannot
@@ -132,6 +134,23 @@ def transient(work):
     no_temporaries(root)
 
 
+def intended_infinities(work):
+    root = os.path.join(work, "attention")
+    script = os.path.join(os.path.dirname(SCRIPT), "hunt_attention.py")
+    code, out, err = gdtest.run("hunt", "--checks", "nan,inf", "--dump-path", root, script)
+    expect_eq(code, 1, f"hunt on a fully masked attention row\n{err}")
+    with open(os.path.join(root, "answer.json"), encoding="utf-8") as f:
+        answer = json.load(f)
+    expect_eq(answer["iteration"], 2, "the masks of steps 0 and 1 are no hit")
+    expect(answer["kernel"].startswith("Default/softmax-op"), f"softmax: {answer['kernel']}")
+    expect_eq(answer["origin"], "created", "softmax created the NaN")
+    expect("wrote on purpose" in answer["origin_detail"], answer["origin_detail"])
+    scores = answer["creator"]["inputs"][0]
+    expect_eq((scores["row"]["index"], scores["row"]["nonfinite"]), (1, 25),
+              "row 1 of the scores is all -inf")
+    expect("row 1: all 25 element(s) non-finite" in out, out)
+
+
 def never_bad(work):
     root = os.path.join(work, "clean")
     code, out, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--steps", "3")
@@ -175,6 +194,7 @@ def main():
         usage(work)
         planted(work)
         transient(work)
+        intended_infinities(work)
         never_bad(work)
         crashes(work)
     finally:
