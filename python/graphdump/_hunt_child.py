@@ -119,6 +119,10 @@ class _Stopper:
         """Called by graphdump.torch after an optimizer step ended `iteration`."""
         if iteration is None:
             return
+        hunt = int(os.environ.get("GRAPHDUMP_HUNT_PID", "0") or 0)
+        if hunt and not _alive(hunt):
+            # Nobody reads this pass any more (the hunt was killed): end it, as a failure.
+            raise HuntStop(f"graphdump hunt (pid {hunt}) is gone: this pass ends")
         if self.mode == "stop-after":
             stop = iteration >= self.stop_after
         else:
@@ -131,14 +135,30 @@ class _Stopper:
             raise HuntStop(0)
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def wait_for_go(path):
     """Waits until the hunt writes `path` ($GRAPHDUMP_HUNT_WAIT): 'cancel', or the pass's
     $GRAPHDUMP_HUNT, which is set. Returns False for cancel, and when the hunt is gone (its
-    state directory removed, or this process's parent changed)."""
+    state directory removed, this process's parent changed, or the hunt's process,
+    $GRAPHDUMP_HUNT_PID, ended)."""
     parent = os.getppid()
+    hunt = int(os.environ.get("GRAPHDUMP_HUNT_PID", "0") or 0)
     directory = os.path.dirname(path)
+    polls = 0
     while not os.path.exists(path):
         if os.getppid() != parent or not os.path.isdir(directory):
+            return False
+        polls += 1
+        if hunt and polls % 100 == 0 and not _alive(hunt):
             return False
         time.sleep(0.01)
     with open(path, encoding="utf-8") as f:

@@ -161,7 +161,8 @@ class _Hunt:
             command.append("--overwrite")
         if self.nproc:
             command += ["--nproc", str(self.nproc)]
-        env = dict(os.environ, GRAPHDUMP_HUNT_WAIT=os.path.join(self.state, f"{name}.go"))
+        env = dict(os.environ, GRAPHDUMP_HUNT_WAIT=os.path.join(self.state, f"{name}.go"),
+                   GRAPHDUMP_HUNT_PID=str(os.getpid()))
         env.pop("GRAPHDUMP_HUNT", None)
         # Its own process group: a Ctrl-C reaches the hunt, which passes one SIGINT on, so
         # that the script unwinds once and closes its dump.
