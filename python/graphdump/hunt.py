@@ -326,6 +326,7 @@ def _after_pass1(h, status, pass2_child):
     answer["tensor_iterations"] = iterations
     if status2 != 0 and h.stopped_at() is None:
         answer["pass2_status"] = status2
+    answer["statistics_kernel"] = first1["kernel"]  # its name in pass 1's dump
     persistent = hunt_answer.same_hit(first1, first2)
     source = first2 if persistent else first1
     answer.update({k: source.get(k) for k in ("iteration", "rank", "graph_id", "call",

@@ -73,6 +73,8 @@ def planted(work):
               ("hit", "persistent", "created"), "answer.json's verdict")
     expect_eq(answer["iteration"], 3, "answer iteration")
     expect(answer["kernel"].startswith("Default/div-op"), f"the kernel: {answer['kernel']}")
+    expect(answer["statistics_kernel"].startswith("Default/div-op"),
+           f"pass 1's name of it: {answer['statistics_kernel']}")
     expect(answer["source_line"].endswith(POOLING_LINE), f"line {answer['source_line']}")
     expect_eq(answer["first_index"], [4, 0], "first bad element")
     expect_eq(answer["row"], 4, "batch row")
