@@ -25,6 +25,7 @@ int RunDemoSynthetic(int argc, char** argv);
 int RunRun(int argc, char** argv);         // torch_exec.cc: executes graphdump-torch run
 int RunTrain(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch train
 int RunPython(int argc, char** argv);      // torch_exec.cc: executes python3 -m graphdump
+int RunHunt(int argc, char** argv);  // torch_exec.cc: executes python3 -m graphdump.hunt_cli
 int RunTorchRun(int argc, char** argv);    // torch_commands.cc, in graphdump-torch
 int RunTorchTrain(int argc, char** argv);  // torch_commands.cc, in graphdump-torch
 int RunReplay(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch replay

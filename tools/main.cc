@@ -12,6 +12,8 @@ namespace {
 constexpr Command kCommands[] = {
     {"python", "run your own PyTorch script unchanged, dumping its kernels (--precision: in bf16)",
      RunPython},
+    {"hunt", "find where a script's training first goes NaN/Inf and why, in two runs of it",
+     RunHunt},
     {"run", "run a TorchScript model's graph kernel by kernel, dumping what the config selects",
      RunRun},
     {"train", "train a TorchScript model, dumping forward, backward and optimizer kernels",

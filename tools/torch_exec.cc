@@ -2,7 +2,8 @@
 // links LibTorch, so that every other command starts without loading it (LibTorch's libraries
 // take about 0.6 s to load and register their operators, more than `ls` or `convert` of a small
 // dump needs in all). `graphdump python` executes Debian's python3 on the Python package's
-// runner (python -m graphdump), with the package built beside this executable on PYTHONPATH.
+// runner (python -m graphdump), with the package built beside this executable on PYTHONPATH;
+// `graphdump hunt` executes it on the package's hunt_cli.py.
 #include <unistd.h>
 
 #include <cerrno>
@@ -97,6 +98,44 @@ std::string PackageRoot(std::error_code& error) {
   return (above / GRAPHDUMP_INSTALL_PYTHONDIR).string();
 }
 
+// Executes python3 -m MODULE ARGS (argv[1:]), or python3 PACKAGE/FILE ARGS for a `target`
+// ending in .py (a file of the package run as a script: the package, and so torch, is not
+// imported), with the package on PYTHONPATH and GRAPHDUMP_BIN naming this executable (graphdump
+// hunt runs its passes through it).
+int ExecPackage(const char* command, const std::string& target, int argc, char** argv) {
+  std::error_code error;
+  const std::string package_root = PackageRoot(error);
+  if (error || access((package_root + "/graphdump/__main__.py").c_str(), R_OK) != 0) {
+    std::fprintf(stderr,
+                 "graphdump %s: the Python package is missing from %s: build it with "
+                 "`make build` (it needs LibTorch), or set GRAPHDUMP_PYTHONPATH to the directory "
+                 "holding graphdump/ (docs/python.md)\n",
+                 command, package_root.c_str());
+    return kExitUsage;
+  }
+  const char* old_path = std::getenv("PYTHONPATH");
+  const std::string python_path =
+      package_root + (old_path && *old_path ? std::string(":") + old_path : std::string());
+  setenv("PYTHONPATH", python_path.c_str(), 1);
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) setenv("GRAPHDUMP_BIN", self.c_str(), 1);
+  const bool file = target.size() > 3 && target.compare(target.size() - 3, 3, ".py") == 0;
+  const std::string file_path = package_root + "/graphdump/" + target;
+  std::vector<char*> args = {const_cast<char*>(GRAPHDUMP_PYTHON_EXE)};
+  if (file) {
+    args.push_back(const_cast<char*>(file_path.c_str()));
+  } else {
+    args.push_back(const_cast<char*>("-m"));
+    args.push_back(const_cast<char*>(target.c_str()));
+  }
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(GRAPHDUMP_PYTHON_EXE, args.data());
+  std::fprintf(stderr, "graphdump %s: cannot execute %s: %s\n", command, GRAPHDUMP_PYTHON_EXE,
+               std::strerror(errno));
+  return kExitFailure;
+}
+
 int ExecPython(int argc, char** argv) {
   if (const int nproc = NprocOption(argc, argv); nproc != 0) {
     if (nproc < 0) {
@@ -112,33 +151,15 @@ int ExecPython(int argc, char** argv) {
     std::fprintf(stderr, "graphdump python: starting %d ranks on this machine\n", nproc);
     return LaunchRanks(nproc, rank_argv);
   }
-  std::error_code error;
-  const std::string package_root = PackageRoot(error);
-  if (error || access((package_root + "/graphdump/__main__.py").c_str(), R_OK) != 0) {
-    std::fprintf(stderr,
-                 "graphdump python: the Python package is missing from %s: build it with "
-                 "`make build` (it needs LibTorch), or set GRAPHDUMP_PYTHONPATH to the directory "
-                 "holding graphdump/ (docs/python.md)\n",
-                 package_root.c_str());
-    return kExitUsage;
-  }
-  const char* old_path = std::getenv("PYTHONPATH");
-  const std::string python_path =
-      package_root + (old_path && *old_path ? std::string(":") + old_path : std::string());
-  setenv("PYTHONPATH", python_path.c_str(), 1);
-  std::vector<char*> args = {const_cast<char*>(GRAPHDUMP_PYTHON_EXE), const_cast<char*>("-m"),
-                             const_cast<char*>("graphdump")};
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-  args.push_back(nullptr);
-  execv(GRAPHDUMP_PYTHON_EXE, args.data());
-  std::fprintf(stderr, "graphdump python: cannot execute %s: %s\n", GRAPHDUMP_PYTHON_EXE,
-               std::strerror(errno));
-  return kExitFailure;
+  return ExecPackage("python", "graphdump", argc, argv);
 }
 
 }  // namespace
 
 int RunPython(int argc, char** argv) { return ExecPython(argc, argv); }
+int RunHunt(int argc, char** argv) {
+  return ExecPackage("hunt", "hunt_cli.py", argc, argv);
+}
 int RunRun(int argc, char** argv) { return ExecTorchCommand("run", argc, argv); }
 int RunTrain(int argc, char** argv) { return ExecTorchCommand("train", argc, argv); }
 int RunReplay(int argc, char** argv) { return ExecTorchCommand("replay", argc, argv); }

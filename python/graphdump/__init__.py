@@ -17,6 +17,7 @@ Analysis (this module), through the same C++ as the CLI:
     x = graphdump.read(df.iloc[0])                # a tensor as a NumPy array
     result = graphdump.compare("dump_bf16/", "dump_fp32/")
     hits = graphdump.watch("dump/", "nan,inf")
+    answer = graphdump.hunt("train.py", ["--epochs", "1"])   # graphdump hunt (docs/hunt.md)
 """
 import io
 import json
@@ -30,7 +31,8 @@ from . import _graphdump
 from ._graphdump import ConfigError
 
 __version__ = _graphdump.__version__
-__all__ = ["load", "read", "compare", "watch", "Comparison", "ConfigError", "__version__"]
+__all__ = ["load", "read", "compare", "watch", "hunt", "Comparison", "ConfigError",
+           "__version__"]
 
 
 def _pandas():
@@ -320,3 +322,6 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
     frame.attrs["intended_infinities"] = result.get("intended_infinities", [])
     frame.attrs["skipped"] = result.get("skipped", [])
     return frame
+
+
+from .hunt import HuntError, HuntFailed, hunt  # noqa: E402  (graphdump hunt, docs/hunt.md)

@@ -176,6 +176,10 @@ def _precision_run(options):
 
 
 def main(argv):
+    if os.environ.get("GRAPHDUMP_HUNT_WAIT"):
+        from . import _hunt_child  # graphdump hunt's second pass, started early (docs/hunt.md)
+        if not _hunt_child.wait_for_go(os.environ.pop("GRAPHDUMP_HUNT_WAIT")):
+            return 0
     options = {}
     parsed = _parse(argv, options)
     if isinstance(parsed, int):
@@ -203,6 +207,9 @@ def main(argv):
         if signal.getsignal(stop) != signal.SIG_IGN:
             signal.signal(stop, _terminate)
     dump._precision = run
+    if os.environ.get("GRAPHDUMP_HUNT"):
+        from . import _hunt_child  # graphdump hunt's passes (docs/hunt.md)
+        _hunt_child.install(os.environ["GRAPHDUMP_HUNT"])
     dump.start()
     error = None
     unmatched = []

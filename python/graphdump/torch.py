@@ -41,6 +41,9 @@ from ._graphdump import ConfigError
 __all__ = ["Dump", "ConfigError", "active"]
 
 _active = None  # the Dump that is on, if any
+# Called as f(dump, iteration) after an optimizer step has ended `iteration` and its statistic
+# rows are written (graphdump hunt's stopper, _hunt_child.py); None otherwise.
+_after_iteration = None
 _patches = []  # (owner, attribute name, original value or _MISSING)
 _MISSING = object()
 _NOT_RUN = object()  # Dump._call: the module was left to TorchScript
@@ -441,9 +444,12 @@ class Dump:
                 out = original(*args, **kwargs)
             finally:
                 pause.close()
+            iteration = host.iteration
             host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
             if run is not None:
                 run.after_step()
+            if _after_iteration is not None:
+                _after_iteration(dump, iteration)
             return out
 
         # An LR scheduler created later wraps this bound method again (it needs __func__); one

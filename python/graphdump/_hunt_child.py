@@ -1,0 +1,176 @@
+"""The rank side of ``graphdump hunt`` (docs/hunt.md): inside a script run by ``graphdump
+python`` with $GRAPHDUMP_HUNT set, ends the run at the end of an iteration, once the hunt has
+what it needs from it. With $GRAPHDUMP_HUNT_WAIT=FILE, ``graphdump python`` first waits, with
+Python and torch loaded, until the hunt writes FILE: 'cancel' (exit 0, the script not run) or
+the value of $GRAPHDUMP_HUNT for this pass.
+
+$GRAPHDUMP_HUNT is ``STATE_DIR|MODE|ARG``:
+  - ``STATE_DIR|first-hit|CHECKS``: pass 1. At the end of each iteration (an optimizer step)
+    this rank's statistic.csv rows of that iteration are read; a NaN (and, for inf/overflow
+    checks, an infinity or a value beyond float16's range) is a hit. With several ranks the
+    ranks agree on it (one all-reduce of one number on the default process group), so that all
+    stop at the same step.
+  - ``STATE_DIR|stop-after|N``: pass 2. The run ends once iteration N has ended.
+Ending the run: STATE_DIR/rank_{rank}.stop is written (whole: temporary name, then rename)
+with the iteration, and SystemExit(0) is raised from the optimizer's step(): the script
+unwinds (its finally blocks run), and the dump closes with every file whole.
+"""
+import csv
+import glob
+import json
+import os
+import time
+
+import torch
+
+from . import _graphdump
+
+_FLOAT16_MAX = 65504.0
+
+
+class HuntStop(SystemExit):
+    """Raised from optimizer.step() when ``graphdump hunt`` has what it needs from the run."""
+
+
+def _number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _row_suspect(row, checks):
+    """Does a statistic.csv row show a NaN (always a hit) or, for inf/overflow, an infinity or
+    a value beyond float16's range? Returns 'nan', 'inf' or None."""
+    if (_number(row.get("NaN Count")) or 0) > 0:
+        return "nan"
+    if "inf" in checks or "overflow" in checks:
+        infinities = ((_number(row.get("Positive Inf Count")) or 0) +
+                      (_number(row.get("Negative Inf Count")) or 0))
+        if infinities > 0:
+            return "inf"
+    if "overflow" in checks:
+        for column in ("Max Value", "Min Value"):
+            value = _number(row.get(column))
+            if value is not None and abs(value) > _FLOAT16_MAX:
+                return "inf"
+    return None
+
+
+def _iteration_suspects(root, iteration, checks):
+    """'nan' when a statistic row of `iteration` under the rank directory `root` holds a NaN,
+    'inf' when one holds only infinities (or large values), None when none does."""
+    from .hunt_answer import overwritten_input
+    found = None
+    for path in glob.glob(os.path.join(glob.escape(root), "*", "*", str(iteration),
+                                       "statistic.csv")):
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            for row in csv.DictReader(f):
+                if overwritten_input(row.get("IO"), row.get("Slot") or 0, row.get("Op Type")):
+                    continue
+                kind = _row_suspect(row, checks)
+                if kind == "nan":
+                    return "nan"
+                found = found or kind
+    return found
+
+
+def _hit_in(root, iteration, checks):
+    """Is there a watch hit (docs/analysis.md, "What counts as a hit") in `iteration`?"""
+    suspect = _iteration_suspects(root, iteration, checks)
+    if suspect != "inf":
+        return suspect == "nan"
+    # Infinities only: an attention mask's masked_fill(-inf) is no hit. watch decides, over
+    # this rank's dump so far.
+    from .hunt_answer import computed_hits
+    result = computed_hits(json.loads(_graphdump.watch(root, ",".join(checks), False)))
+    return any(h.get("iteration") == iteration for h in result["hits"])
+
+
+def _agree(hit):
+    """With several ranks: did any rank hit? (every rank calls this at the same step)."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return hit
+    flag = torch.tensor([1 if hit else 0], dtype=torch.int32)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def _write_stop(state_dir, rank, iteration):
+    final = os.path.join(state_dir, f"rank_{rank}.stop")
+    temporary = final + f".tmp{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as f:
+        json.dump({"iteration": iteration, "rank": rank}, f)
+    os.replace(temporary, final)
+
+
+class _Stopper:
+    def __init__(self, spec):
+        parts = spec.rsplit("|", 2)
+        if len(parts) != 3 or parts[1] not in ("first-hit", "stop-after"):
+            raise ValueError(f"$GRAPHDUMP_HUNT: expected STATE_DIR|first-hit|CHECKS or "
+                             f"STATE_DIR|stop-after|N, found {spec!r}")
+        self.state_dir, self.mode, arg = parts
+        self.checks = arg.split(",") if self.mode == "first-hit" else []
+        self.stop_after = int(arg) if self.mode == "stop-after" else None
+
+    def after_iteration(self, dump, iteration):
+        """Called by graphdump.torch after an optimizer step ended `iteration`."""
+        if iteration is None:
+            return
+        hunt = int(os.environ.get("GRAPHDUMP_HUNT_PID", "0") or 0)
+        if hunt and not _alive(hunt):
+            # Nobody reads this pass any more (the hunt was killed): end it, as a failure.
+            raise HuntStop(f"graphdump hunt (pid {hunt}) is gone: this pass ends")
+        if self.mode == "stop-after":
+            stop = iteration >= self.stop_after
+        else:
+            summary = dump.summary
+            local = summary is not None and _hit_in(summary["root"], iteration, self.checks)
+            stop = _agree(local)
+        if stop:
+            from .torch import _rank
+            _write_stop(self.state_dir, _rank(), iteration)
+            raise HuntStop(0)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def wait_for_go(path):
+    """Waits until the hunt writes `path` ($GRAPHDUMP_HUNT_WAIT): 'cancel', or the pass's
+    $GRAPHDUMP_HUNT, which is set. Returns False for cancel, and when the hunt is gone (its
+    state directory removed, this process's parent changed, or the hunt's process,
+    $GRAPHDUMP_HUNT_PID, ended)."""
+    parent = os.getppid()
+    hunt = int(os.environ.get("GRAPHDUMP_HUNT_PID", "0") or 0)
+    directory = os.path.dirname(path)
+    polls = 0
+    while not os.path.exists(path):
+        if os.getppid() != parent or not os.path.isdir(directory):
+            return False
+        polls += 1
+        if hunt and polls % 100 == 0 and not _alive(hunt):
+            return False
+        time.sleep(0.01)
+    with open(path, encoding="utf-8") as f:
+        spec = f.read()
+    if spec == "cancel":
+        return False
+    os.environ["GRAPHDUMP_HUNT"] = spec
+    return True
+
+
+def install(spec):
+    """Ends the run as $GRAPHDUMP_HUNT says (graphdump.torch calls the stopper at each
+    iteration's end)."""
+    from . import torch as gd_torch
+    gd_torch._after_iteration = _Stopper(spec).after_iteration

@@ -1,0 +1,390 @@
+"""``graphdump hunt`` and ``graphdump.hunt()`` (docs/hunt.md): from "my loss went NaN at some
+step" to the kernel, line, element and cause, in two runs of the unchanged script.
+
+Pass 1 runs the script under ``graphdump python`` with a statistic dump of every kernel and
+ends it at the end of the first iteration with a hit (_hunt_child.py). Pass 2 runs it again from
+its start with a tensor dump of that iteration and the one before, and ends it after them.
+watch finds the first hit in each (across ranks, docs/analysis.md); the answer explains it
+(hunt_answer.py) and a report opens on it (hunt_report.py).
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+try:
+    from . import hunt_answer, hunt_report
+except ImportError:  # hunt_cli.py run as a script (graphdump hunt): torch is not imported
+    import hunt_answer
+    import hunt_report
+
+CHECKS = ("nan", "inf", "overflow")
+STATISTICS = ["max", "min", "nan count", "negative inf count", "positive inf count", "zero count"]
+# Exit statuses of `graphdump hunt` (docs/hunt.md).
+EXIT_NO_HIT, EXIT_HIT, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class HuntError(ValueError):
+    """A usage or configuration error (exit 2): nothing was run, or the script refused it."""
+
+
+class HuntFailed(RuntimeError):
+    """The script failed before any hit, or a pass could not be analysed (exit 3)."""
+
+
+def find_graphdump():
+    """The graphdump executable: $GRAPHDUMP_BIN, else the build's tools/graphdump beside this
+    package, else an installed bin/graphdump, else the one on PATH."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.environ.get("GRAPHDUMP_BIN", ""),
+                  os.path.join(here, "..", "..", "tools", "graphdump"),
+                  os.path.join(here, "..", "..", "..", "..", "bin", "graphdump"),
+                  shutil.which("graphdump") or ""]
+    for path in candidates:
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+    raise HuntError("the graphdump executable was not found: set GRAPHDUMP_BIN (docs/hunt.md)")
+
+
+def _write_whole(path, text):
+    """Writes `path` under a temporary name, then renames it: it appears whole or not at all."""
+    temporary = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _parse_checks(text):
+    checks = [c.strip() for c in text.split(",") if c.strip()]
+    bad = [c for c in checks if c not in CHECKS]
+    if not checks or bad:
+        raise HuntError(f"--checks {text!r}: {', '.join(bad) or 'empty'} is not a check hunt "
+                        f"takes (allowed: {', '.join(CHECKS)}, comma-separated)")
+    return checks
+
+
+def _base_settings(config):
+    """What hunt keeps of the user's data_dump.json: net_name, initial_iteration and path
+    (docs/hunt.md). Every rank dumps (the ranks agree on the hit iteration)."""
+    if config is None:
+        return {}
+    try:
+        with open(config, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise HuntError(f"--config {config}: {e.strerror}") from None
+    except ValueError as e:
+        raise HuntError(f"--config {config}: not valid JSON: {e}") from None
+    common = data.get("common_dump_settings") if isinstance(data, dict) else None
+    if not isinstance(common, dict):
+        raise HuntError(f"--config {config}: no common_dump_settings object (hunt takes "
+                        "MindSpore's dialect of data_dump.json, docs/configuration.md)")
+    return {k: common[k] for k in ("net_name", "initial_iteration", "path")
+            if k in common}
+
+
+def _pass_config(base, net_name, path, saved_data, iteration, nproc):
+    common = {"dump_mode": 0, "path": path, "net_name": net_name,
+              "iteration": iteration, "saved_data": saved_data, "input_output": 0,
+              "kernels": [], "support_device": list(range(max(nproc or 1, 8))),
+              "statistic_category": STATISTICS}
+    if "initial_iteration" in base:
+        common["initial_iteration"] = base["initial_iteration"]
+    # Pass 1 writes synchronously: its rows are read at each iteration's end. Pass 2's tensors
+    # are written by background writers while the script runs on.
+    return {"common_dump_settings": common,
+            "e2e_dump_settings": {"enable": saved_data == "statistic"}}
+
+
+class _Hunt:
+    def __init__(self, script, args, module, checks, config, dump_path, nproc, overwrite, log):
+        if (script is None) == (module is None):
+            raise HuntError("give a script or -m MODULE")
+        if script is not None and not os.path.isfile(script):
+            raise HuntError(f"{script}: no such file")
+        if config is not None and not os.path.isfile(config):
+            raise HuntError(f"--config {config}: no such file")
+        if nproc is not None and not 1 <= int(nproc) <= 1024:
+            raise HuntError(f"--nproc {nproc}: takes a number of ranks from 1 to 1024")
+        self.checks = _parse_checks(checks)
+        self.base = _base_settings(config)
+        root = dump_path or self.base.get("path") or "graphdump_hunt"
+        self.root = os.path.abspath(root)
+        self.target = (["-m", module] if module is not None else [script]) + list(args)
+        stem = (module.rsplit(".", 1)[-1] if module is not None else
+                os.path.splitext(os.path.basename(script))[0])
+        self.net_name = self.base.get("net_name") or (
+            "".join(c if c.isalnum() or c in "-_" else "_" for c in stem) or "Net")
+        self.nproc = int(nproc) if nproc else None
+        self.overwrite = overwrite
+        self.log = log
+        self.binary = find_graphdump()
+        self.state = os.path.join(self.root, ".hunt")
+        self.times = {}
+        earlier = [n for n in ("pass1", "pass2", "answer.json", "report.html")
+                   if os.path.exists(os.path.join(self.root, n))]
+        if earlier and not overwrite:
+            raise HuntError(f"{self.root} holds an earlier hunt ({', '.join(earlier)}): remove "
+                            "it, give another --dump-path, or replace it with --overwrite")
+
+    def say(self, message):
+        self.log.write(f"graphdump hunt: {message}\n")
+        self.log.flush()
+
+    def prepare(self):
+        try:
+            os.makedirs(self.root, exist_ok=True)
+            if self.overwrite:
+                for name in ("answer.json", "report.html"):
+                    if os.path.exists(os.path.join(self.root, name)):
+                        os.unlink(os.path.join(self.root, name))
+            shutil.rmtree(self.state, ignore_errors=True)
+            os.makedirs(self.state)
+        except OSError as e:
+            raise HuntError(f"--dump-path {self.root}: cannot be prepared: "
+                            f"{e.strerror or e}") from None
+
+    def start_pass(self, name):
+        """Starts the script under graphdump python, waiting (after Python and torch are
+        loaded, before the script runs) for go(): pass 2 starts beside pass 1, so its start-up
+        is paid while pass 1 runs."""
+        command = [self.binary, "python", "--config", os.path.join(self.state, f"{name}.json")]
+        if self.overwrite:
+            command.append("--overwrite")
+        if self.nproc:
+            command += ["--nproc", str(self.nproc)]
+        env = dict(os.environ, GRAPHDUMP_HUNT_WAIT=os.path.join(self.state, f"{name}.go"),
+                   GRAPHDUMP_HUNT_PID=str(os.getpid()))
+        env.pop("GRAPHDUMP_HUNT", None)
+        # Its own process group: a Ctrl-C reaches the hunt, which passes one SIGINT on, so
+        # that the script unwinds once and closes its dump.
+        return subprocess.Popen(command + self.target, env=env, start_new_session=True)
+
+    def go(self, name, saved_data, iteration, mode):
+        """Writes the pass's configuration and lets it run ($GRAPHDUMP_HUNT's MODE|ARG)."""
+        settings = _pass_config(self.base, self.net_name, os.path.join(self.root, name),
+                                saved_data, iteration, self.nproc)
+        _write_whole(os.path.join(self.state, f"{name}.json"), json.dumps(settings, indent=1))
+        for stop in os.listdir(self.state):
+            if stop.endswith(".stop"):
+                os.unlink(os.path.join(self.state, stop))
+        _write_whole(os.path.join(self.state, f"{name}.go"), f"{self.state}|{mode}")
+
+    def cancel(self, name, child):
+        """Ends a pass that has not been let run, and waits for it."""
+        _write_whole(os.path.join(self.state, f"{name}.go"), "cancel")
+        _wait_through_interrupts(child)
+
+    def wait_pass(self, name, child):
+        """Waits for a pass; returns its exit status (negative: killed by that signal)."""
+        start = time.monotonic()
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)
+            self.say(f"interrupted during {name}: waiting for the script to close its dump")
+            _wait_through_interrupts(child)
+            raise
+        finally:
+            self.times[name] = round(time.monotonic() - start, 3)
+
+    def stopped_at(self):
+        """The iteration the ranks stopped after (pass markers), or None."""
+        iterations = []
+        for name in os.listdir(self.state):
+            if name.endswith(".stop"):
+                with open(os.path.join(self.state, name), encoding="utf-8") as f:
+                    iterations.append(json.load(f)["iteration"])
+        return min(iterations) if iterations else None
+
+    def tool(self, *args):
+        """Starts `graphdump ARGS` printing JSON; .result() waits and parses it."""
+        return _Tool([self.binary, *args])
+
+    def watch(self, dump):
+        """Starts watch --json of `dump` with the hunt's checks."""
+        return self.tool("watch", dump, "--check", ",".join(self.checks), "--json", "-q")
+
+
+class _Tool:
+    """A graphdump analysis command running beside the hunt (they run in parallel)."""
+
+    def __init__(self, command):
+        self.name = command[1]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def result(self):
+        out, err = self.process.communicate()
+        if self.process.returncode not in (0, 1):
+            raise HuntFailed(f"graphdump {self.name} failed: "
+                             f"{err.decode(errors='replace').strip()}")
+        return json.loads(out)
+
+
+def _wait_through_interrupts(child):
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def _failure(status):
+    return f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+
+
+def _interrupted(status):
+    return status in (-signal.SIGINT, 128 + signal.SIGINT)
+
+
+def _answer_skeleton(h):
+    return {"status": None, "checks": h.checks, "command": h.target, "dump_root": h.root,
+            "answer_file": None, "report": None, "times": h.times}
+
+
+def _run(h):
+    h.prepare()
+    h.say(f"pass 1: running {' '.join(h.target)} with a statistic dump of every kernel "
+          f"into {os.path.join(h.root, 'pass1')}")
+    pass1 = h.start_pass("pass1")
+    pass2 = None
+    try:
+        h.go("pass1", "statistic", "all", f"first-hit|{','.join(h.checks)}")
+        pass2 = h.start_pass("pass2")
+        status = h.wait_pass("pass1", pass1)
+        return _after_pass1(h, status, pass2)
+    finally:
+        if pass2 is not None and pass2.poll() is None:
+            h.cancel("pass2", pass2)
+
+
+def _after_pass1(h, status, pass2_child):
+    answer = _answer_skeleton(h)
+    if _interrupted(status):
+        raise KeyboardInterrupt
+    pass1 = os.path.join(h.root, "pass1")
+    if status == 2 and not os.path.isdir(pass1):
+        raise HuntError("pass 1 ended with exit status 2 before dumping anything: the script's "
+                        "or graphdump python's usage error (its message is above)")
+    stopped = h.stopped_at()
+    # Stopped at a hit: the iteration is known, pass 1's watch runs beside pass 2.
+    watch1 = h.watch(pass1) if os.path.isdir(pass1) else None
+    watch1 = (hunt_answer.computed_hits(watch1.result()) if watch1 is not None and
+              stopped is None else watch1)
+    if watch1 is None or (stopped is None and not watch1["hits"]):
+        answer["statistics_dump"] = pass1
+        if status != 0:
+            answer["status"] = "failed"
+            answer["script_status"] = status
+            answer["message"] = (f"the script failed ({_failure(status)}) before any hit "
+                                 f"({', '.join(h.checks)}): nothing to hunt; its statistic dump "
+                                 f"so far is in {pass1}")
+        else:
+            answer["status"] = "no-hit"
+            answer["message"] = (f"the script ended normally with no hit "
+                                 f"({', '.join(h.checks)}); the statistic dump of every "
+                                 f"iteration is in {pass1}")
+        return answer
+    hit_iteration = stopped if stopped is not None else watch1["hits"][0]["iteration"]
+    h.say(f"pass 1: first hit at iteration {hit_iteration}"
+          + (f", run ended after it ({h.times['pass1']} s)" if stopped is not None else
+             f", the script ended by itself ({_failure(status)})" if status else ""))
+    first_dumped = max(hit_iteration - 1, h.base.get("initial_iteration", 0))
+    iterations = sorted({first_dumped, hit_iteration})
+    selection = "|".join(str(i) for i in iterations)
+    pass2 = os.path.join(h.root, "pass2")
+    h.say(f"pass 2: running it again with a tensor dump of iteration(s) {selection} into "
+          f"{pass2}")
+    h.go("pass2", "full", selection, f"stop-after|{hit_iteration}")
+    status2 = h.wait_pass("pass2", pass2_child)
+    if _interrupted(status2):
+        raise KeyboardInterrupt
+    start = time.monotonic()
+    running = {"watch2": h.watch(pass2), "ls": h.tool("ls", pass2, "--json", "--kernels"),
+               "report": hunt_report.ReportRun(h.binary, pass2, os.path.join(h.root,
+                                                                          "report.html"),
+                                               h.checks)}
+    if not isinstance(watch1, dict):
+        watch1 = hunt_answer.computed_hits(watch1.result())
+    if not watch1["hits"]:
+        raise HuntFailed(f"pass 1 stopped after iteration {hit_iteration} but watch finds no "
+                         f"hit in {pass1}")
+    first1 = watch1["hits"][0]
+    watch2 = hunt_answer.computed_hits(running["watch2"].result())
+    first2 = next((x for x in watch2["hits"] if x["iteration"] == hit_iteration), None)
+    answer["status"] = "hit"
+    answer["statistics_dump"] = pass1
+    answer["tensor_dump"] = pass2
+    answer["tensor_iterations"] = iterations
+    if status2 != 0 and h.stopped_at() is None:
+        answer["pass2_status"] = status2
+    answer["statistics_kernel"] = first1["kernel"]  # its name in pass 1's dump
+    persistent = hunt_answer.same_hit(first1, first2)
+    source = first2 if persistent else first1
+    answer.update({k: source.get(k) for k in ("iteration", "rank", "graph_id", "call",
+                                               "kernel", "io", "slot", "check", "detail",
+                                               "source_line", "first_index", "row")})
+    trace = source.get("source_trace") or []
+    answer["source_code"] = trace[0].get("code", "") if trace else ""
+    for frame in trace:
+        if source.get("source_line") in (f"{frame.get('file')}:{frame.get('line')}",
+                                         f"{os.path.basename(frame.get('file', ''))}:"
+                                         f"{frame.get('line')}"):
+            answer["source_code"] = frame.get("code", "")
+            break
+    if persistent:
+        answer["verdict"] = "persistent"
+        answer["verdict_detail"] = (
+            "reproduced on a rerun: the same kernel's same tensor holds the same bad elements "
+            f"({hunt_answer.count_text(first2)})")
+        listing = running["ls"].result()
+        answer.update(hunt_answer.explain(watch2, listing, first=first2))
+        answer["other_ranks"] = hunt_answer.other_ranks(watch2, listing, first2)
+    else:
+        answer["verdict"] = "transient"
+        answer["verdict_detail"] = (
+            "not reproduced on a rerun: " +
+            ("the rerun had no hit in that iteration" if first2 is None else
+             f"the rerun's first hit there is {first2['kernel']} {first2['io']} "
+             f"{first2['slot']} (rank {first2['rank']}): {hunt_answer.count_text(first2)}"))
+        answer["origin"] = None
+        answer["runs"] = {"pass1": hunt_answer.statistic_row(pass1, first1),
+                          "pass2": hunt_answer.statistic_row(pass2, first1, named_in=pass1)}
+        answer["rerun_first_hit"] = first2
+    answer["report"] = running["report"].finish(answer)
+    h.times["analysis"] = round(time.monotonic() - start, 3)
+    return answer
+
+
+def hunt(script=None, args=(), *, module=None, checks="nan,inf", config=None, dump_path=None,
+         nproc=None, overwrite=False, log=None):
+    """Runs ``graphdump hunt`` on a script (or ``module=`` for ``-m MODULE``) with `args`, and
+    returns the answer as a dict (fields: docs/hunt.md; also written to DUMP_PATH/answer.json).
+
+    checks: 'nan', 'inf', 'overflow', comma-separated. config: a data_dump.json whose net_name,
+    support_device, initial_iteration and path are kept. dump_path: where pass1/, pass2/,
+    answer.json and report.html go (default: the configuration's path, else
+    ./graphdump_hunt). nproc: ranks on this machine, as ``graphdump python --nproc``.
+    log: where progress lines go (default sys.stderr).
+
+    Raises HuntError (a ValueError) for a usage error, HuntFailed when an analysis step fails,
+    and KeyboardInterrupt after the script has closed its dump when interrupted. A script that
+    fails before any hit gives status 'failed', one that never hits 'no-hit'.
+    """
+    h = _Hunt(script, list(args), module, checks, config, dump_path, nproc, overwrite,
+              log or sys.stderr)
+    try:
+        answer = _run(h)
+    finally:
+        shutil.rmtree(h.state, ignore_errors=True)
+    answer["answer_file"] = os.path.join(h.root, "answer.json")
+    _write_whole(answer["answer_file"], json.dumps(answer, indent=1, default=str) + "\n")
+    return answer

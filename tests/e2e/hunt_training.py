@@ -1,0 +1,95 @@
+"""A small sequence classifier for graphdump hunt's tests (test_hunt.py): masked mean pooling
+divides by each sequence's mask sum, so the batch of step --plant, whose row --row is all
+padding, makes 0/0 = NaN there. Run as a plain script, unchanged, under graphdump hunt.
+
+  --steps N          optimizer steps (default 6)
+  --plant S          the step whose batch holds the all-padding row (-1: none)
+  --row R            that row (default 3)
+  --sleep SECONDS    sleep in each step (for the interrupt test)
+  --crash-at S       raise RuntimeError at step S (before any NaN)
+  --transient FILE   a forward hook on embed adds 0/denominator to its output on every step;
+                     at step --plant, when FILE does not exist yet (it is then created), row 2
+                     of the denominator is 0: a NaN the rerun does not see
+  --marker FILE      create FILE at step 1 (the interrupt test waits for it)
+  --ddp              torch.distributed (gloo) with DistributedDataParallel; --plant applies to
+                     rank 1 only
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+BATCH, LENGTH, FEATURES = 6, 5, 4
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(FEATURES, 8)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x, mask):
+        h = torch.tanh(self.embed(x)) * mask.unsqueeze(-1)
+        pooled = h.sum(1) / mask.sum(1, keepdim=True)  # the masked mean: 0/0 for an empty row
+        return self.head(pooled)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--plant", type=int, default=-1)
+    p.add_argument("--row", type=int, default=3)
+    p.add_argument("--sleep", type=float, default=0.0)
+    p.add_argument("--crash-at", type=int, default=-1)
+    p.add_argument("--transient", default="")
+    p.add_argument("--marker", default="")
+    p.add_argument("--ddp", action="store_true")
+    a = p.parse_args()
+    rank = 0
+    if a.ddp:
+        torch.distributed.init_process_group("gloo")
+        rank = torch.distributed.get_rank()
+    torch.manual_seed(0)
+    net = Net()
+    model = torch.nn.parallel.DistributedDataParallel(net) if a.ddp else net
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.Generator().manual_seed(1 + rank)
+    for step in range(a.steps):
+        x = torch.randn(BATCH, LENGTH, FEATURES, generator=data)
+        y = torch.randint(0, 3, (BATCH,), generator=data)
+        mask = torch.ones(BATCH, LENGTH)
+        mask[:, LENGTH - 1] = 0
+        if step == a.plant and (not a.ddp or rank == 1):
+            mask[a.row] = 0
+        if step == a.crash_at:
+            raise RuntimeError(f"the data loader failed at step {step}")
+        if step == 1 and a.marker:
+            open(a.marker, "w").close()
+        fault = step == a.plant and a.transient and not os.path.exists(a.transient)
+        if fault:
+            open(a.transient, "w").close()
+        handle = None
+        if a.transient:
+            # The same kernels on every run; 0/0 in row 2 of embed's output only on the fault.
+            def inject(module, inputs, out, fault=fault):
+                denominator = torch.ones_like(out)
+                denominator[2] = 0 if fault else 1
+                return out + torch.zeros_like(out) / denominator
+            handle = net.embed.register_forward_hook(inject)
+        loss = F.cross_entropy(model(x, mask), y)
+        if handle is not None:
+            handle.remove()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if a.sleep:
+            time.sleep(a.sleep)
+        print(f"step {step} loss {loss.item():.4f}", flush=True)
+    if a.ddp:
+        torch.distributed.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
