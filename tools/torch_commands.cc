@@ -177,7 +177,7 @@ struct OpenedSession {
 
 // The session from --config, else from GRAPHDUMP_CONFIG / MINDSPORE_DUMP_CONFIG; null when
 // dumping is off or `rank` is not in support_device. The dump goes to rank_{rank}.
-// With --enable-dump, the GE / TF-adapter options given as flags (SPEC §10) instead.
+// With --enable-dump, the GE / TF-adapter options given as flags (docs/ascend.md) instead.
 StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDumpOptions& ge,
                                     const std::string& model_path, uint32_t rank,
                                     bool overwrite) {

@@ -1,5 +1,5 @@
-// Tensor statistics for statistic.csv (SPEC §6), computed in one pass over the data together
-// with the md5 of the bytes.
+// Tensor statistics for statistic.csv (docs/file-format.md), computed in one pass over the data
+// together with the md5 of the bytes.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,5 @@
-// statistic.csv reading (SPEC §6): quoted Shape fields, trailing commas, any statistic columns.
+// statistic.csv reading (docs/file-format.md): quoted Shape fields, trailing commas, any statistic
+// columns.
 #include <charconv>
 #include <sstream>
 

@@ -1,6 +1,6 @@
 // The POSIX file layer: directories 0700, files written under a temporary name in the same
 // directory and renamed into place (so a crash or a full disk never leaves a truncated file
-// under a real name), finished files 0400 (SPEC §5).
+// under a real name), finished files 0400 (docs/layout.md).
 //
 // Below a file system's root, every directory is opened on its own, relative to its parent's
 // descriptor (openat), with O_NOFOLLOW, and files are created and opened with O_NOFOLLOW: a

@@ -1,4 +1,4 @@
-// The `kernels` entry grammar (SPEC §4).
+// The `kernels` entry grammar (docs/configuration.md).
 //
 // MindSpore normalizes an entry with `json::dump()` and then deletes quotes and spaces. The dump
 // step re-escapes backslashes, so a regex written in JSON as "name-regex(a\\.b)" reaches

@@ -1,4 +1,4 @@
-// Selector: which ranks, iterations, kernels and slots are dumped (SPEC §2-4).
+// Selector: which ranks, iterations, kernels and slots are dumped (docs/configuration.md).
 //
 // Regexes are compiled once here. A kernel is tested against every entry that has not matched
 // yet even after another entry selected it, so UnusedEntries() never reports an entry that

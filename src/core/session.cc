@@ -1,4 +1,5 @@
-// DumpSession: selection, naming and writing of a dump (SPEC §5-8). See session.h for the hooks.
+// DumpSession: selection, naming and writing of a dump (docs/layout.md). See session.h for the
+// hooks.
 #include "graphdump/session.h"
 
 #include <fmt/format.h>
@@ -581,7 +582,8 @@ class SessionImpl final : public DumpSession {
     }
   }
 
-  // file_format "bin": one Ascend dump file per kernel with its inputs and outputs (SPEC §9).
+  // file_format "bin": one Ascend dump file per kernel with its inputs and outputs
+  // (docs/ascend.md).
   void EmitAscendFile(const std::string& dir, const TensorFileName& file,
                       const std::string& full_name, const std::vector<TensorView>* inputs,
                       const std::vector<TensorView>* outputs) {

@@ -1,5 +1,5 @@
-// statistic.csv header and rows (SPEC §6), in MindSpore's CsvWriter style: every data field is
-// written as "value," so rows end with a comma; the header has none.
+// statistic.csv header and rows (docs/file-format.md), in MindSpore's CsvWriter style: every data
+// field is written as "value," so rows end with a comma; the header has none.
 #include <string>
 
 #include "graphdump/config.h"

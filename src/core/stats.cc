@@ -1,6 +1,6 @@
-// Statistics in one pass (SPEC §6). The hot loop per dtype is a template instantiated for the
-// element type, with four independent accumulator lanes so the additions do not wait on each
-// other. NaN and infinity counts cost nothing in the common case:
+// Statistics in one pass (docs/file-format.md). The hot loop per dtype is a template instantiated
+// for the element type, with four independent accumulator lanes so the additions do not wait on
+// each other. NaN and infinity counts cost nothing in the common case:
 //  - NaN fails x < 0, x > 0 and x == 0, so nan_count = count - negative - positive - zero;
 //  - an infinity makes the running sum non-finite, so only a piece whose sum is not finite is
 //    scanned a second time to count infinities.

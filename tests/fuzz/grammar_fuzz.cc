@@ -1,6 +1,6 @@
-// libFuzzer target: the iteration grammar (SPEC §3) and the kernel entry grammar (SPEC §4). The
-// input is split at its first newline: the iteration text, then one kernel entry. A parsed
-// iteration set prints a canonical form that parses to itself.
+// libFuzzer target: the iteration and kernel entry grammars (docs/configuration.md). The input is
+// split at its first newline: the iteration text, then one kernel entry. A parsed iteration set
+// prints a canonical form that parses to itself.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,6 +1,6 @@
-// libFuzzer target: the .npy reader (SPEC §7) and the element loops of compare and watch. A file
-// either opens (its header valid and the data as long as it promises) or gives an error; an
-// opened file is summarised, compared with itself and reduced as statistic.csv would be.
+// libFuzzer target: the .npy reader (docs/file-format.md) and the element loops of compare and
+// watch. A file either opens (its header valid and the data as long as it promises) or gives an
+// error; an opened file is summarised, compared with itself and reduced as statistic.csv would be.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

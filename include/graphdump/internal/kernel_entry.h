@@ -1,5 +1,5 @@
-// Internal: the `kernels` entry grammar of SPEC §4, shared by the config parser and the selector.
-// Not part of the public API.
+// Internal: the `kernels` entry grammar of docs/configuration.md, shared by the config parser and
+// the selector. Not part of the public API.
 #pragma once
 
 #include <string>
