@@ -41,8 +41,9 @@ class IterationSet {
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // sorted, inclusive
 };
 
-// One entry of common_dump_settings.kernels after normalisation (docs/configuration.md).
-struct KernelEntry {
+// One entry of common_dump_settings.kernels after normalisation (docs/configuration.md): a
+// pattern of kernel names (a name-regex, a full name or an op type).
+struct KernelPattern {
   enum class Kind { kRegex, kFullName, kOpType };
   Kind kind = Kind::kOpType;
   std::string text;      // the normalised entry as the user wrote it (quotes, spaces removed)
@@ -57,7 +58,7 @@ struct DumpConfig {
   IterationSet iteration = IterationSet::All();
   SavedData saved_data = SavedData::kTensor;
   InputOutput input_output = InputOutput::kBoth;
-  std::vector<KernelEntry> kernels;
+  std::vector<KernelPattern> kernels;
   std::vector<uint32_t> support_device;
   std::vector<StatCategory> statistic_category = {StatCategory::kMax, StatCategory::kMin,
                                                    StatCategory::kL2Norm};

@@ -387,7 +387,7 @@ void Parser::ParseKernels(const Json& common) {
     }
     const std::string text = internal::NormalizeKernelEntry(item.get<std::string>());
     if (text.empty()) continue;
-    StatusOr<KernelEntry> entry = internal::ClassifyKernelEntry(text);
+    StatusOr<KernelPattern> entry = internal::ClassifyKernelEntry(text);
     if (!entry.ok()) {
       Error(key_path, entry.status().message());
       continue;
@@ -739,7 +739,7 @@ std::string ConfigToJson(const DumpConfig& config) {
                                                                       : "full";
   common["input_output"] = static_cast<uint32_t>(config.input_output);
   common["kernels"] = Json::array();
-  for (const KernelEntry& entry : config.kernels) common["kernels"].push_back(entry.text);
+  for (const KernelPattern& entry : config.kernels) common["kernels"].push_back(entry.text);
   common["support_device"] = config.support_device;
   common["statistic_category"] = Json::array();
   for (StatCategory category : config.statistic_category) {

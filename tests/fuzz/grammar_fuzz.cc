@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string normalized = internal::NormalizeKernelEntry(kernel);
   if (!normalized.empty()) {
-    StatusOr<KernelEntry> entry = internal::ClassifyKernelEntry(normalized);
-    if (entry.ok() && entry->kind == KernelEntry::Kind::kOpType) {
+    StatusOr<KernelPattern> entry = internal::ClassifyKernelEntry(normalized);
+    if (entry.ok() && entry->kind == KernelPattern::Kind::kOpType) {
       (void)internal::OpTypeEntryMatches(entry->pattern, "Default/net-Net/Conv2D-op12");
       (void)internal::OpTypeEntryMatches(entry->pattern, kernel);
     }
