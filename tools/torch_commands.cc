@@ -261,7 +261,9 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
   return opened;
 }
 
-std::string HumanBytes(uint64_t bytes) {
+// The size in the run summary ("dump: N tensor files, SIZE, ..."), as the Python package's
+// summary writes it: "12 bytes", "1.45 MiB", "2.00 GiB". (The ls tables use TableBytes.)
+std::string SummaryBytes(uint64_t bytes) {
   char text[64];
   if (bytes >= (uint64_t{1} << 30)) {
     std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(uint64_t{1} << 30));
@@ -286,7 +288,7 @@ int FinishSession(const std::string& command, DumpSession* session, const std::s
   const DumpSummary s = session->Summary();
   std::printf("dump: %s\n", s.root.c_str());
   std::printf("dump: %llu tensor files, %s, %llu kernel dumps, %llu statistic rows\n",
-              static_cast<unsigned long long>(s.files), HumanBytes(s.bytes).c_str(),
+              static_cast<unsigned long long>(s.files), SummaryBytes(s.bytes).c_str(),
               static_cast<unsigned long long>(s.kernels_dumped),
               static_cast<unsigned long long>(s.statistic_rows));
   // Unused kernel entries: the session itself reports them on stderr when it closes.
