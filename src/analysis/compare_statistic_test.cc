@@ -28,7 +28,7 @@ const std::vector<float> kValues = {-1.3097235f, 0.5f, 2.2500017f, 123456.7f};
 
 // A one-kernel, one-iteration dump under `dir`: the kernel's output as a .npy file, or (when
 // `statistic` is set) as a statistic.csv row of the categories `categories` holding `stats`.
-DumpIndex WriteDump(const TempDir& dir, bool statistic, const TensorStats& stats,
+DumpIndex WriteDump(const TempDir& dir, bool statistic, const NanPropagatingStats& stats,
                     const std::vector<StatCategory>& categories) {
   const std::string rank = dir.Sub("rank_0");
   const std::string iteration = rank + "/Net/0/0";
@@ -59,7 +59,7 @@ DumpIndex WriteDump(const TempDir& dir, bool statistic, const TensorStats& stats
   return std::move(index).value();
 }
 
-TensorStats StatsOfValues() {
+NanPropagatingStats StatsOfValues() {
   return ComputeStats(DType::kFloat32, kValues.data(), static_cast<int64_t>(kValues.size()),
                       StatsRequest{});
 }
@@ -83,7 +83,7 @@ const TensorComparison& OnlyTensor(const CompareResult& r) {
 
 TEST(CompareStatisticTest, AStatisticDumpOfTheSameRunAsATensorDumpHasNoError) {
   TempDir stats_dir, tensor_dir;
-  const TensorStats stats = StatsOfValues();
+  const NanPropagatingStats stats = StatsOfValues();
   // The test's point: printing moved the minimum by more than float32's standard allows.
   ASSERT_EQ(FormatStatValue(stats.min), "-1.30972");
   ASSERT_GT(std::fabs(-1.30972 - stats.min), std::ldexp(std::fabs(stats.min), -20));
@@ -102,10 +102,10 @@ TEST(CompareStatisticTest, AStatisticDumpOfTheSameRunAsATensorDumpHasNoError) {
 
 TEST(CompareStatisticTest, ADifferenceBeyondThePrintedDigitsIsStillAnError) {
   TempDir stats_dir, tensor_dir;
-  const TensorStats exact = StatsOfValues();
+  const NanPropagatingStats exact = StatsOfValues();
   const DumpIndex tensors = WriteDump(tensor_dir, false, exact, kCategories);
   // Three units in the sixth digit: the printing explains at most half of one.
-  TensorStats moved = exact;
+  NanPropagatingStats moved = exact;
   moved.min = -1.30975;
   const DumpIndex statistic = WriteDump(stats_dir, true, moved, kCategories);
   const CompareResult r = Compare(statistic, tensors);
@@ -117,20 +117,20 @@ TEST(CompareStatisticTest, ADifferenceBeyondThePrintedDigitsIsStillAnError) {
   EXPECT_EQ(r.first_failure, 0);
 
   // A count is printed exactly: one element more is an error.
-  TensorStats counted = exact;
+  NanPropagatingStats counted = exact;
   counted.zero_count = 1;
   TempDir count_dir;
   const CompareResult c = Compare(WriteDump(count_dir, true, counted, kCategories), tensors);
   EXPECT_EQ(OnlyTensor(c).reason, "statistics differ: Zero Count 1 vs 0");
 
   // Two statistic dumps: each side's printing counts, a larger step does not pass.
-  TensorStats large = exact;
+  NanPropagatingStats large = exact;
   large.max = 123460;  // printed "123460", against "123457" (half a unit: 0.5 each side)
   TempDir large_dir, stats_again;
   const CompareResult l = Compare(WriteDump(large_dir, true, large, kCategories),
                                   WriteDump(stats_again, true, exact, kCategories));
   EXPECT_EQ(OnlyTensor(l).reason, "statistics differ: Max Value 123460 vs 123457");
-  TensorStats rounding = exact;
+  NanPropagatingStats rounding = exact;
   rounding.max = 123456.4;  // printed "123456": one unit from "123457", within both printings
   TempDir rounding_dir, stats_once_more;
   const CompareResult p = Compare(WriteDump(rounding_dir, true, rounding, kCategories),

@@ -60,7 +60,7 @@ std::map<std::string, StatValue> StatsOf(const TensorEntry& t, const MappedNpy* 
     // The core's statistics, so a file side is summarised exactly as statistic.csv would be.
     StatsAccumulator acc(npy->info().dtype, StatsRequest{});
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
-    const TensorStats s = acc.Finish();
+    const NanPropagatingStats s = acc.Finish();
     out["Max Value"] = {s.max};
     out["Min Value"] = {s.min};
     out["Avg Value"] = {s.avg};
