@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """graphdump convert vs. a NumPy reshape/transpose converter on FRACTAL_Z / NC1HWC0 float16.
 
-Writes Ascend dump files (SPEC §9) holding float16 NC1HWC0 activations and FRACTAL_Z conv
+Writes Ascend dump files (docs/ascend.md) holding float16 NC1HWC0 activations and FRACTAL_Z conv
 weights (channel counts not multiples of 16, so both converters must crop), then converts them
 to NCHW .npy files twice:
   numpy:      one Python process doing what msaccucmp's converter does per tensor: read, reshape,

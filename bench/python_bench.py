@@ -15,7 +15,7 @@ Each run's step time is the median over steps 3..N (TorchScript profiles its fir
 The ratios of runs 2 and 3 to run 1 are taken per round and their median over BENCH_ROUNDS
 rounds is printed:
   bench: python_off_vs_plain ratio=X        (target <= 1.03)
-  bench: python_statistic_vs_plain ratio=X  (the performance issue sets its target)
+  bench: python_statistic_vs_plain ratio=X
 
 Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 12), BENCH_BATCH (16), BENCH_SIZE
 (64), BENCH_ROUNDS (5), BENCH_DIR (where to write; default a temporary directory).

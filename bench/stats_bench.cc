@@ -41,8 +41,8 @@ const std::vector<float>& Data() {
 }
 
 // The obvious implementation: one switch-free loop with every check per element.
-TensorStats NaiveStats(const float* p, int64_t n) {
-  TensorStats s;
+NanPropagatingStats NaiveStats(const float* p, int64_t n) {
+  NanPropagatingStats s;
   double sum = 0, squares = 0;
   s.max = -std::numeric_limits<double>::infinity();
   s.min = std::numeric_limits<double>::infinity();

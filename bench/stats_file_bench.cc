@@ -57,7 +57,7 @@ int Run(const char* path, int repetitions, bool counts) {
   }
   const int64_t elements = static_cast<int64_t>(size - offset) / 4;
   double best = std::numeric_limits<double>::infinity();
-  TensorStats stats;
+  NanPropagatingStats stats;
   for (int i = 0; i < repetitions; ++i) {
     const auto start = std::chrono::steady_clock::now();
     stats = ComputeStats(DType::kFloat32, bytes + offset, elements,

@@ -79,7 +79,7 @@ std::vector<int64_t> FirstBadIndex(const TensorEntry& t) {
   auto npy = analysis::OpenTensor(t);
   if (!npy.ok()) return {};
   const NpyInfo& info = (*npy)->info();
-  const analysis::TensorSummary s = analysis::SummarizeTensor(**npy);
+  const analysis::FiniteSummary s = analysis::SummarizeFinite(**npy);
   const int64_t first = s.nan_at.first >= 0 ? s.nan_at.first : s.inf_at.first;
   if (first < 0 || info.shape.empty()) return {};
   return analysis::UnravelIndex(first, info.shape, info.fortran_order);

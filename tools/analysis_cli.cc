@@ -92,7 +92,7 @@ void PrintSkipped(const std::string& command, const std::vector<analysis::Skippe
   }
 }
 
-std::string HumanBytes(uint64_t bytes) {
+std::string TableBytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = 0;

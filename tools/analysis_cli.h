@@ -58,7 +58,8 @@ bool ApplyToleranceOptions(const CLI::App& app, const std::string& command,
 // once (docs/analysis.md).
 std::string CallTag(uint32_t call, uint32_t calls);
 
-// "1.5 MiB".
-std::string HumanBytes(uint64_t bytes);
+// A size for the ls tables, one decimal from KiB up: "12 B", "1.5 KiB", "345.1 MiB". (The run
+// summary of run/train writes SummaryBytes: "12 bytes", "345.10 MiB".)
+std::string TableBytes(uint64_t bytes);
 
 }  // namespace graphdump::tools

@@ -1,4 +1,4 @@
-// graphdump convert: Ascend dump files to .npy (SPEC §9).
+// graphdump convert: Ascend dump files to .npy (docs/ascend.md).
 #include <unistd.h>
 
 #include <algorithm>

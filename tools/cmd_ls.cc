@@ -119,7 +119,7 @@ int RunLs(int argc, char** argv) {
             "statistic.csv rows), {}\n",
             it.iteration < 0 ? std::string("constants")
                              : "iteration " + std::to_string(it.iteration),
-            t.kernels, t.tensors, t.files, t.stat_only, t.rows, HumanBytes(t.bytes));
+            t.kernels, t.tensors, t.files, t.stat_only, t.rows, TableBytes(t.bytes));
         if (!kernels) continue;
         for (const auto& k : it.kernels) {
           fmt::print("      {}{}\n", k.full_name,
@@ -149,7 +149,7 @@ int RunLs(int argc, char** argv) {
         "total: {} rank(s), {} graph(s), {} iteration(s), {} kernel calls, {} tensors "
         "({} files, {} statistic-only; {} statistic.csv rows), {}\n",
         index->ranks.size(), graphs, iterations, total.kernels, total.tensors, total.files,
-        total.stat_only, total.rows, HumanBytes(total.bytes));
+        total.stat_only, total.rows, TableBytes(total.bytes));
     PrintSkipped("graphdump ls", index->skipped);
   }
   return kExitOk;

@@ -1,4 +1,4 @@
-// Helpers shared by graphdump-torch's commands (torch_commands.cc defines them): inputs from
+// Helpers shared by graphdump-torch's commands (torch_cli.cc defines them): inputs from
 // .npy files or shapes, outputs as .npy, and errors as exit codes.
 #pragma once
 

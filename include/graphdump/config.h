@@ -1,4 +1,4 @@
-// The dump configuration: MindSpore's data_dump.json (SPEC §1-4), parsed and validated.
+// The dump configuration: MindSpore's data_dump.json (docs/configuration.md), parsed and validated.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 namespace graphdump {
 
-// Environment variables (SPEC §1).
+// Environment variables (docs/configuration.md).
 inline constexpr char kConfigEnv[] = "GRAPHDUMP_CONFIG";
 inline constexpr char kMindSporeConfigEnv[] = "MINDSPORE_DUMP_CONFIG";
 inline constexpr char kDiagnosticPathEnv[] = "MS_DIAGNOSTIC_DATA_PATH";
@@ -19,13 +19,13 @@ inline constexpr char kDiagnosticPathEnv[] = "MS_DIAGNOSTIC_DATA_PATH";
 enum class SavedData { kTensor, kStatistic, kFull };
 enum class InputOutput { kBoth = 0, kInputs = 1, kOutputs = 2 };
 
-// One statistic column of statistic.csv, in the order of SPEC §6's column list.
+// One statistic column of statistic.csv, in the order of docs/file-format.md's column list.
 enum class StatCategory {
   kMax, kMin, kAvg, kCount, kNegativeZeroCount, kPositiveZeroCount, kNanCount,
   kNegativeInfCount, kPositiveInfCount, kZeroCount, kMd5, kL2Norm,
 };
 
-// A set of iterations: "all" or inclusive ranges (SPEC §3).
+// A set of iterations: "all" or inclusive ranges (docs/configuration.md).
 class IterationSet {
  public:
   // Parses `text`. Errors name `key_path`, quote the text and say what is allowed.
@@ -41,8 +41,9 @@ class IterationSet {
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // sorted, inclusive
 };
 
-// One entry of common_dump_settings.kernels after normalisation (SPEC §4).
-struct KernelEntry {
+// One entry of common_dump_settings.kernels after normalisation (docs/configuration.md): a
+// pattern of kernel names (a name-regex, a full name or an op type).
+struct KernelPattern {
   enum class Kind { kRegex, kFullName, kOpType };
   Kind kind = Kind::kOpType;
   std::string text;      // the normalised entry as the user wrote it (quotes, spaces removed)
@@ -57,7 +58,7 @@ struct DumpConfig {
   IterationSet iteration = IterationSet::All();
   SavedData saved_data = SavedData::kTensor;
   InputOutput input_output = InputOutput::kBoth;
-  std::vector<KernelEntry> kernels;
+  std::vector<KernelPattern> kernels;
   std::vector<uint32_t> support_device;
   std::vector<StatCategory> statistic_category = {StatCategory::kMax, StatCategory::kMin,
                                                    StatCategory::kL2Norm};
@@ -65,7 +66,7 @@ struct DumpConfig {
   uint32_t overflow_number = 0;             // 0 unlimited
   uint64_t initial_iteration = 0;
   std::string file_format = "npy";          // "npy" or "bin"
-  // SPEC §10: set by the GE/TF-adapter dialect (ge_dialect.h). Files go to the GE layout
+  // Set by the GE/TF-adapter dialect (ge_dialect.h, docs/ascend.md). Files go to the GE layout
   // {path}/{YYYYMMDDhhmmss}/{device_id}/{net_name}/{graph_id}/{iteration}/ instead of rank_{r}/,
   // and data, control-flow and constant nodes are not dumped (GeSkipsOpType).
   bool ge_layout = false;
@@ -102,7 +103,7 @@ StatusOr<ParsedConfig> ParseConfig(const std::string& json_text, const std::stri
 StatusOr<ParsedConfig> LoadConfigFile(const std::filesystem::path& file,
                                       const std::string& diagnostic_path);
 
-// Resolves the configuration from the environment (SPEC §1): GRAPHDUMP_CONFIG, else
+// Resolves the configuration from the environment (docs/configuration.md): GRAPHDUMP_CONFIG, else
 // MINDSPORE_DUMP_CONFIG (a warning when both are set). Returns a null pointer when neither is
 // set (dumping off), and an error when the named file is missing or invalid.
 StatusOr<std::unique_ptr<ParsedConfig>> LoadConfigFromEnvironment();

@@ -1,8 +1,8 @@
 // The element types graphdump can dump, and how each is named and stored.
 //
 // Names are MindSpore's lower-case dtype names as they appear in dump file names and in
-// statistic.csv (`float32`, `bfloat16`, `int64`, `bool`). Two types are not stored in .npy as
-// they are in memory (SPEC §7): bfloat16 is written as float32 values and packed int4 (two
+// statistic.csv (`float32`, `bfloat16`, `int64`, `bool`). Two types are not stored in .npy as they
+// are in memory (docs/file-format.md): bfloat16 is written as float32 values and packed int4 (two
 // values per byte, low nibble first) as int8.
 #pragma once
 

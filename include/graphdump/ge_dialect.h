@@ -1,11 +1,12 @@
-// The second configuration dialect: Ascend GE / TensorFlow-adapter dump options (SPEC §10).
+// The second configuration dialect: Ascend GE / TensorFlow-adapter dump options (docs/ascend.md).
 //
 //   {"dump": {"enable_dump": true, "dump_path": "/tmp/ge_dump", "dump_step": "0|5|10",
 //             "dump_mode": "all", "dump_layer": "conv1 Default/net/fc-Dense/MatMul-op7"}}
 //
 // enable_dump     bool, or "true"/"false"/"1"/"0" as the TF adapter writes it; default false
 // dump_path       required when enabled; a relative path is taken from the working directory
-// dump_step       iterations, grammar of SPEC §3 ("0|5|10", "0-3"); default: every step
+// dump_step       iterations in the grammar of `iteration` (docs/configuration.md): "0|5|10",
+//                 "0-3"; default: every step
 // dump_mode       "input" | "output" | "all"; default "output" (the TF adapter's default)
 // dump_layer      space-separated op names; empty means every kernel. A name selects the kernel
 //                 whose full name, or whose last '/'-segment, equals it.

@@ -40,7 +40,7 @@ struct KernelInfo {
   uint32_t graph_id = 0;
   uint32_t index = 0;        // position in GraphInfo::kernels; set by the session
   std::string full_name;     // "Default/features-Sequential/0-Conv2d/conv2d-op3"
-  std::string op_type;       // "conv2d"; derived from full_name when empty (SPEC §5)
+  std::string op_type;       // "conv2d"; derived from full_name when empty (docs/layout.md)
   std::string module_path;   // "features.0": what set_dump marks (dump_mode 2)
   std::vector<SourceLocation> source_trace;  // innermost (the kernel's own line) first
   std::vector<std::string> input_names;      // producer value names for the .ir, may be empty

@@ -1,4 +1,4 @@
-// The graph description files of a dump (SPEC §5): graphs/*.ir, graphs/*.pb and
+// The graph description files of a dump (docs/layout.md): graphs/*.ir, graphs/*.pb and
 // execution_order/*.csv.
 //
 // The .ir text follows MindSpore's ms_output_trace_code_graph layout, one entry per kernel:

@@ -1,5 +1,5 @@
-// Directory layout and file names of a dump (SPEC §5). Shared by the writer (session) and the
-// readers (analysis), so both agree on every name.
+// Directory layout and file names of a dump (docs/layout.md). Shared by the writer (session) and
+// the readers (analysis), so both agree on every name.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// NumPy .npy files (SPEC §7).
+// NumPy .npy files (docs/file-format.md).
 //
 // Layout written:
 //   bytes 0-5   "\x93NUMPY"
@@ -49,9 +49,9 @@ struct NpyInfo {
 };
 
 // Parses and validates the header at the start of `data` (versions 1.0, 2.0, 3.0; every descr of
-// SPEC §7). Does not check that `size` covers the data: the caller compares data_offset +
-// data_bytes with the file size. Errors are kCorrupt and name `path`, what was found and what
-// was expected.
+// docs/file-format.md). Does not check that `size` covers the data: the caller compares
+// data_offset + data_bytes with the file size. Errors are kCorrupt and name `path`, what was found
+// and what was expected.
 StatusOr<NpyInfo> ParseNpyHeader(const uint8_t* data, size_t size, const std::string& path);
 
 // kCorrupt naming `path` ("truncated .npy: header promises N data bytes, file has M") when a

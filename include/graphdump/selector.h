@@ -1,5 +1,5 @@
-// Decides which kernels of a graph are dumped (SPEC §2-4). The session asks once per graph and
-// iteration; the answers are then O(1) lookups per kernel.
+// Decides which kernels of a graph are dumped (docs/configuration.md). The session asks once per
+// graph and iteration; the answers are then O(1) lookups per kernel.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// DumpSession: the hook API any graph executor calls while it runs a graph (DESIGN.md).
+// DumpSession: the hook API any graph executor calls while it runs a graph (docs/executor.md,
+// docs/layout.md).
 //
 //   auto session = DumpSession::FromEnvironment(rank);   // null when dumping is off
 //   session->OnGraphCompiled(graph);     // writes graphs/ and execution_order/

@@ -1,5 +1,5 @@
-// Tensor statistics for statistic.csv (SPEC §6), computed in one pass over the data together
-// with the md5 of the bytes.
+// Tensor statistics for statistic.csv (docs/file-format.md), computed in one pass over the data
+// together with the md5 of the bytes.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,10 @@
 
 namespace graphdump {
 
-struct TensorStats {
+// statistic.csv's statistics, with MindSpore's NaN policy: one NaN element makes max, min, avg and
+// l2norm NaN (infinities take part). The analysis tools' FiniteSummary (analysis/tensor_math.h)
+// is the other policy: values over the finite elements only, non-finite ones counted apart.
+struct NanPropagatingStats {
   uint64_t count = 0;                            // always computed
   double max = 0, min = 0, avg = 0, l2norm = 0;  // nan when any element is NaN
   uint64_t negative_count = 0;                   // x < 0, -inf included ("negative zero count")
@@ -49,7 +52,7 @@ class StatsAccumulator {
   // `bytes` holds whole elements in memory layout (packed int4: whole bytes, two values each;
   // `elements` says how many values are meant, so an odd count ignores the last high nibble).
   void Update(const uint8_t* bytes, size_t size, int64_t elements);
-  TensorStats Finish();
+  NanPropagatingStats Finish();
 
  private:
   struct Impl;
@@ -57,9 +60,10 @@ class StatsAccumulator {
 };
 
 // Statistics of a whole contiguous buffer (convenience for tests and the analysis tools).
-TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, StatsRequest request);
+NanPropagatingStats ComputeStats(DType dtype, const void* data, int64_t elements,
+                                 StatsRequest request);
 // Every statistic, with or without the md5.
-TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5);
+NanPropagatingStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5);
 
 // The float32 kernels the statistics run on this machine: "avx2" (AVX2 and FMA), "sse2" (x86-64
 // baseline, or forced by the environment variable GRAPHDUMP_SIMD=sse2) or "scalar".
@@ -90,7 +94,7 @@ struct StatRowInfo {
 std::string StatisticCsvHeader(const std::vector<StatCategory>& categories);
 
 // One data row: every field followed by ',' and the line ending in "\n".
-std::string StatisticCsvRow(const StatRowInfo& info, const TensorStats& stats,
+std::string StatisticCsvRow(const StatRowInfo& info, const NanPropagatingStats& stats,
                             const std::vector<StatCategory>& categories);
 
 }  // namespace graphdump

@@ -35,7 +35,7 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
-  // "error: <message>" style text for people; empty for Ok.
+  // The message as it is (no prefix: callers add "graphdump CMD: error: "); "ok" for Ok.
   std::string ToString() const { return ok() ? std::string("ok") : message_; }
 
  private:

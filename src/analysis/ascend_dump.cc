@@ -19,7 +19,7 @@ struct DataTypeRow {
   int bits;
 };
 
-// Indexed by OutputDataType value (SPEC §9).
+// Indexed by OutputDataType value (proto/dump_data.proto, docs/ascend.md).
 constexpr std::array<DataTypeRow, kAscendMaxDataType + 1> kDataTypes = {{
     {"UNDEFINED", 0},  {"FLOAT", 32},       {"FLOAT16", 16},      {"INT8", 8},
     {"UINT8", 8},      {"INT16", 16},       {"UINT16", 16},       {"INT32", 32},
@@ -31,7 +31,8 @@ constexpr std::array<DataTypeRow, kAscendMaxDataType + 1> kDataTypes = {{
     {"INT4", 4},       {"UINT1", 1},        {"INT2", 2},          {"UINT2", 2},
 }};
 
-// Indexed by OutputFormat value (SPEC §9, with the later toolkit additions 41-49).
+// Indexed by OutputFormat value (proto/dump_data.proto, docs/ascend.md; with the later toolkit
+// additions 41-49).
 constexpr std::array<const char*, kAscendMaxFormat + 1> kFormats = {
     "NCHW",
     "NHWC",

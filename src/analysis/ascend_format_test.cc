@@ -16,7 +16,7 @@ namespace {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Device buffers are filled with distinct values, host results are compared against a naive
-// per-element evaluation of the SPEC §9 index formulas.
+// per-element evaluation of the docs/ascend.md index formulas.
 std::vector<uint16_t> Iota(int64_t n) {
   std::vector<uint16_t> v(n);
   std::mt19937 rng(7);

@@ -29,25 +29,49 @@ std::string ShapeText(const TensorEntry& t, const MappedNpy* npy) {
 }
 
 
+// One statistic of one side: its value and how far the value can be from the tensor's true
+// statistic because it was read back from statistic.csv text (0 for a value computed here).
+struct StatValue {
+  double value = 0;
+  double printed_error = 0;
+};
+
+// Half a unit in the last digit of a statistic.csv value. Values are printed with 6 significant
+// digits and trailing zeros dropped (docs/file-format.md): "1e+06" stands for 1.00000e+06, so
+// the precision is 6 digits, or the digits the text shows when it shows more (a dump written
+// with more digits). Counts are printed as integers: exact.
+double PrintedError(const std::string& column, const std::string& text, double value) {
+  const bool is_count = column.size() >= 5 && column.compare(column.size() - 5, 5, "Count") == 0;
+  if (is_count || value == 0 || !std::isfinite(value)) return 0;
+  int digits = 0;
+  for (char c : text) {
+    if (c == 'e' || c == 'E') break;
+    if (c >= '0' && c <= '9' && (digits > 0 || c != '0')) ++digits;
+  }
+  const int shown = std::max(digits, 6);
+  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  return 0.5 * std::pow(10.0, exponent - (shown - 1));
+}
+
 // The statistics both sides can give, by statistic.csv column title.
-std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy) {
-  std::map<std::string, double> out;
+std::map<std::string, StatValue> StatsOf(const TensorEntry& t, const MappedNpy* npy) {
+  std::map<std::string, StatValue> out;
   if (npy) {
     // The core's statistics, so a file side is summarised exactly as statistic.csv would be.
     StatsAccumulator acc(npy->info().dtype, StatsRequest{});
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
-    const TensorStats s = acc.Finish();
-    out["Max Value"] = s.max;
-    out["Min Value"] = s.min;
-    out["Avg Value"] = s.avg;
-    out["L2Norm Value"] = s.l2norm;
-    out["Count"] = static_cast<double>(s.count);
-    out["NaN Count"] = static_cast<double>(s.nan_count);
-    out["Negative Inf Count"] = static_cast<double>(s.negative_inf_count);
-    out["Positive Inf Count"] = static_cast<double>(s.positive_inf_count);
-    out["Zero Count"] = static_cast<double>(s.zero_count);
-    out["Negative Zero Count"] = static_cast<double>(s.negative_count);
-    out["Positive Zero Count"] = static_cast<double>(s.positive_count);
+    const NanPropagatingStats s = acc.Finish();
+    out["Max Value"] = {s.max};
+    out["Min Value"] = {s.min};
+    out["Avg Value"] = {s.avg};
+    out["L2Norm Value"] = {s.l2norm};
+    out["Count"] = {static_cast<double>(s.count)};
+    out["NaN Count"] = {static_cast<double>(s.nan_count)};
+    out["Negative Inf Count"] = {static_cast<double>(s.negative_inf_count)};
+    out["Positive Inf Count"] = {static_cast<double>(s.positive_inf_count)};
+    out["Zero Count"] = {static_cast<double>(s.zero_count)};
+    out["Negative Zero Count"] = {static_cast<double>(s.negative_count)};
+    out["Positive Zero Count"] = {static_cast<double>(s.positive_count)};
     return out;
   }
   if (!t.stats) return out;
@@ -56,7 +80,7 @@ std::map<std::string, double> StatsOf(const TensorEntry& t, const MappedNpy* npy
     const std::string text(cell);
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (end != text.c_str()) out[column] = v;
+    if (end != text.c_str()) out[column] = {v, PrintedError(column, text, v)};
   });
   return out;
 }
@@ -72,18 +96,20 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
   const auto sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
   std::string failures;
   double worst = 0;
-  for (const auto& [column, va] : sa) {
+  for (const auto& [column, a] : sa) {
     auto it = sb.find(column);
     if (it == sb.end()) continue;
-    const double vb = it->second;
+    const double va = a.value, vb = it->second.value;
     const double diff = std::fabs(va - vb);
     const double relative = diff / (std::fabs(vb) + kRelEps);
     out->stat_diffs.push_back({column, relative});
     const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
     const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
-    const double allowed = options.user_tolerances
-                               ? options.atol + options.rtol * std::fabs(vb)
-                               : standard.rtol * std::max(std::fabs(vb), standard.small_value);
+    // A value read from statistic.csv text may be off by its printing: that is no difference.
+    const double allowed = (options.user_tolerances
+                                ? options.atol + options.rtol * std::fabs(vb)
+                                : standard.rtol * std::max(std::fabs(vb), standard.small_value)) +
+                           a.printed_error + it->second.printed_error;
     if (!same_special && !(diff <= allowed)) {
       if (!failures.empty()) failures += "; ";
       failures += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);

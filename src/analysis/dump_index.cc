@@ -1,4 +1,4 @@
-// Indexing a dump directory from its file names and text files (SPEC §5), rank by rank.
+// Indexing a dump directory from its file names and text files (docs/layout.md), rank by rank.
 #include "graphdump/analysis/dump_index.h"
 
 #include <fmt/format.h>
@@ -325,7 +325,7 @@ bool RankId(const std::string& name, uint32_t* rank) {
   return true;
 }
 
-// GE-layout dumps and `graphdump convert` output (SPEC §9-10) in the index's terms. Returns
+// GE-layout dumps and `graphdump convert` output (docs/ascend.md) in the index's terms. Returns
 // false when `dir` holds neither.
 bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
   StatusOr<AscendIndex> ascend = IndexAscendDump(dir);

@@ -70,7 +70,7 @@ std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) 
   auto npy = OpenTensor(*out);
   if (!npy.ok()) return std::nullopt;
   // The core's statistics: what statistic.csv would say (NaN when any element is NaN).
-  const TensorStats s =
+  const NanPropagatingStats s =
       ComputeStats((*npy)->info().dtype, (*npy)->data(), (*npy)->NumElements(), StatsRequest{});
   p.max = s.max;
   p.min = s.min;

@@ -389,8 +389,8 @@ std::string PositionText(const BadPositions& positions, const NpyInfo& t) {
   return text;
 }
 
-TensorSummary SummarizeTensor(const MappedNpy& t) {
-  TensorSummary s;
+FiniteSummary SummarizeFinite(const MappedNpy& t) {
+  FiniteSummary s;
   const DType type = t.info().dtype;
   const int64_t components = Components(type);
   const int64_t scalars = t.NumElements() * components;

@@ -67,7 +67,7 @@ TEST(TensorMathTest, HalfAndSummary) {
   // 1.0, -2.0, 0, 65504 (max half), +inf in float16 bits
   auto h = Open(
       WriteNpy<uint16_t>(dir, "h.npy", DType::kFloat16, {0x3c00, 0xc000, 0x0000, 0x7bff, 0x7c00}));
-  const TensorSummary s = SummarizeTensor(*h);
+  const FiniteSummary s = SummarizeFinite(*h);
   EXPECT_EQ(s.elements, 5);
   EXPECT_EQ(s.max, 65504);
   EXPECT_EQ(s.min, -2);
@@ -76,8 +76,8 @@ TEST(TensorMathTest, HalfAndSummary) {
   EXPECT_EQ(s.fp16_overflow, 0);
   EXPECT_NEAR(s.l2norm, std::sqrt(1 + 4 + 65504.0 * 65504.0), 1e-6);
   auto f = Open(WriteNpy<float>(dir, "f.npy", DType::kFloat32, {1, -70000}));
-  EXPECT_EQ(SummarizeTensor(*f).fp16_overflow, 1);
-  EXPECT_EQ(SummarizeTensor(*f).max_abs, 70000);
+  EXPECT_EQ(SummarizeFinite(*f).fp16_overflow, 1);
+  EXPECT_EQ(SummarizeFinite(*f).max_abs, 70000);
 }
 
 TEST(TensorMathTest, DeltaBetweenWeights) {
@@ -152,7 +152,7 @@ TEST(TensorMathTest, RawBfloat16IsReadAsTwoByteElements) {
   EXPECT_GT(m.cosine, 0.99999);
   EXPECT_LT(m.max_rel_err, 0.005);
   EXPECT_EQ(m.allclose_failures, 0);
-  const TensorSummary s = SummarizeTensor(*raw);
+  const FiniteSummary s = SummarizeFinite(*raw);
   EXPECT_EQ(s.elements, 1000);
   EXPECT_NEAR(s.max, 3.5, 0.02);
 }
@@ -168,7 +168,7 @@ TEST(TensorMathTest, MisalignedFloat32DataIsReadCorrectly) {
     EXPECT_EQ(m.elements, 5);
     EXPECT_DOUBLE_EQ(m.max_abs_err, 1.0);
     EXPECT_EQ(m.first_failure, 4);
-    EXPECT_DOUBLE_EQ(SummarizeTensor(*x).max, 5.0);
+    EXPECT_DOUBLE_EQ(SummarizeFinite(*x).max, 5.0);
   }
 }
 

@@ -61,7 +61,7 @@ int64_t CountFrom(double v) {
 // What a tensor's summary rests on: the file's elements (every count exact), or a statistic.csv
 // row, whose columns may lack a count (then only what max and min prove is known).
 struct Evidence {
-  TensorSummary s;
+  FiniteSummary s;
   NpyInfo info;  // the file's header (from_file)
   bool from_file = true;
   // The tensor's intended infinities, as watch reports them ("16 -Inf of 64 elements, written
@@ -73,7 +73,7 @@ struct Evidence {
 
 // A summary from statistic.csv values, for tensors dumped as statistics only.
 bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
-  TensorSummary* s = &e->s;
+  FiniteSummary* s = &e->s;
   e->from_file = false;
   e->overflow_counted = false;
   auto get = [&](const char* column, double* v) {
@@ -188,7 +188,7 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
 
 // "2 +Inf and 1 -Inf", "1 -Inf"; without counts, what max and min prove.
 std::string InfText(const Evidence& e) {
-  const TensorSummary& s = e.s;
+  const FiniteSummary& s = e.s;
   if (!e.inf_counted) {
     std::string text;
     if (s.pos_inf) text = "max is +Inf";
@@ -205,7 +205,7 @@ std::string InfText(const Evidence& e) {
 // itself; in a wider type it is that type's own infinity, and the finite values beyond 65504
 // are what would overflow in float16.
 std::string OverflowText(const Evidence& e, std::optional<DType> dtype) {
-  const TensorSummary& s = e.s;
+  const FiniteSummary& s = e.s;
   std::vector<std::string> parts;
   if (s.fp16_overflow > 0) {
     parts.push_back(e.overflow_counted
@@ -231,7 +231,7 @@ std::string OverflowText(const Evidence& e, std::optional<DType> dtype) {
 
 void CheckTensor(const DumpIndex& index, const TensorTask& t, const Evidence& e,
                  const std::vector<WatchCheck>& checks, std::vector<WatchHit>* hits) {
-  const TensorSummary& s = e.s;
+  const FiniteSummary& s = e.s;
   const bool gradient = IsGradient(*t.kernel) && !t.tensor->is_input;
   const std::optional<DType> dtype = t.tensor->dtype;
   // Value checks concern floating-point data (an integer or bool tensor holds no NaN and its
@@ -339,7 +339,7 @@ class IntendedMarker {
       carried_ = Origin{};
       tainted_ = false;
     }
-    TensorSummary& s = e->s;
+    FiniteSummary& s = e->s;
     if (s.pos_inf + s.neg_inf == 0) return;
     const Group group{t.rank->rank, t.graph->graph_id, t.iteration->iteration};
     const Fingerprint print{s.elements, s.nan, s.pos_inf, s.neg_inf, s.max, s.min, s.l2norm};
@@ -503,7 +503,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                     result.skipped.push_back({t.tensor->path, npy.status().message()});
                     return;
                   }
-                  e.s = SummarizeTensor(**npy);
+                  e.s = SummarizeFinite(**npy);
                   e.info = (*npy)->info();
                 } else if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &e)) {
                   return;

@@ -9,7 +9,7 @@ namespace {
 
 namespace dd = toolkit::dumpdata;
 
-// OutputDataType values, kept in step with the reader's table (SPEC §9).
+// OutputDataType values, kept in step with the reader's table (proto/dump_data.proto).
 dd::OutputDataType ToDataType(DType dtype) {
   switch (dtype) {
     case DType::kBool:

@@ -1,4 +1,4 @@
-// ParseConfig: MindSpore's data_dump.json (SPEC §1-4), validated in one pass.
+// ParseConfig: MindSpore's data_dump.json (docs/configuration.md), validated in one pass.
 //
 // Every key is checked even after an error, so a user sees all problems of a file at once.
 // Messages keep the substance of MindSpore's own error texts (dump_json_parser.cc) and add the
@@ -27,7 +27,7 @@ using Json = nlohmann::ordered_json;
 constexpr char kCommon[] = "common_dump_settings";
 constexpr char kE2e[] = "e2e_dump_settings";
 
-// Keys in the order of SPEC §2's tables (also the order ConfigToJson writes).
+// Keys in the order of docs/configuration.md's tables (also the order ConfigToJson writes).
 const std::vector<std::string>& CommonKeys() {
   static const auto* keys = new std::vector<std::string>{
       "dump_mode",          "path",          "net_name",        "iteration",
@@ -303,7 +303,7 @@ void Parser::ParseNetName(const Json& common) {
           "net_name only supports alphabetic, digit, or {'-', '_'}, but got: \"" + *name + "\"");
     return;
   }
-  // net_name is a directory name of the dump (SPEC §5): longer than NAME_MAX, every write of
+  // net_name is a directory name of the dump (docs/layout.md): longer than NAME_MAX, every write of
   // the run would fail with ENAMETOOLONG.
   if (name->size() > kMaxBasenameBytes) {
     Error("common_dump_settings.net_name",
@@ -387,7 +387,7 @@ void Parser::ParseKernels(const Json& common) {
     }
     const std::string text = internal::NormalizeKernelEntry(item.get<std::string>());
     if (text.empty()) continue;
-    StatusOr<KernelEntry> entry = internal::ClassifyKernelEntry(text);
+    StatusOr<KernelPattern> entry = internal::ClassifyKernelEntry(text);
     if (!entry.ok()) {
       Error(key_path, entry.status().message());
       continue;
@@ -739,7 +739,7 @@ std::string ConfigToJson(const DumpConfig& config) {
                                                                       : "full";
   common["input_output"] = static_cast<uint32_t>(config.input_output);
   common["kernels"] = Json::array();
-  for (const KernelEntry& entry : config.kernels) common["kernels"].push_back(entry.text);
+  for (const KernelPattern& entry : config.kernels) common["kernels"].push_back(entry.text);
   common["support_device"] = config.support_device;
   common["statistic_category"] = Json::array();
   for (StatCategory category : config.statistic_category) {

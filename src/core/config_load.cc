@@ -1,4 +1,4 @@
-// Reading the configuration from a file or from the environment (SPEC §1).
+// Reading the configuration from a file or from the environment (docs/configuration.md).
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -44,7 +44,7 @@ StatusOr<ParsedConfig> LoadConfigFile(const std::filesystem::path& file,
   std::string text = std::move(*bytes);
   ParsedConfig parsed;
   if (IsGeDumpConfig(text)) {
-    // The GE / TF-adapter dialect (SPEC §10); a disabled one still parses, but dumps nothing.
+    // The GE / TF-adapter dialect (docs/ascend.md); a disabled one still parses, but dumps nothing.
     GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<ParsedConfig> ge, ParseGeDumpConfig(text, name));
     if (ge) {
       parsed = std::move(*ge);

@@ -546,23 +546,23 @@ TEST(KernelEntryTest, Classification) {
                                                "name-regex(Default/.+-op\\d+)",
                                                "name-regex(a b)"};
   ParsedConfig parsed = ParseOk(config);
-  const std::vector<KernelEntry>& k = parsed.config.kernels;
+  const std::vector<KernelPattern>& k = parsed.config.kernels;
   ASSERT_EQ(k.size(), 7u);
-  EXPECT_EQ(k[0].kind, KernelEntry::Kind::kFullName);
+  EXPECT_EQ(k[0].kind, KernelPattern::Kind::kFullName);
   EXPECT_EQ(k[0].pattern, "Default/Conv-op12");
-  EXPECT_EQ(k[1].kind, KernelEntry::Kind::kOpType);
+  EXPECT_EQ(k[1].kind, KernelPattern::Kind::kOpType);
   EXPECT_EQ(k[1].text, "Conv2D");
   EXPECT_EQ(k[1].pattern, "conv2d");
-  EXPECT_EQ(k[2].kind, KernelEntry::Kind::kOpType);
+  EXPECT_EQ(k[2].kind, KernelPattern::Kind::kOpType);
   EXPECT_EQ(k[2].text, "Relu");
-  EXPECT_EQ(k[3].kind, KernelEntry::Kind::kFullName);
+  EXPECT_EQ(k[3].kind, KernelPattern::Kind::kFullName);
   EXPECT_EQ(k[3].pattern, "conv2d-op3");
   EXPECT_EQ(k[4].text, "MaxPool");
   EXPECT_EQ(k[4].pattern, "maxpool");
-  EXPECT_EQ(k[5].kind, KernelEntry::Kind::kRegex);
+  EXPECT_EQ(k[5].kind, KernelPattern::Kind::kRegex);
   // The JSON-decoded string, one backslash (MindSpore would double it).
   EXPECT_EQ(k[5].pattern, "Default/.+-op\\d+");
-  EXPECT_EQ(k[6].kind, KernelEntry::Kind::kRegex);
+  EXPECT_EQ(k[6].kind, KernelPattern::Kind::kRegex);
   EXPECT_EQ(k[6].pattern, "ab");
 }
 

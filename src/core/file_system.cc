@@ -1,6 +1,6 @@
 // The POSIX file layer: directories 0700, files written under a temporary name in the same
 // directory and renamed into place (so a crash or a full disk never leaves a truncated file
-// under a real name), finished files 0400 (SPEC §5).
+// under a real name), finished files 0400 (docs/layout.md).
 //
 // Below a file system's root, every directory is opened on its own, relative to its parent's
 // descriptor (openat), with O_NOFOLLOW, and files are created and opened with O_NOFOLLOW: a
@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-namespace graphdump {
-namespace {
+#include "graphdump/internal/posix_files.h"
 
-constexpr size_t kNameMax = 255;
+namespace graphdump {
+namespace internal {
 
 // strerror is not thread-safe; the async writers report errors from several threads.
 std::string ErrnoText(int error) {
@@ -54,25 +54,6 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// `path` without trailing slashes ("/" stays "/").
-std::string WithoutTrailingSlashes(std::string path) {
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
-// The components of `relative` ("a//b/" -> {"a", "b"}).
-std::vector<std::string> Components(const std::string& relative) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start < relative.size()) {
-    size_t slash = relative.find('/', start);
-    if (slash == std::string::npos) slash = relative.size();
-    if (slash > start) parts.push_back(relative.substr(start, slash - start));
-    start = slash + 1;
-  }
-  return parts;
-}
-
 // Writes all of `data`, retrying short writes and EINTR. Returns 0 or the errno.
 int WriteFully(int fd, const void* data, size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
@@ -88,38 +69,6 @@ int WriteFully(int fd, const void* data, size_t size) {
   return 0;
 }
 
-// A descriptor closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.Release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      fd_ = other.Release();
-    }
-    return *this;
-  }
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  int Release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-// An open directory, shared by the files being written in it.
-using DirFd = std::shared_ptr<const Fd>;
-
 // ".{basename}.tmp.{pid}.{n}" (so rename stays in one directory), with the basename shortened
 // so the temporary name fits NAME_MAX.
 std::string TempNameFor(const std::string& base) {
@@ -128,112 +77,6 @@ std::string TempNameFor(const std::string& base) {
                              std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
   const size_t room = kNameMax - 1 - suffix.size();
   return "." + (base.size() > room ? base.substr(0, room) : base) + suffix;
-}
-
-// What a signal must undo before the process dies of it: the temporaries being written (removed)
-// and the appends in progress (truncated back to their old size), so that SIGINT, SIGTERM or
-// SIGHUP leave only whole files and whole rows. A fixed table of slots, since a signal handler
-// may neither lock nor allocate; an action that finds every slot taken is not tracked.
-class SignalCleanup {
- public:
-  // Registers the temporary `name` in the directory `dir_fd` before it is created, so that a
-  // signal arriving while it exists removes it. Blocks for good when the process is already
-  // dying of a signal (nothing new may appear then). Returns the slot for Forget, or -1.
-  int BeginTemporary(int dir_fd, const std::string& name) {
-    return Begin([&](Slot& slot) {
-      slot.dir_fd = dir_fd;
-      std::memcpy(slot.name, name.c_str(), std::min(name.size() + 1, sizeof(slot.name)));
-      slot.name[sizeof(slot.name) - 1] = '\0';
-      slot.append_fd = -1;
-    });
-  }
-
-  // Registers an append to `fd`, a file `size` bytes long before it: a signal truncates it back.
-  int BeginAppend(int fd, off_t size) {
-    return Begin([&](Slot& slot) {
-      slot.dir_fd = -1;
-      slot.name[0] = '\0';
-      slot.append_fd = fd;
-      slot.append_size = size;
-    });
-  }
-
-  // Ends what Begin* started (the temporary is gone or committed, the append done).
-  void Forget(int slot) {
-    if (slot >= 0) slots_[slot].state.store(kFree, std::memory_order_release);
-  }
-
-  // Ends the creation that Begin* announced (after open() returned).
-  void EndCreate() { creating_.fetch_sub(1, std::memory_order_seq_cst); }
-
-  // The signal handler's part; async-signal-safe. New temporaries are stopped first, then the
-  // ones being created get a moment to appear, then everything live is undone.
-  void UndoAll() {
-    dying_.store(true, std::memory_order_seq_cst);
-    struct timespec start, now;
-    ::clock_gettime(CLOCK_MONOTONIC, &start);
-    while (creating_.load(std::memory_order_seq_cst) > 0) {
-      ::clock_gettime(CLOCK_MONOTONIC, &now);
-      if (now.tv_sec - start.tv_sec >= 2) break;  // a creator this handler interrupted
-    }
-    const pid_t self = ::getpid();
-    for (Slot& slot : slots_) {
-      // A forked child inherits the table: what its parent registered is the parent's.
-      if (slot.state.load(std::memory_order_acquire) != kLive || slot.pid != self) continue;
-      if (slot.append_fd >= 0) {
-        (void)::ftruncate(slot.append_fd, slot.append_size);
-      } else {
-        ::unlinkat(slot.dir_fd, slot.name, 0);
-      }
-    }
-  }
-
- private:
-  struct Slot {
-    std::atomic<int> state;
-    pid_t pid;  // the process that registered it
-    int dir_fd;
-    char name[kNameMax + 1];
-    int append_fd;
-    off_t append_size;
-  };
-  static constexpr int kSlots = 256;  // writer threads times files open at once, with room
-  enum { kFree, kClaimed, kLive };
-  static_assert(std::atomic<int>::is_always_lock_free);
-
-  // Counts a creation in progress (the caller calls EndCreate after its open()) and claims a
-  // slot filled by `fill`. A creator that finds the process dying never returns: the signal's
-  // default action is about to end the process, and the handler may have finished already.
-  template <typename Fill>
-  int Begin(Fill fill) {
-    creating_.fetch_add(1, std::memory_order_seq_cst);
-    if (dying_.load(std::memory_order_seq_cst)) {
-      for (;;) ::pause();
-    }
-    for (int i = 0; i < kSlots; ++i) {
-      int expected = kFree;
-      if (!slots_[i].state.compare_exchange_strong(expected, kClaimed)) continue;
-      slots_[i].pid = ::getpid();
-      fill(slots_[i]);
-      slots_[i].state.store(kLive, std::memory_order_release);
-      return i;
-    }
-    return -1;
-  }
-
-  std::atomic<bool> dying_{false};
-  std::atomic<int> creating_{0};
-  Slot slots_[kSlots] = {};  // zero pages until a slot is used
-};
-
-// Constant-initialised (no constructor runs, nothing to destroy), so the handler may use it at
-// any time.
-constinit SignalCleanup signal_cleanup;
-
-void UndoAndDie(int signal) {
-  signal_cleanup.UndoAll();
-  ::signal(signal, SIG_DFL);
-  ::raise(signal);
 }
 
 // The kind of a file that is not a regular one, for messages.
@@ -280,67 +123,41 @@ int CreateTemporary(int dir_fd, const std::string& base, mode_t mode, std::strin
   }
 }
 
-// A file being written under a temporary name in the directory `dir_fd` (owned).
-class PosixWritableFile : public WritableFile {
- public:
-  // `final_mode` < 0 keeps the creation mode (user files).
-  PosixWritableFile(DirFd dir, int fd, int slot, std::string temp_name, std::string path,
-                    bool fsync, int final_mode)
-      : dir_(std::move(dir)),
-        fd_(fd),
-        slot_(slot),
-        temp_name_(std::move(temp_name)),
-        path_(std::move(path)),
-        fsync_(fsync),
-        final_mode_(final_mode) {}
+}  // namespace internal
 
-  ~PosixWritableFile() override {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlinkat(dir_->get(), temp_name_.c_str(), 0);
-    signal_cleanup.Forget(slot_);
+namespace {
+
+using internal::BaseName;
+using internal::CreateTemporary;
+using internal::DirFd;
+using internal::DirName;
+using internal::ErrnoError;
+using internal::ErrnoText;
+using internal::Fd;
+using internal::FileKind;
+using internal::NotReplaceable;
+using internal::PosixWritableFile;
+using internal::signal_cleanup;
+using internal::WriteFully;
+
+// `path` without trailing slashes ("/" stays "/").
+std::string WithoutTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// The components of `relative` ("a//b/" -> {"a", "b"}).
+std::vector<std::string> Components(const std::string& relative) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start < relative.size()) {
+    size_t slash = relative.find('/', start);
+    if (slash == std::string::npos) slash = relative.size();
+    if (slash > start) parts.push_back(relative.substr(start, slash - start));
+    start = slash + 1;
   }
-
-  Status Append(const void* data, size_t size) override {
-    if (fd_ < 0) return Status::Internal("append to " + path_ + " after commit");
-    const int error = WriteFully(fd_, data, size);
-    if (error != 0) return ErrnoError("write", path_, error);
-    return Status::Ok();
-  }
-
-  Status Commit() override {
-    if (fd_ < 0) return Status::Internal("commit of " + path_ + " twice");
-    if (fsync_ && ::fsync(fd_) != 0) return ErrnoError("sync", path_, errno);
-    if (final_mode_ >= 0 && ::fchmod(fd_, static_cast<mode_t>(final_mode_)) != 0) {
-      return ErrnoError("set permissions of", path_, errno);
-    }
-    const int fd = fd_;
-    fd_ = -1;
-    // close() can report a delayed write error (NFS, quotas).
-    if (::close(fd) != 0) return ErrnoError("write", path_, errno);
-    // Only a regular file is replaced: a FIFO, a device or a symbolic link with the final name
-    // is refused (the temporary is removed), never replaced or written through.
-    const std::string base = BaseName(path_);
-    if (const std::string why = NotReplaceable(dir_->get(), base); !why.empty()) {
-      return Status::InvalidArgument("cannot write " + path_ + ": " + why);
-    }
-    if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), base.c_str()) != 0) {
-      return ErrnoError("rename to", path_, errno);
-    }
-    committed_ = true;
-    if (fsync_) (void)::fsync(dir_->get());  // best effort: some file systems refuse
-    return Status::Ok();
-  }
-
- private:
-  DirFd dir_;
-  int fd_;
-  int slot_;
-  std::string temp_name_;
-  std::string path_;
-  bool fsync_;
-  int final_mode_;
-  bool committed_ = false;
-};
+  return parts;
+}
 
 // A lock file held with flock (FileSystem::TryLock).
 class PosixFileLock : public FileLock {
@@ -737,126 +554,6 @@ class PosixFileSystem : public FileSystem {
 
 }  // namespace
 
-ReadableFile::ReadableFile(ReadableFile&& other) noexcept
-    : path_(std::move(other.path_)), fd_(other.fd_), size_(other.size_) {
-  other.fd_ = -1;
-}
-
-ReadableFile& ReadableFile::operator=(ReadableFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    path_ = std::move(other.path_);
-    fd_ = other.fd_;
-    size_ = other.size_;
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-ReadableFile::~ReadableFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Status ReadableFile::Read(uint64_t offset, uint64_t n, std::string* out) const {
-  if (offset > size_ || n > size_ - offset) {
-    return Status::IOError(path_ + ": cannot read " + std::to_string(n) + " bytes at offset " +
-                           std::to_string(offset) + ": the file has " + std::to_string(size_));
-  }
-  out->resize(n);
-  uint64_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd_, out->data() + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      const int error = errno;
-      return Status::IOError(
-          path_ + ": read failed: " + (r < 0 ? ErrnoText(error) : std::string("the file shrank")));
-    }
-    done += static_cast<uint64_t>(r);
-  }
-  return Status::Ok();
-}
-
-StatusOr<ReadableFile> OpenRegularFile(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    const std::string message = path + ": cannot open: " + ErrnoText(error);
-    return error == ENOENT ? Status::NotFound(message) : Status::IOError(message);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return Status::IOError(path + ": cannot stat: " + ErrnoText(error));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidArgument(path + ": cannot read it: it is " + FileKind(st.st_mode) +
-                                   ", not a regular file");
-  }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  return ReadableFile(path, fd, static_cast<uint64_t>(st.st_size));
-}
-
-StatusOr<std::string> ReadRegularFile(const std::string& path) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile file, OpenRegularFile(path));
-  std::string text;
-  GRAPHDUMP_RETURN_IF_ERROR(file.Read(0, file.size(), &text));
-  return text;
-}
-
-std::string OutputPathProblem(const std::string& path) {
-  if (path.empty()) return "the path is empty";
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + " is a directory";
-  if (const std::string why = NotReplaceable(AT_FDCWD, path); !why.empty()) return why;
-  const std::string dir = DirName(path);
-  if (::stat(dir.c_str(), &st) != 0) {
-    const int error = errno;
-    return "directory " + dir + ": " + ErrnoText(error);
-  }
-  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    const int error = errno;
-    return "cannot write in directory " + dir + ": " + ErrnoText(error);
-  }
-  return "";
-}
-
-Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
-  auto dir =
-      std::make_shared<const Fd>(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir->get() < 0) return ErrnoError("create", path, errno);
-  // Refused before a temporary is made next to it (Commit checks again).
-  if (const std::string why = NotReplaceable(dir->get(), BaseName(path)); !why.empty()) {
-    return Status::InvalidArgument("cannot write " + path + ": " + why);
-  }
-  std::string temp_name;
-  int slot = -1;
-  const int fd = CreateTemporary(dir->get(), BaseName(path), 0666, &temp_name, &slot);
-  if (fd < 0) return ErrnoError("create", path, errno);
-  PosixWritableFile file(std::move(dir), fd, slot, temp_name, path, /*fsync=*/false,
-                         /*final_mode=*/-1);
-  for (std::string_view piece : pieces) {
-    GRAPHDUMP_RETURN_IF_ERROR(file.Append(piece.data(), piece.size()));
-  }
-  return file.Commit();
-}
-
-void RemoveTemporariesOnSignals() {
-  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction old;
-    if (::sigaction(signal, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
-    struct sigaction action = {};
-    action.sa_handler = UndoAndDie;
-    sigemptyset(&action.sa_mask);
-    ::sigaction(signal, &action, nullptr);
-  }
-}
-
 Status FileSystem::WriteWholeFile(const std::string& path, const std::string& data) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewWritableFile(path));
   GRAPHDUMP_RETURN_IF_ERROR(file->Append(data.data(), data.size()));
@@ -866,5 +563,4 @@ Status FileSystem::WriteWholeFile(const std::string& path, const std::string& da
 std::shared_ptr<FileSystem> NewPosixFileSystem(bool fsync, std::string root) {
   return std::make_shared<PosixFileSystem>(fsync, std::move(root));
 }
-
 }  // namespace graphdump

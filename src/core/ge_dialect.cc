@@ -166,8 +166,8 @@ StatusOr<std::unique_ptr<ParsedConfig>> GeOptionsToConfig(const GeDumpOptions& o
                     source, options.dump_mode));
   }
   for (const std::string& name : SplitSpaces(options.dump_layer)) {
-    KernelEntry entry;
-    entry.kind = KernelEntry::Kind::kRegex;
+    KernelPattern entry;
+    entry.kind = KernelPattern::Kind::kRegex;
     entry.text = name;
     entry.pattern = "(?:.*/)?" + QuoteRegex(name);
     config.kernels.push_back(entry);
@@ -203,7 +203,7 @@ std::string GeConfigToJson(const DumpConfig& config) {
                         : config.input_output == InputOutput::kOutputs ? "output"
                                                                        : "all";
     std::string layers;
-    for (const KernelEntry& entry : config.kernels) {
+    for (const KernelPattern& entry : config.kernels) {
       layers += (layers.empty() ? "" : " ") + entry.text;
     }
     if (!layers.empty()) dump["dump_layer"] = layers;

@@ -28,7 +28,7 @@ TEST(GeDialect, ParsesTheTfAdapterOptions) {
   EXPECT_EQ(config.input_output, InputOutput::kBoth);
   EXPECT_EQ(config.dump_mode, 1u);
   ASSERT_EQ(config.kernels.size(), 2u);
-  EXPECT_EQ(config.kernels[0].kind, KernelEntry::Kind::kRegex);
+  EXPECT_EQ(config.kernels[0].kind, KernelPattern::Kind::kRegex);
   EXPECT_EQ(config.kernels[0].text, "conv1");
   EXPECT_EQ(config.kernels[0].pattern, "(?:.*/)?conv1");
   EXPECT_EQ(config.kernels[1].pattern, "(?:.*/)?Default\\/net\\-Net\\/fc\\-Dense\\/MatMul\\-op7");

@@ -1,4 +1,4 @@
-// IterationSet: the `iteration` grammar of SPEC §3.
+// IterationSet: the `iteration` grammar of docs/configuration.md.
 //
 // MindSpore accepts only [0-9|-] or "all" and silently matches nothing for malformed segments
 // (empty, reversed, dangling '-', overflow). graphdump reports each of those as an error, and

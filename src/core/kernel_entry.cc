@@ -1,4 +1,4 @@
-// The `kernels` entry grammar (SPEC §4).
+// The `kernels` entry grammar (docs/configuration.md).
 //
 // MindSpore normalizes an entry with `json::dump()` and then deletes quotes and spaces. The dump
 // step re-escapes backslashes, so a regex written in JSON as "name-regex(a\\.b)" reaches
@@ -33,8 +33,8 @@ std::string AsciiLower(const std::string& text) {
   return lower;
 }
 
-StatusOr<KernelEntry> ClassifyKernelEntry(const std::string& normalized) {
-  KernelEntry entry;
+StatusOr<KernelPattern> ClassifyKernelEntry(const std::string& normalized) {
+  KernelPattern entry;
   entry.text = normalized;
   const std::string prefix = kRegexPrefix;
   if (normalized.rfind(prefix, 0) == 0) {
@@ -44,7 +44,7 @@ StatusOr<KernelEntry> ClassifyKernelEntry(const std::string& normalized) {
           "\" starts with \"name-regex(\" but does not end with ')'; "
           "write name-regex(REGEX), e.g. \"name-regex(Default/.+conv.*)\"");
     }
-    entry.kind = KernelEntry::Kind::kRegex;
+    entry.kind = KernelPattern::Kind::kRegex;
     entry.pattern = normalized.substr(prefix.size(), normalized.size() - prefix.size() - 1);
     RE2::Options options;
     options.set_log_errors(false);
@@ -57,11 +57,11 @@ StatusOr<KernelEntry> ClassifyKernelEntry(const std::string& normalized) {
     return entry;
   }
   if (normalized.find('/') != std::string::npos || normalized.find("-op") != std::string::npos) {
-    entry.kind = KernelEntry::Kind::kFullName;
+    entry.kind = KernelPattern::Kind::kFullName;
     entry.pattern = normalized;
     return entry;
   }
-  entry.kind = KernelEntry::Kind::kOpType;
+  entry.kind = KernelPattern::Kind::kOpType;
   entry.pattern = AsciiLower(normalized);
   return entry;
 }

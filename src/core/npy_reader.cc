@@ -1,6 +1,6 @@
-// ParseNpyHeader: validation of the .npy header (SPEC §7). The header dict is a Python literal;
-// we accept what numpy.save and MindSpore write (any key order, either quote style, trailing
-// commas, True/False) and reject everything else with a message that names the file.
+// ParseNpyHeader: validation of the .npy header (docs/file-format.md). The header dict is a Python
+// literal; we accept what numpy.save and MindSpore write (any key order, either quote style,
+// trailing commas, True/False) and reject everything else with a message that names the file.
 #include <cstring>
 #include <limits>
 #include <optional>

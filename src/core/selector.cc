@@ -1,4 +1,4 @@
-// Selector: which ranks, iterations, kernels and slots are dumped (SPEC §2-4).
+// Selector: which ranks, iterations, kernels and slots are dumped (docs/configuration.md).
 //
 // Regexes are compiled once here. A kernel is tested against every entry that has not matched
 // yet even after another entry selected it, so UnusedEntries() never reports an entry that
@@ -89,16 +89,16 @@ Selector::Selector(const DumpConfig& config) : impl_(std::make_unique<Impl>(conf
   RE2::Options options;
   options.set_log_errors(false);
   for (size_t i = 0; i < config.kernels.size(); ++i) {
-    const KernelEntry& entry = config.kernels[i];
+    const KernelPattern& entry = config.kernels[i];
     switch (entry.kind) {
-      case KernelEntry::Kind::kRegex:
+      case KernelPattern::Kind::kRegex:
         // An invalid regex (only possible when REQUIRES is broken) never matches.
         impl.regexes.emplace_back(std::make_unique<RE2>(entry.pattern, options), i);
         break;
-      case KernelEntry::Kind::kFullName:
+      case KernelPattern::Kind::kFullName:
         impl.full_names[entry.pattern].push_back(i);
         break;
-      case KernelEntry::Kind::kOpType:
+      case KernelPattern::Kind::kOpType:
         impl.op_types.emplace_back(internal::AsciiLower(entry.pattern), i);
         break;
     }

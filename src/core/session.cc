@@ -1,4 +1,5 @@
-// DumpSession: selection, naming and writing of a dump (SPEC §5-8). See session.h for the hooks.
+// DumpSession: selection, naming and writing of a dump (docs/layout.md). See session.h for the
+// hooks.
 #include "graphdump/session.h"
 
 #include <fmt/format.h>
@@ -586,7 +587,8 @@ class SessionImpl final : public DumpSession {
     }
   }
 
-  // file_format "bin": one Ascend dump file per kernel with its inputs and outputs (SPEC §9).
+  // file_format "bin": one Ascend dump file per kernel with its inputs and outputs
+  // (docs/ascend.md).
   void EmitAscendFile(const std::string& dir, const TensorFileName& file,
                       const std::string& full_name, const std::vector<TensorView>* inputs,
                       const std::vector<TensorView>* outputs) {
@@ -744,10 +746,10 @@ class SessionImpl final : public DumpSession {
 
   // Writes one tensor; returns its statistics unless the write failed. `file`, when given, is
   // told whether the file was written.
-  std::optional<TensorStats> WriteOne(const std::string& path, const TensorView& view,
-                                      const TensorWriteOptions& options, const StatRowInfo& row,
-                                      StepDir* sd, uint64_t seq,
-                                      WrittenFiles::File* file = nullptr) {
+  std::optional<NanPropagatingStats> WriteOne(const std::string& path, const TensorView& view,
+                                              const TensorWriteOptions& options,
+                                              const StatRowInfo& row, StepDir* sd, uint64_t seq,
+                                              WrittenFiles::File* file = nullptr) {
     if (failed_) {
       if (file) file->Finish(std::nullopt);
       return std::nullopt;
@@ -771,11 +773,11 @@ class SessionImpl final : public DumpSession {
   bool ReduceStatistics(const std::string& path, const TensorView& view,
                         const TensorWriteOptions& options, const StatRowInfo& row, StepDir* sd,
                         uint64_t seq) {
-    if (const TensorStats* known = stats_cache_.Find(view, *options.stats)) {
+    if (const NanPropagatingStats* known = stats_cache_.Find(view, *options.stats)) {
       AddStatisticRow(row, *known, sd, seq);
       return true;
     }
-    std::optional<TensorStats> stats = WriteOne(path, view, options, row, sd, seq);
+    std::optional<NanPropagatingStats> stats = WriteOne(path, view, options, row, sd, seq);
     if (stats) stats_cache_.Insert(view, *options.stats, *stats);
     return stats.has_value();
   }
@@ -802,7 +804,7 @@ class SessionImpl final : public DumpSession {
     async_->Submit(1, std::move(link));
   }
 
-  void AddStatisticRow(const StatRowInfo& row, const TensorStats& stats, StepDir* sd,
+  void AddStatisticRow(const StatRowInfo& row, const NanPropagatingStats& stats, StepDir* sd,
                        uint64_t seq) {
     std::string line = StatisticCsvRow(row, stats, config_.statistic_category);
     std::lock_guard<std::mutex> lock(mu_);

@@ -688,8 +688,8 @@ TEST_P(DiskFullTest, ByteBudgetExhaustedMidFile) {
   ExpectEveryNpyComplete(dir.path());
 }
 
-// The rows of statistic.csv under `dir`: every line ends with a comma (SPEC §6) and has the
-// header's number of fields plus the trailing empty one, so a torn row is caught.
+// The rows of statistic.csv under `dir`: every line ends with a comma (docs/file-format.md) and has
+// the header's number of fields plus the trailing empty one, so a torn row is caught.
 void ExpectWholeStatisticRows(const std::string& dir) {
   for (const std::string& file : Matching(ListFilesRecursive(dir), R"(statistic\.csv$)")) {
     const std::string csv = ReadFile(dir + "/" + file);

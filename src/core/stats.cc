@@ -1,6 +1,6 @@
-// Statistics in one pass (SPEC §6). The hot loop per dtype is a template instantiated for the
-// element type, with four independent accumulator lanes so the additions do not wait on each
-// other. NaN and infinity counts cost nothing in the common case:
+// Statistics in one pass (docs/file-format.md). The hot loop per dtype is a template instantiated
+// for the element type, with four independent accumulator lanes so the additions do not wait on
+// each other. NaN and infinity counts cost nothing in the common case:
 //  - NaN fails x < 0, x > 0 and x == 0, so nan_count = count - negative - positive - zero;
 //  - an infinity makes the running sum non-finite, so only a piece whose sum is not finite is
 //    scanned a second time to count infinities.
@@ -575,9 +575,9 @@ void StatsAccumulator::Update(const uint8_t* bytes, size_t size, int64_t element
   for (const Totals& t : totals) AddTotals(t, &impl_->totals);
 }
 
-TensorStats StatsAccumulator::Finish() {
+NanPropagatingStats StatsAccumulator::Finish() {
   const Totals& t = impl_->totals;
-  TensorStats stats;
+  NanPropagatingStats stats;
   stats.count = t.count;
   if (impl_->counts) {
     stats.negative_count = t.negative;
@@ -594,7 +594,7 @@ TensorStats StatsAccumulator::Finish() {
     stats.min = t.min;
     stats.avg = t.sum / static_cast<double>(t.count);
     stats.l2norm = std::sqrt(t.sum_squares);
-  }  // an empty tensor keeps the zeros of TensorStats
+  }  // an empty tensor keeps the zeros of NanPropagatingStats
   if (impl_->md5 != nullptr) {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int length = 0;
@@ -606,14 +606,15 @@ TensorStats StatsAccumulator::Finish() {
   return stats;
 }
 
-TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, StatsRequest request) {
+NanPropagatingStats ComputeStats(DType dtype, const void* data, int64_t elements,
+                                 StatsRequest request) {
   StatsAccumulator accumulator(dtype, request);
   accumulator.Update(static_cast<const uint8_t*>(data), DTypeStorageBytes(dtype, elements),
                      elements);
   return accumulator.Finish();
 }
 
-TensorStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5) {
+NanPropagatingStats ComputeStats(DType dtype, const void* data, int64_t elements, bool with_md5) {
   return ComputeStats(dtype, data, elements, StatsRequest{.counts = true, .md5 = with_md5});
 }
 

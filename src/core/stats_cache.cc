@@ -16,7 +16,7 @@ std::optional<StatsCache::Key> StatsCache::KeyOf(const TensorView& view,
   return Key{std::move(*bytes), request.counts};
 }
 
-const TensorStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
+const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
   std::optional<Key> key = KeyOf(view, request);
   if (!key) return nullptr;
   auto it = entries_.find(*key);
@@ -26,7 +26,7 @@ const TensorStats* StatsCache::Find(const TensorView& view, const StatsRequest& 
 }
 
 void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
-                        const TensorStats& stats) {
+                        const NanPropagatingStats& stats) {
   std::optional<Key> key = KeyOf(view, request);
   if (!key) return;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's

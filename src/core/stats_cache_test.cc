@@ -19,8 +19,8 @@ TensorView ViewWithOrigin(std::shared_ptr<const void> storage, uint64_t version,
   return view;
 }
 
-TensorStats StatsWithMax(double max) {
-  TensorStats stats;
+NanPropagatingStats StatsWithMax(double max) {
+  NanPropagatingStats stats;
   stats.max = max;
   stats.count = 6;
   return stats;

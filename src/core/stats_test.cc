@@ -168,8 +168,8 @@ void ExpectClose(double actual, double expected, const std::string& what) {
   }
 }
 
-void ExpectMatches(const TensorStats& s, std::istringstream& line, const std::string& tensor,
-                   const std::string& name) {
+void ExpectMatches(const NanPropagatingStats& s, std::istringstream& line,
+                   const std::string& tensor, const std::string& name) {
   std::string word[13];
   for (auto& w : word) line >> w;
   ASSERT_EQ(word[0], tensor);
@@ -193,7 +193,8 @@ void ExpectMatches(const TensorStats& s, std::istringstream& line, const std::st
 }
 
 // A values-only result against the full one: the same values, no counts.
-void ExpectSameValues(const TensorStats& values, const TensorStats& full, const std::string& name) {
+void ExpectSameValues(const NanPropagatingStats& values, const NanPropagatingStats& full,
+                      const std::string& name) {
   EXPECT_EQ(values.count, full.count) << name;
   if (std::isnan(full.max)) {
     EXPECT_TRUE(std::isnan(values.max) && std::isnan(values.min) && std::isnan(values.avg) &&
@@ -265,7 +266,7 @@ TEST(StatsTest, LargeTensorsInPiecesOnHelperThreads) {
   const testing::CommandResult numpy = NumpyStatsOf(tensors);
   ASSERT_EQ(numpy.exit_code, 0) << numpy.output;
   std::istringstream lines(numpy.output);
-  auto same_bits = [](const TensorStats& a, const TensorStats& b) {
+  auto same_bits = [](const NanPropagatingStats& a, const NanPropagatingStats& b) {
     auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
     return a.count == b.count && bits(a.max) == bits(b.max) && bits(a.min) == bits(b.min) &&
            bits(a.avg) == bits(b.avg) && bits(a.l2norm) == bits(b.l2norm) &&
@@ -278,7 +279,7 @@ TEST(StatsTest, LargeTensorsInPiecesOnHelperThreads) {
     std::string text;
     ASSERT_TRUE(std::getline(lines, text)) << t.name;
     std::istringstream whole(text);
-    const TensorStats first = ComputeStats(t.dtype, t.bytes.data(), t.count, true);
+    const NanPropagatingStats first = ComputeStats(t.dtype, t.bytes.data(), t.count, true);
     ExpectMatches(first, whole, t.name, t.name);
     for (int run = 0; run < 8; ++run) {
       EXPECT_TRUE(same_bits(ComputeStats(t.dtype, t.bytes.data(), t.count, true), first))
@@ -303,13 +304,13 @@ TEST(StatsTest, LargeTensorEveryPieceCounts) {
   for (int64_t at : {int64_t{0}, piece - 1, piece, 2 * piece + 7, 3 * piece + 4}) {
     std::vector<float> v = floats;
     v[at] = 1e6f;
-    const TensorStats s = ComputeStats(DType::kFloat32, v.data(), static_cast<int64_t>(v.size()),
-                                       StatsRequest{.counts = false});
+    const NanPropagatingStats s = ComputeStats(
+        DType::kFloat32, v.data(), static_cast<int64_t>(v.size()), StatsRequest{.counts = false});
     EXPECT_EQ(s.max, 1e6) << "maximum at " << at;
     EXPECT_EQ(s.min, -500.0) << "maximum at " << at;
     v[at] = std::numeric_limits<float>::quiet_NaN();
-    const TensorStats n = ComputeStats(DType::kFloat32, v.data(), static_cast<int64_t>(v.size()),
-                                       StatsRequest{.counts = true});
+    const NanPropagatingStats n = ComputeStats(
+        DType::kFloat32, v.data(), static_cast<int64_t>(v.size()), StatsRequest{.counts = true});
     EXPECT_TRUE(std::isnan(n.max)) << "NaN at " << at;
     EXPECT_EQ(n.nan_count, 1u) << "NaN at " << at;
     EXPECT_EQ(n.count, v.size());
@@ -321,7 +322,7 @@ TEST(StatsTest, LargeTensorEveryPieceCounts) {
 TEST(StatsTest, ValuesOnlySeesNanAnywhere) {
   std::vector<float> floats(37);
   for (size_t i = 0; i < floats.size(); ++i) floats[i] = static_cast<float>(i) - 20.5f;
-  const TensorStats clean =
+  const NanPropagatingStats clean =
       ComputeStats(DType::kFloat32, floats.data(), 37, StatsRequest{.counts = false});
   EXPECT_EQ(clean.max, 15.5);
   EXPECT_EQ(clean.min, -20.5);
@@ -331,7 +332,7 @@ TEST(StatsTest, ValuesOnlySeesNanAnywhere) {
   for (size_t i = 0; i < floats.size(); ++i) {
     std::vector<float> with_nan = floats;
     with_nan[i] = std::numeric_limits<float>::quiet_NaN();
-    const TensorStats s =
+    const NanPropagatingStats s =
         ComputeStats(DType::kFloat32, with_nan.data(), 37, StatsRequest{.counts = false});
     EXPECT_TRUE(std::isnan(s.max) && std::isnan(s.min) && std::isnan(s.avg) && std::isnan(s.l2norm))
         << "NaN at " << i;
@@ -340,7 +341,8 @@ TEST(StatsTest, ValuesOnlySeesNanAnywhere) {
   const uint16_t halves[] = {0x3c00, 0x7e00, 0xc000};  // 1, NaN, -2
   EXPECT_TRUE(
       std::isnan(ComputeStats(DType::kFloat16, halves, 3, StatsRequest{.counts = false}).max));
-  const TensorStats h = ComputeStats(DType::kFloat16, halves, 1, StatsRequest{.counts = false});
+  const NanPropagatingStats h =
+      ComputeStats(DType::kFloat16, halves, 1, StatsRequest{.counts = false});
   EXPECT_EQ(h.max, 1.0);
 }
 
@@ -369,7 +371,7 @@ TEST(StatsTest, KernelChoiceFollowsEnvironment) {
 
 TEST(StatsTest, HandPickedValues) {
   const float values[] = {1.0f, -2.0f, 0.0f, -0.0f, 4.0f};
-  const TensorStats s = ComputeStats(DType::kFloat32, values, 5, false);
+  const NanPropagatingStats s = ComputeStats(DType::kFloat32, values, 5, false);
   EXPECT_EQ(s.count, 5u);
   EXPECT_EQ(s.max, 4.0);
   EXPECT_EQ(s.min, -2.0);
@@ -382,7 +384,7 @@ TEST(StatsTest, HandPickedValues) {
   EXPECT_TRUE(s.md5.empty());
 
   const double specials[] = {kInf, -kInf, 3.0, kNaN};
-  const TensorStats t = ComputeStats(DType::kFloat64, specials, 4, false);
+  const NanPropagatingStats t = ComputeStats(DType::kFloat64, specials, 4, false);
   EXPECT_TRUE(std::isnan(t.max) && std::isnan(t.min) && std::isnan(t.avg) && std::isnan(t.l2norm));
   EXPECT_EQ(t.nan_count, 1u);
   EXPECT_EQ(t.negative_inf_count, 1u);
@@ -391,13 +393,13 @@ TEST(StatsTest, HandPickedValues) {
   EXPECT_EQ(t.positive_count, 2u);  // +inf and 3
 
   const double infs[] = {kInf, 1.0};
-  const TensorStats u = ComputeStats(DType::kFloat64, infs, 2, false);
+  const NanPropagatingStats u = ComputeStats(DType::kFloat64, infs, 2, false);
   EXPECT_EQ(u.max, kInf);
   EXPECT_EQ(u.min, 1.0);
   EXPECT_EQ(u.avg, kInf);
   EXPECT_EQ(u.positive_inf_count, 1u);
 
-  const TensorStats empty = ComputeStats(DType::kFloat32, nullptr, 0, true);
+  const NanPropagatingStats empty = ComputeStats(DType::kFloat32, nullptr, 0, true);
   EXPECT_EQ(empty.count, 0u);
   EXPECT_EQ(empty.md5, "d41d8cd98f00b204e9800998ecf8427e");  // md5 of no bytes
 }
@@ -471,7 +473,7 @@ TEST(StatisticCsvTest, RowFormat) {
   info.data_size = 24;
   info.dtype = DType::kBFloat16;
   info.shape = {2, 3};
-  TensorStats s;
+  NanPropagatingStats s;
   s.count = 6;
   s.max = 1e6;
   s.min = -kInf;

@@ -2,7 +2,7 @@
 //
 // The method graph is copied, inlined and cleaned of dead code. Every ATen node that produces a
 // tensor (or a list of tensors) becomes a kernel of the GraphInfo handed to the dump session:
-//   full name  Default/{attr}-{Class}/.../{op_type}-op{N}   (SPEC §5)
+//   full name  Default/{attr}-{Class}/.../{op_type}-op{N}   (docs/layout.md)
 //   op_type    the ATen operator's unqualified name as written: aten::conv2d -> "conv2d",
 //              aten::relu_ -> "relu_", aten::max_pool2d -> "max_pool2d"
 //   N          the kernel's position among all kernels of the graph (0, 1, ...), unique

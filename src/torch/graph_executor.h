@@ -47,13 +47,13 @@ class GraphExecutor {
   // Called after each kernel with its outputs; null to stop.
   void set_observer(KernelOutputObserver observer) { observer_ = std::move(observer); }
 
-  // When set, the input and output dtypes and shapes of each kernel whose flag in `known` is 0
-  // are recorded into `kernels` (both indexed like GraphInfo::kernels) when it first runs; its
-  // flag is then set and `*learned` becomes true. Kernels already known cost one flag test.
   // Runs kept kernels in float32 (PrecisionPlan); null (the default) runs every kernel as is.
   // `plan` is not owned and must outlive the runs.
   void set_precision(const PrecisionPlan* plan) { precision_ = plan; }
 
+  // When set, the input and output dtypes and shapes of each kernel whose flag in `known` is 0
+  // are recorded into `kernels` (both indexed like GraphInfo::kernels) when it first runs; its
+  // flag is then set and `*learned` becomes true. Kernels already known cost one flag test.
   void set_meta_recorder(std::vector<KernelInfo>* kernels, std::vector<uint8_t>* known,
                          bool* learned) {
     metas_ = kernels;

@@ -34,7 +34,7 @@
 
 namespace graphdump::torch_internal {
 
-// "features.0.weight" -> "features_0_weight" (SPEC: names in file names).
+// "features.0.weight" -> "features_0_weight" (docs/layout.md: names in file names).
 std::string Underscored(std::string name);
 // "features.0.weight" -> "features.0".
 std::string ModuleOfParameter(const std::string& name);

@@ -178,7 +178,7 @@ StatusOr<std::vector<size_t>> TorchModel::SelectKernels(const std::vector<std::s
     auto entry = internal::ClassifyKernelEntry(normalized);
     if (!entry.ok()) return Status::InvalidArgument(option + " " + entry.status().message());
     std::unique_ptr<RE2> regex;
-    if (entry->kind == KernelEntry::Kind::kRegex) {
+    if (entry->kind == KernelPattern::Kind::kRegex) {
       RE2::Options re_options;
       re_options.set_log_errors(false);
       regex = std::make_unique<RE2>(entry->pattern, re_options);
@@ -186,8 +186,8 @@ StatusOr<std::vector<size_t>> TorchModel::SelectKernels(const std::vector<std::s
     bool any = false;
     for (size_t i = 0; i < compiled; ++i) {
       const std::string& name = compiled_->info.kernels[i].full_name;
-      const bool match = entry->kind == KernelEntry::Kind::kRegex ? RE2::FullMatch(name, *regex)
-                         : entry->kind == KernelEntry::Kind::kFullName
+      const bool match = entry->kind == KernelPattern::Kind::kRegex ? RE2::FullMatch(name, *regex)
+                         : entry->kind == KernelPattern::Kind::kFullName
                              ? name == entry->pattern
                              : internal::OpTypeEntryMatches(entry->pattern, name);
       if (match) selected[i] = 1, any = true;
@@ -195,9 +195,10 @@ StatusOr<std::vector<size_t>> TorchModel::SelectKernels(const std::vector<std::s
     if (!any) {
       return Status::InvalidArgument(
           option + " '" + raw + "' selects no kernel of the model (" +
-          (entry->kind == KernelEntry::Kind::kRegex      ? "a name-regex, matched against whole full names"
-           : entry->kind == KernelEntry::Kind::kFullName ? "a full name"
-                                                         : "an op type") +
+          (entry->kind == KernelPattern::Kind::kRegex
+               ? "a name-regex, matched against whole full names"
+           : entry->kind == KernelPattern::Kind::kFullName ? "a full name"
+                                                           : "an op type") +
           "; `graphdump run MODEL --list-kernels` lists the kernels' full names)");
     }
   }

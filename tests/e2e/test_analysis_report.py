@@ -275,7 +275,7 @@ class ReportTest(unittest.TestCase):
         d.write_dump(dump, its, files=False, stats=True)
         with open(os.path.join(dump, 'rank_0', 'Net', '0', '1', 'statistic.csv')) as f:
             row = [l for l in f if 'layer3' in l and ',output,' in l][0]
-        self.assertIn(',inf,-inf,inf,', row)  # max, min, l2norm as the issue shows them
+        self.assertIn(',inf,-inf,inf,', row)  # max, min, l2norm
 
         out, _ = self.report(dump)
         tree = self.render(out)

@@ -3,8 +3,9 @@ import glob
 import json
 import os
 import subprocess
-import tempfile
-import unittest
+import sys
+
+import pytest
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
 SOURCE_DIR = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "../.."))
@@ -34,100 +35,97 @@ def run(args, env_extra=None):
     return subprocess.run([BIN, "check-config"] + args, capture_output=True, text=True, env=env)
 
 
-class CheckConfigTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.tmp.cleanup()
+class TestCheckConfig:
+    @pytest.fixture(autouse=True)
+    def _scratch(self, tmp_path):
+        self.tmp = str(tmp_path)
 
     def write(self, name, content):
-        path = os.path.join(self.tmp.name, name)
+        path = os.path.join(self.tmp, name)
         with open(path, "w") as f:
             f.write(content if isinstance(content, str) else json.dumps(content, indent=4))
         return path
 
     def check_ok(self, args, env_extra=None):
         result = run(args, env_extra)
-        self.assertEqual(result.returncode, 0, result.stderr)
+        assert result.returncode == 0, result.stderr
         return json.loads(result.stdout), result.stderr
 
     def check_error(self, args, fragments, env_extra=None):
         result = run(args, env_extra)
-        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-        self.assertEqual(result.stdout, "")
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert result.stdout == ""
         for fragment in fragments:
-            self.assertIn(fragment, result.stderr)
+            assert fragment in result.stderr
         return result.stderr
 
     def test_tutorial_config(self):
         out, err = self.check_ok([self.write("data_dump.json", TUTORIAL)])
         common = out["common_dump_settings"]
-        self.assertEqual(list(common.keys()), [
+        assert list(common.keys()) == [
             "dump_mode", "path", "net_name", "iteration", "saved_data", "input_output", "kernels",
             "support_device", "statistic_category", "op_debug_mode", "overflow_number",
-            "initial_iteration", "file_format"])
-        self.assertEqual(common["dump_mode"], 0)
-        self.assertEqual(common["path"], "/absolute_path")
-        self.assertEqual(common["net_name"], "ResNet50")
-        self.assertEqual(common["iteration"], "0|5-8|100-120")
-        self.assertEqual(common["saved_data"], "tensor")
-        self.assertEqual(common["input_output"], 0)
-        self.assertEqual(common["kernels"], ["Default/Conv-op12"])
-        self.assertEqual(common["support_device"], list(range(8)))
-        self.assertEqual(common["statistic_category"], ["max", "min", "l2norm"])
-        self.assertEqual(common["op_debug_mode"], 0)
-        self.assertEqual(common["overflow_number"], 0)
-        self.assertEqual(common["initial_iteration"], 0)
-        self.assertEqual(common["file_format"], "npy")
-        self.assertEqual(out["e2e_dump_settings"], {
+            "initial_iteration", "file_format"]
+        assert common["dump_mode"] == 0
+        assert common["path"] == "/absolute_path"
+        assert common["net_name"] == "ResNet50"
+        assert common["iteration"] == "0|5-8|100-120"
+        assert common["saved_data"] == "tensor"
+        assert common["input_output"] == 0
+        assert common["kernels"] == ["Default/Conv-op12"]
+        assert common["support_device"] == list(range(8))
+        assert common["statistic_category"] == ["max", "min", "l2norm"]
+        assert common["op_debug_mode"] == 0
+        assert common["overflow_number"] == 0
+        assert common["initial_iteration"] == 0
+        assert common["file_format"] == "npy"
+        assert out["e2e_dump_settings"] == {
             "enable": True, "trans_flag": True, "stat_calc_mode": "host",
             "device_stat_precision_mode": "high", "sample_mode": 0, "sample_num": 100,
-            "save_kernel_args": False})
+            "save_kernel_args": False}
         # kernels are listed but dump_mode is 0: a warning, not an error.
-        self.assertIn("warning:", err)
-        self.assertIn("common_dump_settings.kernels: 1 entries are not used", err)
+        assert "warning:" in err
+        assert "common_dump_settings.kernels: 1 entries are not used" in err
 
     def test_output_is_a_valid_config_that_round_trips(self):
         first = run([self.write("data_dump.json", TUTORIAL)])
-        self.assertEqual(first.returncode, 0, first.stderr)
+        assert first.returncode == 0, first.stderr
         second = run([self.write("effective.json", first.stdout)])
-        self.assertEqual(second.returncode, 0, second.stderr)
-        self.assertEqual(second.stdout, first.stdout)
+        assert second.returncode == 0, second.stderr
+        assert second.stdout == first.stdout
 
     def test_ge_dialect_prints_back_in_its_dialect_and_round_trips(self):
-        dump = os.path.join(self.tmp.name, "ge")
+        dump = os.path.join(self.tmp, "ge")
         ge = {"dump": {"enable_dump": True, "dump_path": dump, "dump_step": "0|2-3",
                        "dump_layer": "relu-op1  linear"}}
         first, _ = self.check_ok([self.write("ge.json", ge)])
-        self.assertEqual(first, {"dump": {"enable_dump": True, "dump_path": dump,
-                                          "dump_step": "0|2-3", "dump_mode": "output",
-                                          "dump_layer": "relu-op1 linear"}})
+        assert first == {"dump": {"enable_dump": True, "dump_path": dump,
+                                  "dump_step": "0|2-3", "dump_mode": "output",
+                                  "dump_layer": "relu-op1 linear"}}
         second = run([self.write("ge_effective.json", json.dumps(first))])
-        self.assertEqual(second.returncode, 0, second.stderr)
-        self.assertEqual(json.loads(second.stdout), first)
+        assert second.returncode == 0, second.stderr
+        assert json.loads(second.stdout) == first
         off, err = self.check_ok([self.write("off.json", {"dump": {"enable_dump": False}})])
-        self.assertEqual(off, {"dump": {"enable_dump": False}})
-        self.assertIn("enable_dump is false: nothing is dumped", err)
+        assert off == {"dump": {"enable_dump": False}}
+        assert "enable_dump is false: nothing is dumped" in err
 
     def test_tutorial_prose_iteration_with_spaces(self):
         config = json.loads(json.dumps(TUTORIAL))
         config["common_dump_settings"]["iteration"] = "0 | 5-8 | 100-120"
         out, _ = self.check_ok([self.write("spaces.json", config)])
-        self.assertEqual(out["common_dump_settings"]["iteration"], "0|5-8|100-120")
+        assert out["common_dump_settings"]["iteration"] == "0|5-8|100-120"
 
     def test_examples_are_valid_without_warnings(self):
         examples = sorted(glob.glob(os.path.join(SOURCE_DIR, "examples", "*.json")))
-        self.assertIn("data_dump.json", [os.path.basename(e) for e in examples])
+        assert "data_dump.json" in [os.path.basename(e) for e in examples]
         for example in examples:
-            with self.subTest(example=example):
-                out, err = self.check_ok([example])
-                self.assertEqual(err, "")
-                self.assertIn(out["common_dump_settings"]["dump_mode"], (0, 1, 2))
+            out, err = self.check_ok([example])
+            assert err == "", example
+            assert out["common_dump_settings"]["dump_mode"] in (0, 1, 2), example
         out, _ = self.check_ok([os.path.join(SOURCE_DIR, "examples", "data_dump.json")])
-        self.assertEqual(out["common_dump_settings"]["iteration"], "0|2")
-        self.assertEqual(out["common_dump_settings"]["saved_data"], "full")
-        self.assertEqual(out["common_dump_settings"]["net_name"], "AlexNet")
+        assert out["common_dump_settings"]["iteration"] == "0|2"
+        assert out["common_dump_settings"]["saved_data"] == "full"
+        assert out["common_dump_settings"]["net_name"] == "AlexNet"
 
     def test_every_problem_is_reported(self):
         config = json.loads(json.dumps(TUTORIAL))
@@ -152,7 +150,7 @@ class CheckConfigTest(unittest.TestCase):
             "The following statistic_category is invalid:'mean'",
             "e2e_dump_settings.enable: should be boolean type",
         ])
-        self.assertEqual(len([l for l in err.splitlines() if "error:" in l]), 8, err)
+        assert len([l for l in err.splitlines() if "error:" in l]) == 8, err
 
     def test_missing_required_keys_and_bad_json(self):
         config = json.loads(json.dumps(TUTORIAL))
@@ -170,13 +168,12 @@ class CheckConfigTest(unittest.TestCase):
         config["common_dump_settings"]["kernal"] = []
         config["e2e_dump_settings"]["trans_flags"] = True
         _, err = self.check_ok([self.write("typo.json", config)])
-        self.assertIn("common_dump_settings.kernal: unknown key, ignored; did you mean \"kernels\"?",
-                      err)
-        self.assertIn("e2e_dump_settings.trans_flags: unknown key, ignored; did you mean "
-                      "\"trans_flag\"?", err)
+        assert "common_dump_settings.kernal: unknown key, ignored; did you mean \"kernels\"?" in err
+        assert ("e2e_dump_settings.trans_flags: unknown key, ignored; did you mean "
+                "\"trans_flag\"?") in err
 
     def test_file_errors(self):
-        self.check_error([os.path.join(self.tmp.name, "absent.json")],
+        self.check_error([os.path.join(self.tmp, "absent.json")],
                          ["absent.json: the dump config file does not exist"])
         self.check_error([self.write("data_dump.txt", TUTORIAL)],
                          ["dump config file suffix only supports json! But got:\".txt\""])
@@ -187,11 +184,11 @@ class CheckConfigTest(unittest.TestCase):
         ms_config["common_dump_settings"]["net_name"] = "FromMindSpore"
         ms = self.write("ms.json", ms_config)
         out, err = self.check_ok([], {"MINDSPORE_DUMP_CONFIG": ms})
-        self.assertEqual(out["common_dump_settings"]["net_name"], "FromMindSpore")
-        self.assertNotIn("both set", err)
+        assert out["common_dump_settings"]["net_name"] == "FromMindSpore"
+        assert "both set" not in err
         out, err = self.check_ok([], {"GRAPHDUMP_CONFIG": gd, "MINDSPORE_DUMP_CONFIG": ms})
-        self.assertEqual(out["common_dump_settings"]["net_name"], "ResNet50")
-        self.assertIn("are both set; using GRAPHDUMP_CONFIG", err)
+        assert out["common_dump_settings"]["net_name"] == "ResNet50"
+        assert "are both set; using GRAPHDUMP_CONFIG" in err
         self.check_error([], ["neither GRAPHDUMP_CONFIG nor MINDSPORE_DUMP_CONFIG is set"])
 
     def test_diagnostic_path(self):
@@ -201,17 +198,17 @@ class CheckConfigTest(unittest.TestCase):
         self.check_error([path], ["Dump path is empty. Please set it in dump json file or "
                                   "environment variable `MS_DIAGNOSTIC_DATA_PATH`"])
         out, _ = self.check_ok([path], {"MS_DIAGNOSTIC_DATA_PATH": "/var/diag"})
-        self.assertEqual(out["common_dump_settings"]["path"], "/var/diag/debug_dump")
+        assert out["common_dump_settings"]["path"] == "/var/diag/debug_dump"
 
     def test_help_teaches(self):
         result = subprocess.run([BIN, "check-config", "--help"], capture_output=True, text=True)
-        self.assertEqual(result.returncode, 0)
-        self.assertIn("Example", result.stdout)
-        self.assertIn("GRAPHDUMP_CONFIG", result.stdout)
+        assert result.returncode == 0
+        assert "Example" in result.stdout
+        assert "GRAPHDUMP_CONFIG" in result.stdout
         usage = subprocess.run([BIN, "check-config", "a.json", "b.json"], capture_output=True,
                                text=True)
-        self.assertEqual(usage.returncode, 2)
+        assert usage.returncode == 2
 
 
 if __name__ == "__main__":
-    unittest.main()
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

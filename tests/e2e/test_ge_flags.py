@@ -1,4 +1,4 @@
-"""The GE / TF-adapter dialect given as run flags (SPEC §10): GE layout, step selection,
+"""The GE / TF-adapter dialect given as run flags (docs/ascend.md): GE layout, step selection,
 dump_mode, and graph plumbing (prim::, constants) never dumped; the files convert to .npy."""
 import glob
 import os

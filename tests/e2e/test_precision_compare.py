@@ -95,7 +95,7 @@ try:
             t.expect_eq((tensor["dtype_a"], tensor["dtype_b"]), ("bfloat16", "float32"),
                         f"{model}: the file names' dtypes")
 
-        # With the issue's --atol 1e-2 --rtol 1e-2 the elementwise rule changes ("user"), the
+        # With --atol 1e-2 --rtol 1e-2 the elementwise rule changes ("user"), the
         # attribution does not: the same kernel adds the error.
         code, out, err = t.run("compare", bf16, fp32, "-q", "--json", "--atol", "1e-2",
                                "--rtol", "1e-2")

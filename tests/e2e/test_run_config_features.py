@@ -1,5 +1,5 @@
-"""Every configuration feature of SPEC §2 end to end on graphdump's executor, checked by
-inspecting the files `graphdump run` / `graphdump train` write."""
+"""Every configuration feature of docs/configuration.md end to end on graphdump's executor,
+checked by inspecting the files `graphdump run` / `graphdump train` write."""
 import csv
 import glob
 import json

@@ -41,7 +41,7 @@ try:
                   "\n".join(entry))
     gdtest.expect("(<Tensor[float32], (2, 8)>, <Tensor[float32], (16, 8)>" in ir,
                   "inputs carry dtype and shape")
-    # The configuration from the environment (SPEC §1) instead of --config.
+    # The configuration from the environment (docs/configuration.md) instead of --config.
     env_dump = os.path.join(tmp, "envdump")
     env_cfg = gdtest.write_config(os.path.join(tmp, "env.json"), env_dump)
     _, out, _ = gdtest.run("run", gdmodels.model_path("mlp"), "--input-shape", "2x12",

@@ -1,4 +1,4 @@
-// libFuzzer target: the Ascend dump file reader and the device-format converter (SPEC §9). A
+// libFuzzer target: the Ascend dump file reader and the device-format converter (docs/ascend.md). A
 // file parses (every tensor within the file, shapes whose counts fit int64) or gives an error;
 // every tensor of a parsed file with a device format is converted to host layout when its plan
 // checks out, into a buffer exactly as large as the host shape.

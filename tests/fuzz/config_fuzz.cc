@@ -1,6 +1,7 @@
-// libFuzzer target: the configuration parsers, both dialects (data_dump.json, SPEC §2, and the
-// GE / TF-adapter {"dump": {...}}, SPEC §10). A file either parses or gives an error; a file
-// that parses prints (ConfigToJson) a configuration that parses to the same text again.
+// libFuzzer target: the configuration parsers, both dialects (data_dump.json,
+// docs/configuration.md, and the GE / TF-adapter {"dump": {...}}, docs/ascend.md). A file either
+// parses or gives an error; a file that parses prints (ConfigToJson) a configuration that parses to
+// the same text again.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

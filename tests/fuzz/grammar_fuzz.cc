@@ -1,6 +1,6 @@
-// libFuzzer target: the iteration grammar (SPEC §3) and the kernel entry grammar (SPEC §4). The
-// input is split at its first newline: the iteration text, then one kernel entry. A parsed
-// iteration set prints a canonical form that parses to itself.
+// libFuzzer target: the iteration and kernel entry grammars (docs/configuration.md). The input is
+// split at its first newline: the iteration text, then one kernel entry. A parsed iteration set
+// prints a canonical form that parses to itself.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string normalized = internal::NormalizeKernelEntry(kernel);
   if (!normalized.empty()) {
-    StatusOr<KernelEntry> entry = internal::ClassifyKernelEntry(normalized);
-    if (entry.ok() && entry->kind == KernelEntry::Kind::kOpType) {
+    StatusOr<KernelPattern> entry = internal::ClassifyKernelEntry(normalized);
+    if (entry.ok() && entry->kind == KernelPattern::Kind::kOpType) {
       (void)internal::OpTypeEntryMatches(entry->pattern, "Default/net-Net/Conv2D-op12");
       (void)internal::OpTypeEntryMatches(entry->pattern, kernel);
     }

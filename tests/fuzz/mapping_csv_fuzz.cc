@@ -1,5 +1,5 @@
-// libFuzzer target: the mapping.csv reader (SPEC §5: "{short name},{original name}" lines). Every
-// entry has a non-empty short name without a newline or a comma.
+// libFuzzer target: the mapping.csv reader (docs/layout.md: "{short name},{original name}" lines).
+// Every entry has a non-empty short name without a newline or a comma.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

@@ -1,6 +1,6 @@
-// libFuzzer target: the .npy reader (SPEC §7) and the element loops of compare and watch. A file
-// either opens (its header valid and the data as long as it promises) or gives an error; an
-// opened file is summarised, compared with itself and reduced as statistic.csv would be.
+// libFuzzer target: the .npy reader (docs/file-format.md) and the element loops of compare and
+// watch. A file either opens (its header valid and the data as long as it promises) or gives an
+// error; an opened file is summarised, compared with itself and reduced as statistic.csv would be.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!npy.ok()) return 0;
   const analysis::MappedNpy& t = **npy;
   if (t.info().data_offset + t.info().data_bytes > size) std::abort();
-  (void)analysis::SummarizeTensor(t);
+  (void)analysis::SummarizeFinite(t);
   const analysis::PairMetrics m = analysis::ComparePair(t, t, 0, 0);
   if (m.allclose_failures != 0 || m.nonfinite_mismatches != 0) std::abort();  // equal to itself
   (void)analysis::DeltaBetween(t, t);

@@ -1,5 +1,5 @@
-// libFuzzer target: the statistic.csv reader (SPEC §6). A table parses into rows whose shapes
-// have element counts that fit int64, or gives an error naming the file.
+// libFuzzer target: the statistic.csv reader (docs/file-format.md). A table parses into rows whose
+// shapes have element counts that fit int64, or gives an error naming the file.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

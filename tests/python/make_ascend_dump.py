@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Independent generator of Ascend asynchronous dump files (SPEC §9) for graphdump's tests.
+"""Independent generator of Ascend asynchronous dump files (docs/ascend.md) for graphdump's tests.
 
 It shares no code with graphdump: the DumpData message comes from proto/dump_data.proto
 compiled here with `protoc --python_out`, and every device format is laid out by this file's
-own NumPy code, written from the formulas of SPEC §9 (host -> device, the opposite direction
+own NumPy code, written from the formulas of docs/ascend.md (host -> device, the opposite direction
 of graphdump convert). Padding is filled with random garbage, so a converter that forgets to
 crop cannot pass.
 
@@ -84,7 +84,7 @@ def pad_to_4d(shape):
     return nchw
 
 
-# ---- host -> device layouts, one function per format (SPEC §9) --------------------------------
+# ---- host -> device layouts, one function per format (docs/ascend.md) ------------------------
 
 def to_nc1hwc0(x, dtype, c0):
     n, c, h, w = pad_to_4d(x.shape)
@@ -116,8 +116,8 @@ def to_c1hwncoc0(x, dtype, c0):
 
 
 def to_fractal_z(x, dtype, c0, groups=1):
-    """FRACTAL_Z / FRACTAL_Z_3D, GE's grouped layout; groups=1 is the plain SPEC formula
-    dst[n,c,h,w] = src[((c/C0)·H + h)·W + w, n/N0, n%N0, c%C0]."""
+    """FRACTAL_Z / FRACTAL_Z_3D, GE's grouped layout; groups=1 is the plain formula of
+    docs/ascend.md: dst[n,c,h,w] = src[((c/C0)·H + h)·W + w, n/N0, n%N0, c%C0]."""
     three_d = x.ndim == 5
     if not three_d:
         x = x.reshape(pad_to_4d(x.shape))

@@ -1,13 +1,13 @@
-// `graphdump convert`: Ascend dump files (SPEC §9) to .npy files.
+// `graphdump convert`: Ascend dump files (docs/ascend.md) to .npy files.
 //
 // Each input and output tensor of a dump file becomes one .npy file in the output directory:
 //   {basename}.{input|output}.{i}.{d0xd1x...}.npy   with a target format (host layout, cropped
 //                                                   to original_shape)
 //   {basename}.{input|output}.{i}.npy               without one (device layout, as stored)
-// float16 stays float16; bfloat16 is written as float32 values and int4 as int8 (SPEC §7).
-// A name longer than 255 bytes becomes {number}.npy, listed as "{number}.npy,{name}" in
-// mapping.csv of that directory. A tensor whose format has no conversion, or whose shapes do
-// not agree, is written in device layout and a warning says why.
+// float16 stays float16; bfloat16 is written as float32 values and int4 as int8
+// (docs/file-format.md). A name longer than 255 bytes becomes {number}.npy, listed as
+// "{number}.npy,{name}" in mapping.csv of that directory. A tensor whose format has no conversion,
+// or whose shapes do not agree, is written in device layout and a warning says why.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Reading Ascend asynchronous dump files (SPEC §9).
+// Reading Ascend asynchronous dump files (docs/ascend.md).
 //
 // File layout (no extension; named {op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}):
 //   bytes 0-7   header length L, uint64 little-endian

@@ -1,4 +1,4 @@
-// Device-format to host-layout conversion of Ascend tensors (SPEC §9).
+// Device-format to host-layout conversion of Ascend tensors (docs/ascend.md).
 //
 // Supported device formats and their host layouts (C0 and N0 are read from the device shape;
 // C0 is 16 for float16, 32 for int8, 4 for NC1HWC0_C04; N0 is 16):

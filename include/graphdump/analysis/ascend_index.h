@@ -1,5 +1,5 @@
 // Indexing Ascend-style dumps for `graphdump ls` and `compare`: GE-layout directories of raw
-// dump files (SPEC §9, §10) and directories written by `graphdump convert`.
+// dump files (docs/ascend.md) and directories written by `graphdump convert`.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Compare two dump directories kernel by kernel (issue 4 / DESIGN "Compare").
+// Compare two dump directories kernel by kernel (docs/analysis.md, `graphdump compare`).
 #pragma once
 
 #include <cmath>

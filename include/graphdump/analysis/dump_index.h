@@ -1,5 +1,5 @@
-// An index of a dump directory (SPEC §5): every tensor file and statistic.csv row addressed by
-// (rank, graph, iteration, kernel, call, io, slot). Reads graphdump's layout and MindSpore's
+// An index of a dump directory (docs/layout.md): every tensor file and statistic.csv row addressed
+// by (rank, graph, iteration, kernel, call, io, slot). Reads graphdump's layout and MindSpore's
 // (including the CPU dtype spelling `Float32`, mapping.csv, constants/ and Parameter files). Only
 // names and small text files are read here; tensor data is read later, file by file.
 #pragma once
@@ -93,7 +93,7 @@ struct TensorEntry {
   uint64_t file_bytes = 0;
   uint64_t timestamp = 0;
   std::optional<StatisticRow> stats;
-  bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (SPEC §9)
+  bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (docs/ascend.md)
   // in_dump_file: the tensor as the file's header described it when indexed (where its bytes
   // are); when absent, OpenTensor finds it by io and slot in the header.
   std::optional<AscendTensor> ascend;
@@ -178,7 +178,7 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 
 // Indexes `dir`: a dump root holding rank_{id}/ directories, one rank_{id} directory, or a
 // {net_name} directory inside one. Failing those, a GE-layout dump ({YYYYMMDDhhmmss}/
-// {device_id}/{model_name}/{model_id}/{data_index}/ with Ascend dump files, SPEC §10) or a
+// {device_id}/{model_name}/{model_id}/{data_index}/ with Ascend dump files, docs/ascend.md) or a
 // directory written by `graphdump convert`: device_id is the rank, model_id the graph and
 // data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns
 // kNotFound when `dir` does not exist and kInvalidArgument "not a dump directory" (naming it and
@@ -240,7 +240,7 @@ StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads
 StatusOr<DumpIndex> IndexDump(const std::string& dir, const IndexFilter& filter,
                               bool progress = false);
 
-// The file-name form of a full name (SPEC §5): '/', '\\', '.' and ' ' become '_'.
+// The file-name form of a full name (docs/layout.md): '/', '\\', '.' and ' ' become '_'.
 std::string FileKernelName(const std::string& full_name);
 
 // Parses a tensor file's base name (after mapping.csv substitution). Returns false when the name

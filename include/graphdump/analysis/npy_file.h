@@ -1,4 +1,4 @@
-// A .npy file mapped read-only into memory, its header validated (SPEC §7).
+// A .npy file mapped read-only into memory, its header validated (docs/file-format.md).
 #pragma once
 
 #include <cstddef>
@@ -28,7 +28,7 @@ class MappedNpy {
   // data), validated as Open does; `path` names it in errors. For tests and fuzzing.
   static StatusOr<std::unique_ptr<MappedNpy>> FromBytes(std::vector<uint8_t> bytes,
                                                         const std::string& path);
-  // The tensor `tensor` of the Ascend dump file at `path` (SPEC §9; as its parsed header
+  // The tensor `tensor` of the Ascend dump file at `path` (docs/ascend.md; as its parsed header
   // describes it) in host layout, held in memory in .npy storage form (bfloat16 as float32,
   // int4 as int8) so it reads like a mapped .npy. Reads only the tensor's bytes. Errors name
   // the file.

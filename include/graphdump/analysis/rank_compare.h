@@ -1,6 +1,7 @@
-// Cross-rank agreement within one multi-rank dump (issue 6): the tensors data parallelism keeps
-// identical on every rank (parameters, all-reduce outputs, optimizer outputs) compared between
-// each rank and the first one, with the metrics and tolerances of graphdump compare.
+// Cross-rank agreement within one multi-rank dump (docs/analysis.md, `compare --ranks`): the
+// tensors data parallelism keeps identical on every rank (parameters, all-reduce outputs,
+// optimizer outputs) compared between each rank and the first one, with the metrics and
+// tolerances of graphdump compare.
 #pragma once
 
 #include <cstdint>

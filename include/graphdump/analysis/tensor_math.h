@@ -60,8 +60,10 @@ struct BadPositions {
   int64_t rows = 0;               // rows holding at least one
 };
 
-// Statistics of one tensor for watchpoints and plots.
-struct TensorSummary {
+// Statistics of one tensor for watchpoints and plots, over its finite elements only: NaN and
+// +-Inf are counted and located, not folded into max, min, mean and l2norm (unlike statistic.csv's
+// NanPropagatingStats, where one NaN makes them NaN).
+struct FiniteSummary {
   int64_t elements = 0;
   double max = 0, min = 0, mean = 0, l2norm = 0, max_abs = 0;  // over finite elements
   int64_t nan = 0, pos_inf = 0, neg_inf = 0, zero = 0;
@@ -69,7 +71,7 @@ struct TensorSummary {
   BadPositions nan_at, inf_at;  // NaN; +-Inf
 };
 
-TensorSummary SummarizeTensor(const MappedNpy& t);
+FiniteSummary SummarizeFinite(const MappedNpy& t);
 
 // The index in `shape` of the element at flat position `flat` of a tensor stored in C order (or
 // Fortran order, the first dimension fastest). REQUIRES: 0 <= flat < the product of `shape`.

@@ -1,4 +1,5 @@
-// From a script line to the kernels it became and their dumped files (issue 4, `trace`).
+// From a script line to the kernels it became and their dumped files (docs/analysis.md,
+// `graphdump trace`).
 #pragma once
 
 #include <optional>

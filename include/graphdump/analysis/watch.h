@@ -1,4 +1,5 @@
-// Watchpoints over a dump directory (MindInsight's debugger conditions, issue 4).
+// Watchpoints over a dump directory (MindInsight's debugger conditions; docs/analysis.md,
+// `graphdump watch`).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Writing Ascend asynchronous dump files (SPEC §9) for `file_format: "bin"`.
+// Writing Ascend asynchronous dump files (docs/ascend.md) for `file_format: "bin"`.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// A pool of writer threads fed through a queue bounded in bytes (SPEC §8). Submit blocks while
-// the bytes in flight would exceed the budget, so a slow disk slows the producer down instead of
-// growing memory or dropping data. A single job larger than the budget is admitted alone.
+// A pool of writer threads fed through a queue bounded in bytes (docs/layout.md). Submit blocks
+// while the bytes in flight would exceed the budget, so a slow disk slows the producer down instead
+// of growing memory or dropping data. A single job larger than the budget is admitted alone.
 #pragma once
 
 #include <condition_variable>

@@ -1,5 +1,5 @@
-// Internal: the `kernels` entry grammar of SPEC §4, shared by the config parser and the selector.
-// Not part of the public API.
+// Internal: the `kernels` entry grammar of docs/configuration.md, shared by the config parser and
+// the selector. Not part of the public API.
 #pragma once
 
 #include <string>
@@ -18,7 +18,7 @@ std::string NormalizeKernelEntry(const std::string& raw);
 // to validate it), text containing '/' or "-op" is a full name, anything else is an op type
 // (lower-cased). Returns InvalidArgument with a message (no key path) when the regex is invalid
 // or the entry starts with "name-regex(" without ending in ')'.
-StatusOr<KernelEntry> ClassifyKernelEntry(const std::string& normalized);
+StatusOr<KernelPattern> ClassifyKernelEntry(const std::string& normalized);
 
 // ASCII lower-case copy of `text`.
 std::string AsciiLower(const std::string& text);

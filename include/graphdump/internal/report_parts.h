@@ -7,8 +7,8 @@
 
 namespace graphdump::analysis::report_internal {
 
-// Parameters, constants and graph inputs are written as op type "Parameter" (SPEC §5); they are
-// not kernels the graph computes, so no divergence marker sits on them.
+// Parameters, constants and graph inputs are written as op type "Parameter" (docs/layout.md); they
+// are not kernels the graph computes, so no divergence marker sits on them.
 inline bool IsComputed(const std::string& op_type, int64_t iteration) {
   return op_type != "Parameter" && iteration >= 0;
 }

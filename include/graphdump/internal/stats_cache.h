@@ -24,9 +24,10 @@ class StatsCache {
   // The statistics recorded for the same bytes (same origin, version, offset, dtype, shape and
   // strides) and the same request, or null. Views without an origin, and md5 requests (the
   // md5 depends on the order the bytes are visited in), never match.
-  const TensorStats* Find(const TensorView& view, const StatsRequest& request);
+  const NanPropagatingStats* Find(const TensorView& view, const StatsRequest& request);
   // Records `stats` for `view`; ignored where Find would never match.
-  void Insert(const TensorView& view, const StatsRequest& request, const TensorStats& stats);
+  void Insert(const TensorView& view, const StatsRequest& request,
+              const NanPropagatingStats& stats);
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
@@ -43,7 +44,7 @@ class StatsCache {
     auto operator<=>(const Key&) const = default;
   };
   struct Entry {
-    TensorStats stats;
+    NanPropagatingStats stats;
     std::shared_ptr<const void> storage;  // pins the identity of Key::storage
     bool used = true;                     // found or recorded in the current step
   };

@@ -18,7 +18,7 @@ namespace graphdump {
 struct TensorWriteOptions {
   // Write the .npy file at `path`. False for saved_data "statistic": statistics only, no file.
   bool write_npy = true;
-  // The statistics of TensorStats to compute (the md5 is of the tensor's bytes as stored in
+  // The statistics of NanPropagatingStats to compute (the md5 is of the tensor's bytes as stored in
   // memory, in C order); none when empty.
   std::optional<StatsRequest> stats;
   // 0 writes every element. N > 0 is sample mode: a tensor with more than N elements is written
@@ -29,7 +29,7 @@ struct TensorWriteOptions {
 };
 
 struct TensorWriteResult {
-  TensorStats stats;        // default values unless `stats` was requested
+  NanPropagatingStats stats;  // default values unless `stats` was requested
   uint64_t file_bytes = 0;  // size of the .npy file written (0 when write_npy is false)
 };
 

@@ -1,5 +1,5 @@
 // Trainer: supervised training of a TorchModel with cross-entropy loss, dumping forward,
-// backward and optimizer kernels (SPEC §5: backward kernels are named
+// backward and optimizer kernels (docs/executor.md: backward kernels are named
 // "Gradients/<forward scope>/<BackwardNode>-op{N}").
 //
 //   graphdump::TrainerOptions options;            // SGD, lr 0.01

@@ -1,4 +1,5 @@
-// statistic.csv reading (SPEC §6): quoted Shape fields, trailing commas, any statistic columns.
+// statistic.csv reading (docs/file-format.md): quoted Shape fields, trailing commas, any statistic
+// columns.
 // One pass over the file's text with fields as views into it: no string per field, one per row
 // for the statistic cells (StatisticValues).
 #include <algorithm>

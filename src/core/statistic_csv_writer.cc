@@ -1,5 +1,5 @@
-// statistic.csv header and rows (SPEC §6), in MindSpore's CsvWriter style: every data field is
-// written as "value," so rows end with a comma; the header has none.
+// statistic.csv header and rows (docs/file-format.md), in MindSpore's CsvWriter style: every data
+// field is written as "value," so rows end with a comma; the header has none.
 #include <string>
 
 #include "graphdump/config.h"
@@ -12,7 +12,7 @@ namespace {
 constexpr char kFixedColumns[] =
     "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape";
 
-std::string CategoryValue(StatCategory category, const TensorStats& stats) {
+std::string CategoryValue(StatCategory category, const NanPropagatingStats& stats) {
   switch (category) {
     case StatCategory::kMax:
       return FormatStatValue(stats.max);
@@ -59,7 +59,7 @@ std::string StatisticCsvHeader(const std::vector<StatCategory>& categories) {
   return header;
 }
 
-std::string StatisticCsvRow(const StatRowInfo& info, const TensorStats& stats,
+std::string StatisticCsvRow(const StatRowInfo& info, const NanPropagatingStats& stats,
                             const std::vector<StatCategory>& categories) {
   std::string row;
   AddField(info.op_type, &row);

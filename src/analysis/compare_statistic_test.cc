@@ -1,0 +1,142 @@
+// compare between a statistic-only dump and a tensor dump: statistic.csv holds values printed
+// with 6 significant digits (docs/file-format.md), so a value read from it is judged with that
+// printing's rounding on top of the standard, and a larger difference is still an error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/dump_index.h"
+#include "graphdump/npy.h"
+#include "graphdump/stats.h"
+#include "testing/testing.h"
+
+namespace graphdump::analysis {
+namespace {
+
+using testing::TempDir;
+
+constexpr char kKernel[] = "Default/net-Net/Sin-op1";
+constexpr char kFileName[] = "Default_net-Net_Sin-op1";
+
+// -1.3097235 prints as "-1.30972": 3.5e-6 away, more than float32's standard allows (2^-20
+// relative), less than half a unit in the sixth digit.
+const std::vector<float> kValues = {-1.3097235f, 0.5f, 2.2500017f, 123456.7f};
+
+// A one-kernel, one-iteration dump under `dir`: the kernel's output as a .npy file, or (when
+// `statistic` is set) as a statistic.csv row of the categories `categories` holding `stats`.
+DumpIndex WriteDump(const TempDir& dir, bool statistic, const NanPropagatingStats& stats,
+                    const std::vector<StatCategory>& categories) {
+  const std::string rank = dir.Sub("rank_0");
+  const std::string iteration = rank + "/Net/0/0";
+  std::filesystem::create_directories(rank + "/execution_order");
+  std::filesystem::create_directories(iteration);
+  testing::WriteFile(rank + "/execution_order/ms_execution_order_graph_0.csv",
+                     std::string("NodeExecutionOrder-FullNameWithScope\n") + kKernel + "\n");
+  const int64_t n = static_cast<int64_t>(kValues.size());
+  if (statistic) {
+    StatRowInfo info;
+    info.op_type = "Sin";
+    info.op_name = kFileName;
+    info.timestamp = 1700000000000000;
+    info.data_size = static_cast<uint64_t>(n) * 4;
+    info.shape = {n};
+    testing::WriteFile(iteration + "/statistic.csv",
+                       StatisticCsvHeader(categories) + "\n" +
+                           StatisticCsvRow(info, stats, categories));
+  } else {
+    std::string bytes = NpyHeader(DType::kFloat32, {n});
+    bytes.append(reinterpret_cast<const char*>(kValues.data()), kValues.size() * 4);
+    testing::WriteFile(iteration + std::string("/Sin.") + kFileName +
+                           ".0.0.1700000000000000.output.0.DefaultFormat.float32.npy",
+                       bytes);
+  }
+  auto index = IndexDump(dir.path());
+  EXPECT_TRUE(index.ok()) << index.status().message();
+  return std::move(index).value();
+}
+
+NanPropagatingStats StatsOfValues() {
+  return ComputeStats(DType::kFloat32, kValues.data(), static_cast<int64_t>(kValues.size()),
+                      StatsRequest{});
+}
+
+CompareResult Compare(const DumpIndex& a, const DumpIndex& b) {
+  CompareOptions options;
+  options.progress = false;
+  options.threads = 1;
+  return CompareDumps(a, b, options);
+}
+
+const std::vector<StatCategory> kCategories = {
+    StatCategory::kMax,   StatCategory::kMin,       StatCategory::kAvg,
+    StatCategory::kCount, StatCategory::kZeroCount, StatCategory::kL2Norm};
+
+const TensorComparison& OnlyTensor(const CompareResult& r) {
+  EXPECT_EQ(r.kernels.size(), 1u);
+  EXPECT_EQ(r.kernels.at(0).tensors.size(), 1u);
+  return r.kernels.at(0).tensors.at(0);
+}
+
+TEST(CompareStatisticTest, AStatisticDumpOfTheSameRunAsATensorDumpHasNoError) {
+  TempDir stats_dir, tensor_dir;
+  const NanPropagatingStats stats = StatsOfValues();
+  // The test's point: printing moved the minimum by more than float32's standard allows.
+  ASSERT_EQ(FormatStatValue(stats.min), "-1.30972");
+  ASSERT_GT(std::fabs(-1.30972 - stats.min), std::ldexp(std::fabs(stats.min), -20));
+  const DumpIndex statistic = WriteDump(stats_dir, true, stats, kCategories);
+  const DumpIndex tensors = WriteDump(tensor_dir, false, stats, kCategories);
+  for (const CompareResult& r : {Compare(statistic, tensors), Compare(tensors, statistic)}) {
+    const TensorComparison& t = OnlyTensor(r);
+    EXPECT_EQ(t.mode, "statistic");
+    EXPECT_EQ(t.verdict, Verdict::kPass) << t.reason;
+    EXPECT_EQ(t.reason, "statistics only: within tolerance");
+    EXPECT_EQ(t.stat_diffs.size(), kCategories.size());
+    EXPECT_EQ(r.errors, 0);
+    EXPECT_EQ(r.first_failure, -1);
+  }
+}
+
+TEST(CompareStatisticTest, ADifferenceBeyondThePrintedDigitsIsStillAnError) {
+  TempDir stats_dir, tensor_dir;
+  const NanPropagatingStats exact = StatsOfValues();
+  const DumpIndex tensors = WriteDump(tensor_dir, false, exact, kCategories);
+  // Three units in the sixth digit: the printing explains at most half of one.
+  NanPropagatingStats moved = exact;
+  moved.min = -1.30975;
+  const DumpIndex statistic = WriteDump(stats_dir, true, moved, kCategories);
+  const CompareResult r = Compare(statistic, tensors);
+  const TensorComparison& t = OnlyTensor(r);
+  EXPECT_EQ(t.verdict, Verdict::kError);
+  EXPECT_EQ(t.reason, "statistics differ: Min Value -1.30975 vs -1.30972");
+  EXPECT_EQ(t.worst_statistic, "Min Value");
+  EXPECT_EQ(r.errors, 1);
+  EXPECT_EQ(r.first_failure, 0);
+
+  // A count is printed exactly: one element more is an error.
+  NanPropagatingStats counted = exact;
+  counted.zero_count = 1;
+  TempDir count_dir;
+  const CompareResult c = Compare(WriteDump(count_dir, true, counted, kCategories), tensors);
+  EXPECT_EQ(OnlyTensor(c).reason, "statistics differ: Zero Count 1 vs 0");
+
+  // Two statistic dumps: each side's printing counts, a larger step does not pass.
+  NanPropagatingStats large = exact;
+  large.max = 123460;  // printed "123460", against "123457" (half a unit: 0.5 each side)
+  TempDir large_dir, stats_again;
+  const CompareResult l = Compare(WriteDump(large_dir, true, large, kCategories),
+                                  WriteDump(stats_again, true, exact, kCategories));
+  EXPECT_EQ(OnlyTensor(l).reason, "statistics differ: Max Value 123460 vs 123457");
+  NanPropagatingStats rounding = exact;
+  rounding.max = 123456.4;  // printed "123456": one unit from "123457", within both printings
+  TempDir rounding_dir, stats_once_more;
+  const CompareResult p = Compare(WriteDump(rounding_dir, true, rounding, kCategories),
+                                  WriteDump(stats_once_more, true, exact, kCategories));
+  EXPECT_EQ(OnlyTensor(p).verdict, Verdict::kPass) << OnlyTensor(p).reason;
+}
+
+}  // namespace
+}  // namespace graphdump::analysis
