@@ -50,16 +50,16 @@ bool ReadsAsIs(const c10::FunctionSchema& schema) {
 
 }  // namespace
 
-struct EagerPrecision::KernelEntry {
-  graphdump::KernelEntry::Kind kind = graphdump::KernelEntry::Kind::kOpType;
+struct EagerPrecision::KernelMatch {
+  graphdump::KernelPattern::Kind kind = graphdump::KernelPattern::Kind::kOpType;
   std::string pattern;
   std::shared_ptr<RE2> regex;
 
   bool Matches(const std::string& full_name) const {
     switch (kind) {
-      case graphdump::KernelEntry::Kind::kRegex:
+      case graphdump::KernelPattern::Kind::kRegex:
         return RE2::FullMatch(full_name, *regex);
-      case graphdump::KernelEntry::Kind::kFullName:
+      case graphdump::KernelPattern::Kind::kFullName:
         return full_name == pattern;
       default:
         return internal::OpTypeEntryMatches(pattern, full_name);
@@ -91,10 +91,10 @@ StatusOr<std::unique_ptr<EagerPrecision>> EagerPrecision::Create(
     }
     auto entry = internal::ClassifyKernelEntry(normalized);
     if (!entry.ok()) return Status::InvalidArgument("--keep-fp32 " + entry.status().message());
-    KernelEntry k;
+    KernelMatch k;
     k.kind = entry->kind;
     k.pattern = entry->pattern;
-    if (k.kind == graphdump::KernelEntry::Kind::kRegex) {
+    if (k.kind == graphdump::KernelPattern::Kind::kRegex) {
       RE2::Options options;
       options.set_log_errors(false);
       k.regex = std::make_shared<RE2>(k.pattern, options);

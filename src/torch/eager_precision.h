@@ -82,7 +82,7 @@ class EagerPrecision {
 
  private:
   EagerPrecision(EagerCapture* capture, at::ScalarType dtype, std::vector<std::string> entries);
-  struct KernelEntry;
+  struct KernelMatch;
   void Handle(const c10::OperatorHandle& op, c10::DispatchKeySet below,
               std::vector<c10::IValue>* stack);
   bool Kept(const EagerGraph& graph, uint32_t index);
@@ -95,7 +95,7 @@ class EagerPrecision {
   std::vector<std::string> entries_;
   std::vector<bool> matched_;     // per entry
   std::vector<bool> is_state_;    // per entry: it named a parameter or buffer
-  std::vector<KernelEntry> kernel_entries_;  // per entry
+  std::vector<KernelMatch> kernel_entries_;  // per entry
   bool enabled_ = false;
   uint64_t thread_id_ = 0;  // the thread Enable ran on
   std::unordered_map<const EagerGraph*, std::vector<int8_t>> decisions_;  // -1 unknown, 0, 1
