@@ -24,6 +24,10 @@ Printed, as medians over BENCH_ROUNDS rounds:
   bench: eager_statistic_vs_plain ratio=X        (target <= 1.15)
   bench: eager_tensor_dump_vs_dd ratio=X         (dd's time / the added time; target >= 0.8)
   bench: eager_tensor_dump_async_vs_dd ratio=X   (the same for 5)
+  bench: eager_tensor_files_alone_vs_dd ratio=X  (dd's time over the time a plain program takes
+                                                  to write the same files, links and
+                                                  directories: the best any writer of this
+                                                  dump's files could reach)
 A tensor dumped twice in the step with the same bytes is one file under two names (a hard
 link); each round also prints the bytes actually written.
 and the capture's cost per operator (bench/lib/eager_op_loop.py: 20,000 additions per call,
@@ -103,7 +107,7 @@ def main():
                 json.dump(written, f)
         return path, os.path.join(work, f"dump{n}")
 
-    off_r, stat_r, dd_r, async_r, per_op = [], [], [], [], []
+    off_r, stat_r, dd_r, async_r, per_op, alone_r = [], [], [], [], [], []
     for r in range(ROUNDS):
         plain = statistics.median(step_times(["/usr/bin/python3", *args], work)[2:])
         never, _ = config("statistic", str(10 ** 6))
@@ -114,6 +118,7 @@ def main():
         os.sync()
         dumped_step = step_times([BIN, "python", "--config", tensor, *args], work)[TENSOR_STEP]
         size, written = benchutil.npy_bytes(dump), benchutil.npy_unique_bytes(dump)
+        files_alone = benchutil.write_same_files(dump, os.path.join(work, f"files{r}"))
         os.sync()
         plain_tail = seconds_from_tensor_step_to_end(["/usr/bin/python3", *short], work)
         tensor_async, _ = config("tensor", str(TENSOR_STEP), asynchronous=True)
@@ -129,11 +134,13 @@ def main():
         off_r.append(off / plain)
         stat_r.append(s / plain)
         dd_r.append(dd / added)
+        alone_r.append(dd / files_alone)
         async_r.append(dd / max(async_tail - plain_tail, 1e-6))
         print(f"round {r + 1}: step plain {plain * 1e3:.1f} ms, off {off * 1e3:.1f} ms, statistic "
               f"{s * 1e3:.1f} ms; tensor step {dumped_step * 1e3:.1f} ms for "
               f"{size / 2**20:.1f} MiB in files ({written / 2**20:.1f} MiB written, the rest "
-              f"links), dd {dd * 1e3:.1f} ms; asynchronous: to the end {async_tail:.2f} s against "
+              f"links), the same files alone {files_alone * 1e3:.1f} ms, dd {dd * 1e3:.1f} ms; "
+              f"asynchronous: to the end {async_tail:.2f} s against "
               f"{plain_tail:.2f} s; {LOOP_OPS} additions {bare * 1e3:.1f} ms, captured "
               f"{captured * 1e3:.1f} ms", flush=True)
     benchutil.remove_tree(work)
@@ -141,6 +148,7 @@ def main():
     print(f"bench: eager_statistic_vs_plain ratio={statistics.median(stat_r):.3f}")
     print(f"bench: eager_tensor_dump_vs_dd ratio={statistics.median(dd_r):.3f}")
     print(f"bench: eager_tensor_dump_async_vs_dd ratio={statistics.median(async_r):.3f}")
+    print(f"bench: eager_tensor_files_alone_vs_dd ratio={statistics.median(alone_r):.3f}")
     print(f"bench: eager_capture_cost_per_operator_us value={statistics.median(per_op):.2f}")
 
 

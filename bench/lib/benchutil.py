@@ -78,6 +78,41 @@ def npy_unique_bytes(root):
     return total
 
 
+def write_same_files(root, into):
+    """Writes, under the new directory `into`, the .npy files of the dump `root` as plainly as a
+    program can: the same directories, each file's size in zeros written under a temporary name
+    and renamed (no file is ever torn), each further name of a file a hard link. Returns the
+    seconds it took: what the dump's files cost the file system, with no capture around them."""
+    files = {}  # (device, inode) -> [size, relative names in creation order]
+    for d, _, names in os.walk(root):
+        for f in sorted(names):
+            if f.endswith(".npy"):
+                st = os.stat(os.path.join(d, f))
+                entry = files.setdefault((st.st_dev, st.st_ino), [st.st_size, []])
+                entry[1].append(os.path.relpath(os.path.join(d, f), root))
+    zeros = bytes(max((size for size, _ in files.values()), default=0))
+    os.sync()
+    start = time.monotonic()
+    made = set()
+    for size, names in files.values():
+        for name in names:
+            parent = os.path.dirname(os.path.join(into, name))
+            if parent not in made:
+                os.makedirs(parent, exist_ok=True)
+                made.add(parent)
+        first = os.path.join(into, names[0])
+        temporary = first + ".tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+        view = memoryview(zeros)[:size]
+        while view:
+            view = view[os.write(fd, view):]
+        os.close(fd)
+        os.rename(temporary, first)
+        for name in names[1:]:
+            os.link(first, os.path.join(into, name))
+    return time.monotonic() - start
+
+
 def remove_tree(path):
     """Removes a scratch directory holding a dump (its files and directories are read-only)."""
     for root, dirs, files in os.walk(path):
