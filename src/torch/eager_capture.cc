@@ -329,6 +329,11 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
             t.unsafeGetTensorImpl(),
             Producer{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()),
                      call.graph->graph_id(), call.index});
+        if (producers_.size() >= prune_producers_at_) {
+          std::erase_if(producers_,
+                        [](const auto& entry) { return entry.second.tensor.expired(); });
+          prune_producers_at_ = std::max(kMinProducerPrune, 2 * producers_.size());
+        }
       }
     });
   }

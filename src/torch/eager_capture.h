@@ -145,14 +145,18 @@ class EagerCapture {
   // Calls of (scope, operator) so far in this root call.
   std::unordered_map<uint64_t, uint32_t> occurrences_;
   // Which kernel produced a tensor, for the graph files' dataflow. The weak reference keeps the
-  // TensorImpl's memory (not its data) until the iteration ends, so a tensor made after this one
-  // died cannot get its address and be taken for this kernel's output.
+  // TensorImpl's memory (not its data) until the iteration ends or the entry is pruned after the
+  // tensor died, so a tensor made later cannot get its address and be taken for this output.
   struct Producer {
     c10::weak_intrusive_ptr<c10::TensorImpl> tensor;
     uint32_t graph_id;
     uint32_t index;
   };
   std::unordered_map<const at::TensorImpl*, Producer> producers_;
+  // When producers_ reaches this size, the entries of tensors that died are dropped (a script
+  // that never ends an iteration would otherwise hold every output it ever made).
+  size_t prune_producers_at_ = kMinProducerPrune;
+  static constexpr size_t kMinProducerPrune = 4096;
   std::string failure_;
 };
 
