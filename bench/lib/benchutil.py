@@ -63,19 +63,23 @@ def npy_bytes(root):
     return total
 
 
+def npy_files(root):
+    """The .npy files under `root`, one entry per file (its hard links together):
+    {(device, inode): [size, names relative to `root`, in walk order]}."""
+    files = {}
+    for d, _, names in os.walk(root):
+        for f in sorted(names):
+            if f.endswith(".npy"):
+                st = os.stat(os.path.join(d, f))
+                entry = files.setdefault((st.st_dev, st.st_ino), [st.st_size, []])
+                entry[1].append(os.path.relpath(os.path.join(d, f), root))
+    return files
+
+
 def npy_unique_bytes(root):
     """Bytes of the .npy files under `root` counted once per file (hard links once): the bytes
     actually written."""
-    seen, total = set(), 0
-    for d, _, files in os.walk(root):
-        for f in files:
-            if not f.endswith(".npy"):
-                continue
-            st = os.stat(os.path.join(d, f))
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_size
-    return total
+    return sum(size for size, _ in npy_files(root).values())
 
 
 def write_same_files(root, into):
@@ -83,13 +87,7 @@ def write_same_files(root, into):
     program can: the same directories, each file's size in zeros written under a temporary name
     and renamed (no file is ever torn), each further name of a file a hard link. Returns the
     seconds it took: what the dump's files cost the file system, with no capture around them."""
-    files = {}  # (device, inode) -> [size, relative names in creation order]
-    for d, _, names in os.walk(root):
-        for f in sorted(names):
-            if f.endswith(".npy"):
-                st = os.stat(os.path.join(d, f))
-                entry = files.setdefault((st.st_dev, st.st_ino), [st.st_size, []])
-                entry[1].append(os.path.relpath(os.path.join(d, f), root))
+    files = npy_files(root)
     zeros = bytes(max((size for size, _ in files.values()), default=0))
     os.sync()
     start = time.monotonic()
