@@ -1,0 +1,230 @@
+// Internal: the one implementation of DumpSession (session.h), whose parts live in their own
+// files: hook dispatch and lifecycle, the rank directory's claim included (session.cc),
+// failures (session_failures.cc), file naming and mapping.csv (session_naming.cc), writing tensor
+// and Ascend .bin files, synchronously or through asynchronous copies (session_emit.cc), and
+// statistic rows in their order (session_statistics.cc). Not for use outside src/core.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "graphdump/internal/async_writer.h"
+#include "graphdump/internal/buffer_pool.h"
+#include "graphdump/internal/stats_cache.h"
+#include "graphdump/internal/tensor_writer.h"
+#include "graphdump/internal/written_files.h"
+#include "graphdump/layout.h"
+#include "graphdump/selector.h"
+#include "graphdump/session.h"
+#include "graphdump/stats.h"
+
+namespace graphdump::session_internal {
+
+// The statistic rows of one iteration directory, kept in submission order so that synchronous
+// and asynchronous dumps write identical statistic.csv files.
+struct StepDir {
+  std::string dir;
+  std::map<uint64_t, std::string> rows;  // sequence number -> row
+  uint32_t pending = 0;                  // asynchronous writes not yet finished
+  bool ended = false;                    // EndStep (or Close) was called
+};
+
+struct GraphState {
+  GraphInfo info;
+  std::vector<uint8_t> selected;  // per kernel index
+  std::vector<uint8_t> dumped;    // per kernel index: dumped at least once
+  bool files_dirty = false;       // kernels were added since the graph files were written
+  bool constants_written = false;
+  // What the .ir, .pb and execution order files hold now: a file whose new text is the same is
+  // not written again (replacing a file frees its blocks, which some mounts discard at once).
+  std::array<std::optional<std::string>, 3> written;
+};
+
+// For trans_flag false: the view in the order its elements are stored (dimensions sorted by
+// decreasing stride), and the name of that layout.
+TensorView StorageOrderView(const TensorView& view, std::string* format);
+
+// rank_{r} in MindSpore's layout; {YYYYMMDDhhmmss}/{device_id} in the GE layout, whose model
+// directories {net_name}/{graph_id}/{iteration} then follow exactly as in MindSpore's.
+std::string RootDir(const DumpConfig& config, uint32_t rank);
+
+// Forks so far in this process's line: a session made before the last fork belongs to the
+// parent, and in the child it dumps, writes, drains and removes nothing (its writer threads do
+// not exist there). pthread_atfork's child handler counts them.
+extern std::atomic<uint64_t> g_forks;
+
+class SessionImpl final : public DumpSession {
+ public:
+  SessionImpl(SessionOptions options, std::unique_ptr<Selector> selector);
+  ~SessionImpl() override;
+
+  Status Start();
+  // Start refused the dump path (another run's): the session ends without touching it.
+  void Refused() { closed_ = true; }
+  // Start failed with `why`: the rank directory this session made is removed; one it did not
+  // make (an earlier run's, replaced with overwrite) keeps an INCOMPLETE saying why, where it can.
+  // The session then ends without a word: it never dumped.
+  void AbandonStart(const Status& why);
+
+  Status OnGraphCompiled(const GraphInfo& graph) override;
+  KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) override;
+  void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) override;
+  void BeginIteration() override;
+  void EndIteration() override;
+  bool IterationOpen() const override { return iteration_open_; }
+  void BeginStep(uint32_t graph_id) override;
+  uint64_t CurrentIteration() const override { return iteration_; }
+  bool StepDumps() const override { return step_dumps_ && !failed_ && !InChild(); }
+  bool Wants(const KernelInfo& kernel) const override;
+  void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
+                    const std::vector<TensorView>& outputs) override;
+  bool ReadsInput(const KernelInfo& kernel, const TensorView& input) override;
+  void BeforeWrite(const void* storage) override;
+  void ForgetStatistics(const void* storage) override;
+  void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
+                      const std::string& error) override;
+  bool WantsParameters() const override;
+  void OnParameter(uint32_t graph_id, const std::string& name, const TensorView& value) override;
+  void OnConstant(uint32_t graph_id, uint32_t index, const TensorView& value) override;
+  void EndStep(uint32_t graph_id) override;
+  void SetDump(const std::string& module_path) override;
+  void OnRunFailed(const std::string& reason) override;
+  Status Close() override;
+  DumpSummary Summary() const override;
+  const DumpConfig& config() const override { return config_; }
+
+ private:
+  // A C-order copy of a tensor in a pooled buffer, for a queued write.
+  struct QueuedCopy {
+    BufferPool::Buffer buffer;
+    TensorView view;  // over `buffer`
+  };
+
+  // Lifecycle (session.cc).
+  // The `kernels` entries that selected no kernel that was dumped: a kernel in a branch that
+  // never ran (the `inplace` branch of F.relu), or that ran in no dumped iteration, does not
+  // count. As MindSpore, which counts an entry when it dumps a kernel.
+  std::vector<std::string> UnusedEntries() const;
+  void Log(const std::string& message) const;
+  // A forked child of the process that opened this session.
+  bool InChild() const { return g_forks.load(std::memory_order_relaxed) != forks_at_open_; }
+  void StartIteration();
+  // Ends the iteration: its statistic rows, and the next iteration number.
+  void FinishIteration();
+  void WriteGraphFiles(GraphState& state);
+  // One run per directory. A session holds the lock `.{rank dir}.lock` beside its rank
+  // directory while it runs; with it, the rank directory is made by this session (mkdir), or it
+  // is an earlier run's and is refused, or (overwrite) renamed aside in one step, replaced by a
+  // new one and then deleted. A rank directory whose lock another live process holds is that
+  // run's: refused, overwrite or not, and left as it is.
+  Status ClaimRoot();
+
+  // Failures (session_failures.cc).
+  Status FirstError();
+  // The first write error stops all dumping; it is reported once and marked on disk.
+  void Fail(const Status& status);
+  std::string IncompletePath() const { return root_ + "/.dump_metadata/INCOMPLETE"; }
+
+  // Naming (session_naming.cc).
+  bool EnsureDir(const std::string& dir);
+  // A basename longer than 255 bytes becomes "{n}{ext}" and is listed in mapping.csv.
+  std::string FileNameIn(const std::string& dir, const std::string& basename, const char* ext);
+
+  // Emission (session_emit.cc).
+  void DumpKernel(const KernelInfo& kernel, const std::vector<TensorView>* inputs,
+                  const std::vector<TensorView>* outputs);
+  // file_format "bin": one Ascend dump file per kernel with its inputs and outputs
+  // (docs/ascend.md).
+  void EmitAscendFile(const std::string& dir, const TensorFileName& file,
+                      const std::string& full_name, const std::vector<TensorView>* inputs,
+                      const std::vector<TensorView>* outputs);
+  QueuedCopy Copy(const TensorView& view);
+  // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row.
+  void EmitTensor(const std::string& dir, TensorFileName file, const TensorView& original,
+                  bool statistics, bool allow_npy = true);
+  // Writes one tensor; returns its statistics unless the write failed. `file`, when given, is
+  // told whether the file was written.
+  std::optional<NanPropagatingStats> WriteOne(const std::string& path, const TensorView& view,
+                                              const TensorWriteOptions& options,
+                                              const StatRowInfo& row, StepDir* sd, uint64_t seq,
+                                              WrittenFiles::File* file = nullptr);
+  // Dumps a tensor whose bytes the file `source` holds (or will, once its queued write has
+  // run) under the new name `path`: a second name for that file, or a copy of it where the file
+  // system has no hard links. Its statistic row, if any, is made now (ReduceStatistics).
+  void LinkTensor(std::shared_ptr<WrittenFiles::File> source, const std::string& path,
+                  const TensorView& view, TensorWriteOptions options, const StatRowInfo& row,
+                  StepDir* sd, uint64_t seq);
+
+  // Statistic rows (session_statistics.cc).
+  StepDir* StepDirFor(const std::string& dir);
+  // What a statistic-only row without md5 reduces: the bytes in storage order. Whatever
+  // trans_flag made of the file's view, its storage order is the original's (StorageOrderView
+  // of a storage-ordered view is that view).
+  static TensorView StatisticOnlyView(const TensorView& original);
+  // The statistic row of a tensor (`options` without the .npy), reduced from memory unless the
+  // same bytes were reduced already in this step. False when the dump has stopped.
+  bool ReduceStatistics(const std::string& path, const TensorView& view,
+                        const TensorWriteOptions& options, const StatRowInfo& row, StepDir* sd,
+                        uint64_t seq);
+  void AddStatisticRow(const StatRowInfo& row, const NanPropagatingStats& stats, StepDir* sd,
+                       uint64_t seq);
+  void FinishPending(StepDir* sd);
+  // REQUIRES: mu_ held.
+  std::unique_ptr<StepDir> TakeStepDir(const std::string& dir);
+  // Marks every open iteration directory ended; those with no pending writes are flushed now,
+  // the others by the writer thread that finishes their last tensor.
+  void EndStepDirs();
+  // Also after a failure: the rows are those of tensors written (or reduced) before it.
+  void FlushStatistics(const StepDir& sd);
+
+  const SessionOptions options_;
+  const DumpConfig& config_;
+  std::unique_ptr<Selector> selector_;
+  std::shared_ptr<FileSystem> fs_;
+  const std::string root_;
+  BufferPool buffers_;  // before async_: its queued jobs hold buffers until they have run
+  std::unique_ptr<AsyncWriter> async_;
+
+  // Executor-thread state.
+  std::map<uint32_t, GraphState> graphs_;
+  std::unordered_set<std::string> created_dirs_;
+  std::map<std::string, uint64_t> mapping_counters_;
+  uint64_t steps_completed_ = 0;
+  uint64_t iteration_ = 0;
+  uint32_t step_graph_ = 0;
+  bool step_dumps_ = false;
+  bool iteration_open_ = false;  // BeginIteration without EndIteration yet
+  uint32_t overflow_kernels_ = 0;
+  uint64_t next_seq_ = 0;
+  bool closed_ = false;
+  const uint64_t forks_at_open_ = g_forks.load();
+  bool created_root_ = false;       // ClaimRoot made the rank directory
+  std::unique_ptr<FileLock> lock_;  // held from ClaimRoot until the session ends
+  bool run_failed_ = false;         // OnRunFailed: INCOMPLETE stays
+  StatsCache stats_cache_;          // statistic-only tensors reduced in this step (and the last)
+  WrittenFiles written_files_;      // tensor files of this step, by the bytes they hold
+
+  // Shared with writer threads.
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<StepDir>> step_dirs_;
+  // Tensors queued without a copy (host_reports_writes), by allocation: BeforeWrite waits for
+  // them. unwritten_count_ lets BeforeWrite skip the lock when nothing is queued.
+  std::unordered_map<const void*, uint32_t> unwritten_;
+  std::atomic<uint64_t> unwritten_count_{0};
+  std::condition_variable written_;
+  std::atomic<bool> failed_{false};
+  Status first_error_;
+  std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};
+};
+
+}  // namespace graphdump::session_internal

@@ -1,0 +1,73 @@
+// Where a DumpSession's files go and what they are called (docs/layout.md): the rank
+// directory, iteration directories made once, the storage-order layout name of a tensor file
+// (trans_flag false), and the numbered names of basenames too long for the file system, listed
+// in mapping.csv.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "graphdump/ge_dialect.h"
+#include "graphdump/layout.h"
+#include "session_impl.h"
+
+namespace graphdump::session_internal {
+
+// For trans_flag false: the view in the order its elements are stored (dimensions sorted by
+// decreasing stride), and the name of that layout.
+TensorView StorageOrderView(const TensorView& view, std::string* format) {
+  *format = kDefaultFormat;
+  if (view.strides.empty() || view.IsContiguous()) return view;
+  std::vector<size_t> perm(view.shape.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](size_t a, size_t b) { return view.strides[a] > view.strides[b]; });
+  TensorView out = view;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out.shape[i] = view.shape[perm[i]];
+    out.strides[i] = view.strides[perm[i]];
+  }
+  const std::vector<size_t> nhwc = {0, 2, 3, 1}, ndhwc = {0, 2, 3, 4, 1};
+  if (perm == nhwc) {
+    *format = "NHWC";
+  } else if (perm == ndhwc) {
+    *format = "NDHWC";
+  } else {
+    *format = "Permuted";
+    for (size_t p : perm) *format += fmt::format("_{}", p);
+  }
+  return out;
+}
+
+std::string RootDir(const DumpConfig& config, uint32_t rank) {
+  if (!config.ge_layout) return RankDir(config.path, rank);
+  GeLayout layout{config.path, GeTimestampDirName(std::chrono::system_clock::now()), rank, ""};
+  return fmt::format("{}/{}/{}", layout.dump_path, layout.timestamp, rank);
+}
+
+bool SessionImpl::EnsureDir(const std::string& dir) {
+  if (created_dirs_.count(dir)) return true;
+  Status st = fs_->CreateDirectories(dir);
+  if (!st.ok()) {
+    Fail(st);
+    return false;
+  }
+  created_dirs_.insert(dir);
+  return true;
+}
+
+std::string SessionImpl::FileNameIn(const std::string& dir, const std::string& basename,
+                                    const char* ext) {
+  if (basename.size() <= kMaxBasenameBytes) return basename;
+  uint64_t& counter = mapping_counters_[dir];
+  std::string mapped;
+  do {
+    mapped = fmt::format("{}{}", counter++, ext);
+  } while (fs_->Exists(dir + "/" + mapped));
+  Status st = fs_->AppendToFile(dir + "/mapping.csv", mapped + "," + basename + "\n");
+  if (!st.ok()) Fail(st);
+  return mapped;
+}
+
+}  // namespace graphdump::session_internal

@@ -1,0 +1,91 @@
+// A DumpSession's statistic.csv rows (docs/file-format.md): reduced from memory (or found
+// again in the statistics cache), kept per iteration directory in submission order so that
+// synchronous and asynchronous dumps write identical files, and written when the step ends and
+// its last queued tensor is written.
+#include <mutex>
+
+#include "session_impl.h"
+
+namespace graphdump::session_internal {
+
+StepDir* SessionImpl::StepDirFor(const std::string& dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<StepDir>& sd = step_dirs_[dir];
+  if (!sd) {
+    sd = std::make_unique<StepDir>();
+    sd->dir = dir;
+  }
+  return sd.get();
+}
+
+TensorView SessionImpl::StatisticOnlyView(const TensorView& original) {
+  std::string unused_format;
+  return StorageOrderView(original, &unused_format);
+}
+
+bool SessionImpl::ReduceStatistics(const std::string& path, const TensorView& view,
+                                   const TensorWriteOptions& options, const StatRowInfo& row,
+                                   StepDir* sd, uint64_t seq) {
+  if (const NanPropagatingStats* known = stats_cache_.Find(view, *options.stats)) {
+    AddStatisticRow(row, *known, sd, seq);
+    return true;
+  }
+  std::optional<NanPropagatingStats> stats = WriteOne(path, view, options, row, sd, seq);
+  if (stats) stats_cache_.Insert(view, *options.stats, *stats);
+  return stats.has_value();
+}
+
+void SessionImpl::AddStatisticRow(const StatRowInfo& row, const NanPropagatingStats& stats,
+                                  StepDir* sd, uint64_t seq) {
+  std::string line = StatisticCsvRow(row, stats, config_.statistic_category);
+  std::lock_guard<std::mutex> lock(mu_);
+  sd->rows.emplace(seq, std::move(line));
+}
+
+void SessionImpl::FinishPending(StepDir* sd) {
+  std::unique_ptr<StepDir> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--sd->pending == 0 && sd->ended) done = TakeStepDir(sd->dir);
+  }
+  if (done) FlushStatistics(*done);
+}
+
+std::unique_ptr<StepDir> SessionImpl::TakeStepDir(const std::string& dir) {
+  auto it = step_dirs_.find(dir);
+  std::unique_ptr<StepDir> sd = std::move(it->second);
+  step_dirs_.erase(it);
+  return sd;
+}
+
+void SessionImpl::EndStepDirs() {
+  std::vector<std::unique_ptr<StepDir>> ready;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> dirs;
+    for (auto& [dir, sd] : step_dirs_) {
+      sd->ended = true;
+      if (sd->pending == 0) dirs.push_back(dir);
+    }
+    for (const std::string& dir : dirs) ready.push_back(TakeStepDir(dir));
+  }
+  for (const auto& sd : ready) FlushStatistics(*sd);
+}
+
+void SessionImpl::FlushStatistics(const StepDir& sd) {
+  if (sd.rows.empty()) return;
+  const std::string csv = sd.dir + "/statistic.csv";
+  const bool exists = fs_->Exists(csv);
+  std::string text = exists ? "" : StatisticCsvHeader(config_.statistic_category);
+  for (const auto& [seq, line] : sd.rows) text += line;
+  // A new file appears whole under its name (temporary, then rename), so even a kill cannot
+  // leave half a row; rows for an existing file are appended all or nothing.
+  Status st = exists ? fs_->AppendToFile(csv, text) : fs_->WriteWholeFile(csv, text);
+  if (!st.ok()) {
+    Fail(st);
+    return;
+  }
+  statistic_rows_ += sd.rows.size();
+}
+
+}  // namespace graphdump::session_internal
