@@ -11,19 +11,40 @@ A file not yet in that style, one that still runs as a script (it calls gdtest.f
 has an `if __name__ == "__main__":` block), is collected as one test that runs it with this
 Python as before and fails when it exits non-zero, instead of running its top-level code
 while pytest imports it."""
+import os
 import re
 import subprocess
 import sys
 
 import pytest
 
+import gdtest
+
 _SCRIPT = re.compile(r"^\s*(?:\w+\.)?finish\(\)|^if __name__ == ['\"]__main__['\"]:", re.M)
 
 
 @pytest.fixture
-def path(tmp_path):
+def scratch():
+    """A scratch directory (a str) for one test, removed after it even where the test made
+    parts of it read-only (dumps are large: pytest's tmp_path would keep them)."""
+    work = gdtest.temp_dir()
+    yield work
+    gdtest.cleanup(work)
+
+
+@pytest.fixture(scope="module")
+def module_scratch():
+    """A scratch directory shared by a module's tests (for setup made once), removed after
+    them."""
+    work = gdtest.temp_dir()
+    yield work
+    gdtest.cleanup(work)
+
+
+@pytest.fixture
+def path(scratch):
     """path(name): a path named `name` in the test's scratch directory (a str)."""
-    return lambda name: str(tmp_path / name)
+    return lambda name: os.path.join(scratch, name)
 
 
 class ScriptFailed(Exception):

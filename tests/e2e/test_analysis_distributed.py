@@ -44,9 +44,9 @@ def write_ranks(root, ranks):
 
 
 @pytest.fixture(scope='module')
-def all_ranks(tmp_path_factory):
+def all_ranks(module_scratch):
     """A directory whose dump/ holds every rank (written once for the module's tests)."""
-    root = str(tmp_path_factory.mktemp('all'))
+    root = module_scratch
     write_ranks(os.path.join(root, 'dump'), range(RANKS))
     return root
 

@@ -11,9 +11,9 @@ import analysis_dumps as d
 
 
 @pytest.fixture
-def dumps(tmp_path):
+def dumps(scratch):
     """Two dumps of the same 4-kernel net, a and b, in the test's scratch directory (root)."""
-    root = str(tmp_path)
+    root = scratch
     net = d.simple_net(n=4)
     a, b = os.path.join(root, 'a'), os.path.join(root, 'b')
     d.write_dump(a, {0: net})
