@@ -1,7 +1,6 @@
 """graphdump watch: planted NaN found at the right kernel and iteration; clean dump passes."""
 import copy
 import json
-import os
 
 import numpy as np
 
