@@ -49,7 +49,7 @@ def test_identical_ranks_agree(scratch):
 
 def test_planted_difference_is_the_first_disagreement(scratch):
     root = two_ranks(scratch, 'diff', [], ['--perturb-kernel', '8', '--perturb', '0.25',
-                                              '--fault-iteration', '1'])
+                                           '--fault-iteration', '1'])
     out = os.path.join(scratch, 'ranks.csv')
     p = d.graphdump('compare', root, '--ranks', '-q', '--out', out)
     assert p.returncode == 1, p.stdout + p.stderr

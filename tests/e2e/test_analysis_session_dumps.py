@@ -26,7 +26,7 @@ def test_compare_and_watch(scratch):
     a = dump(scratch, 'a', '--steps', '3')
     b = dump(scratch, 'b', '--steps', '3')
     c = dump(scratch, 'c', '--steps', '3', '--perturb-kernel', '3', '--perturb', '0.25',
-                   '--fault-iteration', '1')
+             '--fault-iteration', '1')
     p = d.graphdump('compare', a, b, '-q')
     assert p.returncode == 0, p.stdout + p.stderr
     assert 'no kernel failed' in p.stdout
