@@ -40,10 +40,9 @@ def test_bin_and_ge_dump(scratch):
         # npy: {type}.{name}.0.0.T.{io}.{slot}.DefaultFormat.{dtype}.npy -> convert: {type}.{name}.0.0.T.{io}.{slot}.npy
         k = re.sub(r"\.DefaultFormat\.[a-z0-9]+\.npy$", ".npy", key(f))
         assert k in conv, f"converted file for {k}"
-        if k in conv:
-            a, b = np.load(f), np.load(conv[k])
-            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), \
-                f"bin->convert equals npy for {k}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+        a, b = np.load(f), np.load(conv[k])
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), \
+            f"bin->convert equals npy for {k}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
 
     # GE / TF-adapter dialect.
     def ge_demo_dump(name):

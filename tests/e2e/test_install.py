@@ -51,7 +51,7 @@ def check_installed(prefix, work, what):
         f"{what}: import graphdump from the installed files: {p.stdout}{p.stderr}"
 
 
-def test_install(scratch):
+def test_make_install(scratch):
     # make install: cmake --install into a DESTDIR.
     stage = os.path.join(scratch, "stage")
     p = subprocess.run(["cmake", "--install", t.BUILD_DIR, "--prefix", "/usr/local"],
@@ -65,24 +65,25 @@ def test_install(scratch):
         f"Debian's python3 searches the install directory: {p.stdout}"
     check_installed(stage + "/usr/local", scratch, "install")
 
+
+def test_deb(scratch):
     # make deb: CPack's package (written here, not into the build directory), unpacked.
     packages = os.path.join(scratch, "packages")
     p = subprocess.run(["cpack", "--config", os.path.join(t.BUILD_DIR, "CPackConfig.cmake"),
                         "-G", "DEB", "-B", packages], capture_output=True, text=True, cwd=scratch)
     debs = glob.glob(os.path.join(packages, "graphdump_*.deb"))
     assert p.returncode == 0 and len(debs) == 1, f"cpack -G DEB: {debs}\n{p.stdout}{p.stderr}"
-    if debs:
-        fields = subprocess.run(["dpkg-deb", "-f", debs[0], "Package", "Architecture",
-                                 "Depends"], capture_output=True, text=True).stdout
-        # dpkg-shlibdeps' libraries (LibTorch's among them) and the Python modules it imports.
-        assert ("Package: graphdump" in fields and "Architecture: amd64" in fields and
-                "libtorch" in fields and "python3-torch" in fields and
-                "python3-numpy" in fields), f"the package's control fields: {fields}"
-        listing = subprocess.run(["dpkg-deb", "-c", debs[0]], capture_output=True,
-                                 text=True).stdout
-        assert "./usr/bin/graphdump\n" in listing and "./usr/local/" not in listing, \
-            f"the package installs under /usr: {listing[:2000]}"
-        root = os.path.join(scratch, "root")
-        p = subprocess.run(["dpkg-deb", "-x", debs[0], root], capture_output=True, text=True)
-        assert p.returncode == 0, f"dpkg-deb -x: {p.stderr}"
-        check_installed(root + "/usr", scratch, "deb")
+    fields = subprocess.run(["dpkg-deb", "-f", debs[0], "Package", "Architecture",
+                             "Depends"], capture_output=True, text=True).stdout
+    # dpkg-shlibdeps' libraries (LibTorch's among them) and the Python modules it imports.
+    assert ("Package: graphdump" in fields and "Architecture: amd64" in fields and
+            "libtorch" in fields and "python3-torch" in fields and
+            "python3-numpy" in fields), f"the package's control fields: {fields}"
+    listing = subprocess.run(["dpkg-deb", "-c", debs[0]], capture_output=True,
+                             text=True).stdout
+    assert "./usr/bin/graphdump\n" in listing and "./usr/local/" not in listing, \
+        f"the package installs under /usr: {listing[:2000]}"
+    root = os.path.join(scratch, "root")
+    p = subprocess.run(["dpkg-deb", "-x", debs[0], root], capture_output=True, text=True)
+    assert p.returncode == 0, f"dpkg-deb -x: {p.stderr}"
+    check_installed(root + "/usr", scratch, "deb")
