@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import analysis_dumps as d
 import gdmodels
@@ -35,12 +36,11 @@ def config(path, net_name="Net", dump_path=None):
 
 
 def parse(out, what):
-    """The JSON a command printed, or {} (a failed check) when it printed none."""
+    """The JSON a command printed (a failed test when it printed none)."""
     try:
         return json.loads(out)
     except ValueError as e:
-        assert False, f"{what} prints JSON: {e}: {out[-200:]!r}"
-        return {}
+        pytest.fail(f"{what} prints JSON: {e}: {out[-200:]!r}")
 
 
 def write_bytes(path, data):
@@ -144,7 +144,7 @@ def test_hostile_inputs(scratch):
             assert "\ufffd" in json.dumps(parsed, ensure_ascii=False), \
                 f"{command[0]}: the odd bytes are replaced by U+FFFD"
         except ValueError as e:
-            assert False, f"{command[0]} --json prints valid UTF-8 JSON: {e}"
+            pytest.fail(f"{command[0]} --json prints valid UTF-8 JSON: {e}")
     # The report page declares UTF-8 and carried the raw bytes.
     page = os.path.join(scratch, "odd.html")
     code, out, err = run("report", odd, "-o", page)
@@ -156,7 +156,7 @@ def test_hostile_inputs(scratch):
             text = html.decode("utf-8")  # strict
             assert "layer\ufffd1" in text, "report: the odd byte is U+FFFD on the page"
         except UnicodeDecodeError as e:
-            assert False, f"report writes a UTF-8 page: {e}"
+            pytest.fail(f"report writes a UTF-8 page: {e}")
 
     # 11. --input-shape 2x8x was taken as 2x8 (the empty size dropped).
     for shape, part in (("2x8x", "an empty size"), ("2xx8", "an empty size"),
