@@ -10,7 +10,8 @@ by name.
 A file not yet in that style, one that still runs as a script (it calls gdtest.finish() or
 has an `if __name__ == "__main__":` block), is collected as one test that runs it with this
 Python as before and fails when it exits non-zero, instead of running its top-level code
-while pytest imports it."""
+while pytest imports it. A script that runs pytest on itself (pytest.main in its __main__
+block) is collected as an ordinary module in that inner run (_AS_SCRIPT in its environment)."""
 import os
 import re
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 
 import gdtest
 
+_AS_SCRIPT = "GRAPHDUMP_E2E_AS_SCRIPT"
 _SCRIPT = re.compile(r"^\s*(?:\w+\.)?finish\(\)|^if __name__ == ['\"]__main__['\"]:", re.M)
 
 
@@ -55,7 +57,8 @@ class ScriptItem(pytest.Item):
     """A whole script as one test: passes when `python3 FILE` exits 0."""
 
     def runtest(self):
-        p = subprocess.run([sys.executable, str(self.path)], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, str(self.path)], capture_output=True, text=True,
+                           env=dict(os.environ, **{_AS_SCRIPT: "1"}))
         sys.stdout.write(p.stdout)
         sys.stderr.write(p.stderr)
         if p.returncode != 0:
@@ -76,6 +79,6 @@ class ScriptFile(pytest.File):
 
 
 def pytest_pycollect_makemodule(module_path, parent):
-    if _SCRIPT.search(module_path.read_text()):
+    if _AS_SCRIPT not in os.environ and _SCRIPT.search(module_path.read_text()):
         return ScriptFile.from_parent(parent, path=module_path)
     return None
