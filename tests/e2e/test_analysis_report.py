@@ -4,378 +4,230 @@ hold the NaN and +-Inf markers on the right kernels with their full names, kerne
 axes, the first-divergence marker on the first failing kernel (not on a parameter), a chart for a
 one-iteration dump, and the charts before the collapsible tables."""
 import copy
-import html
-import html.parser
 import json
 import os
 import re
 import shutil
-import struct
-import subprocess
-import tempfile
-import unittest
 
 import numpy as np
 
 import analysis_dumps as d
+from report_page import render, series_kernels, within
 
 
-def chromium():
-    for name in ('chromium', 'chromium-browser', 'google-chrome'):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+def report(scratch, *args):
+    out = os.path.join(scratch, 'report%d.html' % len(os.listdir(scratch)))
+    p = d.graphdump('report', *args, '-o', out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert 'wrote ' + out in p.stdout
+    with open(out, encoding='utf-8') as f:
+        page = f.read()
+    assert_self_contained(page)
+    return out, page
 
 
-class Element:
-    def __init__(self, tag, attrs, parent):
-        self.tag, self.attrs, self.parent = tag, dict(attrs), parent
-        self.children, self.text = [], ''
-
-    def classes(self):
-        return (self.attrs.get('class') or '').split()
-
-    def title(self):
-        """The text of the element's own <title> child (the hover text), or ''."""
-        for c in self.children:
-            if c.tag == 'title':
-                return c.text
-        return ''
-
-    def iter(self):
-        yield self
-        for c in self.children:
-            yield from c.iter()
-
-    def ancestors(self):
-        p = self.parent
-        while p is not None:
-            yield p
-            p = p.parent
+def assert_self_contained(page):
+    # Every script is inline; nothing names another resource to load.
+    scripts = re.findall(r'<script\b[^>]*>', page)
+    assert len(scripts) == 3, scripts  # the data, d3.js, the drawing script
+    for s in scripts:
+        assert 'src' not in s
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:|//|file:)', page)
+    assert not re.search(r'<(link|iframe|img|object|embed)\b', page)
+    assert not re.search(r'@import|url\(', page)
+    assert 'd3={version:"3.' in page.replace(' ', '')  # the library itself is inlined
 
 
-class Dom(html.parser.HTMLParser):
-    """The dumped DOM as a tree of Elements (the serializer closes every non-void element)."""
-    VOID = {'meta', 'br', 'img', 'input', 'link', 'hr', 'col', 'area', 'base', 'source', 'wbr'}
-
-    def __init__(self, text):
-        super().__init__(convert_charrefs=True)
-        self.root = Element('#root', [], None)
-        self.stack = [self.root]
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        e = Element(tag, attrs, self.stack[-1])
-        self.stack[-1].children.append(e)
-        if tag not in self.VOID:
-            self.stack.append(e)
-
-    def handle_endtag(self, tag):
-        for i in range(len(self.stack) - 1, 0, -1):
-            if self.stack[i].tag == tag:
-                del self.stack[i:]
-                return
-
-    def handle_data(self, data):
-        self.stack[-1].text += data
-
-    def find(self, tag=None, cls=None, **attrs):
-        return within(self.root, tag, cls, **attrs)
-
-    def chart(self, chart_id):
-        """The <svg class="plot"> drawn into <div id="chart-{chart_id}">."""
-        host = self.find('div', id='chart-' + chart_id)
-        assert len(host) == 1, 'no chart ' + chart_id
-        svgs = [e for e in host[0].iter() if e.tag == 'svg' and 'plot' in e.classes()]
-        assert len(svgs) == 1, 'chart %s not drawn' % chart_id
-        return svgs[0]
+def assert_axis_names(svg, names, each=1):
+    """The chart's x labels carry the kernels' full names (data-kernel and hover title),
+    `each` times per name."""
+    labels = within(svg, 'text', 'x-label')
+    assert labels
+    for name in names:
+        match = [l for l in labels if l.attrs.get('data-kernel') == name]
+        assert len(match) == each, name
+        assert match[0].title().startswith(name), match[0].title()
+        assert match[0].text.strip().lstrip('\u2026') in name
 
 
-def within(root, tag=None, cls=None, **attrs):
-    out = []
-    for e in root.iter():
-        if tag and e.tag != tag:
-            continue
-        if cls and cls not in e.classes():
-            continue
-        if any(e.attrs.get(k.replace('_', '-')) != v for k, v in attrs.items()):
-            continue
-        out.append(e)
-    return out
+def test_compare_report(scratch):
+    net = d.simple_net(n=8)
+    bad = copy.deepcopy(net)
+    for i in range(5, 8):
+        bad[i]['outputs'] = [net[i]['outputs'][0] * 1.5]
+    nan = bad[6]['outputs'][0].copy()
+    nan[0, 0] = np.nan
+    bad[6]['outputs'] = [nan]
+    # A parameter that differs: compare lists it apart, never as the first failure.
+    w = np.ones((3, 3), np.float32)
+    a, b = os.path.join(scratch, 'a'), os.path.join(scratch, 'b')
+    d.write_dump(a, {0: bad, 1: bad, 2: bad}, parameters={i: {'fc_weight': w * 2} for i in range(3)})
+    d.write_dump(b, {0: net, 1: net, 2: net}, parameters={i: {'fc_weight': w} for i in range(3)})
+    j = json.loads(d.graphdump('compare', a, b, '--json').stdout)
+    assert j['differing_sources'][0]['kernel'] == 'fc_weight'
+    assert j['first_failure']['kernel'] == net[5]['full_name']
+
+    out, page = report(scratch, '--compare', a, b)
+    tree = render(scratch, out)
+    first = net[5]['full_name']
+    marks = tree.find(cls='first-divergence')
+    marks = [m for m in marks if m.tag == 'g']
+    assert len(marks) >= 2  # on both compare charts
+    for m in marks:
+        assert m.attrs['data-kernel'] == first
+        assert first in m.title()
+    assert len(tree.find(id='first-divergence')) == 1
+    assert tree.find('g', id='first-divergence')[0].attrs['data-kernel'] == first
+    summary = tree.find(cls='first-divergence-text')[0]
+    assert first in ''.join(e.text for e in summary.iter())
+    assert 'fc_weight' in ''.join(e.text for e in tree.find('section', id='summary')[0].iter())
+
+    # The compare charts: one point per computed kernel and iteration, named on the axis.
+    cosine = tree.chart('compare-cosine')
+    assert_axis_names(cosine, [first], each=3)  # one per iteration
+    kernels = [p.attrs['data-kernel'] for p in within(cosine, cls='point')] + \
+              [p.attrs['data-kernel'] for p in within(cosine, cls='nonfinite')]
+    assert len(kernels) == 24
+    assert 'fc_weight' not in kernels
+    # The NaN kernel's cosine is not a number: a NaN marker on it, in each iteration.
+    nans = within(cosine, 'path', 'nan')
+    assert [m.attrs['data-kernel'] for m in nans] == [net[6]['full_name']] * 3
+    assert net[6]['full_name'] in nans[0].title()
+    assert '= NaN' in nans[0].title()
+
+    # Along the execution order (iteration 0, where the NaN hit): NaN markers for layer6's
+    # max, min, mean and l2norm, on no other kernel; the other kernels are points.
+    values = tree.chart('order-0-values')
+    nan_marks = within(values, 'path', 'nan') + within(tree.chart('order-0-l2norm'), 'path',
+                                                       'nan')
+    assert {m.attrs['data-kernel'] for m in nan_marks} == {net[6]['full_name']}
+    assert sorted(m.attrs['data-series'] for m in nan_marks) == ['l2norm', 'max', 'mean', 'min']
+    points = {p.attrs['data-kernel'] for p in within(values, 'circle', 'point')}
+    assert points == {k['full_name'] for k in net} - {net[6]['full_name']}
+    hit = [m for m in within(values, 'g', 'first-hit')]
+    assert [m.attrs['data-kernel'] for m in hit] == [net[6]['full_name']]
+    assert [m.attrs['data-kernel'] for m in within(values, 'g', 'first-divergence')] == [first]
+    assert_axis_names(values, [k['full_name'] for k in net])
+
+    # Across iterations: the kernels that hit and the first divergence, not the first ones.
+    assert series_kernels(tree) == [first, net[6]['full_name']]
+    assert 'id="watch-hits"' in page
 
 
-def series_kernels(tree):
-    """The kernels the across-iterations charts show, in page order."""
-    return [html.unescape(k) for k in re.findall(r'<h3><code>(.*?)</code> output 0</h3>',
-                                                  tree.text)]
+def test_statistics_with_infinities(scratch):
+    """A statistics-only dump: -inf and +inf from statistic.csv, an all-NaN iteration."""
+    net = d.simple_net(n=6)
+    its = {}
+    for it in range(3):
+        ks = copy.deepcopy(net)
+        for k in ks:
+            k['outputs'] = [k['outputs'][0] + it]
+        its[it] = ks
+    inf = its[1][3]['outputs'][0].copy()
+    inf[0, 0], inf[1, 1] = -np.inf, np.inf
+    its[1][3]['outputs'] = [inf]
+    its[2][4]['outputs'] = [np.full((4, 8), np.nan, np.float32)]
+    dump = os.path.join(scratch, 'stats')
+    d.write_dump(dump, its, files=False, stats=True)
+    with open(os.path.join(dump, 'rank_0', 'Net', '0', '1', 'statistic.csv')) as f:
+        row = [l for l in f if 'layer3' in l and ',output,' in l][0]
+    assert ',inf,-inf,inf,' in row  # max, min, l2norm
+
+    out, _ = report(scratch, dump)
+    tree = render(scratch, out)
+    k3, k4 = net[3]['full_name'], net[4]['full_name']
+    # Across iterations, the two kernels that hit (not the first six kernels).
+    assert series_kernels(tree) == [k3, k4]
+    # series-0 is layer3: +Inf max, -Inf min at iteration 1, +Inf l2norm; finite elsewhere.
+    v3, n3 = tree.chart('series-0-values'), tree.chart('series-0-l2norm')
+    pos = within(v3, 'path', 'pos-inf')
+    neg = within(v3, 'path', 'neg-inf')
+    assert [(m.attrs['data-kernel'], m.attrs['data-series']) for m in pos] == [(k3, 'max')]
+    assert [(m.attrs['data-kernel'], m.attrs['data-series']) for m in neg] == [(k3, 'min')]
+    assert 'iteration 1' in pos[0].title()
+    assert [m.attrs['data-series'] for m in within(n3, 'path', 'pos-inf')] == ['l2norm']
+    assert len(within(v3, 'circle', 'point', data_series='max')) == 2
+    # The labels of the bands say what the symbols mean.
+    assert {within(b, 'text')[0].text for b in within(v3, 'g', 'band')} == {'+Inf', '-Inf'}
+    # series-1 is layer4: all NaN at iteration 2 -> NaN markers, never a point at 0.
+    v4 = tree.chart('series-1-values')
+    nans = within(v4, 'path', 'nan')
+    assert sorted(m.attrs['data-series'] for m in nans) == ['max', 'min']
+    assert all('iteration 2' in m.title() and m.attrs['data-kernel'] == k4
+               for m in nans)
+    for p in within(v4, 'circle', 'point'):
+        assert 'iteration 2' not in p.title()
+    assert len(within(v4, 'circle', 'point')) == 4  # max, min at iterations 0, 1
+    assert within(v4, 'text', 'x-label')[0].title().split('\n')[0] == k4
+    # Along the order, iteration 1 (the first hit): the +-Inf markers sit on layer3 only.
+    order = tree.chart('order-0-values')
+    assert {m.attrs['data-kernel'] for m in within(order, cls='nonfinite')} == {k3}
 
 
-def png_size(path):
-    with open(path, 'rb') as f:
-        head = f.read(24)
-    assert head[:8] == b'\x89PNG\r\n\x1a\n', 'not a PNG: %r' % head[:8]
-    return struct.unpack('>II', head[16:24])
+def test_one_iteration(scratch):
+    net = d.simple_net(n=8)
+    dump = os.path.join(scratch, 'one')
+    d.write_dump(dump, {0: net})
+    out, page = report(scratch, dump, '--check', 'nan')
+    assert 'holds one iteration' in page
+    tree = render(scratch, out, height=1400)
+    assert len(tree.find('svg', cls='plot')) == 2
+    values = tree.chart('order-0-values')
+    for series in ('max', 'min', 'mean'):
+        drawn = [p.attrs['data-kernel'] for p in within(values, 'circle', 'point',
+                                                        data_series=series)]
+        assert drawn == [k['full_name'] for k in net]
+    # Values as numpy sees them: the max point's hover text holds the kernel's max.
+    first = within(values, 'circle', 'point', data_series='max')[0]
+    shown = float(re.search(r'max = (\S+)', first.title()).group(1))
+    assert round(abs(shown / net[0]['outputs'][0].astype(np.float64).max() - 1), 5) == 0
+    assert_axis_names(values, [k['full_name'] for k in net])
+    assert tree.find(cls='nonfinite') == []
+    assert tree.find(cls='first-divergence') == []
 
 
-class ReportTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.root = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def report(self, *args):
-        out = os.path.join(self.root, 'report%d.html' % len(os.listdir(self.root)))
-        p = d.graphdump('report', *args, '-o', out)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn('wrote ' + out, p.stdout)
-        with open(out, encoding='utf-8') as f:
-            page = f.read()
-        self.assert_self_contained(page)
-        return out, page
-
-    def assert_self_contained(self, page):
-        # Every script is inline; nothing names another resource to load.
-        scripts = re.findall(r'<script\b[^>]*>', page)
-        self.assertEqual(len(scripts), 3, scripts)  # the data, d3.js, the drawing script
-        for s in scripts:
-            self.assertNotIn('src', s)
-        self.assertNotRegex(page, r'(src|href)\s*=\s*["\']?(https?:|//|file:)')
-        self.assertNotRegex(page, r'<(link|iframe|img|object|embed)\b')
-        self.assertNotRegex(page, r'@import|url\(')
-        self.assertIn('d3={version:"3.', page.replace(' ', ''))  # the library itself is inlined
-
-    def render(self, html_path, height=2400):
-        browser = chromium()
-        if browser is None:
-            if os.environ.get('GRAPHDUMP_SKIP_BROWSER') == '1':
-                self.skipTest('no chromium')
-            self.fail('chromium is not installed (scripts/install-deps installs it); set '
-                      'GRAPHDUMP_SKIP_BROWSER=1 to skip')
-        profile = os.path.join(self.root, 'profile')
-        shot = html_path + '.png'
-        # No network at all: a fetch the page tried would fail and leave charts undrawn.
-        flags = [browser, '--headless', '--no-sandbox', '--disable-gpu',
-                 '--disable-background-networking', '--disable-component-update',
-                 '--no-first-run', '--user-data-dir=' + profile,
-                 '--host-resolver-rules=MAP * ~NOTFOUND', '--virtual-time-budget=5000']
-        url = 'file://' + html_path
-        p = subprocess.run(flags + ['--screenshot=' + shot, '--window-size=1000,%d' % height, url],
-                           capture_output=True, timeout=120)
-        self.assertTrue(os.path.exists(shot), 'no screenshot: %s' % p.stderr[-2000:])
-        self.assertEqual(png_size(shot), (1000, height))
-        self.assertGreater(os.path.getsize(shot), 30000)  # drawn charts, not a blank page
-        dom = subprocess.run(flags + ['--dump-dom', url], capture_output=True, text=True,
-                             timeout=120)
-        self.assertEqual(dom.returncode, 0, dom.stderr[-2000:])
-        tree = Dom(dom.stdout)
-        tree.text = dom.stdout
-        body = tree.find('body')[0]
-        self.assertNotEqual(body.attrs.get('data-charts-drawn'), None, 'the script did not run')
-        self.assertEqual(int(body.attrs['data-charts-drawn']), len(tree.find('div', cls='chart')))
-        # Charts first, then the tables, each in a <details> (collapsed until opened).
-        text = dom.stdout
-        self.assertLess(text.index('class="plot"'), text.index('<details'))
-        for table in tree.find('table'):
-            self.assertIn('details', [a.tag for a in table.ancestors()])
-        return tree
-
-    def assert_axis_names(self, svg, names, each=1):
-        """The chart's x labels carry the kernels' full names (data-kernel and hover title),
-        `each` times per name."""
-        labels = within(svg, 'text', 'x-label')
-        self.assertTrue(labels)
-        for name in names:
-            match = [l for l in labels if l.attrs.get('data-kernel') == name]
-            self.assertEqual(len(match), each, name)
-            self.assertTrue(match[0].title().startswith(name), match[0].title())
-            self.assertIn(match[0].text.strip().lstrip('\u2026'), name)
-
-    def test_compare_report(self):
-        net = d.simple_net(n=8)
-        bad = copy.deepcopy(net)
-        for i in range(5, 8):
-            bad[i]['outputs'] = [net[i]['outputs'][0] * 1.5]
-        nan = bad[6]['outputs'][0].copy()
-        nan[0, 0] = np.nan
-        bad[6]['outputs'] = [nan]
-        # A parameter that differs: compare lists it apart, never as the first failure.
-        w = np.ones((3, 3), np.float32)
-        a, b = os.path.join(self.root, 'a'), os.path.join(self.root, 'b')
-        d.write_dump(a, {0: bad, 1: bad, 2: bad}, parameters={i: {'fc_weight': w * 2} for i in range(3)})
-        d.write_dump(b, {0: net, 1: net, 2: net}, parameters={i: {'fc_weight': w} for i in range(3)})
-        j = json.loads(d.graphdump('compare', a, b, '--json').stdout)
-        self.assertEqual(j['differing_sources'][0]['kernel'], 'fc_weight')
-        self.assertEqual(j['first_failure']['kernel'], net[5]['full_name'])
-
-        out, page = self.report('--compare', a, b)
-        tree = self.render(out)
-        first = net[5]['full_name']
-        marks = tree.find(cls='first-divergence')
-        marks = [m for m in marks if m.tag == 'g']
-        self.assertGreaterEqual(len(marks), 2)  # on both compare charts
-        for m in marks:
-            self.assertEqual(m.attrs['data-kernel'], first)
-            self.assertIn(first, m.title())
-        self.assertEqual(len(tree.find(id='first-divergence')), 1)
-        self.assertEqual(tree.find('g', id='first-divergence')[0].attrs['data-kernel'], first)
-        summary = tree.find(cls='first-divergence-text')[0]
-        self.assertIn(first, ''.join(e.text for e in summary.iter()))
-        self.assertIn('fc_weight', ''.join(e.text for e in tree.find('section', id='summary')[0].iter()))
-
-        # The compare charts: one point per computed kernel and iteration, named on the axis.
-        cosine = tree.chart('compare-cosine')
-        self.assert_axis_names(cosine, [first], each=3)  # one per iteration
-        kernels = [p.attrs['data-kernel'] for p in within(cosine, cls='point')] + \
-                  [p.attrs['data-kernel'] for p in within(cosine, cls='nonfinite')]
-        self.assertEqual(len(kernels), 24)
-        self.assertNotIn('fc_weight', kernels)
-        # The NaN kernel's cosine is not a number: a NaN marker on it, in each iteration.
-        nans = within(cosine, 'path', 'nan')
-        self.assertEqual([m.attrs['data-kernel'] for m in nans], [net[6]['full_name']] * 3)
-        self.assertIn(net[6]['full_name'], nans[0].title())
-        self.assertIn('= NaN', nans[0].title())
-
-        # Along the execution order (iteration 0, where the NaN hit): NaN markers for layer6's
-        # max, min, mean and l2norm, on no other kernel; the other kernels are points.
-        values = tree.chart('order-0-values')
-        nan_marks = within(values, 'path', 'nan') + within(tree.chart('order-0-l2norm'), 'path',
-                                                            'nan')
-        self.assertEqual({m.attrs['data-kernel'] for m in nan_marks}, {net[6]['full_name']})
-        self.assertEqual(sorted(m.attrs['data-series'] for m in nan_marks),
-                         ['l2norm', 'max', 'mean', 'min'])
-        points = {p.attrs['data-kernel'] for p in within(values, 'circle', 'point')}
-        self.assertEqual(points, {k['full_name'] for k in net} - {net[6]['full_name']})
-        hit = [m for m in within(values, 'g', 'first-hit')]
-        self.assertEqual([m.attrs['data-kernel'] for m in hit], [net[6]['full_name']])
-        self.assertEqual([m.attrs['data-kernel'] for m in within(values, 'g', 'first-divergence')],
-                         [first])
-        self.assert_axis_names(values, [k['full_name'] for k in net])
-
-        # Across iterations: the kernels that hit and the first divergence, not the first ones.
-        self.assertEqual(series_kernels(tree), [first, net[6]['full_name']])
-        self.assertIn('id="watch-hits"', page)
-
-    def test_statistics_with_infinities(self):
-        """A statistics-only dump: -inf and +inf from statistic.csv, an all-NaN iteration."""
-        net = d.simple_net(n=6)
-        its = {}
-        for it in range(3):
-            ks = copy.deepcopy(net)
-            for k in ks:
-                k['outputs'] = [k['outputs'][0] + it]
-            its[it] = ks
-        inf = its[1][3]['outputs'][0].copy()
-        inf[0, 0], inf[1, 1] = -np.inf, np.inf
-        its[1][3]['outputs'] = [inf]
-        its[2][4]['outputs'] = [np.full((4, 8), np.nan, np.float32)]
-        dump = os.path.join(self.root, 'stats')
-        d.write_dump(dump, its, files=False, stats=True)
-        with open(os.path.join(dump, 'rank_0', 'Net', '0', '1', 'statistic.csv')) as f:
-            row = [l for l in f if 'layer3' in l and ',output,' in l][0]
-        self.assertIn(',inf,-inf,inf,', row)  # max, min, l2norm
-
-        out, _ = self.report(dump)
-        tree = self.render(out)
-        k3, k4 = net[3]['full_name'], net[4]['full_name']
-        # Across iterations, the two kernels that hit (not the first six kernels).
-        self.assertEqual(series_kernels(tree), [k3, k4])
-        # series-0 is layer3: +Inf max, -Inf min at iteration 1, +Inf l2norm; finite elsewhere.
-        v3, n3 = tree.chart('series-0-values'), tree.chart('series-0-l2norm')
-        pos = within(v3, 'path', 'pos-inf')
-        neg = within(v3, 'path', 'neg-inf')
-        self.assertEqual([(m.attrs['data-kernel'], m.attrs['data-series']) for m in pos],
-                         [(k3, 'max')])
-        self.assertEqual([(m.attrs['data-kernel'], m.attrs['data-series']) for m in neg],
-                         [(k3, 'min')])
-        self.assertIn('iteration 1', pos[0].title())
-        self.assertEqual([m.attrs['data-series'] for m in within(n3, 'path', 'pos-inf')],
-                         ['l2norm'])
-        self.assertEqual(len(within(v3, 'circle', 'point', data_series='max')), 2)
-        # The labels of the bands say what the symbols mean.
-        self.assertEqual({within(b, 'text')[0].text for b in within(v3, 'g', 'band')},
-                         {'+Inf', '-Inf'})
-        # series-1 is layer4: all NaN at iteration 2 -> NaN markers, never a point at 0.
-        v4 = tree.chart('series-1-values')
-        nans = within(v4, 'path', 'nan')
-        self.assertEqual(sorted(m.attrs['data-series'] for m in nans), ['max', 'min'])
-        self.assertTrue(all('iteration 2' in m.title() and m.attrs['data-kernel'] == k4
-                            for m in nans))
-        for p in within(v4, 'circle', 'point'):
-            self.assertNotIn('iteration 2', p.title())
-        self.assertEqual(len(within(v4, 'circle', 'point')), 4)  # max, min at iterations 0, 1
-        self.assertEqual(within(v4, 'text', 'x-label')[0].title().split('\n')[0], k4)
-        # Along the order, iteration 1 (the first hit): the +-Inf markers sit on layer3 only.
-        order = tree.chart('order-0-values')
-        self.assertEqual({m.attrs['data-kernel'] for m in within(order, cls='nonfinite')}, {k3})
-
-    def test_one_iteration(self):
-        net = d.simple_net(n=8)
-        dump = os.path.join(self.root, 'one')
-        d.write_dump(dump, {0: net})
-        out, page = self.report(dump, '--check', 'nan')
-        self.assertIn('holds one iteration', page)
-        tree = self.render(out, height=1400)
-        self.assertEqual(len(tree.find('svg', cls='plot')), 2)
-        values = tree.chart('order-0-values')
-        for series in ('max', 'min', 'mean'):
-            drawn = [p.attrs['data-kernel'] for p in within(values, 'circle', 'point',
-                                                             data_series=series)]
-            self.assertEqual(drawn, [k['full_name'] for k in net])
-        # Values as numpy sees them: the max point's hover text holds the kernel's max.
-        first = within(values, 'circle', 'point', data_series='max')[0]
-        shown = float(re.search(r'max = (\S+)', first.title()).group(1))
-        self.assertAlmostEqual(shown / net[0]['outputs'][0].astype(np.float64).max(), 1, places=5)
-        self.assert_axis_names(values, [k['full_name'] for k in net])
-        self.assertEqual(tree.find(cls='nonfinite'), [])
-        self.assertEqual(tree.find(cls='first-divergence'), [])
-
-    def test_screenshot_reads(self):
-        """Keeps a screenshot where GRAPHDUMP_REPORT_SHOT names a directory (to look at)."""
-        net = d.simple_net(n=8)
-        bad = copy.deepcopy(net)
-        for i in range(5, 8):
-            bad[i]['outputs'] = [net[i]['outputs'][0] * 1.5]
-        bad[6]['outputs'][0][0, 0] = np.nan
-        a, b = os.path.join(self.root, 'a'), os.path.join(self.root, 'b')
-        d.write_dump(a, {0: bad, 1: bad, 2: bad})
-        d.write_dump(b, {0: net, 1: net, 2: net})
-        out, _ = self.report('--compare', a, b)
-        self.render(out, height=3000)
-        keep = os.environ.get('GRAPHDUMP_REPORT_SHOT')
-        if keep:
-            shutil.copy(out + '.png', os.path.join(keep, 'report_compare.png'))
-            shutil.copy(out, os.path.join(keep, 'report_compare.html'))
-
-    def test_hostile_kernel_names(self):
-        """Names are data: markup in a kernel's name is shown as text, never run or parsed."""
-        net = d.simple_net(n=4)
-        evil = 'Default/net-Net/x</script><img src=x onerror=alert(1)>&amp;"q"-Mul-op9'
-        net[2]['full_name'] = evil
-        net[2]['op_type'] = 'Mul'
-        net[2]['outputs'][0][0, 0] = np.inf
-        dump = os.path.join(self.root, 'evil')
-        d.write_dump(dump, {0: net})
-        out, page = self.report(dump)
-        tree = self.render(out, height=1400)
-        self.assertEqual(tree.find('img'), [])
-        marks = tree.find('path', cls='pos-inf')
-        self.assertTrue(marks)
-        self.assertEqual({m.attrs['data-kernel'] for m in marks}, {evil})
-        self.assertTrue(marks[0].title().startswith(evil))
-
-    def test_usage(self):
-        dump = os.path.join(self.root, 'u')
-        d.write_dump(dump, {0: d.simple_net()})
-        self.assertEqual(d.graphdump('report', '-o', 'x.html').returncode, 2)
-        self.assertEqual(d.graphdump('report', dump).returncode, 2)
-        p = d.graphdump('report', dump, '--threads', '-1', '-o', os.path.join(self.root, 'x.html'))
-        self.assertEqual(p.returncode, 2)
-        self.assertIn('--threads', p.stderr)
-        self.assertFalse(os.path.exists(os.path.join(self.root, 'x.html')))
+def test_screenshot_reads(scratch):
+    """Keeps a screenshot where GRAPHDUMP_REPORT_SHOT names a directory (to look at)."""
+    net = d.simple_net(n=8)
+    bad = copy.deepcopy(net)
+    for i in range(5, 8):
+        bad[i]['outputs'] = [net[i]['outputs'][0] * 1.5]
+    bad[6]['outputs'][0][0, 0] = np.nan
+    a, b = os.path.join(scratch, 'a'), os.path.join(scratch, 'b')
+    d.write_dump(a, {0: bad, 1: bad, 2: bad})
+    d.write_dump(b, {0: net, 1: net, 2: net})
+    out, _ = report(scratch, '--compare', a, b)
+    render(scratch, out, height=3000)
+    keep = os.environ.get('GRAPHDUMP_REPORT_SHOT')
+    if keep:
+        shutil.copy(out + '.png', os.path.join(keep, 'report_compare.png'))
+        shutil.copy(out, os.path.join(keep, 'report_compare.html'))
 
 
-if __name__ == '__main__':
-    unittest.main()
+def test_hostile_kernel_names(scratch):
+    """Names are data: markup in a kernel's name is shown as text, never run or parsed."""
+    net = d.simple_net(n=4)
+    evil = 'Default/net-Net/x</script><img src=x onerror=alert(1)>&amp;"q"-Mul-op9'
+    net[2]['full_name'] = evil
+    net[2]['op_type'] = 'Mul'
+    net[2]['outputs'][0][0, 0] = np.inf
+    dump = os.path.join(scratch, 'evil')
+    d.write_dump(dump, {0: net})
+    out, page = report(scratch, dump)
+    tree = render(scratch, out, height=1400)
+    assert tree.find('img') == []
+    marks = tree.find('path', cls='pos-inf')
+    assert marks
+    assert {m.attrs['data-kernel'] for m in marks} == {evil}
+    assert marks[0].title().startswith(evil)
+
+
+def test_usage(scratch):
+    dump = os.path.join(scratch, 'u')
+    d.write_dump(dump, {0: d.simple_net()})
+    assert d.graphdump('report', '-o', 'x.html').returncode == 2
+    assert d.graphdump('report', dump).returncode == 2
+    p = d.graphdump('report', dump, '--threads', '-1', '-o', os.path.join(scratch, 'x.html'))
+    assert p.returncode == 2
+    assert '--threads' in p.stderr
+    assert not os.path.exists(os.path.join(scratch, 'x.html'))

@@ -9,6 +9,7 @@ import glob
 import os
 
 import numpy as np
+import pytest
 
 import gdmodels
 import gdtest
@@ -36,34 +37,32 @@ def statistic_rows(path):
     return {(r["Op Name"], r["IO"], r["Slot"]): r for r in rows}
 
 
-tmp = gdtest.temp_dir()
-try:
-    for mode, e2e in (("sync", {"enable": True}), ("async", {"enable": False})):
-        base = train(tmp, mode, {"saved_data": "tensor"}, e2e)
-        for it in range(1, STEPS):
-            start = one(f"{base}/{it}/Parameter.bn1_running_mean.*.npy")
-            before = one(f"{base}/{it}/batch_norm.Default_bn1-BatchNorm2d_batch_norm-op*"
-                         ".input.3.*.npy")
-            following = one(f"{base}/{it + 1}/Parameter.bn1_running_mean.*.npy") \
-                if it + 1 < STEPS else None
-            gdtest.expect(np.array_equal(before, start),
-                          f"{mode} iteration {it}: bn1's running_mean input is its value before "
-                          f"the kernel (max diff {np.abs(before - start).max()})")
-            if following is not None:
-                gdtest.expect(not np.array_equal(start, following),
-                              f"{mode} iteration {it}: the kernel updated running_mean")
+@pytest.mark.parametrize("mode, e2e", [("sync", {"enable": True}), ("async", {"enable": False})])
+def test_running_mean_input_is_the_value_before_the_kernel(scratch, mode, e2e):
+    base = train(scratch, mode, {"saved_data": "tensor"}, e2e)
+    for it in range(1, STEPS):
+        start = one(f"{base}/{it}/Parameter.bn1_running_mean.*.npy")
+        before = one(f"{base}/{it}/batch_norm.Default_bn1-BatchNorm2d_batch_norm-op*"
+                     ".input.3.*.npy")
+        following = one(f"{base}/{it + 1}/Parameter.bn1_running_mean.*.npy") \
+            if it + 1 < STEPS else None
+        assert np.array_equal(before, start), \
+            (f"{mode} iteration {it}: bn1's running_mean input is its value before "
+             f"the kernel (max diff {np.abs(before - start).max()})")
+        if following is not None:
+            assert not np.array_equal(start, following), \
+                f"{mode} iteration {it}: the kernel updated running_mean"
 
-    # Statistics: the statistic-only run's rows of the running statistics, iteration by
-    # iteration, equal those a full run computes from the bytes it writes.
-    statistic = train(tmp, "statistic", {"saved_data": "statistic"}, {"enable": True})
-    full = train(tmp, "full", {"saved_data": "full"}, {"enable": True})
+
+def test_statistic_rows_of_running_statistics_are_those_of_their_bytes(scratch):
+    # The statistic-only run's rows of the running statistics, iteration by iteration, equal
+    # those a full run computes from the bytes it writes.
+    statistic = train(scratch, "statistic", {"saved_data": "statistic"}, {"enable": True})
+    full = train(scratch, "full", {"saved_data": "full"}, {"enable": True})
     for it in range(STEPS):
         a = statistic_rows(f"{statistic}/{it}/statistic.csv")
         b = statistic_rows(f"{full}/{it}/statistic.csv")
         for key in [k for k in b if "running_" in k[0]]:
-            gdtest.expect_eq((a[key]["Max Value"], a[key]["Min Value"], a[key]["L2Norm Value"]),
-                             (b[key]["Max Value"], b[key]["Min Value"], b[key]["L2Norm Value"]),
-                             f"iteration {it} {key}: statistic-only row equals the full row")
-finally:
-    gdtest.cleanup(tmp)
-gdtest.finish()
+            assert ((a[key]["Max Value"], a[key]["Min Value"], a[key]["L2Norm Value"]) ==
+                    (b[key]["Max Value"], b[key]["Min Value"], b[key]["L2Norm Value"])), \
+                f"iteration {it} {key}: statistic-only row equals the full row"

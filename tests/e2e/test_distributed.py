@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Data-parallel training with `graphdump train --nproc 2` (gloo on CPU), checked from the dumps.
 
 - 2 ranks, 3 steps of SGD on small_cnn with a batch of 8 rows (4 per rank):
@@ -14,13 +13,12 @@
 """
 import os
 import re
-import sys
+import types
 
 import numpy as np
+import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import gdtest  # noqa: E402
-from gdtest import expect, expect_eq  # noqa: E402
+import gdtest
 
 RTOL, ATOL = 1e-5, 1e-6
 STEPS = 3
@@ -63,81 +61,86 @@ def train(model, x, y, config, nproc=None, env=None):
     return gdtest.run(*args, env=env)
 
 
-def main():
-    work = gdtest.temp_dir()
-    try:
-        model = make_model(work)
-        x, y = make_data(work)
+@pytest.fixture(scope="module")
+def runs(module_scratch):
+    """The model and data, a single-process training run and a 2-rank one (made once)."""
+    scratch = module_scratch
+    model = make_model(scratch)
+    x, y = make_data(scratch)
+    # Reference: one process, the whole batch.
+    single = os.path.join(scratch, "single")
+    gdtest.write_config(os.path.join(scratch, "single.json"), single,
+                        {"support_device": [0]})
+    code, out, err = train(model, x, y, os.path.join(scratch, "single.json"))
+    assert code == 0, f"single-process training exit code\n{out}\n{err}"
 
-        # Reference: one process, the whole batch.
-        single = os.path.join(work, "single")
-        gdtest.write_config(os.path.join(work, "single.json"), single,
-                            {"support_device": [0]})
-        code, out, err = train(model, x, y, os.path.join(work, "single.json"))
-        expect_eq(code, 0, f"single-process training exit code\n{out}\n{err}")
+    dist = os.path.join(scratch, "dist")
+    gdtest.write_config(os.path.join(scratch, "dist.json"), dist, {"support_device": [0, 1]})
+    code, out, err = train(model, x, y, os.path.join(scratch, "dist.json"), nproc=2)
+    assert code == 0, f"2-rank training exit code\n{out}\n{err}"
+    assert "[rank 0]" in out and "[rank 1]" in out, f"output prefixed per rank:\n{out}"
+    assert re.search(r"\[rank 1\] .*rows \[4, 8\)", out + err) is not None, \
+        f"rank 1 reports its shard of rows [4, 8):\n{out}\n{err}"
+    return types.SimpleNamespace(scratch=scratch, model=model, x=x, y=y, single=single, dist=dist)
 
-        dist = os.path.join(work, "dist")
-        gdtest.write_config(os.path.join(work, "dist.json"), dist, {"support_device": [0, 1]})
-        code, out, err = train(model, x, y, os.path.join(work, "dist.json"), nproc=2)
-        expect_eq(code, 0, f"2-rank training exit code\n{out}\n{err}")
-        expect("[rank 0]" in out and "[rank 1]" in out, f"output prefixed per rank:\n{out}")
-        expect(re.search(r"\[rank 1\] .*rows \[4, 8\)", out + err) is not None,
-               f"rank 1 reports its shard of rows [4, 8):\n{out}\n{err}")
 
-        for it in range(STEPS):
-            ref = load_iteration(os.path.join(single, "rank_0", "Net", "0", str(it)))
-            r0 = load_iteration(os.path.join(dist, "rank_0", "Net", "0", str(it)))
-            r1 = load_iteration(os.path.join(dist, "rank_1", "Net", "0", str(it)))
-            param_keys = sorted(k for k in r0 if k[0].startswith("Parameter:"))
-            expect(len(param_keys) >= 6, f"iteration {it}: parameter files found: {param_keys}")
-            for k in param_keys:
-                expect(np.array_equal(r0[k], r1[k]), f"iteration {it}: {k[0]} differs across ranks")
-                expect(np.allclose(r0[k], ref[k], rtol=RTOL, atol=ATOL),
-                       f"iteration {it}: {k[0]} differs from single-process training: max |d| "
-                       f"{np.abs(r0[k] - ref[k]).max()}")
-            updates = sorted(k for k in r0 if "optimizer-SGD" in k[0] and k[1] == "output"
-                             and k[2] == 0)
-            expect(len(updates) == len(param_keys),
-                   f"iteration {it}: one optimizer kernel output per parameter: {updates}")
-            for k in updates:
-                expect(np.array_equal(r0[k], r1[k]),
-                       f"step {it}: updated {k[0]} differs across ranks")
-                expect(k in ref and np.allclose(r0[k], ref[k], rtol=RTOL, atol=ATOL),
-                       f"step {it}: updated {k[0]} differs from single-process training")
-            reduces = sorted({k[0] for k in r0 if k[0].endswith("AllReduce")})
-            expect(len(reduces) == len(param_keys),
-                   f"iteration {it}: one AllReduce kernel per parameter: {reduces}")
-            for name in reduces:
-                a, b = r0[(name, "input", 0)], r1[(name, "input", 0)]
-                o0, o1 = r0[(name, "output", 0)], r1[(name, "output", 0)]
-                expect(not np.array_equal(a, b), f"{name}: local gradients differ across ranks")
-                expect(np.array_equal(o0, o1), f"{name}: reduced gradients differ across ranks")
-                expect(np.allclose(o0, (a.astype(np.float64) + b) / 2, rtol=0, atol=1e-7),
-                       f"{name}: output is not the mean of the inputs")
+def test_ranks_agree_with_each_other_and_with_one_process(runs):
+    single, dist = runs.single, runs.dist
+    for it in range(STEPS):
+        ref = load_iteration(os.path.join(single, "rank_0", "Net", "0", str(it)))
+        r0 = load_iteration(os.path.join(dist, "rank_0", "Net", "0", str(it)))
+        r1 = load_iteration(os.path.join(dist, "rank_1", "Net", "0", str(it)))
+        param_keys = sorted(k for k in r0 if k[0].startswith("Parameter:"))
+        assert len(param_keys) >= 6, f"iteration {it}: parameter files found: {param_keys}"
+        for k in param_keys:
+            assert np.array_equal(r0[k], r1[k]), f"iteration {it}: {k[0]} differs across ranks"
+            assert np.allclose(r0[k], ref[k], rtol=RTOL, atol=ATOL), \
+                (f"iteration {it}: {k[0]} differs from single-process training: max |d| "
+                 f"{np.abs(r0[k] - ref[k]).max()}")
+        updates = sorted(k for k in r0 if "optimizer-SGD" in k[0] and k[1] == "output"
+                         and k[2] == 0)
+        assert len(updates) == len(param_keys), \
+            f"iteration {it}: one optimizer kernel output per parameter: {updates}"
+        for k in updates:
+            assert np.array_equal(r0[k], r1[k]), \
+                f"step {it}: updated {k[0]} differs across ranks"
+            assert k in ref and np.allclose(r0[k], ref[k], rtol=RTOL, atol=ATOL), \
+                f"step {it}: updated {k[0]} differs from single-process training"
+        reduces = sorted({k[0] for k in r0 if k[0].endswith("AllReduce")})
+        assert len(reduces) == len(param_keys), \
+            f"iteration {it}: one AllReduce kernel per parameter: {reduces}"
+        for name in reduces:
+            a, b = r0[(name, "input", 0)], r1[(name, "input", 0)]
+            o0, o1 = r0[(name, "output", 0)], r1[(name, "output", 0)]
+            assert not np.array_equal(a, b), f"{name}: local gradients differ across ranks"
+            assert np.array_equal(o0, o1), f"{name}: reduced gradients differ across ranks"
+            assert np.allclose(o0, (a.astype(np.float64) + b) / 2, rtol=0, atol=1e-7), \
+                f"{name}: output is not the mean of the inputs"
 
-        # AllReduce kernels sit between backward and optimizer kernels in the execution order.
-        with open(os.path.join(dist, "rank_0", "execution_order",
-                               "ms_execution_order_graph_0.csv")) as f:
-            order = f.read().splitlines()[1:]
-        first_reduce = min(i for i, n in enumerate(order) if "/AllReduce-op" in n)
-        last_grad = max(i for i, n in enumerate(order) if n.startswith("Gradients/"))
-        first_update = min(i for i, n in enumerate(order) if "/optimizer-" in n)
-        expect(last_grad < first_reduce < first_update,
-               f"execution order: backward ({last_grad}) < AllReduce ({first_reduce}) < "
-               f"optimizer ({first_update})")
-        with open(os.path.join(dist, "rank_1", "execution_order",
-                               "ms_global_execution_order_graph_0.csv")) as f:
-            expect_eq(f.read().split(), ["0", "1", "2"], "rank 1 global execution order")
 
-        # support_device selects the ranks that dump.
-        only1 = os.path.join(work, "only1")
-        gdtest.write_config(os.path.join(work, "only1.json"), only1, {"support_device": [1]})
-        code, out, err = train(model, x, y, os.path.join(work, "only1.json"), nproc=2)
-        expect_eq(code, 0, f"support_device [1] training exit code\n{out}\n{err}")
-        expect_eq(sorted(os.listdir(only1)), ["rank_1"], "ranks dumped with support_device [1]")
-    finally:
-        gdtest.cleanup(work)
-    gdtest.finish()
 
-if __name__ == "__main__":
-    main()
+def test_allreduce_sits_between_backward_and_optimizer(runs):
+    dist = runs.dist
+    # AllReduce kernels sit between backward and optimizer kernels in the execution order.
+    with open(os.path.join(dist, "rank_0", "execution_order",
+                           "ms_execution_order_graph_0.csv")) as f:
+        order = f.read().splitlines()[1:]
+    first_reduce = min(i for i, n in enumerate(order) if "/AllReduce-op" in n)
+    last_grad = max(i for i, n in enumerate(order) if n.startswith("Gradients/"))
+    first_update = min(i for i, n in enumerate(order) if "/optimizer-" in n)
+    assert last_grad < first_reduce < first_update, \
+        (f"execution order: backward ({last_grad}) < AllReduce ({first_reduce}) < "
+         f"optimizer ({first_update})")
+    with open(os.path.join(dist, "rank_1", "execution_order",
+                           "ms_global_execution_order_graph_0.csv")) as f:
+        assert f.read().split() == ["0", "1", "2"], "rank 1 global execution order"
+
+
+
+def test_support_device_selects_the_ranks_that_dump(runs):
+    scratch, model, x, y = runs.scratch, runs.model, runs.x, runs.y
+    only1 = os.path.join(scratch, "only1")
+    gdtest.write_config(os.path.join(scratch, "only1.json"), only1, {"support_device": [1]})
+    code, out, err = train(model, x, y, os.path.join(scratch, "only1.json"), nproc=2)
+    assert code == 0, f"support_device [1] training exit code\n{out}\n{err}"
+    assert sorted(os.listdir(only1)) == ["rank_1"], "ranks dumped with support_device [1]"

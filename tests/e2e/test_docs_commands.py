@@ -148,19 +148,18 @@ def make_workspace(work):
                                      {"saved_data": "full", "iteration": "0"})
         code, _, err = gdtest.run("run", "model.pt", "--input-shape", "2x3x16x16", "--config",
                                   config, cwd=work)
-        gdtest.expect_eq(code, 0, f"fixture {name}: {err}")
+        assert code == 0, f"fixture {name}: {err}"
     code, _, err = gdtest.run("run", "model.pt", "--input-shape", "2x3x16x16", "--enable-dump",
                               "--dump-path", os.path.join(work, "ascend_dump"), cwd=work)
-    gdtest.expect_eq(code, 0, f"fixture ascend_dump: {err}")
+    assert code == 0, f"fixture ascend_dump: {err}"
 
 
-work = gdtest.temp_dir()
-try:
+def test_docs_commands(scratch):
     commands = doc_commands()
-    gdtest.expect(len(commands) >= 15, f"the docs show commands: found {len(commands)}")
-    make_workspace(work)
+    assert len(commands) >= 15, f"the docs show commands: found {len(commands)}"
+    make_workspace(scratch)
     env = dict(os.environ)
-    bin_dir = os.path.join(work, "bin")
+    bin_dir = os.path.join(scratch, "bin")
     os.makedirs(bin_dir)
     # A wrapper, not a link: cleaning the workspace up changes modes, which would reach the
     # binary through a link.
@@ -173,19 +172,16 @@ try:
         env.pop(k, None)
     for doc, line, command, expected in commands:
         # A run writes where data_dump.json says: one run per directory, so start empty.
-        shutil.rmtree(os.path.join(work, "dump_cfg"), ignore_errors=True)
-        shutil.rmtree(os.path.join(work, "example_dumps"), ignore_errors=True)
-        p = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True,
+        shutil.rmtree(os.path.join(scratch, "dump_cfg"), ignore_errors=True)
+        shutil.rmtree(os.path.join(scratch, "example_dumps"), ignore_errors=True)
+        p = subprocess.run(["bash", "-c", command], cwd=scratch, env=env, capture_output=True,
                            text=True, timeout=300)
         where = f"{doc}:{line}: {command}"
         if expected:
             pieces = [piece.strip() for piece in expected.split("...") if piece.strip()]
-            gdtest.expect(p.returncode not in (0, 1) and all(s in p.stderr for s in pieces),
-                          f"{where}: fails as shown ({expected}): {p.returncode}\n{p.stderr}")
+            assert p.returncode not in (0, 1) and all(s in p.stderr for s in pieces), \
+                f"{where}: fails as shown ({expected}): {p.returncode}\n{p.stderr}"
         else:
-            gdtest.expect(p.returncode in (0, 1) and "error:" not in p.stderr,
-                          f"{where}: runs as shown: exit {p.returncode}\n{p.stdout[-800:]}\n"
-                          f"{p.stderr[-1500:]}")
-finally:
-    gdtest.cleanup(work)
-gdtest.finish()
+            assert p.returncode in (0, 1) and "error:" not in p.stderr, \
+                (f"{where}: runs as shown: exit {p.returncode}\n{p.stdout[-800:]}\n"
+                 f"{p.stderr[-1500:]}")

@@ -44,55 +44,51 @@ def commands(work, cfg):
 
 
 def check(what, code, out, err, expected_code, last_step, reason):
-    t.expect(code == expected_code and last_step in out,
-             f"{what}: every step runs, exit {expected_code}: {code}\n{out[-300:]}\n{err[-600:]}")
+    assert code == expected_code and last_step in out, \
+        f"{what}: every step runs, exit {expected_code}: {code}\n{out[-300:]}\n{err[-600:]}"
     warnings = [line for line in err.splitlines() if "dumping is off for this run" in line]
-    t.expect(len(warnings) == 1 and reason in warnings[0],
-             f"{what}: one warning saying '{reason}': {err[-800:]}")
-    t.expect("Traceback" not in err and "so no kernel was dumped" not in err,
-             f"{what}: no traceback, no false warning: {err[-800:]}")
+    assert len(warnings) == 1 and reason in warnings[0], \
+        f"{what}: one warning saying '{reason}': {err[-800:]}"
+    assert "Traceback" not in err and "so no kernel was dumped" not in err, \
+        f"{what}: no traceback, no false warning: {err[-800:]}"
 
 
-work = t.temp_dir()
-try:
-    file = os.path.join(work, "a_file")
+def test_dump_path_unwritable(scratch):
+    file = os.path.join(scratch, "a_file")
     with open(file, "w") as f:
         f.write("not a directory\n")
     cases = [
         ("/dev/null", "/dev/null", "/dev/null exists and is not a directory"),
         ("a path through a regular file", os.path.join(file, "dump"),
          f"{file} exists and is not a directory"),
-        ("a name over 255 bytes", os.path.join(work, "d" * 300), "File name too long"),
+        ("a name over 255 bytes", os.path.join(scratch, "d" * 300), "File name too long"),
     ]
     for name, path, reason in cases:
-        cfg = t.write_config(os.path.join(work, "c.json"), path)
-        for what, argv, expected, last in commands(work, cfg):
+        cfg = t.write_config(os.path.join(scratch, "c.json"), path)
+        for what, argv, expected, last in commands(scratch, cfg):
             code, out, err = t.run(*argv, env=ENV)
             check(f"{name}, {what}", code, out, err, expected, last, reason)
-    t.expect_eq(sorted(os.listdir(work)), ["a_file", "c.json", "train.py"],
-                "nothing else was made in the work directory")
+    assert (sorted(os.listdir(scratch)) ==
+            ["a_file", "c.json", "train.py"]), "nothing else was made in the scratch directory"
 
     # A full disk: the tmpfs is filled before the run starts.
-    disk = os.path.join(work, "disk")
-    for what, argv, expected, last in commands(work, os.path.join(work, "full.json")):
-        t.write_config(os.path.join(work, "full.json"), os.path.join(disk, "dump"))
+    disk = os.path.join(scratch, "disk")
+    for what, argv, expected, last in commands(scratch, os.path.join(scratch, "full.json")):
+        t.write_config(os.path.join(scratch, "full.json"), os.path.join(disk, "dump"))
         command = (f"dd if=/dev/zero of={disk}/fill bs=4k 2>/dev/null; "
-                   + " ".join([t.BIN, *argv, f">{work}/out 2>{work}/err"]))
-        p = t.in_small_tmpfs(work, "256k", command, ENV)
+                   + " ".join([t.BIN, *argv, f">{scratch}/out 2>{scratch}/err"]))
+        p = t.in_small_tmpfs(scratch, "256k", command, ENV)
         if p is None:
             break
-        with open(os.path.join(work, "out")) as f:
+        with open(os.path.join(scratch, "out")) as f:
             out = f.read()
-        with open(os.path.join(work, "err")) as f:
+        with open(os.path.join(scratch, "err")) as f:
             err = f.read()
         check(f"full disk, {what}", p.returncode, out, err, expected, last,
               "No space left on device")
-        copy = os.path.join(work, "copy")
+        copy = os.path.join(scratch, "copy")
         left = os.path.join(copy, "dump", "rank_0")
-        t.expect(os.path.isdir(os.path.join(copy, "dump")) and not os.path.exists(left),
-                 f"full disk, {what}: the rank directory it made is removed: "
-                 f"{os.listdir(os.path.join(copy, 'dump'))}")
+        assert os.path.isdir(os.path.join(copy, "dump")) and not os.path.exists(left), \
+            (f"full disk, {what}: the rank directory it made is removed: "
+             f"{os.listdir(os.path.join(copy, 'dump'))}")
         t.cleanup(copy)
-finally:
-    t.cleanup(work)
-t.finish()

@@ -3,7 +3,6 @@ error; parameters and graph inputs that differ (a bfloat16 training against floa
 that only inherit error are reported without failing. watch exits 1 only on hits."""
 import json
 import os
-import unittest
 
 import numpy as np
 
@@ -13,64 +12,59 @@ import analysis_dumps as d
 BF16_STEP = 2.0 ** -10
 
 
-class ExitStatusTest(d.ScratchTest):
-    def training(self, name, net, weight):
-        d.write_dump(self.path(name), {0: net, 1: net},
-                     parameters={0: {'fc_weight': weight}, 1: {'fc_weight': weight * 0.5}})
-
-    def test_bf16_training_within_its_standard_passes(self):
-        ref = d.simple_net(n=4)
-        weight = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
-        self.training('fp32', ref, weight)
-        # The bf16 run: parameters updated in bf16 differ beyond float32's standard; the graph
-        # input differs by a bf16 rounding, which every kernel passes on without adding to it.
-        bf16 = []
-        for k in ref:
-            bf16.append(dict(k, inputs=[x * (1 + BF16_STEP) for x in k['inputs']],
-                             outputs=[y * (1 + BF16_STEP) for y in k['outputs']]))
-        self.training('bf16', bf16, weight * (1 + 4 * BF16_STEP))
-        p = d.graphdump('compare', self.path('bf16'), self.path('fp32'), '--json', '-q')
-        result = json.loads(p.stdout)
-        self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr)
-        self.assertIsNone(result['first_adding_error'])
-        self.assertEqual([s['kernel'] for s in result['differing_sources']],
-                         ['fc_weight', 'fc_weight'])
-        self.assertTrue(result['differing_graph_inputs'])
-        self.assertTrue(all('inherits error' in k['reason']
-                            for k in result['kernels'] if k['role'] == 'operator'))
-        text = d.graphdump('compare', self.path('bf16'), self.path('fp32'), '-q')
-        self.assertEqual(text.returncode, 0)
-        self.assertIn('no kernel adds error', text.stdout)
-        self.assertIn('sources that differ', text.stdout)
-
-        # A kernel that adds error fails the comparison.
-        broken = [dict(k) for k in ref]
-        broken[2] = dict(ref[2], outputs=[ref[2]['outputs'][0] * 1.5])
-        self.training('broken', broken, weight)
-        p = d.graphdump('compare', self.path('broken'), self.path('fp32'), '--json', '-q')
-        self.assertEqual(p.returncode, 1)
-        self.assertEqual(json.loads(p.stdout)['first_adding_error']['kernel'],
-                         ref[2]['full_name'])
-
-    def test_skipped_files_and_nothing_to_pair(self):
-        net = d.simple_net(n=3)
-        d.write_dump(self.path('a'), {0: net})
-        d.write_dump(self.path('b'), {0: net})
-        victim = sorted(f for f in os.listdir(os.path.join(self.path('a'), 'rank_0', 'Net', '0',
-                                                           '0')) if f.endswith('.npy'))[0]
-        with open(os.path.join(self.path('a'), 'rank_0', 'Net', '0', '0', victim), 'r+b') as f:
-            f.truncate(40)
-        p = d.graphdump('compare', self.path('a'), self.path('b'), '-q')
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn('skipped 1 file(s)', p.stderr)
-        w = d.graphdump('watch', self.path('a'), '-q')
-        self.assertEqual(w.returncode, 0, w.stdout + w.stderr)
-        self.assertIn('skipped 1 file(s)', w.stderr)
-        # Nothing in common is no pass: a usage error naming the iterations.
-        p = d.graphdump('compare', self.path('a'), self.path('b'), '--iteration', '7', '-q')
-        self.assertEqual(p.returncode, 2)
-        self.assertIn('no kernel pairs: --iteration 7; A has iterations 0, B has 0', p.stderr)
+def training(path, name, net, weight):
+    d.write_dump(path(name), {0: net, 1: net},
+                 parameters={0: {'fc_weight': weight}, 1: {'fc_weight': weight * 0.5}})
 
 
-if __name__ == '__main__':
-    unittest.main()
+def test_bf16_training_within_its_standard_passes(path):
+    ref = d.simple_net(n=4)
+    weight = np.linspace(-1, 1, 32, dtype=np.float32).reshape(4, 8)
+    training(path, 'fp32', ref, weight)
+    # The bf16 run: parameters updated in bf16 differ beyond float32's standard; the graph
+    # input differs by a bf16 rounding, which every kernel passes on without adding to it.
+    bf16 = []
+    for k in ref:
+        bf16.append(dict(k, inputs=[x * (1 + BF16_STEP) for x in k['inputs']],
+                         outputs=[y * (1 + BF16_STEP) for y in k['outputs']]))
+    training(path, 'bf16', bf16, weight * (1 + 4 * BF16_STEP))
+    p = d.graphdump('compare', path('bf16'), path('fp32'), '--json', '-q')
+    result = json.loads(p.stdout)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr
+    assert result['first_adding_error'] is None
+    assert [s['kernel'] for s in result['differing_sources']] == ['fc_weight', 'fc_weight']
+    assert result['differing_graph_inputs']
+    assert all('inherits error' in k['reason']
+               for k in result['kernels'] if k['role'] == 'operator')
+    text = d.graphdump('compare', path('bf16'), path('fp32'), '-q')
+    assert text.returncode == 0
+    assert 'no kernel adds error' in text.stdout
+    assert 'sources that differ' in text.stdout
+
+    # A kernel that adds error fails the comparison.
+    broken = [dict(k) for k in ref]
+    broken[2] = dict(ref[2], outputs=[ref[2]['outputs'][0] * 1.5])
+    training(path, 'broken', broken, weight)
+    p = d.graphdump('compare', path('broken'), path('fp32'), '--json', '-q')
+    assert p.returncode == 1
+    assert json.loads(p.stdout)['first_adding_error']['kernel'] == ref[2]['full_name']
+
+
+def test_skipped_files_and_nothing_to_pair(path):
+    net = d.simple_net(n=3)
+    d.write_dump(path('a'), {0: net})
+    d.write_dump(path('b'), {0: net})
+    victim = sorted(f for f in os.listdir(os.path.join(path('a'), 'rank_0', 'Net', '0',
+                                                       '0')) if f.endswith('.npy'))[0]
+    with open(os.path.join(path('a'), 'rank_0', 'Net', '0', '0', victim), 'r+b') as f:
+        f.truncate(40)
+    p = d.graphdump('compare', path('a'), path('b'), '-q')
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert 'skipped 1 file(s)' in p.stderr
+    w = d.graphdump('watch', path('a'), '-q')
+    assert w.returncode == 0, w.stdout + w.stderr
+    assert 'skipped 1 file(s)' in w.stderr
+    # Nothing in common is no pass: a usage error naming the iterations.
+    p = d.graphdump('compare', path('a'), path('b'), '--iteration', '7', '-q')
+    assert p.returncode == 2
+    assert 'no kernel pairs: --iteration 7; A has iterations 0, B has 0' in p.stderr

@@ -13,6 +13,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 
 import gdmodels
 import gdtest as t
@@ -49,16 +50,16 @@ def check_dump(dump, what, allow_temporaries=False):
                 bad.append(f"{f}: {a.nbytes} bytes of data in a smaller file")
         except Exception as e:  # noqa: BLE001  (any failure to load is the finding)
             bad.append(f"{f}: {e}")
-    t.expect(not bad, f"{what}: every .npy under a final name loads: {bad[:3]}")
+    assert not bad, f"{what}: every .npy under a final name loads: {bad[:3]}"
     for table in glob.glob(os.path.join(dump, "**", "statistic.csv"), recursive=True):
         with open(table, newline="") as f:
             text = f.read()
         rows = list(csv.reader(text.splitlines()))
-        t.expect(text.endswith("\n"), f"{what}: {table} ends with a whole line")
+        assert text.endswith("\n"), f"{what}: {table} ends with a whole line"
         torn = [r for r in rows[1:] if len(r) != len(rows[0]) + 1 or r[-1] != ""]
-        t.expect(not torn, f"{what}: no torn row in {table}: {torn[:2]}")
+        assert not torn, f"{what}: no torn row in {table}: {torn[:2]}"
     if not allow_temporaries:
-        t.expect_eq(temporaries(dump), [], f"{what}: no temporary is left")
+        assert temporaries(dump) == [], f"{what}: no temporary is left"
     return len(files)
 
 
@@ -85,155 +86,133 @@ def wait_for_files(dump, proc, at_least=1, limit=60):
     time.sleep(RNG.uniform(0.0, 0.8))
 
 
-def test_kill_and_terminate():
+def test_kill_and_terminate(scratch):
     """kill -9 (10 times), then SIGTERM and SIGINT, at random moments of an asynchronous dump."""
-    work = t.temp_dir()
-    try:
-        for i, sig in enumerate([signal.SIGKILL] * 10 + [signal.SIGTERM] * 4 + [signal.SIGINT]):
-            dump = os.path.join(work, f"dump{i}")
-            proc = start(config(work, f"c{i}", dump), 400)
-            wait_for_files(dump, proc)
-            proc.send_signal(sig)
-            out, err = proc.communicate(timeout=120)
-            name = signal.Signals(sig).name
-            t.expect_eq(proc.returncode, -sig, f"run {i} died of {name}")
-            n = check_dump(dump, f"{name} run {i}", allow_temporaries=sig == signal.SIGKILL)
-            t.expect(n > 0, f"{name} run {i} had written files")
-            marker = incomplete(dump)
-            t.expect(marker is not None and "This dump is incomplete" in marker,
-                     f"{name} run {i}: .dump_metadata/INCOMPLETE says the dump is incomplete")
-            shutil.rmtree(dump, ignore_errors=True)
-        # A two-rank job: the launcher forwards SIGTERM and waits, so no rank leaves temporaries.
-        dump = os.path.join(work, "ranks")
-        proc = start(config(work, "ranks", dump), 400, "--nproc", "2")
+    for i, sig in enumerate([signal.SIGKILL] * 10 + [signal.SIGTERM] * 4 + [signal.SIGINT]):
+        dump = os.path.join(scratch, f"dump{i}")
+        proc = start(config(scratch, f"c{i}", dump), 400)
         wait_for_files(dump, proc)
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=120)
-        t.expect_eq(proc.returncode, -signal.SIGTERM, "the launcher died of SIGTERM")
-        check_dump(dump, "SIGTERM to a two-rank job")
-    finally:
-        t.cleanup(work)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+        name = signal.Signals(sig).name
+        assert proc.returncode == -sig, f"run {i} died of {name}"
+        n = check_dump(dump, f"{name} run {i}", allow_temporaries=sig == signal.SIGKILL)
+        assert n > 0, f"{name} run {i} had written files"
+        marker = incomplete(dump)
+        assert marker is not None and "This dump is incomplete" in marker, \
+            f"{name} run {i}: .dump_metadata/INCOMPLETE says the dump is incomplete"
+        shutil.rmtree(dump, ignore_errors=True)
+    # A two-rank job: the launcher forwards SIGTERM and waits, so no rank leaves temporaries.
+    dump = os.path.join(scratch, "ranks")
+    proc = start(config(scratch, "ranks", dump), 400, "--nproc", "2")
+    wait_for_files(dump, proc)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGTERM, "the launcher died of SIGTERM"
+    check_dump(dump, "SIGTERM to a two-rank job")
 
 
-def test_full_disk():
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_full_disk(scratch, asynchronous):
     """A 6 MiB disk fills during the dump: training goes on, one error, INCOMPLETE names the
     file, nothing torn, no temporary left."""
-    for asynchronous in (True, False):
-        work = t.temp_dir()
-        try:
-            mode = "asynchronous" if asynchronous else "synchronous"
-            cfg = config(work, "c", os.path.join(work, "disk", "dump"), asynchronous)
-            command = " ".join([t.BIN, *TRAIN, "--config", cfg, "--steps", "60",
-                                f">{work}/out 2>{work}/err"])
-            p = t.in_small_tmpfs(work, "6m", command, ENV)
-            if p is None:
-                continue
-            with open(os.path.join(work, "out")) as f:
-                out = f.read()
-            with open(os.path.join(work, "err")) as f:
-                err = f.read()
-            t.expect_eq(p.returncode, 3, f"{mode}: exit 3, the dump is incomplete: {err[-500:]}")
-            t.expect("step 60/60" in out, f"{mode}: training ran every step: {out[-300:]}")
-            stopped = [line for line in err.splitlines() if "dumping stopped" in line]
-            t.expect_eq(len(stopped), 1, f"{mode}: one error, not one per tensor: {err[-800:]}")
-            t.expect(stopped and "No space left on device" in stopped[0],
-                     f"{mode}: the error says why: {stopped}")
-            dump = os.path.join(work, "copy", "dump")
-            marker = incomplete(dump) or ""
-            t.expect("No space left on device" in marker and dump.replace("copy", "disk") in marker,
-                     f"{mode}: INCOMPLETE names the file and the cause: {marker!r}")
-            check_dump(dump, f"{mode} full disk")
-        finally:
-            t.cleanup(work)
+    mode = "asynchronous" if asynchronous else "synchronous"
+    cfg = config(scratch, "c", os.path.join(scratch, "disk", "dump"), asynchronous)
+    command = " ".join([t.BIN, *TRAIN, "--config", cfg, "--steps", "60",
+                        f">{scratch}/out 2>{scratch}/err"])
+    p = t.in_small_tmpfs(scratch, "6m", command, ENV)
+    if p is None:
+        pytest.skip("no tmpfs in a user namespace here")
+    with open(os.path.join(scratch, "out")) as f:
+        out = f.read()
+    with open(os.path.join(scratch, "err")) as f:
+        err = f.read()
+    assert p.returncode == 3, f"{mode}: exit 3, the dump is incomplete: {err[-500:]}"
+    assert "step 60/60" in out, f"{mode}: training ran every step: {out[-300:]}"
+    stopped = [line for line in err.splitlines() if "dumping stopped" in line]
+    assert len(stopped) == 1, f"{mode}: one error, not one per tensor: {err[-800:]}"
+    assert stopped and "No space left on device" in stopped[0], \
+        f"{mode}: the error says why: {stopped}"
+    dump = os.path.join(scratch, "copy", "dump")
+    marker = incomplete(dump) or ""
+    assert "No space left on device" in marker and dump.replace("copy", "disk") in marker, \
+        f"{mode}: INCOMPLETE names the file and the cause: {marker!r}"
+    check_dump(dump, f"{mode} full disk")
 
 
-def test_two_runs_into_one_path():
+def test_two_runs_into_one_path(scratch):
     """Two runs into one dump path at once: exactly one gets the directory, the other is
     refused before it writes, and each file is whole (docs/reliability.md)."""
-    work = t.temp_dir()
-    try:
-        dump = os.path.join(work, "dump")
-        cfg = config(work, "c", dump)
-        procs = [start(cfg, 20) for _ in range(2)]
-        results = []
-        for p in procs:
-            _, err = p.communicate(timeout=300)
-            results.append((p.returncode, err))
-        codes = sorted(code for code, _ in results)
-        t.expect_eq(codes, [0, 2], f"one run dumps, the other is refused: {results}")
-        refused = [err for code, err in results if code == 2]
-        # The later one finds the directory there, or its lock held by the other run.
-        t.expect(refused and ("already exists" in refused[0] or
-                              "is being written by another run now" in refused[0]),
-                 f"the refusal says why: {refused}")
-        n = check_dump(dump, "two runs into one path")
-        t.expect(n > 0, "the runs wrote files")
-        for order in glob.glob(os.path.join(dump, "rank_0", "execution_order", "*global*")):
-            with open(order) as f:
-                lines = f.read().splitlines()
-            t.expect(all(line.isdigit() for line in lines), f"{order}: whole lines: {lines[:5]}")
-        code, out, err = t.run("ls", dump, "--json")
-        t.expect(code == 0 and json.loads(out)["ranks"], f"ls reads the directory: {err[-300:]}")
-    finally:
-        t.cleanup(work)
+    dump = os.path.join(scratch, "dump")
+    cfg = config(scratch, "c", dump)
+    procs = [start(cfg, 20) for _ in range(2)]
+    results = []
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        results.append((p.returncode, err))
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2], f"one run dumps, the other is refused: {results}"
+    refused = [err for code, err in results if code == 2]
+    # The later one finds the directory there, or its lock held by the other run.
+    assert refused and ("already exists" in refused[0] or
+                        "is being written by another run now" in refused[0]), \
+        f"the refusal says why: {refused}"
+    n = check_dump(dump, "two runs into one path")
+    assert n > 0, "the runs wrote files"
+    for order in glob.glob(os.path.join(dump, "rank_0", "execution_order", "*global*")):
+        with open(order) as f:
+            lines = f.read().splitlines()
+        assert all(line.isdigit() for line in lines), f"{order}: whole lines: {lines[:5]}"
+    code, out, err = t.run("ls", dump, "--json")
+    assert code == 0 and json.loads(out)["ranks"], f"ls reads the directory: {err[-300:]}"
 
 
-def test_planted_links():
+def test_planted_links(scratch):
     """Symbolic links planted in the dump path lead outside: nothing is written through them."""
-    work = t.temp_dir()
-    try:
-        outside = os.path.join(work, "outside")
-        os.makedirs(outside)
-        victim = os.path.join(outside, "victim.csv")
-        with open(victim, "w") as f:
-            f.write("precious\n")
-        os.chmod(victim, 0o644)
+    outside = os.path.join(scratch, "outside")
+    os.makedirs(outside)
+    victim = os.path.join(outside, "victim.csv")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    os.chmod(victim, 0o644)
 
-        def outside_untouched(what):
-            t.expect_eq(sorted(os.listdir(outside)), ["victim.csv"], f"{what}: nothing new outside")
-            with open(victim) as f:
-                t.expect_eq(f.read(), "precious\n", f"{what}: the outside file's content")
-            t.expect_eq(os.stat(victim).st_mode & 0o777, 0o644, f"{what}: the outside file's mode")
+    def outside_untouched(what):
+        assert sorted(os.listdir(outside)) == ["victim.csv"], f"{what}: nothing new outside"
+        with open(victim) as f:
+            assert f.read() == "precious\n", f"{what}: the outside file's content"
+        assert os.stat(victim).st_mode & 0o777 == 0o644, f"{what}: the outside file's mode"
 
-        cases = {
-            "the dump path": ("", outside),
-            "rank_0": ("rank_0", outside),
-            ".dump_metadata": ("rank_0/.dump_metadata", outside),
-            "the net directory": ("rank_0/Net", outside),
-            "statistic.csv": ("rank_0/Net/0/0/statistic.csv", victim),
-            "the execution order": ("rank_0/execution_order/ms_global_execution_order_graph_0.csv",
-                                    victim),
-        }
-        for what, (relative, target) in cases.items():
-            dump = os.path.join(work, "dump_" + what.replace(" ", "_").replace(".", ""))
-            link = os.path.join(dump, relative) if relative else dump
-            os.makedirs(os.path.dirname(link), exist_ok=True)
-            os.symlink(target, link)
-            cfg = config(work, "c", dump, asynchronous=False)
-            code, out, err = t.run(*TRAIN, "--config", cfg, "--steps", "2", env=ENV)
-            if "/" in relative:
-                # rank_0 exists, so the run is refused before it writes anything (one run per
-                # directory); links planted while a run writes are the session tests' case.
-                t.expect(code == 2 and f"{dump}/rank_0 already exists" in err,
-                         f"{what}: an existing rank_0 is refused: {code} {err[-300:]}")
-            else:
-                # A dump path that cannot be prepared stops the dump, not the training.
-                t.expect(code == 0 and "step 2/2" in out,
-                         f"{what}: the training runs every step: {code} {out} {err[-300:]}")
-                warnings = [line for line in err.splitlines()
-                            if "warning: dumping is off for this run" in line]
-                t.expect(len(warnings) == 1 and (f"{link} is a symbolic link" in warnings[0] or
-                                                 f"{link}: it is a symbolic link" in warnings[0]),
-                         f"{what}: one warning naming the link: {err}")
-            outside_untouched(what)
-            t.expect(os.path.islink(link) or relative.endswith(".csv"),
-                     f"{what}: the link itself is left alone")
-    finally:
-        t.cleanup(work)
+    cases = {
+        "the dump path": ("", outside),
+        "rank_0": ("rank_0", outside),
+        ".dump_metadata": ("rank_0/.dump_metadata", outside),
+        "the net directory": ("rank_0/Net", outside),
+        "statistic.csv": ("rank_0/Net/0/0/statistic.csv", victim),
+        "the execution order": ("rank_0/execution_order/ms_global_execution_order_graph_0.csv",
+                                victim),
+    }
+    for what, (relative, target) in cases.items():
+        dump = os.path.join(scratch, "dump_" + what.replace(" ", "_").replace(".", ""))
+        link = os.path.join(dump, relative) if relative else dump
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(target, link)
+        cfg = config(scratch, "c", dump, asynchronous=False)
+        code, out, err = t.run(*TRAIN, "--config", cfg, "--steps", "2", env=ENV)
+        if "/" in relative:
+            # rank_0 exists, so the run is refused before it writes anything (one run per
+            # directory); links planted while a run writes are the session tests' case.
+            assert code == 2 and f"{dump}/rank_0 already exists" in err, \
+                f"{what}: an existing rank_0 is refused: {code} {err[-300:]}"
+        else:
+            # A dump path that cannot be prepared stops the dump, not the training.
+            assert code == 0 and "step 2/2" in out, \
+                f"{what}: the training runs every step: {code} {out} {err[-300:]}"
+            warnings = [line for line in err.splitlines()
+                        if "warning: dumping is off for this run" in line]
+            assert len(warnings) == 1 and (f"{link} is a symbolic link" in warnings[0] or
+                                           f"{link}: it is a symbolic link" in warnings[0]), \
+                f"{what}: one warning naming the link: {err}"
+        outside_untouched(what)
+        assert os.path.islink(link) or relative.endswith(".csv"), \
+            f"{what}: the link itself is left alone"
 
-
-test_kill_and_terminate()
-test_full_disk()
-test_two_runs_into_one_path()
-test_planted_links()
-t.finish()

@@ -7,6 +7,8 @@ import glob
 import os
 import subprocess
 
+import pytest
+
 import gdtest as t
 
 SCRIPT = """
@@ -32,36 +34,32 @@ dump.close()
 print("incomplete after close", os.path.exists(incomplete))
 """
 
-work = t.temp_dir()
-try:
-    script = os.path.join(work, "fork.py")
+
+@pytest.mark.parametrize("mode, synchronous", [("synchronous", True), ("asynchronous", False)])
+def test_fork_dump(scratch, mode, synchronous):
+    script = os.path.join(scratch, "fork.py")
     with open(script, "w") as f:
         f.write(SCRIPT)
     env = dict(os.environ, PYTHONPATH=os.path.join(t.BUILD_DIR, "python"), OMP_NUM_THREADS="1")
     for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG", "MS_DIAGNOSTIC_DATA_PATH"):
         env.pop(key, None)
-    for mode, synchronous in (("synchronous", True), ("asynchronous", False)):
-        dump = os.path.join(work, mode)
-        cfg = t.write_config(os.path.join(work, mode + ".json"), dump, {"saved_data": "full"},
-                             {"enable": synchronous})
-        try:
-            p = subprocess.run(["/usr/bin/python3", script, cfg, dump], capture_output=True,
-                               text=True, env=env, timeout=120)
-        except subprocess.TimeoutExpired:
-            t.expect(False, f"{mode}: the child or the parent hangs")
-            continue
-        t.expect(p.returncode == 0 and "child exit 0\n" in p.stdout,
-                 f"{mode}: the child exits 0: {p.returncode}\n{p.stdout}\n{p.stderr[-800:]}")
-        t.expect("incomplete after the child True" in p.stdout,
-                 f"{mode}: the child left the parent's INCOMPLETE: {p.stdout}")
-        t.expect("incomplete after close False" in p.stdout,
-                 f"{mode}: the parent's close removes it: {p.stdout}")
-        iterations = sorted(os.path.basename(d) for d in
-                            glob.glob(os.path.join(dump, "rank_0", "*", "0", "*")))
-        t.expect_eq(iterations, ["0", "1"], f"{mode}: the parent's two calls, nothing of the child")
-        for iteration in iterations:
-            files = glob.glob(os.path.join(dump, "rank_0", "*", "0", iteration, "*.npy"))
-            t.expect(len(files) > 0, f"{mode}: iteration {iteration} dumped: {files}")
-finally:
-    t.cleanup(work)
-t.finish()
+    dump = os.path.join(scratch, mode)
+    cfg = t.write_config(os.path.join(scratch, mode + ".json"), dump, {"saved_data": "full"},
+                         {"enable": synchronous})
+    try:
+        p = subprocess.run(["/usr/bin/python3", script, cfg, dump], capture_output=True,
+                           text=True, env=env, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{mode}: the child or the parent hangs")
+    assert p.returncode == 0 and "child exit 0\n" in p.stdout, \
+        f"{mode}: the child exits 0: {p.returncode}\n{p.stdout}\n{p.stderr[-800:]}"
+    assert "incomplete after the child True" in p.stdout, \
+        f"{mode}: the child left the parent's INCOMPLETE: {p.stdout}"
+    assert "incomplete after close False" in p.stdout, \
+        f"{mode}: the parent's close removes it: {p.stdout}"
+    iterations = sorted(os.path.basename(d) for d in
+                        glob.glob(os.path.join(dump, "rank_0", "*", "0", "*")))
+    assert iterations == ["0", "1"], f"{mode}: the parent's two calls, nothing of the child"
+    for iteration in iterations:
+        files = glob.glob(os.path.join(dump, "rank_0", "*", "0", iteration, "*.npy"))
+        assert len(files) > 0, f"{mode}: iteration {iteration} dumped: {files}"

@@ -3,24 +3,21 @@ value explicitly changes nothing (report once showed --atol=1e-08 --rtol=1e-05 w
 each dtype's standard)."""
 import os
 import re
-import tempfile
 
 import numpy as np
 
 import analysis_dumps as d
-import gdtest as t
 
 SHOWN_DEFAULT = re.compile(r"^\s+(?:-\w,)?(--[a-z][a-z-]*) [A-Z]+(?::[A-Z]+)?=(\S+)")
 
 
 def shown_defaults(command):
     p = d.graphdump(*command.split(), "--help")
-    t.expect_eq(p.returncode, 0, f"{command} --help")
+    assert p.returncode == 0, f"{command} --help"
     return [m.groups() for m in map(SHOWN_DEFAULT.match, p.stdout.splitlines()) if m]
 
 
-work = tempfile.mkdtemp(prefix="graphdump_help_")
-try:
+def test_shown_defaults_are_applied(scratch):
     ref = d.simple_net(n=4)
     test = [dict(k) for k in ref]
     # Beyond torch.allclose's 1e-5 but within the float32 standard's small-value floor, and one
@@ -29,13 +26,13 @@ try:
     nan = ref[3]['outputs'][0].copy()
     nan[2, 1] = np.nan
     test[3] = dict(ref[3], outputs=[nan])
-    a, b = os.path.join(work, "a"), os.path.join(work, "b")
+    a, b = os.path.join(scratch, "a"), os.path.join(scratch, "b")
     d.write_dump(a, {0: test, 1: test})
     d.write_dump(b, {0: ref, 1: ref})
 
     def outputs(command, extra):
         """What the command says: stdout, stderr and the file it writes (if any)."""
-        html = os.path.join(work, "out.html")
+        html = os.path.join(scratch, "out.html")
         if os.path.exists(html):
             os.remove(html)
         args = {"watch": ["watch", a, "-q"],
@@ -52,13 +49,10 @@ try:
         baseline = outputs(command, [])
         for option, value in shown_defaults(command):
             checked.append(f"{command} {option}")
-            t.expect(outputs(command, [option, value]) == baseline,
-                     f"{command} --help shows {option}={value}, but giving it changes the result")
-    t.expect({"watch --check", "watch --limit", "report --check", "report --max-kernels"} <=
-             set(checked), f"the shown defaults were found: {checked}")
+            assert outputs(command, [option, value]) == baseline, \
+                f"{command} --help shows {option}={value}, but giving it changes the result"
+    assert ({"watch --check", "watch --limit", "report --check", "report --max-kernels"} <=
+            set(checked)), f"the shown defaults were found: {checked}"
     report_help = d.graphdump("report", "--help").stdout
-    t.expect("--atol FLOAT=" not in report_help and "dtype's standard" in report_help,
-             f"report --help names the standard as the default tolerance:\n{report_help}")
-finally:
-    t.cleanup(work)
-t.finish()
+    assert "--atol FLOAT=" not in report_help and "dtype's standard" in report_help, \
+        f"report --help names the standard as the default tolerance:\n{report_help}"

@@ -6,9 +6,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
 
 import numpy as np
+import pytest
 
 import analysis_dumps as d
 import gdmodels
@@ -36,12 +36,11 @@ def config(path, net_name="Net", dump_path=None):
 
 
 def parse(out, what):
-    """The JSON a command printed, or {} (a failed check) when it printed none."""
+    """The JSON a command printed (a failed test when it printed none)."""
     try:
         return json.loads(out)
     except ValueError as e:
-        t.expect(False, f"{what} prints JSON: {e}: {out[-200:]!r}")
-        return {}
+        pytest.fail(f"{what} prints JSON: {e}: {out[-200:]!r}")
 
 
 def write_bytes(path, data):
@@ -55,35 +54,34 @@ def npy_file(root, kernel, io="output"):
     return path
 
 
-work = t.temp_dir()
-try:
+def test_hostile_inputs(scratch):
     # 1. A configuration nested 50,000 deep crashed check-config (stack overflow), 100,000 run.
     for depth, command in ((50000, ["check-config"]), (100000, ["run", "model.pt"])):
-        deep = os.path.join(work, f"deep{depth}.json")
+        deep = os.path.join(scratch, f"deep{depth}.json")
         write_bytes(deep, b'{"common_dump_settings": {"path": ' + b"[" * depth + b"]" * depth
                     + b"}}")
         args = command + [deep] if command[0] == "check-config" else command + ["--config", deep]
         code, out, err = run(*args)
-        t.expect_eq(code, 2, f"{command[0]}: a deep configuration is a configuration error")
-        t.expect(f"{deep}: Parse dump json failed, error: arrays and objects nest deeper than "
-                 "64 levels at line 1, column " in err, f"{command[0]}: the error says why: {err}")
+        assert code == 2, f"{command[0]}: a deep configuration is a configuration error"
+        assert (f"{deep}: Parse dump json failed, error: arrays and objects nest deeper than "
+                "64 levels at line 1, column " in err), f"{command[0]}: the error says why: {err}"
 
     # 10. net_name over 255 bytes passed check-config and failed every write of the run.
-    long_name = os.path.join(work, "long_name.json")
+    long_name = os.path.join(scratch, "long_name.json")
     with open(long_name, "w") as f:
-        json.dump(config(long_name, net_name="N" * 256, dump_path=os.path.join(work, "ln")), f)
+        json.dump(config(long_name, net_name="N" * 256, dump_path=os.path.join(scratch, "ln")), f)
     for command in (["check-config", long_name],
                     ["run", gdmodels.model_path("mlp"), "--input-shape", "2x12", "--config",
                      long_name]):
         code, out, err = run(*command)
-        t.expect_eq(code, 2, f"{command[0]}: a 256-byte net_name is a configuration error")
-        t.expect("common_dump_settings.net_name: net_name is 256 bytes long, but it names a "
-                 "directory of the dump and a directory name can be at most 255 bytes" in err,
-                 f"{command[0]} names the key: {err[-400:]}")
-    t.expect(not os.path.exists(os.path.join(work, "ln")), "nothing was written")
+        assert code == 2, f"{command[0]}: a 256-byte net_name is a configuration error"
+        assert ("common_dump_settings.net_name: net_name is 256 bytes long, but it names a "
+                "directory of the dump and a directory name can be at most 255 bytes" in err), \
+            f"{command[0]} names the key: {err[-400:]}"
+    assert not os.path.exists(os.path.join(scratch, "ln")), "nothing was written"
 
     net = d.simple_net(n=3, size=(64, 32))
-    a, b = os.path.join(work, "a"), os.path.join(work, "b")
+    a, b = os.path.join(scratch, "a"), os.path.join(scratch, "b")
     d.write_dump(a, {0: net})
     d.write_dump(b, {0: net})
 
@@ -103,9 +101,9 @@ try:
     kernels = [k for k in parse(out, "compare").get("kernels", []) if "layer0" in k["kernel_a"]]
     m = [tt for k in kernels for tt in k["tensors"] if tt["io"] == "output"][0]["metrics"] \
         if kernels else {"cosine": 0, "max_rel_err": 1}
-    t.expect(m["cosine"] > 0.99999 and m["max_rel_err"] < 0.005,
-             f"a bfloat16 file compares with its float32 source within bfloat16 rounding: {m}")
-    big = os.path.join(work, "big")
+    assert m["cosine"] > 0.99999 and m["max_rel_err"] < 0.005, \
+        f"a bfloat16 file compares with its float32 source within bfloat16 rounding: {m}"
+    big = os.path.join(scratch, "big")
     d.write_dump(big, {0: d.simple_net(n=1, size=(1000, 1000))})
     big_file = npy_file(big, "layer0")
     values = np.ones(1000000, dtype=np.float32)
@@ -117,16 +115,16 @@ try:
         f.seek(header.index(b"'<u2'"))
         f.write(b"'<E2'")
     code, out, err = run("watch", big, "--check", "nan", "--json")
-    t.expect_eq(code, 1, f"watch reads the 1M-element bfloat16 file: {err[-300:]}")
+    assert code == 1, f"watch reads the 1M-element bfloat16 file: {err[-300:]}"
     hits = parse(out, "watch").get("hits", [])
     outputs = [h for h in hits if h["io"] == "output"]
-    t.expect([h["detail"] for h in outputs] == [
-        "1 NaN of 1000000 elements; first at [123, 456], row 123 (1 of 1000 rows)"] and
-             outputs[0]["first_index"] == [123, 456],
-             f"one NaN among a million bfloat16 values, at its position: {hits}")
+    assert ([h["detail"] for h in outputs] == [
+       "1 NaN of 1000000 elements; first at [123, 456], row 123 (1 of 1000 rows)"] and
+            outputs[0]["first_index"] == [123, 456]), \
+        f"one NaN among a million bfloat16 values, at its position: {hits}"
 
     # 3. Bytes that are not UTF-8 in a file name or a statistic.csv field aborted --json.
-    odd = os.path.join(work, "odd")
+    odd = os.path.join(scratch, "odd")
     odd_net = d.simple_net(n=3, size=(64, 32))
     odd_net[1]["outputs"][0][0, 0] = np.nan  # so that watch reports the file by its odd name
     d.write_dump(odd, {0: odd_net}, stats=True)
@@ -140,37 +138,37 @@ try:
     for command in (["ls", odd, "--json", "--kernels"], ["watch", odd, "--check", "nan", "--json"],
                     ["compare", odd, b, "--json"]):
         p = subprocess.run([t.BIN, *command], capture_output=True, timeout=LIMIT)
-        t.expect(p.returncode in (0, 1), f"{command[0]} --json exits normally: {p.stderr[-300:]}")
+        assert p.returncode in (0, 1), f"{command[0]} --json exits normally: {p.stderr[-300:]}"
         try:
             parsed = json.loads(p.stdout.decode("utf-8"))  # strict: valid UTF-8 or it raises
-            t.expect("\ufffd" in json.dumps(parsed, ensure_ascii=False),
-                     f"{command[0]}: the odd bytes are replaced by U+FFFD")
+            assert "\ufffd" in json.dumps(parsed, ensure_ascii=False), \
+                f"{command[0]}: the odd bytes are replaced by U+FFFD"
         except ValueError as e:
-            t.expect(False, f"{command[0]} --json prints valid UTF-8 JSON: {e}")
+            pytest.fail(f"{command[0]} --json prints valid UTF-8 JSON: {e}")
     # The report page declares UTF-8 and carried the raw bytes.
-    page = os.path.join(work, "odd.html")
+    page = os.path.join(scratch, "odd.html")
     code, out, err = run("report", odd, "-o", page)
-    t.expect_eq(code, 0, f"report of the odd dump: {err[-300:]}")
+    assert code == 0, f"report of the odd dump: {err[-300:]}"
     if os.path.exists(page):
         with open(page, "rb") as f:
             html = f.read()
         try:
             text = html.decode("utf-8")  # strict
-            t.expect("layer\ufffd1" in text, "report: the odd byte is U+FFFD on the page")
+            assert "layer\ufffd1" in text, "report: the odd byte is U+FFFD on the page"
         except UnicodeDecodeError as e:
-            t.expect(False, f"report writes a UTF-8 page: {e}")
+            pytest.fail(f"report writes a UTF-8 page: {e}")
 
     # 11. --input-shape 2x8x was taken as 2x8 (the empty size dropped).
     for shape, part in (("2x8x", "an empty size"), ("2xx8", "an empty size"),
                         ("x2", "an empty size"), ("2x8y", "'8y' is not a size")):
         code, out, err = run("run", gdmodels.model_path("mlp"), "--input-shape", shape)
-        t.expect_eq(code, 2, f"--input-shape {shape} is refused")
-        t.expect(f"--input-shape '{shape}': {part}; it must be positive sizes separated by 'x'"
-                 in err and "step 1/" not in out, f"--input-shape {shape}: says why: {err[-300:]}")
+        assert code == 2, f"--input-shape {shape} is refused"
+        assert (f"--input-shape '{shape}': {part}; it must be positive sizes separated by 'x'"
+                in err and "step 1/" not in out), f"--input-shape {shape}: says why: {err[-300:]}"
 
     # 4. A FIFO under a tensor (or statistic.csv, mapping.csv, graph) name blocked compare and
     # watch forever; run --input FIFO blocked, run --input /dev/zero grew memory.
-    fifo_dump = os.path.join(work, "fifo")
+    fifo_dump = os.path.join(scratch, "fifo")
     d.write_dump(fifo_dump, {0: net}, stats=True, long_names=True)
     step = os.path.join(fifo_dump, "rank_0", "Net", "0", "0")
     fifo_tensor = npy_file(fifo_dump, "layer2")
@@ -180,24 +178,24 @@ try:
         os.remove(path)
         os.mkfifo(path)
     code, out, err = run("compare", fifo_dump, b, "--json")
-    t.expect(code in (0, 1), f"compare finishes with FIFOs in the dump: {err[-300:]}")
+    assert code in (0, 1), f"compare finishes with FIFOs in the dump: {err[-300:]}"
     if code is not None:
         skipped = [s["path"] + ": " + s["reason"] for s in parse(out, "compare").get("skipped", [])]
         for path in replaced:
-            t.expect(any(s.startswith(path) and "it is a FIFO, not a regular file" in s
-                         for s in skipped), f"compare lists {os.path.basename(path)}: {skipped}")
+            assert any(s.startswith(path) and "it is a FIFO, not a regular file" in s
+                       for s in skipped), f"compare lists {os.path.basename(path)}: {skipped}"
     code, out, err = run("watch", fifo_dump, "--check", "nan", "--json")
     # Skipped files are listed, not a failure: watch exits 1 only on hits (docs/analysis.md).
-    t.expect_eq(code, 0, f"watch finishes with FIFOs in the dump: {err[-300:]}")
+    assert code == 0, f"watch finishes with FIFOs in the dump: {err[-300:]}"
     if code is not None:
-        t.expect(any("it is a FIFO" in s["reason"] for s in parse(out, "watch").get("skipped", [])),
-                 "watch lists the FIFO as skipped")
-    fifo_input = os.path.join(work, "input_fifo.npy")
+        assert any("it is a FIFO" in s["reason"] for s in parse(out, "watch").get("skipped", [])), \
+            "watch lists the FIFO as skipped"
+    fifo_input = os.path.join(scratch, "input_fifo.npy")
     os.mkfifo(fifo_input)
     for source in (fifo_input, "/dev/zero"):
         code, out, err = run("run", gdmodels.model_path("mlp"), "--input", source)
-        t.expect_eq(code, 2, f"run --input {source} is refused")
-        t.expect(f"input file {source} is not a regular file" in err, f"and named: {err[-300:]}")
+        assert code == 2, f"run --input {source} is refused"
+        assert f"input file {source} is not a regular file" in err, f"and named: {err[-300:]}"
 
     # 5. A FRACTAL_Z file whose original_shape product wraps int64: convert wrote a .npy that
     # did not load and exited 0.
@@ -212,20 +210,20 @@ try:
     out_tensor.original_shape.dim.extend([1 << 32, 1 << 32, 1, 1])
     out_tensor.size = 16 * 16 * 2
     header = dump.SerializeToString()
-    wrap_dir = os.path.join(work, "wrap")
+    wrap_dir = os.path.join(scratch, "wrap")
     os.makedirs(wrap_dir)
     write_bytes(os.path.join(wrap_dir, "Conv2D.Default_Conv2D-op1.0.0.1700"),
                 len(header).to_bytes(8, "little") + header + bytes(16 * 16 * 2))
-    converted = os.path.join(work, "wrap_npy")
+    converted = os.path.join(scratch, "wrap_npy")
     code, out, err = run("convert", wrap_dir, "-o", converted, "-f", "NCHW")
-    t.expect_eq(code, 3, "convert fails on the file")
-    t.expect("output[0].original_shape: the element count of (4294967296,4294967296,1,1) "
-             "overflows" in err, f"naming the field: {err[-300:]}")
-    t.expect_eq(glob.glob(os.path.join(converted, "**", "*.npy"), recursive=True), [],
-                "and writes no .npy")
+    assert code == 3, "convert fails on the file"
+    assert ("output[0].original_shape: the element count of (4294967296,4294967296,1,1) "
+            "overflows" in err), f"naming the field: {err[-300:]}"
+    assert (glob.glob(os.path.join(converted, "**", "*.npy"), recursive=True) ==
+            []), "and writes no .npy"
 
     # A statistic.csv Shape of (-1,-1) made watch say "all 1 elements are zero".
-    neg = os.path.join(work, "neg")
+    neg = os.path.join(scratch, "neg")
     d.write_dump(neg, {0: net}, files=False, stats=True)
     csv = os.path.join(neg, "rank_0", "Net", "0", "0", "statistic.csv")
     with open(csv) as f:
@@ -234,14 +232,14 @@ try:
         f.write(text.replace('"(64,32)"', '"(-1,-1)"'))
     code, out, err = run("watch", neg, "--check", "zero", "--json")
     result = parse(out, "watch")
-    t.expect(not any("elements are zero" in h["detail"] for h in result.get("hits", [])),
-             f"no zero hit from a negative shape: {result.get('hits')}")
-    t.expect(any("Shape is '(-1,-1)'" in s["reason"] for s in result.get("skipped", [])),
-             f"the row is refused, naming the shape: {result.get('skipped')}")
+    assert not any("elements are zero" in h["detail"] for h in result.get("hits", [])), \
+        f"no zero hit from a negative shape: {result.get('hits')}"
+    assert any("Shape is '(-1,-1)'" in s["reason"] for s in result.get("skipped", [])), \
+        f"the row is refused, naming the shape: {result.get('skipped')}"
 
     # 9. watch took quadratic time in the tensors of one Ascend dump file (20,000: over 20 s).
     # Its result over 20,000 tensors is checked here; docs/reliability.md gives the timings.
-    many = os.path.join(work, "many", "20261122010203", "0", "net", "0", "0")
+    many = os.path.join(scratch, "many", "20261122010203", "0", "net", "0", "0")
     os.makedirs(many)
     dump = pb.DumpData()
     dump.version = "2.0"
@@ -258,12 +256,9 @@ try:
     header = dump.SerializeToString()
     write_bytes(os.path.join(many, "Fused.Default_Fused-op1.0.0.1700"),
                 len(header).to_bytes(8, "little") + header + b"".join(payload))
-    code, out, err = run("watch", os.path.join(work, "many"), "--check", "nan", "--json")
-    t.expect_eq(code, 1, f"watch over 20,000 tensors of one file: {err[-300:]}")
+    code, out, err = run("watch", os.path.join(scratch, "many"), "--check", "nan", "--json")
+    assert code == 1, f"watch over 20,000 tensors of one file: {err[-300:]}"
     if code is not None:
         result = parse(out, "watch")
-        t.expect_eq(result.get("tensors_checked"), 20000, "every tensor is checked")
-        t.expect_eq(len(result.get("hits", [])), 20, "one NaN hit per 1,000 tensors")
-finally:
-    t.cleanup(work)
-t.finish()
+        assert result.get("tensors_checked") == 20000, "every tensor is checked"
+        assert len(result.get("hits", [])) == 20, "one NaN hit per 1,000 tensors"

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """graphdump hunt on hunt_training.py, a masked-mean classifier run unchanged (docs/hunt.md):
 
 - a data-dependent 0/0 planted at step 3 (row 4 of that batch is all padding): exit 1; the
@@ -21,13 +20,10 @@ import glob
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-import gdtest  # noqa: E402
-from gdtest import expect, expect_eq  # noqa: E402
+import gdtest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hunt_training.py")
 
@@ -47,7 +43,7 @@ POOLING_LINE = _pooling_line()
 def no_temporaries(root):
     left = [p for p in glob.glob(os.path.join(root, "**", "*"), recursive=True)
             if ".tmp" in os.path.basename(p)]
-    expect_eq(left, [], f"temporary files left under {root}")
+    assert left == [], f"temporary files left under {root}"
 
 
 def iterations_of(dump):
@@ -55,65 +51,65 @@ def iterations_of(dump):
                    glob.glob(os.path.join(dump, "rank_0", "*", "0", "[0-9]*"))})
 
 
-def planted(work):
-    root = os.path.join(work, "planted")
+def test_planted(scratch):
+    root = os.path.join(scratch, "planted")
     code, out, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--plant", "3", "--row",
                                 "4", "--steps", "8")
-    expect_eq(code, 1, f"hunt exit status on a planted 0/0\n{err}")
-    expect("nan at iteration 3" in out, f"the answer names iteration 3:\n{out}")
-    expect("persistent" in out, "persistent")
-    expect("created" in out, "created from finite inputs")
-    expect(POOLING_LINE in out, f"the pooling line {POOLING_LINE} is printed")
-    expect("first bad element: [4, 0], batch row 4" in out, "the element and the batch row")
-    expect("input 1 float32 (6, 1)" in out and "row 4: all 1 element(s) zero" in out,
-           "the divisor's row 4 is all zero")
+    assert code == 1, f"hunt exit status on a planted 0/0\n{err}"
+    assert "nan at iteration 3" in out, f"the answer names iteration 3:\n{out}"
+    assert "persistent" in out, "persistent"
+    assert "created" in out, "created from finite inputs"
+    assert POOLING_LINE in out, f"the pooling line {POOLING_LINE} is printed"
+    assert "first bad element: [4, 0], batch row 4" in out, "the element and the batch row"
+    assert "input 1 float32 (6, 1)" in out and "row 4: all 1 element(s) zero" in out, \
+        "the divisor's row 4 is all zero"
     with open(os.path.join(root, "answer.json"), encoding="utf-8") as f:
         answer = json.load(f)
-    expect_eq((answer["status"], answer["verdict"], answer["origin"]),
-              ("hit", "persistent", "created"), "answer.json's verdict")
-    expect_eq(answer["iteration"], 3, "answer iteration")
-    expect(answer["kernel"].startswith("Default/div-op"), f"the kernel: {answer['kernel']}")
-    expect(answer["statistics_kernel"].startswith("Default/div-op"),
-           f"pass 1's name of it: {answer['statistics_kernel']}")
-    expect(answer["source_line"].endswith(POOLING_LINE), f"line {answer['source_line']}")
-    expect_eq(answer["first_index"], [4, 0], "first bad element")
-    expect_eq(answer["row"], 4, "batch row")
+    assert ((answer["status"], answer["verdict"], answer["origin"]) ==
+            ("hit", "persistent", "created")), "answer.json's verdict"
+    assert answer["iteration"] == 3, "answer iteration"
+    assert answer["kernel"].startswith("Default/div-op"), f"the kernel: {answer['kernel']}"
+    assert answer["statistics_kernel"].startswith("Default/div-op"), \
+        f"pass 1's name of it: {answer['statistics_kernel']}"
+    assert answer["source_line"].endswith(POOLING_LINE), f"line {answer['source_line']}"
+    assert answer["first_index"] == [4, 0], "first bad element"
+    assert answer["row"] == 4, "batch row"
     divisor = answer["creator"]["inputs"][1]
-    expect_eq(divisor["all_zero_rows"], [4], "the divisor's all-zero rows")
-    expect(divisor["row"]["all_zero"], "the divisor's row 4 is all zero")
+    assert divisor["all_zero_rows"] == [4], "the divisor's all-zero rows"
+    assert divisor["row"]["all_zero"], "the divisor's row 4 is all zero"
     data = np.load(divisor["file"])
-    expect_eq(data.shape, (6, 1), "the divisor's shape in its file")
-    expect(data[4, 0] == 0 and (np.delete(data, 4, axis=0) > 0).all(),
-           f"the divisor file: row 4 zero, the others not: {data.ravel()}")
+    assert data.shape == (6, 1), "the divisor's shape in its file"
+    assert data[4, 0] == 0 and (np.delete(data, 4, axis=0) > 0).all(), \
+        f"the divisor file: row 4 zero, the others not: {data.ravel()}"
     pattern = os.path.join(answer["tensor_dump"], "**", "*div-op*.output.0.*.npy")
     out_files = [p for p in glob.glob(pattern, recursive=True) if "/3/" in p]
-    expect_eq(len(out_files), 1, "one div output file in iteration 3")
+    assert len(out_files) == 1, "one div output file in iteration 3"
     if out_files:
         value = np.load(out_files[0])
-        expect(np.isnan(value[4]).all() and np.isfinite(np.delete(value, 4, axis=0)).all(),
-               "the div output's row 4 is NaN, the others finite")
-    expect_eq(iterations_of(answer["tensor_dump"]), [2, 3],
-              "the tensor dump holds exactly the two iterations")
-    expect_eq(iterations_of(answer["statistics_dump"]), [0, 1, 2, 3],
-              "pass 1 stopped after the hit iteration")
+        assert np.isnan(value[4]).all() and np.isfinite(np.delete(value, 4, axis=0)).all(), \
+            "the div output's row 4 is NaN, the others finite"
+    assert (iterations_of(answer["tensor_dump"]) ==
+            [2, 3]), "the tensor dump holds exactly the two iterations"
+    assert (iterations_of(answer["statistics_dump"]) ==
+            [0, 1, 2, 3]), "pass 1 stopped after the hit iteration"
     npys = glob.glob(os.path.join(root, "**", "*.npy"), recursive=True)
-    expect(len(npys) > 50, f"tensor files written: {len(npys)}")
+    assert len(npys) > 50, f"tensor files written: {len(npys)}"
     for path in npys:
         np.load(path)
     no_temporaries(root)
     with open(answer["report"], encoding="utf-8") as f:
         page = f.read()
     top = page.find('<section id="hunt-answer">')
-    expect(0 < top < page.find("<section id=\"plots\">"), "the report opens on the answer")
-    expect("Default/div-op" in page[top:top + 4000], "the report's answer names the kernel")
+    assert 0 < top < page.find("<section id=\"plots\">"), "the report opens on the answer"
+    assert "Default/div-op" in page[top:top + 4000], "the report's answer names the kernel"
     code, _, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--plant", "3")
-    expect_eq(code, 2, "an earlier hunt in the dump path is a usage error")
-    expect("holds an earlier hunt" in err and "--overwrite" in err, f"says why: {err}")
+    assert code == 2, "an earlier hunt in the dump path is a usage error"
+    assert "holds an earlier hunt" in err and "--overwrite" in err, f"says why: {err}"
 
 
-def transient(work):
-    root = os.path.join(work, "transient")
-    marker = os.path.join(work, "fault_seen")
+def test_transient(scratch):
+    root = os.path.join(scratch, "transient")
+    marker = os.path.join(scratch, "fault_seen")
     env = dict(os.environ, PYTHONPATH=os.path.join(gdtest.BUILD_DIR, "python"))
     program = ("import json, sys, graphdump\n"
                f"a = graphdump.hunt(sys.argv[1], sys.argv[2:], dump_path={root!r})\n"
@@ -121,88 +117,70 @@ def transient(work):
     p = subprocess.run(["/usr/bin/python3", "-c", program, SCRIPT, "--plant", "2",
                         "--transient", marker, "--steps", "5"],
                        capture_output=True, text=True, env=env, timeout=600)
-    expect_eq(p.returncode, 0, f"graphdump.hunt() ran\n{p.stderr}")
+    assert p.returncode == 0, f"graphdump.hunt() ran\n{p.stderr}"
     answer = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else {}
-    expect_eq(answer.get("status"), "hit", "a hit in the first run")
-    expect_eq(answer.get("verdict"), "transient", "not reproduced on the rerun")
-    expect_eq(answer.get("iteration"), 2, "the iteration of the fault")
-    expect("embed-Linear" in answer.get("kernel", ""),
-           f"the injected kernel: {answer.get('kernel')}")
+    assert answer.get("status") == "hit", "a hit in the first run"
+    assert answer.get("verdict") == "transient", "not reproduced on the rerun"
+    assert answer.get("iteration") == 2, "the iteration of the fault"
+    assert "embed-Linear" in answer.get("kernel", ""), \
+        f"the injected kernel: {answer.get('kernel')}"
     runs = answer.get("runs") or {}
-    expect(runs.get("pass1") is not None and float(runs["pass1"]["NaN Count"]) > 0,
-           f"pass 1's statistics of the tensor hold the NaN: {runs.get('pass1')}")
-    expect(runs.get("pass2") is not None and float(runs["pass2"]["NaN Count"]) == 0,
-           f"pass 2's statistics of the same tensor are clean: {runs.get('pass2')}")
+    assert runs.get("pass1") is not None and float(runs["pass1"]["NaN Count"]) > 0, \
+        f"pass 1's statistics of the tensor hold the NaN: {runs.get('pass1')}"
+    assert runs.get("pass2") is not None and float(runs["pass2"]["NaN Count"]) == 0, \
+        f"pass 2's statistics of the same tensor are clean: {runs.get('pass2')}"
     no_temporaries(root)
 
 
-def intended_infinities(work):
-    root = os.path.join(work, "attention")
+def test_intended_infinities(scratch):
+    root = os.path.join(scratch, "attention")
     script = os.path.join(os.path.dirname(SCRIPT), "hunt_attention.py")
     code, out, err = gdtest.run("hunt", "--checks", "nan,inf", "--dump-path", root, script)
-    expect_eq(code, 1, f"hunt on a fully masked attention row\n{err}")
+    assert code == 1, f"hunt on a fully masked attention row\n{err}"
     with open(os.path.join(root, "answer.json"), encoding="utf-8") as f:
         answer = json.load(f)
-    expect_eq(answer["iteration"], 2, "the masks of steps 0 and 1 are no hit")
-    expect(answer["kernel"].startswith("Default/softmax-op"), f"softmax: {answer['kernel']}")
-    expect_eq(answer["origin"], "created", "softmax created the NaN")
-    expect("wrote on purpose" in answer["origin_detail"], answer["origin_detail"])
+    assert answer["iteration"] == 2, "the masks of steps 0 and 1 are no hit"
+    assert answer["kernel"].startswith("Default/softmax-op"), f"softmax: {answer['kernel']}"
+    assert answer["origin"] == "created", "softmax created the NaN"
+    assert "wrote on purpose" in answer["origin_detail"], answer["origin_detail"]
     scores = answer["creator"]["inputs"][0]
-    expect_eq((scores["row"]["index"], scores["row"]["nonfinite"]), (1, 25),
-              "row 1 of the scores is all -inf")
-    expect("row 1: all 25 element(s) non-finite" in out, out)
+    assert ((scores["row"]["index"], scores["row"]["nonfinite"]) ==
+            (1, 25)), "row 1 of the scores is all -inf"
+    assert "row 1: all 25 element(s) non-finite" in out, out
 
 
-def never_bad(work):
-    root = os.path.join(work, "clean")
+def test_never_bad(scratch):
+    root = os.path.join(scratch, "clean")
     code, out, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--steps", "3")
-    expect_eq(code, 0, f"no hit: exit 0\n{err}")
-    expect("ended normally with no hit" in out, f"says so: {out}")
-    expect_eq(iterations_of(os.path.join(root, "pass1")), [0, 1, 2], "every iteration kept")
-    expect(not os.path.exists(os.path.join(root, "pass2")), "no second pass")
+    assert code == 0, f"no hit: exit 0\n{err}"
+    assert "ended normally with no hit" in out, f"says so: {out}"
+    assert iterations_of(os.path.join(root, "pass1")) == [0, 1, 2], "every iteration kept"
+    assert not os.path.exists(os.path.join(root, "pass2")), "no second pass"
 
 
-def crashes(work):
-    root = os.path.join(work, "crash")
+def test_crashes(scratch):
+    root = os.path.join(scratch, "crash")
     code, out, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--crash-at", "2",
                                 "--plant", "4")
-    expect_eq(code, 3, f"a script failing before any hit: exit 3\n{err}")
-    expect("failed (exit status 1) before any hit" in out, f"says so: {out}")
-    expect("the data loader failed at step 2" in err, "the script's own error is shown")
-    expect(os.path.exists(os.path.join(root, "pass1", "rank_0", ".dump_metadata", "INCOMPLETE")),
-           "the statistic dump is marked incomplete")
+    assert code == 3, f"a script failing before any hit: exit 3\n{err}"
+    assert "failed (exit status 1) before any hit" in out, f"says so: {out}"
+    assert "the data loader failed at step 2" in err, "the script's own error is shown"
+    assert os.path.exists(os.path.join(root, "pass1", "rank_0", ".dump_metadata", "INCOMPLETE")), \
+        "the statistic dump is marked incomplete"
     no_temporaries(root)
 
 
-def usage(work):
+def test_usage(scratch):
     code, _, err = gdtest.run("hunt", "--checks", "nan,zero", SCRIPT)
-    expect_eq(code, 2, "bad --checks")
-    expect("zero is not a check hunt takes" in err and "nan, inf, overflow" in err, err)
-    code, _, err = gdtest.run("hunt", os.path.join(work, "missing.py"))
-    expect_eq(code, 2, "missing script")
-    expect("missing.py: no such file" in err, err)
-    blocker = os.path.join(work, "a_file")
+    assert code == 2, "bad --checks"
+    assert "zero is not a check hunt takes" in err and "nan, inf, overflow" in err, err
+    code, _, err = gdtest.run("hunt", os.path.join(scratch, "missing.py"))
+    assert code == 2, "missing script"
+    assert "missing.py: no such file" in err, err
+    blocker = os.path.join(scratch, "a_file")
     open(blocker, "w").close()
     code, _, err = gdtest.run("hunt", "--dump-path", os.path.join(blocker, "hunt"), SCRIPT)
-    expect_eq(code, 2, "a dump path that cannot be made")
-    expect("a_file/hunt: cannot be prepared: Not a directory" in err, err)
+    assert code == 2, "a dump path that cannot be made"
+    assert "a_file/hunt: cannot be prepared: Not a directory" in err, err
     code, out, _ = gdtest.run("hunt", "--help")
-    expect(code == 0 and "pass 2" in out and "exit status" in out, "--help teaches")
-
-
-def main():
-    work = gdtest.temp_dir()
-    try:
-        usage(work)
-        planted(work)
-        transient(work)
-        intended_infinities(work)
-        never_bad(work)
-        crashes(work)
-    finally:
-        gdtest.cleanup(work)
-    gdtest.finish()
-
-
-if __name__ == "__main__":
-    main()
+    assert code == 0 and "pass 2" in out and "exit status" in out, "--help teaches"

@@ -12,7 +12,7 @@ import unittest
 import numpy as np
 
 import analysis_dumps as d
-import test_analysis_report as tr
+import report_page
 
 LIMIT = 5 * 1000 * 1000
 RANKS, KERNELS, ITERATIONS = 128, 30, 3
@@ -121,7 +121,7 @@ class ReportScaleTest(d.ScratchTest):
                                        .astype(np.float64).max() + 1)))
 
         # The rank selector is drawn with the overview: one row per rank, the note says which.
-        tree = tr.ReportTest.render(self, out, height=2400)
+        tree = report_page.render(self.root, out, height=2400)
         rows = tree.find('g', cls='overview-row')
         self.assertEqual([int(r.attrs['data-rank']) for r in rows], list(range(RANKS)))
         note = tree.find('p', id='rank-note')[0]
