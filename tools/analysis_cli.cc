@@ -70,17 +70,6 @@ void PrintWarnings(const std::string& command, const std::vector<std::string>& w
   }
 }
 
-std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
-                                            int* exit_code, bool progress) {
-  auto index = analysis::IndexDump(dir, progress);
-  if (!index.ok()) {
-    *exit_code = OpenError(command, index.status());
-    return std::nullopt;
-  }
-  PrintWarnings(command, index->warnings);
-  return std::move(index).value();
-}
-
 std::optional<analysis::DumpRanks> ListRanks(const std::string& command, const std::string& dir,
                                              int* exit_code) {
   auto ranks = analysis::ListDumpRanks(dir);

@@ -18,20 +18,15 @@ namespace graphdump::tools {
 std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
 
 // Prints "graphdump <command>: error: ..." for a failed IndexDump (or ListDumpRanks) and
-// returns OpenDump's exit code for it.
+// returns the exit code for it: kExitUsage for a missing or non-dump directory, kExitFailure
+// otherwise.
 int OpenError(const std::string& command, const Status& status);
 
 // Prints the index's warnings, "graphdump <command>: warning: ...".
 void PrintWarnings(const std::string& command, const std::vector<std::string>& warnings);
 
-// Indexes `dir`, printing "graphdump <command>: error: ..." on failure. `exit_code` receives
-// kExitUsage for a missing or non-dump directory, kExitFailure otherwise. With `progress`, a
-// progress line counts the ranks indexed (on a terminal only).
-std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
-                                            int* exit_code, bool progress = true);
-
 // The rank directories of `dir` (ListDumpRanks), printing "graphdump <command>: error: ..." on
-// failure with `exit_code` set as OpenDump sets it.
+// failure with `exit_code` set as OpenError returns it.
 std::optional<analysis::DumpRanks> ListRanks(const std::string& command, const std::string& dir,
                                              int* exit_code);
 
