@@ -1,19 +1,23 @@
 """graphdump's analysis at cluster scale: a statistics-only dump replicated to many ranks (a NaN
-planted in one rank's kernel and spread to every rank by the AllReduce after it), then `watch`,
-`compare --ranks`, `graphdump.load` and `graphdump.load(ranks=0)` (one rank, rows/s counted over
-that rank's rows) on it, each in a process of its own. Prints
+planted in one rank's kernel and spread to every rank by the AllReduce after it; every kernel
+traced to a line of model.py), then `watch`, `compare --ranks`, `graphdump.load`,
+`graphdump.load(ranks=0)` (one rank, rows/s counted over that rank's rows), `ls`, `trace`,
+`report`, `report --compare` and a two-run `compare` (the dump against itself: every row is read
+twice, rows/s counts one side) on it, each in a process of its own. Prints
 
-  bench: analysis_rows_per_second watch=A compare_ranks=B load=C load_one_rank=D
+  bench: analysis_rows_per_second watch=A compare_ranks=B load=C load_one_rank=D ls=E ...
          (target >= 1000000)
-  bench: analysis_peak_rss_mib watch=A compare_ranks=B load=C load_one_rank=D (target < 1024
-         at 1,024 ranks of 100,000 rows)
+  bench: analysis_peak_rss_mib watch=A compare_ranks=B load=C load_one_rank=D ls=E ...
+         (target < 1024 at 1,024 ranks of 100,000 rows)
 
-and checks that watch names the planted rank first and that load's row counts are right.
+and checks each answer: watch names the planted rank first, load's and ls's row counts, trace's
+kernel on every rank, compare's kernel count, the report written.
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BUILD_DIR (for the Python package),
 GRAPHDUMP_BENCH_RANKS (default 256), GRAPHDUMP_BENCH_ROWS (statistic rows per rank and
 iteration, two iterations; default 500; a small transformer has 11,740), GRAPHDUMP_BENCH_DUMP
 (keep the generated dump in this directory and reuse it when it is there: for large sizes),
-TMPDIR. Measured numbers: docs/analysis.md.
+GRAPHDUMP_BENCH_COMMANDS (a comma-separated subset of the names above, default all), TMPDIR.
+Measured numbers: docs/analysis.md.
 """
 import json
 import os
@@ -56,10 +60,18 @@ def statistic_csv(names, bad_kernel):
     return "".join(lines)
 
 
+def source_ir(names):
+    """An .ir naming model.py line 10 + i as kernel i's source (what trace finds)."""
+    return "".join(f"%{i}(x) = Op(%{i - 1})\n    # Fullname with scope: ({name})\n"
+                   f"    # In file model.py({10 + i})/    x = layer{i}(x)/\n"
+                   for i, name in enumerate(names))
+
+
 def write_dump(root):
     names = kernel_names(ROWS // 2)
     bad_kernel = len(names) // 2 - 2  # two kernels before an AllReduce
     order = "NodeExecutionOrder-FullNameWithScope\n" + "".join(n + "\n" for n in names)
+    ir = source_ir(names)
     clean = statistic_csv(names, None)
     planted = statistic_csv(names, bad_kernel)
     spread = statistic_csv(names, ((bad_kernel // 8) + 1) * 8 - 1)  # from that AllReduce on
@@ -69,6 +81,9 @@ def write_dump(root):
         with open(os.path.join(rank_dir, "execution_order", "ms_execution_order_graph_0.csv"),
                   "w") as f:
             f.write(order)
+        os.makedirs(os.path.join(rank_dir, "graphs"))
+        with open(os.path.join(rank_dir, "graphs", "ms_output_trace_code_graph_0.ir"), "w") as f:
+            f.write(ir)
         for iteration, text in ((0, clean), (1, planted if rank == BAD_RANK else spread)):
             it_dir = os.path.join(rank_dir, "Net", "0", str(iteration))
             os.makedirs(it_dir)
@@ -89,10 +104,97 @@ def measure(args, env=None):
     return seconds, usage.ru_maxrss / 1024, out.decode(), p.returncode
 
 
+def failed(what, got):
+    print(f"bench: analysis_scale FAILED: {what} gave {got!r}", file=sys.stderr)
+    return None
+
+
+def run_watch(binary, root, rows, bad_name, build, out_dir):
+    watch = measure([binary, "watch", root, "--json", "-q"])
+    first = json.loads(watch[2])["first_hit"]
+    if watch[3] != 1 or (first["rank"], first["kernel"]) != (BAD_RANK, bad_name):
+        return failed("watch's first hit", first)
+    return watch
+
+
+def run_compare_ranks(binary, root, rows, bad_name, build, out_dir):
+    return measure([binary, "compare", root, "--ranks", "-q"])
+
+
+def run_load(binary, root, rows, bad_name, build, out_dir):
+    load = measure(["/usr/bin/python3", "-c",
+                    "import sys, graphdump; print(len(graphdump.load(sys.argv[1])))", root],
+                   {"PYTHONPATH": os.path.join(build, "python")})
+    if load[3] != 0 or int(load[2].split()[-1]) != rows:
+        return failed("load", load[2])
+    return load
+
+
+def run_load_one_rank(binary, root, rows, bad_name, build, out_dir):
+    one = measure(["/usr/bin/python3", "-c",
+                   "import sys, graphdump\n"
+                   "print(len(graphdump.load(sys.argv[1], ranks=0)))", root],
+                  {"PYTHONPATH": os.path.join(build, "python")})
+    if one[3] != 0 or int(one[2].split()[-1]) != rows // RANKS:
+        return failed("load(ranks=0)", one[2])
+    return one
+
+
+def run_ls(binary, root, rows, bad_name, build, out_dir):
+    ls = measure([binary, "ls", root, "--json"])
+    if ls[3] != 0 or json.loads(ls[2])["total"]["statistic_rows"] != rows:
+        return failed("ls", ls[2][-300:])
+    return ls
+
+
+def run_trace(binary, root, rows, bad_name, build, out_dir):
+    line = 10 + kernel_names(ROWS // 2).index(bad_name)
+    trace = measure([binary, "trace", root, f"model.py:{line}", "--json"])
+    found = json.loads(trace[2]) if trace[3] == 0 else []
+    if len(found) != RANKS or any(m["kernel"] != bad_name or len(m["files"]) != 4
+                                  for m in found):
+        return failed("trace", trace[2][-300:])
+    return trace
+
+
+def run_report(binary, root, rows, bad_name, build, out_dir):
+    out = os.path.join(out_dir, "report.html")
+    report = measure([binary, "report", root, "-o", out])
+    if report[3] != 0 or not os.path.getsize(out):
+        return failed("report", report[2])
+    return report
+
+
+def run_report_compare(binary, root, rows, bad_name, build, out_dir):
+    out = os.path.join(out_dir, "compare.html")
+    report = measure([binary, "report", "--compare", root, root, "-o", out])
+    if report[3] != 0 or not os.path.getsize(out):
+        return failed("report --compare", report[2])
+    return report
+
+
+def run_compare(binary, root, rows, bad_name, build, out_dir):
+    compare = measure([binary, "compare", root, root, "-q"])
+    if compare[3] != 0 or f"kernels: {rows // 2} paired" not in compare[2]:
+        return failed("compare A A", compare[2][-300:])
+    return compare
+
+
+COMMANDS = {"watch": run_watch, "compare_ranks": run_compare_ranks, "load": run_load,
+            "load_one_rank": run_load_one_rank, "ls": run_ls, "trace": run_trace,
+            "report": run_report, "report_compare": run_report_compare, "compare": run_compare}
+
+
 def main():
     binary = os.environ.get("GRAPHDUMP_BIN", "graphdump")
     build = os.environ.get("GRAPHDUMP_BUILD_DIR", "build")
     keep = os.environ.get("GRAPHDUMP_BENCH_DUMP")
+    chosen = os.environ.get("GRAPHDUMP_BENCH_COMMANDS", ",".join(COMMANDS)).split(",")
+    unknown = [c for c in chosen if c not in COMMANDS]
+    if unknown:
+        print(f"bench: analysis_scale: GRAPHDUMP_BENCH_COMMANDS: unknown {', '.join(unknown)} "
+              f"(known: {', '.join(COMMANDS)})", file=sys.stderr)
+        return 2
     tmp = tempfile.mkdtemp(prefix="graphdump_scale_")
     try:
         root = keep or os.path.join(tmp, "dump")
@@ -103,26 +205,12 @@ def main():
             bad_name, rows = write_dump(root)
         print(f"{RANKS} ranks x {rows // RANKS} statistic rows = {rows} rows; NaN planted in "
               f"rank {BAD_RANK}, {bad_name}")
-        watch = measure([binary, "watch", root, "--json", "-q"])
-        first = json.loads(watch[2])["first_hit"]
-        if watch[3] != 1 or (first["rank"], first["kernel"]) != (BAD_RANK, bad_name):
-            print(f"bench: analysis_scale FAILED: watch's first hit is {first}", file=sys.stderr)
-            return 1
-        ranks = measure([binary, "compare", root, "--ranks", "-q"])
-        load = measure(["/usr/bin/python3", "-c",
-                        "import sys, graphdump; print(len(graphdump.load(sys.argv[1])))", root],
-                       {"PYTHONPATH": os.path.join(build, "python")})
-        if load[3] != 0 or int(load[2].split()[-1]) != rows:
-            print(f"bench: analysis_scale FAILED: load gave {load[2]!r}", file=sys.stderr)
-            return 1
-        one = measure(["/usr/bin/python3", "-c",
-                       "import sys, graphdump\n"
-                       "print(len(graphdump.load(sys.argv[1], ranks=0)))", root],
-                      {"PYTHONPATH": os.path.join(build, "python")})
-        if one[3] != 0 or int(one[2].split()[-1]) != rows // RANKS:
-            print(f"bench: analysis_scale FAILED: load(ranks=0) gave {one[2]!r}", file=sys.stderr)
-            return 1
-        results = {"watch": watch, "compare_ranks": ranks, "load": load, "load_one_rank": one}
+        results = {}
+        for name in chosen:
+            result = COMMANDS[name](binary, root, rows, bad_name, build, tmp)
+            if result is None:
+                return 1
+            results[name] = result
         counted = {"load_one_rank": rows // RANKS}
         print("bench: analysis_rows_per_second " +
               " ".join(f"{k}={counted.get(k, rows) / v[0]:.0f}" for k, v in results.items()) +

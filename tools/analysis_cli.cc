@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "graphdump/analysis/parallel.h"
 #include "graphdump/file_system.h"
 
 namespace graphdump::tools {
@@ -69,15 +70,33 @@ void PrintWarnings(const std::string& command, const std::vector<std::string>& w
   }
 }
 
-std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
-                                            int* exit_code, bool progress) {
-  auto index = analysis::IndexDump(dir, progress);
-  if (!index.ok()) {
-    *exit_code = OpenError(command, index.status());
+std::optional<analysis::DumpRanks> ListRanks(const std::string& command, const std::string& dir,
+                                             int* exit_code) {
+  auto ranks = analysis::ListDumpRanks(dir);
+  if (!ranks.ok()) {
+    *exit_code = OpenError(command, ranks.status());
     return std::nullopt;
   }
-  PrintWarnings(command, index->warnings);
-  return std::move(index).value();
+  return std::move(ranks).value();
+}
+
+analysis::StreamedDump StreamRanks(const std::string& command, analysis::DumpRanks ranks,
+                                   bool progress,
+                                   const std::function<void(size_t, analysis::DumpIndex&)>& each) {
+  analysis::StreamedDump streamed =
+      analysis::ForEachRank(std::move(ranks), analysis::IndexFilter(), analysis::DefaultThreads(),
+                            progress ? "indexing ranks" : "", each);
+  PrintWarnings(command, streamed.warnings);
+  return streamed;
+}
+
+void InOrderPrinter::Put(size_t position, std::string text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  texts_[position] = std::move(text);
+  for (; next_ < texts_.size() && texts_[next_]; ++next_) {
+    fmt::print("{}", *texts_[next_]);
+    texts_[next_].reset();
+  }
 }
 
 void PrintSkipped(const std::string& command, const std::vector<analysis::Skipped>& skipped) {

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/dump_index.h"
@@ -15,17 +18,38 @@ namespace graphdump::tools {
 std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
 
 // Prints "graphdump <command>: error: ..." for a failed IndexDump (or ListDumpRanks) and
-// returns OpenDump's exit code for it.
+// returns the exit code for it: kExitUsage for a missing or non-dump directory, kExitFailure
+// otherwise.
 int OpenError(const std::string& command, const Status& status);
 
 // Prints the index's warnings, "graphdump <command>: warning: ...".
 void PrintWarnings(const std::string& command, const std::vector<std::string>& warnings);
 
-// Indexes `dir`, printing "graphdump <command>: error: ..." on failure. `exit_code` receives
-// kExitUsage for a missing or non-dump directory, kExitFailure otherwise. With `progress`, a
-// progress line counts the ranks indexed (on a terminal only).
-std::optional<analysis::DumpIndex> OpenDump(const std::string& command, const std::string& dir,
-                                            int* exit_code, bool progress = true);
+// The rank directories of `dir` (ListDumpRanks), printing "graphdump <command>: error: ..." on
+// failure with `exit_code` set as OpenError returns it.
+std::optional<analysis::DumpRanks> ListRanks(const std::string& command, const std::string& dir,
+                                             int* exit_code);
+
+// Indexes `ranks` one rank at a time (ForEachRank, as many ranks at once as there are cores) and
+// calls `each(position, one_rank_index)` on the thread that indexed the rank; the rank's index is
+// freed when `each` returns, so memory holds what `each` keeps. The index's warnings are printed
+// after the ranks. With `progress`, a progress line counts the ranks (on a terminal only).
+analysis::StreamedDump StreamRanks(const std::string& command, analysis::DumpRanks ranks,
+                                   bool progress,
+                                   const std::function<void(size_t, analysis::DumpIndex&)>& each);
+
+// Text made rank by rank on the threads of StreamDump, printed to stdout in rank order: the text
+// of position i as soon as every earlier position's is printed. Thread-safe.
+class InOrderPrinter {
+ public:
+  explicit InOrderPrinter(size_t count) : texts_(count) {}
+  void Put(size_t position, std::string text);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::optional<std::string>> texts_;
+  size_t next_ = 0;
+};
 
 // False, after printing "<command>: error: <option> <path>: <why>", when `path` cannot be
 // written (OutputPathProblem); an empty `path` (option not given) is fine. Commands call it

@@ -132,15 +132,7 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
 }
 
 // "0, 1, 2" (the dumped iterations of any rank and graph, constants not counted), "none".
-std::string IterationList(const analysis::DumpIndex& index) {
-  std::set<int64_t> found;
-  for (const auto& rank : index.ranks) {
-    for (const auto& graph : rank.graphs) {
-      for (const auto& it : graph.iterations) {
-        if (it.iteration >= 0) found.insert(it.iteration);
-      }
-    }
-  }
+std::string IterationList(const std::set<int64_t>& found) {
   if (found.empty()) return "none";
   constexpr size_t kShown = 10;
   std::vector<int64_t> first(found.begin(), found.end());
@@ -340,12 +332,14 @@ int RunCompare(int argc, char** argv) {
     return kExitUsage;
   }
   if (ranks) return RunRanks(a, ranks_text, options, out, json, nproc, argc, argv);
-  int rc = kExitOk;
-  auto ia = OpenDump("graphdump compare", a, &rc, options.progress);
-  if (!ia) return rc;
-  auto ib = OpenDump("graphdump compare", b, &rc, options.progress);
-  if (!ib) return rc;
-  const analysis::CompareResult result = analysis::CompareDumps(*ia, *ib, options);
+  // Rank pairs are indexed and compared one at a time: memory holds the pairs being compared and
+  // the result, not the dumps' indexes.
+  analysis::CompareDirsInfo info;
+  auto compared = analysis::CompareDumpDirs(a, b, options, &info);
+  if (!compared.ok()) return OpenError("graphdump compare", compared.status());
+  PrintWarnings("graphdump compare", info.warnings_a);
+  PrintWarnings("graphdump compare", info.warnings_b);
+  const analysis::CompareResult result = std::move(compared).value();
   if (!out.empty()) {
     const std::string csv = analysis::CompareResultCsv(result);
     if (int written = WriteOutput("graphdump compare", out, csv)) return written;
@@ -362,7 +356,8 @@ int RunCompare(int argc, char** argv) {
     fmt::print(stderr, "graphdump compare: error: no kernel pairs: {}\n",
                options.iteration
                    ? fmt::format("--iteration {}; A has iterations {}, B has {}",
-                                 *options.iteration, IterationList(*ia), IterationList(*ib))
+                                 *options.iteration, IterationList(info.iterations_a),
+                                 IterationList(info.iterations_b))
                    : std::string("the dumps share no graph and iteration with kernels of the "
                                  "same names, order and types"));
   }

@@ -1,7 +1,9 @@
 // graphdump ls DIR: what a dump directory holds.
 #include <fmt/format.h>
 
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "analysis_cli.h"
 #include "commands.h"
@@ -43,6 +45,85 @@ nlohmann::json TotalsJson(const Totals& t) {
           {"statistic_only", t.stat_only}, {"statistic_rows", t.rows}, {"bytes", t.bytes}};
 }
 
+// What ls shows of one rank: its text, or its JSON, and its counts.
+struct RankListing {
+  std::string text;
+  nlohmann::json json;
+  Totals total;
+  uint64_t graphs = 0, iterations = 0;
+};
+
+RankListing ListRank(const analysis::RankEntry& r, bool json, bool kernels) {
+  RankListing out;
+  nlohmann::json& jr = out.json;
+  jr = {{"rank", r.rank}, {"dir", r.dir}, {"graphs", nlohmann::json::array()}};
+  auto text = std::back_inserter(out.text);
+  if (!json) fmt::format_to(text, "rank {}: {} graph(s)  ({})\n", r.rank, r.graphs.size(), r.dir);
+  for (const auto& g : r.graphs) {
+    ++out.graphs;
+    nlohmann::json jg = {{"graph_id", g.graph_id},
+                         {"net_name", g.net_name},
+                         {"execution_order_kernels", g.execution_order.size()},
+                         {"traced_kernels", g.source_traces.size()},
+                         {"iterations", nlohmann::json::array()}};
+    if (!json) {
+      fmt::format_to(text,
+                     "  graph {} (net {}): {} iteration dir(s), execution order of {} kernels, "
+                     "{} with source traces\n",
+                     g.graph_id, g.net_name, g.iterations.size(), g.execution_order.size(),
+                     g.source_traces.size());
+    }
+    for (const auto& it : g.iterations) {
+      const Totals t = Count(it);
+      out.total.Add(t);
+      if (it.iteration >= 0) ++out.iterations;
+      if (json) {
+        nlohmann::json ji = TotalsJson(t);
+        ji["iteration"] =
+            it.iteration < 0 ? nlohmann::json("constants") : nlohmann::json(it.iteration);
+        ji["dir"] = it.dir;
+        if (kernels) {
+          ji["kernel_list"] = nlohmann::json::array();
+          for (const auto& k : it.kernels) {
+            nlohmann::json files = nlohmann::json::array();
+            for (const auto& tensor : k.tensors) files.push_back(tensor.path);
+            ji["kernel_list"].push_back(
+                {{"full_name", k.full_name},
+                 {"op_type", k.op_type},
+                 {"order", k.order},
+                 {"call", k.call},
+                 {"calls", k.calls},
+                 {"timestamp", k.first_timestamp == UINT64_MAX ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(k.first_timestamp)},
+                 {"files", files}});
+          }
+        }
+        jg["iterations"].push_back(std::move(ji));
+        continue;
+      }
+      fmt::format_to(
+          text,
+          "    {:>12}: {} kernel calls, {} tensors ({} files, {} statistic-only; {} "
+          "statistic.csv rows), {}\n",
+          it.iteration < 0 ? std::string("constants")
+                           : "iteration " + std::to_string(it.iteration),
+          t.kernels, t.tensors, t.files, t.stat_only, t.rows, TableBytes(t.bytes));
+      if (!kernels) continue;
+      for (const auto& k : it.kernels) {
+        fmt::format_to(text, "      {}{}\n", k.full_name,
+                       k.calls > 1 ? fmt::format(" (call {} of {})", k.call, k.calls) : "");
+        for (const auto& tensor : k.tensors) {
+          fmt::format_to(text, "        {} {} {} {}\n", tensor.is_input ? "input " : "output",
+                         tensor.slot, tensor.dtype_name,
+                         tensor.path.empty() ? std::string("(statistic.csv only)") : tensor.path);
+        }
+      }
+    }
+    if (json) jr["graphs"].push_back(std::move(jg));
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunLs(int argc, char** argv) {
@@ -64,83 +145,36 @@ int RunLs(int argc, char** argv) {
       "Reads graphdump's layout and MindSpore's (Float32 dtype suffix, mapping.csv, constants/).");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   int rc = kExitOk;
-  auto index = OpenDump("graphdump ls", dir, &rc);
-  if (!index) return rc;
-
-  nlohmann::json j = {{"root", index->root}, {"ranks", nlohmann::json::array()}};
+  auto ranks = ListRanks("graphdump ls", dir, &rc);
+  if (!ranks) return rc;
+  // Ranks are indexed one at a time (as many at once as there are cores), and each is printed
+  // (or kept as its JSON) once the ranks before it are: memory holds the ranks being indexed and
+  // what is shown, not the dump's index.
+  const std::string root = ranks->root;
+  if (!json) fmt::print("dump: {}\n", root);
+  std::vector<RankListing> listed(ranks->size());
+  InOrderPrinter printer(ranks->size());
+  const analysis::StreamedDump streamed =
+      StreamRanks("graphdump ls", std::move(*ranks), true, [&](size_t i, analysis::DumpIndex& one) {
+        RankListing rank = ListRank(one.ranks.front(), json, kernels);
+        if (!json) printer.Put(i, std::move(rank.text));
+        listed[i] = std::move(rank);
+      });
+  nlohmann::json j = {{"root", root}, {"ranks", nlohmann::json::array()}};
   Totals total;
   uint64_t graphs = 0, iterations = 0;
-  if (!json) fmt::print("dump: {}\n", index->root);
-  for (const auto& r : index->ranks) {
-    nlohmann::json jr = {{"rank", r.rank}, {"dir", r.dir}, {"graphs", nlohmann::json::array()}};
-    if (!json) fmt::print("rank {}: {} graph(s)  ({})\n", r.rank, r.graphs.size(), r.dir);
-    for (const auto& g : r.graphs) {
-      ++graphs;
-      nlohmann::json jg = {{"graph_id", g.graph_id},
-                           {"net_name", g.net_name},
-                           {"execution_order_kernels", g.execution_order.size()},
-                           {"traced_kernels", g.source_traces.size()},
-                           {"iterations", nlohmann::json::array()}};
-      if (!json) {
-        fmt::print(
-            "  graph {} (net {}): {} iteration dir(s), execution order of {} kernels, "
-            "{} with source traces\n",
-            g.graph_id, g.net_name, g.iterations.size(), g.execution_order.size(),
-            g.source_traces.size());
-      }
-      for (const auto& it : g.iterations) {
-        const Totals t = Count(it);
-        total.Add(t);
-        if (it.iteration >= 0) ++iterations;
-        nlohmann::json ji = TotalsJson(t);
-        ji["iteration"] =
-            it.iteration < 0 ? nlohmann::json("constants") : nlohmann::json(it.iteration);
-        ji["dir"] = it.dir;
-        if (kernels) {
-          ji["kernel_list"] = nlohmann::json::array();
-          for (const auto& k : it.kernels) {
-            nlohmann::json files = nlohmann::json::array();
-            for (const auto& tensor : k.tensors) files.push_back(tensor.path);
-            ji["kernel_list"].push_back(
-                {{"full_name", k.full_name},
-                 {"op_type", k.op_type},
-                 {"order", k.order},
-                 {"call", k.call},
-                 {"calls", k.calls},
-                 {"timestamp", k.first_timestamp == UINT64_MAX ? nlohmann::json(nullptr)
-                                                               : nlohmann::json(k.first_timestamp)},
-                 {"files", files}});
-          }
-        }
-        jg["iterations"].push_back(ji);
-        if (json) continue;
-        fmt::print(
-            "    {:>12}: {} kernel calls, {} tensors ({} files, {} statistic-only; {} "
-            "statistic.csv rows), {}\n",
-            it.iteration < 0 ? std::string("constants")
-                             : "iteration " + std::to_string(it.iteration),
-            t.kernels, t.tensors, t.files, t.stat_only, t.rows, TableBytes(t.bytes));
-        if (!kernels) continue;
-        for (const auto& k : it.kernels) {
-          fmt::print("      {}{}\n", k.full_name,
-                     k.calls > 1 ? fmt::format(" (call {} of {})", k.call, k.calls) : "");
-          for (const auto& tensor : k.tensors) {
-            fmt::print("        {} {} {} {}\n", tensor.is_input ? "input " : "output", tensor.slot,
-                       tensor.dtype_name,
-                       tensor.path.empty() ? std::string("(statistic.csv only)") : tensor.path);
-          }
-        }
-      }
-      jr["graphs"].push_back(jg);
-    }
-    j["ranks"].push_back(jr);
+  for (RankListing& r : listed) {
+    total.Add(r.total);
+    graphs += r.graphs;
+    iterations += r.iterations;
+    if (json) j["ranks"].push_back(std::move(r.json));
   }
   j["total"] = TotalsJson(total);
-  j["total"]["ranks"] = index->ranks.size();
+  j["total"]["ranks"] = streamed.ranks;
   j["total"]["graphs"] = graphs;
   j["total"]["iterations"] = iterations;
   j["skipped"] = nlohmann::json::array();
-  for (const auto& s : index->skipped)
+  for (const auto& s : streamed.skipped)
     j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});
   if (json) {
     fmt::print("{}\n", internal::JsonText(j, 2));
@@ -148,9 +182,9 @@ int RunLs(int argc, char** argv) {
     fmt::print(
         "total: {} rank(s), {} graph(s), {} iteration(s), {} kernel calls, {} tensors "
         "({} files, {} statistic-only; {} statistic.csv rows), {}\n",
-        index->ranks.size(), graphs, iterations, total.kernels, total.tensors, total.files,
+        streamed.ranks, graphs, iterations, total.kernels, total.tensors, total.files,
         total.stat_only, total.rows, TableBytes(total.bytes));
-    PrintSkipped("graphdump ls", index->skipped);
+    PrintSkipped("graphdump ls", streamed.skipped);
   }
   return kExitOk;
 }

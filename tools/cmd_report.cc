@@ -1,8 +1,13 @@
 // graphdump report: one self-contained HTML page with plots.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
 #include "analysis_cli.h"
 #include "commands.h"
+#include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/report.h"
 #include "replay_suspects.h"
 
@@ -80,16 +85,40 @@ int RunReport(int argc, char** argv) {
     return kExitUsage;
   }
   if (!CheckOutputPath("graphdump report", "-o", out)) return kExitUsage;
+  // The dump (A of a comparison) is read one rank at a time, each rank checked against the
+  // watchpoints (and compared with B's rank) while it is indexed: memory holds the ranks being
+  // read, the hits, the comparisons and a summary of each rank; the rank the charts show is
+  // indexed again alone.
   int rc = kExitOk;
-  auto main_index = OpenDump("graphdump report", compare.empty() ? dir : compare[0], &rc);
-  if (!main_index) return rc;
+  const std::string main_dir = compare.empty() ? dir : compare[0];
+  std::vector<analysis::ReportRankSummary> summaries;
+  std::vector<analysis::WatchResult> watched;  // by rank
+  std::mutex mu;
+  analysis::WatchOptions watch_options;
+  watch_options.progress = false;
+  // Called with every rank of the dump, as many ranks at once as there are threads, each rank's
+  // files on the threads left over (`rank_threads`).
+  auto each_rank = [&](size_t i, const analysis::DumpIndex& one, int rank_threads) {
+    analysis::ReportRankSummary summary = analysis::SummarizeReportRank(one.ranks.front());
+    analysis::WatchOptions each = watch_options;
+    each.threads = rank_threads;
+    analysis::WatchResult hits = analysis::RunWatch(one, *checks, each);
+    std::lock_guard<std::mutex> lock(mu);
+    if (summaries.size() <= i) summaries.resize(i + 1), watched.resize(i + 1);
+    summaries[i] = std::move(summary);
+    watched[i] = std::move(hits);
+  };
+  const int all = threads > 0 ? threads : analysis::DefaultThreads();
   analysis::ReportInput input;
   analysis::CompareResult compare_result;
   options.threads = threads;
   if (!compare.empty()) {
-    auto reference = OpenDump("graphdump report", compare[1], &rc);
-    if (!reference) return rc;
-    compare_result = analysis::CompareDumps(*main_index, *reference, options);
+    analysis::CompareDirsInfo info;
+    auto compared = analysis::CompareDumpDirs(compare[0], compare[1], options, &info, each_rank);
+    if (!compared.ok()) return OpenError("graphdump report", compared.status());
+    PrintWarnings("graphdump report", info.warnings_a);
+    PrintWarnings("graphdump report", info.warnings_b);
+    compare_result = std::move(compared).value();
     input.compare = &compare_result;
     for (const SuspectReplay& r :
          ReplaySuspects(compare_result, compare[0], compare[1], replay_count, "report")) {
@@ -97,16 +126,22 @@ int RunReport(int argc, char** argv) {
     }
     input.title = fmt::format("graphdump report: {} vs {}", compare[0], compare[1]);
   } else {
+    auto ranks = ListRanks("graphdump report", dir, &rc);
+    if (!ranks) return rc;
+    const int outer = static_cast<int>(std::clamp<size_t>(ranks->size(), 1, all));
+    const analysis::StreamedDump streamed = analysis::ForEachRank(
+        std::move(*ranks), analysis::IndexFilter(), outer, "indexing ranks",
+        [&](size_t i, analysis::DumpIndex& one) { each_rank(i, one, std::max(1, all / outer)); });
+    PrintWarnings("graphdump report", streamed.warnings);
     input.title = "graphdump report: " + dir;
   }
-  analysis::WatchOptions watch_options;
-  watch_options.threads = threads;
-  const analysis::WatchResult watch = analysis::RunWatch(*main_index, *checks, watch_options);
+  const analysis::WatchResult watch = analysis::MergeWatchResults(std::move(watched));
   input.watch = &watch;
-  if (Status s = analysis::CollectReportCharts(*main_index, selection, threads, rank, &input);
+  if (Status s = analysis::CollectReportCharts(main_dir, summaries, selection, threads, rank,
+                                               &input);
       !s.ok()) {
     fmt::print(stderr, "graphdump report: error: {}\n", s.message());
-    return kExitUsage;
+    return s.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   if (int written = WriteOutput("graphdump report", out, analysis::RenderReportHtml(input))) {
     return written;

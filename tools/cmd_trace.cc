@@ -3,8 +3,11 @@
 #include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
+#include <iterator>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "analysis_cli.h"
 #include "commands.h"
@@ -46,24 +49,32 @@ int RunTrace(int argc, char** argv) {
     return kExitUsage;
   }
   int rc = kExitOk;
-  auto index = OpenDump("graphdump trace", dir, &rc);
-  if (!index) return rc;
+  auto ranks = ListRanks("graphdump trace", dir, &rc);
+  if (!ranks) return rc;
   std::optional<int64_t> only;
-  if (app.count("--iteration") > 0) {
-    only = iteration;
-    std::set<int64_t> found;
-    for (const auto& r : index->ranks)
-      for (const auto& g : r.graphs)
-        for (const auto& it : g.iterations)
-          if (it.iteration >= 0) found.insert(it.iteration);
-    if (!found.count(iteration)) {
-      fmt::print(stderr, "graphdump trace: error: --iteration {}: {} holds iterations {}\n",
-                 iteration, dir,
-                 found.empty() ? "none" : fmt::format("{}", fmt::join(found, ", ")));
-      return kExitUsage;
+  if (app.count("--iteration") > 0) only = iteration;
+  // Ranks are indexed one at a time (as many at once as there are cores): memory holds the ranks
+  // being indexed and the matches, not the dump's index.
+  std::vector<std::vector<analysis::TraceMatch>> per_rank(ranks->size());
+  std::set<int64_t> found;  // the iterations of every rank and graph, constants left out
+  size_t traced = 0;        // kernels with source traces, over ranks and graphs
+  std::mutex mu;
+  StreamRanks("graphdump trace", std::move(*ranks), true, [&](size_t i, analysis::DumpIndex& one) {
+    per_rank[i] = analysis::TraceLine(one, file, line, only);
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& g : one.ranks.front().graphs) {
+      traced += g.source_traces.size();
+      for (const auto& it : g.iterations)
+        if (it.iteration >= 0) found.insert(it.iteration);
     }
+  });
+  if (only && !found.count(iteration)) {
+    fmt::print(stderr, "graphdump trace: error: --iteration {}: {} holds iterations {}\n",
+               iteration, dir, found.empty() ? "none" : fmt::format("{}", fmt::join(found, ", ")));
+    return kExitUsage;
   }
-  const auto matches = analysis::TraceLine(*index, file, line, only);
+  std::vector<analysis::TraceMatch> matches;
+  for (auto& rank : per_rank) std::move(rank.begin(), rank.end(), std::back_inserter(matches));
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& m : matches) {
@@ -81,9 +92,6 @@ int RunTrace(int argc, char** argv) {
     fmt::print("{}\n", internal::JsonText(j, 2));
   } else {
     if (matches.empty()) {
-      size_t traced = 0;
-      for (const auto& r : index->ranks)
-        for (const auto& g : r.graphs) traced += g.source_traces.size();
       fmt::print(
           "no kernel's source trace names {}:{} ({} kernels have source traces in "
           "graphs/*.ir)\n",

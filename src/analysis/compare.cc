@@ -143,17 +143,28 @@ const char* PairingName(Pairing p) {
   return "?";
 }
 
-CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const CompareOptions& options) {
-  CompareResult result;
-  result.skipped = a.skipped;
-  result.skipped.insert(result.skipped.end(), b.skipped.begin(), b.skipped.end());
+namespace compare_internal {
+
+void SortKernels(std::vector<KernelComparison>* kernels) {
+  std::stable_sort(kernels->begin(), kernels->end(),
+                   [](const KernelComparison& x, const KernelComparison& y) {
+                     auto key = [](const KernelComparison& k) {
+                       return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration,
+                                              k.call, k.order);
+                     };
+                     return key(x) < key(y);
+                   });
+}
+
+void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& options,
+                  CompareResult* result) {
   std::vector<TensorTask> tasks;
-  for (const RankEntry& ra : a.ranks) {
-    const RankEntry* rb = FindMatching(b.ranks, ra, [](const RankEntry& r) { return r.rank; });
-    if (!rb) continue;
+  for (const RankPair& pair : pairs) {
+    const RankEntry& ra = *pair.ra;
+    const RankEntry& rb = *pair.rb;
     for (const GraphEntry& ga : ra.graphs) {
       const GraphEntry* gb =
-          FindMatching(rb->graphs, ga, [](const GraphEntry& g) { return g.graph_id; });
+          FindMatching(rb.graphs, ga, [](const GraphEntry& g) { return g.graph_id; });
       if (!gb) continue;
       for (const IterationEntry& ia : ga.iterations) {
         if (options.iteration && ia.iteration != *options.iteration) continue;
@@ -163,18 +174,18 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
         if (ib == gb->iterations.end()) continue;
         std::vector<const KernelEntry*> only_a, only_b;
         for (const KernelPair& p : PairKernels(ia.kernels, ib->kernels, &only_a, &only_b)) {
-          AddKernelPair(p, ra, ga, *gb, ia.iteration, a, b, &result, &tasks);
+          AddKernelPair(p, ra, ga, *gb, ia.iteration, *pair.a, *pair.b, result, &tasks);
           if (p.a->call == 0 && p.a->calls != p.b->calls) {
-            result.call_count_differences.push_back({ra.rank, ga.graph_id, ia.iteration,
-                                                     p.a->full_name, p.b->full_name, p.a->calls,
-                                                     p.b->calls});
+            result->call_count_differences.push_back({ra.rank, ga.graph_id, ia.iteration,
+                                                      p.a->full_name, p.b->full_name,
+                                                      p.a->calls, p.b->calls});
           }
         }
         for (const KernelEntry* k : only_a)
-          result.unpaired.push_back(
+          result->unpaired.push_back(
               {'A', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name});
         for (const KernelEntry* k : only_b)
-          result.unpaired.push_back(
+          result->unpaired.push_back(
               {'B', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name});
       }
     }
@@ -183,24 +194,31 @@ CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const Compare
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
               options.progress ? "compare: tensor pairs" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
-                CompareTensor(t.a, t.b, options, &result.kernels[t.kernel].tensors[t.tensor],
-                              &result.skipped, &mu);
+                CompareTensor(t.a, t.b, options, &result->kernels[t.kernel].tensors[t.tensor],
+                              &result->skipped, &mu);
               });
-  const std::map<ScopeKey, double> forward = ForwardScopeErrors(result.kernels);
-  for (KernelComparison& k : result.kernels) {
+  const std::map<ScopeKey, double> forward = ForwardScopeErrors(result->kernels);
+  for (KernelComparison& k : result->kernels) {
     Attribute(options, SavedTensorError(forward, k), &k);
-    (k.verdict == Verdict::kPass      ? result.passed
-     : k.verdict == Verdict::kWarning ? result.warnings
-                                      : result.errors)++;
+    (k.verdict == Verdict::kPass      ? result->passed
+     : k.verdict == Verdict::kWarning ? result->warnings
+                                      : result->errors)++;
   }
-  std::stable_sort(result.kernels.begin(), result.kernels.end(),
-                   [](const KernelComparison& x, const KernelComparison& y) {
-                     auto key = [](const KernelComparison& k) {
-                       return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration,
-                                              k.call, k.order);
-                     };
-                     return key(x) < key(y);
-                   });
+  SortKernels(&result->kernels);
+}
+
+}  // namespace compare_internal
+
+CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const CompareOptions& options) {
+  CompareResult result;
+  result.skipped = a.skipped;
+  result.skipped.insert(result.skipped.end(), b.skipped.begin(), b.skipped.end());
+  std::vector<compare_internal::RankPair> pairs;
+  for (const RankEntry& ra : a.ranks) {
+    const RankEntry* rb = FindMatching(b.ranks, ra, [](const RankEntry& r) { return r.rank; });
+    if (rb) pairs.push_back({&a, &ra, &b, rb});
+  }
+  compare_internal::ComparePairs(pairs, options, &result);
   Summarize(&result);
   return result;
 }

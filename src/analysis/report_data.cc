@@ -84,6 +84,14 @@ std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) 
   return p;
 }
 
+// Rank `rank`'s summary, else the first rank's; null when there is none.
+const ReportRankSummary* FindSummary(const std::vector<ReportRankSummary>& ranks, uint32_t rank) {
+  for (const ReportRankSummary& r : ranks) {
+    if (r.rank.rank == rank) return &r;
+  }
+  return ranks.empty() ? nullptr : &ranks[0];
+}
+
 const RankEntry* FindRank(const DumpIndex& index, uint32_t rank) {
   for (const RankEntry& r : index.ranks) {
     if (r.rank == rank) return &r;
@@ -107,8 +115,25 @@ std::optional<std::string> FirstFailingKernel(const CompareResult& compare, int6
   return std::nullopt;
 }
 
-ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
-                              const CompareResult* compare) {
+ReportRankSummary SummarizeReportRank(const RankEntry& rank) {
+  ReportRankSummary out;
+  out.rank.rank = rank.rank;
+  std::set<int64_t> iterations;
+  bool first_graph = true;
+  for (const GraphEntry& g : rank.graphs) {
+    for (const IterationEntry& it : g.iterations) {
+      if (it.iteration < 0) continue;
+      iterations.insert(it.iteration);
+      if (first_graph) out.last_iteration = it.iteration;  // ascending: the last one wins
+    }
+    if (!g.iterations.empty()) first_graph = false;
+  }
+  out.rank.iterations.assign(iterations.begin(), iterations.end());
+  return out;
+}
+
+ReportFocus ChooseReportFocus(const std::vector<ReportRankSummary>& ranks,
+                              const WatchResult* watch, const CompareResult* compare) {
   ReportFocus focus;
   if (watch) {
     for (const WatchHit& h : FirstHitPerRank(*watch)) {
@@ -121,17 +146,16 @@ ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
     const KernelComparison& k = compare->kernels[position];
     return {k.rank, k.iteration};
   }
-  const RankEntry* rank = FindRank(index, 0);
+  const ReportRankSummary* rank = FindSummary(ranks, 0);
   if (!rank) return focus;
-  focus.rank = rank->rank;
-  focus.iteration = 0;
-  for (const GraphEntry& g : rank->graphs) {
-    for (const IterationEntry& it : g.iterations) {
-      if (it.iteration >= 0) focus.iteration = it.iteration;  // ascending: the last one wins
-    }
-    if (!g.iterations.empty()) break;
-  }
-  return focus;
+  return {rank->rank.rank, rank->last_iteration};
+}
+
+ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
+                              const CompareResult* compare) {
+  std::vector<ReportRankSummary> ranks;
+  for (const RankEntry& r : index.ranks) ranks.push_back(SummarizeReportRank(r));
+  return ChooseReportFocus(ranks, watch, compare);
 }
 
 std::vector<KernelSeries> CollectKernelSeries(const DumpIndex& index, uint32_t rank_id,
@@ -226,8 +250,8 @@ std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const Report
   return result;
 }
 
-ReportFocus FocusOnRank(const DumpIndex& index, uint32_t rank, const WatchResult* watch,
-                        const CompareResult* compare) {
+ReportFocus FocusOnRank(const std::vector<ReportRankSummary>& ranks, uint32_t rank,
+                        const WatchResult* watch, const CompareResult* compare) {
   if (watch) {
     for (const WatchHit& h : FirstHitPerRank(*watch)) {
       if (h.rank == rank && h.iteration >= 0) return {rank, h.iteration};
@@ -237,30 +261,15 @@ ReportFocus FocusOnRank(const DumpIndex& index, uint32_t rank, const WatchResult
     const int64_t first = report_internal::FirstFailingInRank(*compare, rank);
     if (first >= 0) return {rank, compare->kernels[first].iteration};
   }
-  ReportFocus focus{rank, 0};
-  if (const RankEntry* r = FindRank(index, rank)) {
-    for (const GraphEntry& g : r->graphs) {
-      for (const IterationEntry& it : g.iterations) {
-        if (it.iteration >= 0) focus.iteration = it.iteration;  // ascending: the last one wins
-      }
-      if (!g.iterations.empty()) break;
-    }
-  }
-  return focus;
+  const ReportRankSummary* r = FindSummary(ranks, rank);
+  return {rank, r ? r->last_iteration : 0};
 }
 
-Status CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
-                           std::optional<uint32_t> rank, ReportInput* input) {
+Status CollectReportCharts(const std::string& dir, const std::vector<ReportRankSummary>& ranks,
+                           SeriesSelection selection, int threads, std::optional<uint32_t> rank,
+                           ReportInput* input) {
   input->ranks.clear();
-  for (const RankEntry& r : index.ranks) {
-    std::set<int64_t> iterations;
-    for (const GraphEntry& g : r.graphs) {
-      for (const IterationEntry& it : g.iterations) {
-        if (it.iteration >= 0) iterations.insert(it.iteration);
-      }
-    }
-    input->ranks.push_back({r.rank, {iterations.begin(), iterations.end()}});
-  }
+  for (const ReportRankSummary& r : ranks) input->ranks.push_back(r.rank);
   if (rank && std::none_of(input->ranks.begin(), input->ranks.end(),
                            [&](const ReportRank& r) { return r.rank == *rank; })) {
     std::string found;
@@ -270,8 +279,8 @@ Status CollectReportCharts(const DumpIndex& index, SeriesSelection selection, in
     return Status::InvalidArgument("--rank " + std::to_string(*rank) +
                                    ": the dump holds no such rank (ranks: " + found + ")");
   }
-  const ReportFocus focus = rank ? FocusOnRank(index, *rank, input->watch, input->compare)
-                                 : ChooseReportFocus(index, input->watch, input->compare);
+  const ReportFocus focus = rank ? FocusOnRank(ranks, *rank, input->watch, input->compare)
+                                 : ChooseReportFocus(ranks, input->watch, input->compare);
   input->rank = focus.rank;
   if (input->watch) {
     for (const WatchHit& h : input->watch->hits) {
@@ -287,6 +296,13 @@ Status CollectReportCharts(const DumpIndex& index, SeriesSelection selection, in
   for (const ReportRank& r : input->ranks) {
     if (r.rank == focus.rank) input->iterations = r.iterations.size();
   }
+  input->order.clear();
+  input->series.clear();
+  if (ranks.empty()) return Status::Ok();
+  // The charts show one rank: it alone is indexed again.
+  IndexFilter only;
+  only.ranks = std::set<uint32_t>{focus.rank};
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpIndex index, IndexDump(dir, only));
   input->order = CollectOrderSeries(index, focus, threads);
   input->series = CollectKernelSeries(index, focus.rank, selection);
   return Status::Ok();

@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -188,6 +190,26 @@ struct CompareResult {
 
 // Compares two indexed dumps. Tensor files are mapped one pair at a time, in parallel.
 CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const CompareOptions& options);
+
+// What CompareDumpDirs read besides the result, for the messages around it.
+struct CompareDirsInfo {
+  std::vector<std::string> warnings_a, warnings_b;  // the indexes' warnings, as IndexDump's
+  // The dumped iterations of any rank and graph of each dump (constants left out).
+  std::set<int64_t> iterations_a, iterations_b;
+};
+
+// CompareDumps of the dump directories `a` and `b` (as IndexDump accepts them), indexed one rank
+// pair at a time: each rank of A with B's rank of the same id (B's only rank when it holds one),
+// as CompareDumps pairs them, as many pairs at once as there are threads and each pair's tensors
+// on the threads left over. Memory holds the rank pairs being compared and the result, not the
+// dumps' indexes; the result equals CompareDumps' on the whole indexes. `each_a`, when set, is
+// called with every rank of A (its position, its one-rank index, and the threads its own work
+// may use), on the thread that indexed it, before the rank is compared. Errors as IndexDump's,
+// A's first.
+StatusOr<CompareResult> CompareDumpDirs(
+    const std::string& a, const std::string& b, const CompareOptions& options,
+    CompareDirsInfo* info,
+    const std::function<void(size_t, const DumpIndex&, int threads)>& each_a = {});
 
 // The per-tensor CSV (columns documented in docs/analysis.md), header included.
 std::string CompareResultCsv(const CompareResult& result);

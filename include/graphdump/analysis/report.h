@@ -33,9 +33,27 @@ struct ReportFocus {
   int64_t iteration = 0;  // the iteration the along-the-order charts show
 };
 
+// A rank of the dump, as the page's rank selector and rank-by-iteration overview list it.
+struct ReportRank {
+  uint32_t rank = 0;
+  std::vector<int64_t> iterations;  // ascending; constants (-1) left out
+};
+
+// What the report keeps of a rank while the dump is read one rank at a time: its entry in the
+// rank selector, and the iteration its charts show when nothing was found in it (the last of
+// its first graph holding iterations; 0 when none).
+struct ReportRankSummary {
+  ReportRank rank;
+  int64_t last_iteration = 0;
+};
+ReportRankSummary SummarizeReportRank(const RankEntry& rank);
+
 // The rank and iteration the charts show: those of the first watchpoint hit, else of the first
-// failing computed kernel of `compare` (never a parameter or constant), else the first rank and
-// its last iteration. REQUIRES: `index` holds at least one rank.
+// failing computed kernel of `compare` (never a parameter or constant), else rank 0 (the first
+// rank when there is none) and its last iteration. `ranks`: every rank of the dump, in order.
+ReportFocus ChooseReportFocus(const std::vector<ReportRankSummary>& ranks,
+                              const WatchResult* watch, const CompareResult* compare);
+// The same over an index (its ranks summarized). REQUIRES: `index` holds at least one rank.
 ReportFocus ChooseReportFocus(const DumpIndex& index, const WatchResult* watch,
                               const CompareResult* compare);
 
@@ -86,12 +104,6 @@ struct ReplayNote {
   std::string words;    // what follows the verdict in the replay's words (" at bfloat16: ...")
 };
 
-// A rank of the dump, as the page's rank selector and rank-by-iteration overview list it.
-struct ReportRank {
-  uint32_t rank = 0;
-  std::vector<int64_t> iterations;  // ascending; constants (-1) left out
-};
-
 struct ReportInput {
   std::string title;
   std::vector<ReportRank> ranks;  // every rank of the dump, ascending
@@ -105,19 +117,21 @@ struct ReportInput {
 };
 
 // The focus within one rank: its first hit's iteration, else its first failing computed kernel's,
-// else its last iteration.
-ReportFocus FocusOnRank(const DumpIndex& index, uint32_t rank, const WatchResult* watch,
-                        const CompareResult* compare);
+// else its last iteration (ReportRankSummary::last_iteration).
+ReportFocus FocusOnRank(const std::vector<ReportRankSummary>& ranks, uint32_t rank,
+                        const WatchResult* watch, const CompareResult* compare);
 
 // Fills `input->ranks`, `input->rank`, `input->order`, `input->series` and `input->iterations`
-// from `index`, the dump that `input->watch` and `input->compare` (either may be null) were
-// computed on (A of a comparison): the focus is ChooseReportFocus's, or FocusOnRank(`rank`) when
-// given; when `selection.filter` is empty, the kernels that hit in the focus rank and the first
-// failing kernel are added to `selection.preferred`. Files are read on `threads` threads (0:
-// DefaultThreads()). Errors: kInvalidArgument when `rank` is not in the dump (listing those
-// that are).
-Status CollectReportCharts(const DumpIndex& index, SeriesSelection selection, int threads,
-                           std::optional<uint32_t> rank, ReportInput* input);
+// for the dump `dir` (A of a comparison), of whose ranks `ranks` holds the summaries in rank
+// order, and on which `input->watch` and `input->compare` (either may be null) were computed:
+// the focus is ChooseReportFocus's, or FocusOnRank(`rank`) when given; when `selection.filter`
+// is empty, the kernels that hit in the focus rank and the first failing kernel are added to
+// `selection.preferred`. Only the focus rank is indexed again (alone) for its statistics, read
+// on `threads` threads (0: DefaultThreads()). Errors: kInvalidArgument when `rank` is not in
+// the dump (listing those that are); IndexDump's.
+Status CollectReportCharts(const std::string& dir, const std::vector<ReportRankSummary>& ranks,
+                           SeriesSelection selection, int threads, std::optional<uint32_t> rank,
+                           ReportInput* input);
 
 // The HTML text. A section "ranks" comes first: a rank selector (<select id="rank-selector">,
 // one <option value="{rank}"> per rank of `input.ranks`, with its hits and failing kernels) and

@@ -37,6 +37,26 @@ std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
                                     std::vector<const KernelEntry*>* only_a,
                                     std::vector<const KernelEntry*>* only_b);
 
+// A rank of dump A and the rank of dump B it is compared with (the indexes they belong to give
+// the source lines).
+struct RankPair {
+  const DumpIndex* a = nullptr;
+  const RankEntry* ra = nullptr;
+  const DumpIndex* b = nullptr;
+  const RankEntry* rb = nullptr;
+};
+
+// CompareDumps of `pairs` short of Summarize: appends the kernel comparisons (compared on
+// options.threads threads, attributed, counted and sorted as CompareResult::kernels), the
+// unpaired kernels, the call count differences and the unreadable files to `result`, whose
+// `kernels` must be empty.
+void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& options,
+                  CompareResult* result);
+
+// Sorts kernel comparisons as CompareResult::kernels: rank, graph, iteration (constants last),
+// call, execution order; stable.
+void SortKernels(std::vector<KernelComparison>* kernels);
+
 // One tensor pair: maps the files (when both exist) and fills metrics or statistics.
 // Unreadable files are added to `skipped` under `mu`.
 void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
