@@ -63,10 +63,12 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
     if (r->hits.size() > keep) {
       r->dropped_hits += r->hits.size() - keep;
       r->hits.erase(r->hits.begin() + static_cast<ptrdiff_t>(keep), r->hits.end());
+      r->hits.shrink_to_fit();  // ranks' results wait for the last rank: keep them small
     }
     if (r->intended.size() > keep) {
       r->dropped_intended += r->intended.size() - keep;
       r->intended.erase(r->intended.begin() + static_cast<ptrdiff_t>(keep), r->intended.end());
+      r->intended.shrink_to_fit();
     }
   };
   std::vector<size_t> index_skipped(n);
@@ -105,7 +107,22 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
   }
   for (Skipped& s : found) result.skipped.push_back(std::move(s));
   SortHitsByOccurrence(&result.hits);
-  trim(&result);
+  if (keep > 0) {
+    // The dump's first `keep` hits, and each rank's first (FirstHitPerRank).
+    std::set<uint32_t> seen;
+    std::vector<WatchHit> kept;
+    for (size_t i = 0; i < result.hits.size(); ++i) {
+      const bool first_of_rank = seen.insert(result.hits[i].rank).second;
+      if (i < keep || first_of_rank) kept.push_back(std::move(result.hits[i]));
+    }
+    result.dropped_hits += result.hits.size() - kept.size();
+    result.hits = std::move(kept);
+    WatchResult intended;
+    intended.intended = std::move(result.intended);
+    trim(&intended);
+    result.intended = std::move(intended.intended);
+    result.dropped_intended += intended.dropped_intended;
+  }
   *warnings = std::move(streamed.warnings);
   return result;
 }

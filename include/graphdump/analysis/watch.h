@@ -73,9 +73,9 @@ struct WatchOptions {
   // and the same tensor as a later kernel's input, as inf, overflow and large hits. Off: they
   // are listed in WatchResult::intended instead.
   bool count_intended_inf = false;
-  // WatchDump keeps the first `keep_hits` hits and intended infinities of the dump (in their
-  // order) and counts the rest (WatchResult::dropped_hits), with each rank's HitSpread: memory
-  // then holds one rank's hits at a time, not the dump's. 0: every hit is kept.
+  // WatchDump keeps the first `keep_hits` hits, each rank's first hit and the first `keep_hits`
+  // intended infinities (in their order), counts the rest (WatchResult::dropped_hits) and keeps
+  // each rank's HitSpread: memory holds one rank's hits at a time. 0: every hit is kept.
   size_t keep_hits = 0;
 };
 
