@@ -168,7 +168,7 @@ Status ParseStatisticRows(std::string_view text, const std::string& path,
     cells->titles.push_back(header[i]);
   }
   // The cells take about what the lines take.
-  cells->bytes.reserve(text.size() - pos);
+  cells->bytes.reserve(pos < text.size() ? text.size() - pos : 0);
   const std::shared_ptr<const StatisticCells> shared = cells;
   for (int line_no = 2; NextLine(text, &pos, &line); ++line_no) {
     if (line.empty()) continue;
