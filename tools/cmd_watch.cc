@@ -44,34 +44,25 @@ void PrintPerRank(const analysis::WatchResult& result) {
 // --first: what followed the first hit of `first`'s rank: how many hits, in which kernels and
 // iterations, the kernels in the order they were hit.
 void PrintPropagation(const analysis::WatchResult& result, const analysis::WatchHit& first) {
-  std::vector<std::string> kernels;
-  std::set<std::string> seen = {first.kernel};
-  size_t later = 0;
-  int64_t last_iteration = first.iteration;
-  bool passed_first = false;
-  for (const analysis::WatchHit& h : result.hits) {
-    if (h.rank != first.rank) continue;
-    if (!passed_first) {  // hits are in execution order: those before the first are none
-      passed_first = &h == &first || (h.kernel == first.kernel && h.iteration == first.iteration &&
-                                      h.call == first.call && h.is_input == first.is_input &&
-                                      h.slot == first.slot && h.check == first.check);
-      continue;
-    }
-    ++later;
-    if (h.iteration >= 0) last_iteration = std::max(last_iteration, h.iteration);
-    if (seen.insert(h.kernel).second) kernels.push_back(h.kernel);
-  }
-  if (later == 0) {
+  constexpr size_t kShown = 5;
+  auto kept = result.spreads.find(first.rank);
+  const analysis::HitSpread spread = kept != result.spreads.end()
+                                         ? kept->second
+                                         : analysis::SpreadAfter(result.hits, first, kShown);
+  if (spread.later == 0) {
     fmt::print("then: no other hit{}\n", result.ranks > 1 ? " on this rank" : "");
     return;
   }
-  constexpr size_t kShown = 5;
   std::string names;
-  for (size_t i = 0; i < kernels.size() && i < kShown; ++i) names += (i ? ", " : "") + kernels[i];
-  if (kernels.size() > kShown) names += fmt::format(" (and {} more)", kernels.size() - kShown);
-  fmt::print("then: {} more hit(s){}, {} other kernel(s), iterations {} to {}{}{}\n", later,
-             result.ranks > 1 ? " on this rank" : "", kernels.size(), first.iteration,
-             last_iteration, kernels.empty() ? "" : "; next hit: ", names);
+  for (size_t i = 0; i < spread.kernels.size() && i < kShown; ++i) {
+    names += (i ? ", " : "") + spread.kernels[i];
+  }
+  if (spread.kernel_count > kShown) {
+    names += fmt::format(" (and {} more)", spread.kernel_count - kShown);
+  }
+  fmt::print("then: {} more hit(s){}, {} other kernel(s), iterations {} to {}{}{}\n", spread.later,
+             result.ranks > 1 ? " on this rank" : "", spread.kernel_count, first.iteration,
+             spread.last_iteration, spread.kernel_count == 0 ? "" : "; next hit: ", names);
 }
 
 // Infinities written on purpose (an attention mask): not hits, but said (docs/analysis.md).
@@ -80,7 +71,7 @@ void PrintIntended(const analysis::WatchResult& result) {
   fmt::print(
       "not hits: {} tensor(s) hold only infinities an operator writes on purpose "
       "(--count-intended-inf counts them):\n",
-      result.intended.size());
+      result.intended.size() + result.dropped_intended);
   constexpr size_t kShown = 3;
   for (size_t i = 0; i < result.intended.size() && i < kShown; ++i) {
     const analysis::WatchHit& h = result.intended[i];
@@ -88,7 +79,7 @@ void PrintIntended(const analysis::WatchResult& result) {
                CallTag(h.call, h.calls), h.kernel, h.is_input ? "input" : "output", h.slot,
                h.detail);
   }
-  if (result.intended.size() > kShown) {
+  if (result.intended.size() + result.dropped_intended > kShown) {
     fmt::print("     ... (see --json intended_infinities)\n");
   }
 }
@@ -168,6 +159,9 @@ int RunWatch(int argc, char** argv) {
     return kExitUsage;
   }
   if (nproc > 0 && !InDistributedJob()) return LaunchAnalysisJob("watch", nproc, argc, argv);
+  // Text lists the first `limit` hits and 3 intended infinities: only those are kept (with
+  // each rank's first hit and what followed it), so memory does not grow with the hits.
+  if (!json && limit > 0) options.keep_hits = std::max<size_t>(first_only ? 1 : limit, 3);
   int rc = kExitOk;
   std::optional<analysis::WatchResult> found;
   if (InDistributedJob()) {
@@ -182,6 +176,7 @@ int RunWatch(int argc, char** argv) {
     found = std::move(watched).value();
   }
   const analysis::WatchResult& result = *found;
+  const size_t hit_count = result.hits.size() + result.dropped_hits;
   if (json) {
     fmt::print("{}\n", analysis::WatchResultJson(result));
   } else {
@@ -189,7 +184,7 @@ int RunWatch(int argc, char** argv) {
                result.weight_pairs_checked
                    ? fmt::format(", {} weight pairs compared", result.weight_pairs_checked)
                    : "",
-               result.hits.size());
+               hit_count);
     const size_t shown = first_only ? 0 : limit == 0 ? result.hits.size()
                                                      : std::min(limit, result.hits.size());
     // In the order they occurred across ranks: the first line is the dump's first hit.
@@ -199,9 +194,9 @@ int RunWatch(int argc, char** argv) {
                  RankTag(result, h.rank), h.iteration, CallTag(h.call, h.calls), h.kernel,
                  h.is_input ? "input" : "output", h.slot, h.check, h.detail);
     }
-    if (!first_only && shown < result.hits.size()) {
+    if (!first_only && shown < hit_count) {
       fmt::print("  ... {} more hit(s) (--limit 0 prints all; --first summarises them)\n",
-                 result.hits.size() - shown);
+                 hit_count - shown);
     }
     PrintIntended(result);
     if (result.ranks > 1) {
@@ -215,7 +210,7 @@ int RunWatch(int argc, char** argv) {
     }
   }
   PrintSkipped("graphdump watch", result.skipped);
-  return result.hits.empty() ? kExitOk : kExitFinding;
+  return hit_count == 0 ? kExitOk : kExitFinding;
 }
 
 }  // namespace graphdump::tools

@@ -50,6 +50,33 @@ void AttachRows(std::vector<StatisticRow> rows, std::vector<TensorEntry>* tensor
 }  // namespace
 
 std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows) {
+  // A statistic-only kernel with one row per io and slot (a statistics dump): one call, as the
+  // general case below makes it, without its maps.
+  if (kernel.tensors.empty() && rows.size() <= 16) {
+    auto by_slot = [](const StatisticRow& a, const StatisticRow& b) {
+      return std::make_pair(!a.is_input, a.slot) < std::make_pair(!b.is_input, b.slot);
+    };
+    if (!std::is_sorted(rows.begin(), rows.end(), by_slot)) {
+      std::stable_sort(rows.begin(), rows.end(), by_slot);  // a slot's rows stay in file order
+    }
+    bool unique = true;
+    for (size_t r = 1; r < rows.size() && unique; ++r) {
+      unique = rows[r].is_input != rows[r - 1].is_input || rows[r].slot != rows[r - 1].slot;
+    }
+    if (unique) {
+      kernel.tensors.reserve(rows.size());
+      kernel.first_timestamp = UINT64_MAX;
+      for (StatisticRow& row : rows) {
+        if (row.timestamp) kernel.first_timestamp = std::min(kernel.first_timestamp, row.timestamp);
+        kernel.tensors.push_back(StatisticOnly(std::move(row)));
+      }
+      kernel.call = 0;
+      kernel.calls = 1;
+      std::vector<KernelEntry> out;
+      out.push_back(std::move(kernel));
+      return out;
+    }
+  }
   std::map<Slot, std::vector<TensorEntry>> by_slot;
   for (TensorEntry& t : kernel.tensors) by_slot[{t.is_input, t.slot}].push_back(std::move(t));
   for (auto& [slot, tensors] : by_slot) {

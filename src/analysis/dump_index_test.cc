@@ -113,6 +113,21 @@ TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
   EXPECT_EQ((*rows)[0].values.at("Max Value"), "1.5");
   EXPECT_EQ((*rows)[0].values.at("L2Norm Value"), "nan");
   EXPECT_TRUE((*rows)[1].shape.empty());
+  // The rows share one string of cells: each row reads its own, and Set copies only its row.
+  EXPECT_EQ((*rows)[1].values.at("Max Value"), "1e+06");
+  EXPECT_EQ((*rows)[1].values.at("L2Norm Value"), "1");
+  StatisticValues changed = (*rows)[1].values;
+  changed["Max Value"] = "7";
+  changed["NaN Count"] = "0";
+  EXPECT_EQ(changed.at("Max Value"), "7");
+  EXPECT_EQ(changed.at("NaN Count"), "0");
+  EXPECT_EQ(changed.size(), 4u);
+  EXPECT_EQ((*rows)[1].values.at("Max Value"), "1e+06");
+  EXPECT_FALSE((*rows)[1].values.Find("NaN Count"));
+  // A header alone, without its newline, is a file of no rows.
+  auto header_only = ParseStatisticCsvText("Op Type,Op Name,IO,Slot", "h.csv");
+  ASSERT_TRUE(header_only.ok()) << header_only.status().message();
+  EXPECT_TRUE(header_only->empty());
 
   testing::WriteFile(dir.Sub("bad.csv"), "Op Type,Op Name,IO,Slot\nAdd,x,output,zero,\n");
   auto bad = ParseStatisticCsv(dir.Sub("bad.csv"));

@@ -1,11 +1,12 @@
 // statistic.csv reading (docs/file-format.md): quoted Shape fields, trailing commas, any statistic
 // columns.
-// One pass over the file's text with fields as views into it: no string per field, one per row
-// for the statistic cells (StatisticValues).
+// One pass over the file's text with fields as views into it: no string per field, and the
+// statistic cells of every row in one string shared by the rows (StatisticCells).
 #include <algorithm>
 #include <charconv>
 #include <string_view>
 
+#include "dump_index_parts.h"
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/file_system.h"
 #include "graphdump/shape.h"
@@ -95,10 +96,11 @@ bool NextLine(std::string_view text, size_t* pos, std::string_view* line) {
 }  // namespace
 
 std::optional<std::string_view> StatisticValues::Find(std::string_view column) const {
-  const char* p = cells_.data();
-  for (size_t i = 0; i < size(); ++i) {
+  if (!cells_) return std::nullopt;
+  const char* p = cells_->bytes.data() + offset_;
+  for (const std::string& title : cells_->titles) {
     const uint32_t n = Length(p);
-    if ((*columns_)[i] == column) return std::string_view(p + 4, n);
+    if (title == column) return std::string_view(p + 4, n);
     p += 4 + n;
   }
   return std::nullopt;
@@ -108,36 +110,23 @@ std::string_view StatisticValues::at(std::string_view column) const {
   return Find(column).value_or(std::string_view());
 }
 
-void StatisticValues::Append(std::string_view cell) {
-  const uint32_t n = static_cast<uint32_t>(cell.size());
-  cells_.append(reinterpret_cast<const char*>(&n), 4);
-  cells_.append(cell);
-}
-
 void StatisticValues::Set(const std::string& column, std::string_view cell) {
-  auto columns = std::make_shared<std::vector<std::string>>();
-  StatisticValues copy(nullptr);
+  auto copy = std::make_shared<StatisticCells>();
   bool replaced = false;
   ForEach([&](const std::string& title, std::string_view value) {
-    columns->push_back(title);
-    copy.Append(title == column ? (replaced = true, cell) : value);
+    copy->titles.push_back(title);
+    Append(copy.get(), title == column ? (replaced = true, cell) : value);
   });
   if (!replaced) {
-    columns->push_back(column);
-    copy.Append(cell);
+    copy->titles.push_back(column);
+    Append(copy.get(), cell);
   }
-  columns_ = std::move(columns);
-  cells_ = std::move(copy.cells_);
+  cells_ = std::move(copy);
+  offset_ = 0;
 }
 
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path));
-  return ParseStatisticCsvText(text, path);
-}
-
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& file_text,
-                                                          const std::string& path) {
-  const std::string_view text(file_text);
+Status ParseStatisticRows(std::string_view text, const std::string& path,
+                          const StatisticRowSink& each) {
   size_t pos = 0;
   std::string_view line;
   if (!NextLine(text, &pos, &line)) {
@@ -164,7 +153,7 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& fil
   }
   // The statistic columns, in the file's order; a title given twice keeps its last cell.
   std::vector<size_t> value_columns;
-  auto titles = std::make_shared<std::vector<std::string>>();
+  auto cells = std::make_shared<StatisticCells>();
   for (size_t i = 0; i < header.size(); ++i) {
     const int c = static_cast<int>(i);
     if (c == c_type || c == c_name || c == c_io || c == c_slot || c == c_size || c == c_dtype ||
@@ -176,11 +165,11 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& fil
     for (size_t j = i + 1; j < header.size(); ++j) later = later || header[j] == header[i];
     if (later) continue;
     value_columns.push_back(i);
-    titles->push_back(header[i]);
+    cells->titles.push_back(header[i]);
   }
-  std::shared_ptr<const std::vector<std::string>> shared_titles = std::move(titles);
-  std::vector<StatisticRow> rows;
-  rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));
+  // The cells take about what the lines take.
+  cells->bytes.reserve(pos < text.size() ? text.size() - pos : 0);
+  const std::shared_ptr<const StatisticCells> shared = cells;
   for (int line_no = 2; NextLine(text, &pos, &line); ++line_no) {
     if (line.empty()) continue;
     SplitCsvLine(line, &scratch, &f);
@@ -191,9 +180,7 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& fil
                              std::to_string(f.size()) + " fields, the header has " +
                              std::to_string(header.size()));
     }
-    StatisticRow& row = rows.emplace_back();
-    row.op_type = f[c_type];
-    row.op_name = f[c_name];
+    StatisticRow row;
     if (f[c_io] != "input" && f[c_io] != "output") {
       return Status::Corrupt(where() + "IO is '" + std::string(f[c_io]) +
                              "' (expected input or output)");
@@ -217,9 +204,28 @@ StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& fil
                              "' (expected \"(d0,d1,...)\" of non-negative integers whose product "
                              "fits int64)");
     }
-    row.values = StatisticValues(shared_titles);
-    for (size_t i : value_columns) row.values.Append(f[i]);
+    row.values = StatisticValues(shared, cells->bytes.size());
+    for (size_t i : value_columns) StatisticValues::Append(cells.get(), f[i]);
+    each(f[c_type], f[c_name], std::move(row));
   }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path));
+  return ParseStatisticCsvText(text, path);
+}
+
+StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                          const std::string& path) {
+  std::vector<StatisticRow> rows;
+  rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));
+  GRAPHDUMP_RETURN_IF_ERROR(ParseStatisticRows(
+      text, path, [&](std::string_view op_type, std::string_view op_name, StatisticRow row) {
+        row.op_type = op_type;
+        row.op_name = op_name;
+        rows.push_back(std::move(row));
+      }));
   return rows;
 }
 

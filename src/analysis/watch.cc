@@ -134,18 +134,20 @@ struct TensorTask {
   uint64_t sequence = 0;  // WatchHit::sequence
 };
 
-// WatchHit::sequence of every kernel call of the index.
-std::map<const KernelEntry*, uint64_t> CallSequences(const DumpIndex& index) {
-  std::map<const KernelEntry*, uint64_t> sequence;
+// WatchHit::sequence of every kernel call of the index, in the order of the index (ranks,
+// graphs, iterations, kernels).
+std::vector<uint64_t> CallSequences(const DumpIndex& index) {
+  std::vector<uint64_t> sequence;
   for (const RankEntry& r : index.ranks) {
-    // (iteration, timestamp, graph, call, order) of each call of the rank.
+    // (iteration, timestamp, graph, call, order) of each call of the rank, and its place.
     using Key = std::tuple<int64_t, uint64_t, uint32_t, uint32_t, int64_t>;
-    std::vector<std::pair<Key, const KernelEntry*>> calls;
+    std::vector<std::pair<Key, size_t>> calls;
     for (const GraphEntry& g : r.graphs) {
       for (const IterationEntry& it : g.iterations) {
         for (const KernelEntry& k : it.kernels) {
           const uint64_t time = k.first_timestamp == 0 ? UINT64_MAX : k.first_timestamp;
-          calls.push_back({Key{it.iteration, time, g.graph_id, k.call, k.order}, &k});
+          calls.push_back({Key{it.iteration, time, g.graph_id, k.call, k.order}, sequence.size()});
+          sequence.push_back(0);
         }
       }
     }
@@ -153,12 +155,12 @@ std::map<const KernelEntry*, uint64_t> CallSequences(const DumpIndex& index) {
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     int64_t iteration = INT64_MIN;
     uint64_t n = 0;
-    for (const auto& [key, kernel] : calls) {
+    for (const auto& [key, place] : calls) {
       if (std::get<0>(key) != iteration) {
         iteration = std::get<0>(key);
         n = 0;
       }
-      sequence[kernel] = n++;
+      sequence[place] = n++;
     }
   }
   return sequence;
@@ -464,14 +466,15 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                                                                                  : tensor_checks) =
         true;
   }
-  const std::map<const KernelEntry*, uint64_t> sequences = CallSequences(index);
+  const std::vector<uint64_t> sequences = CallSequences(index);
+  size_t place = 0;  // the kernel call's place in the index (CallSequences)
   std::vector<TensorTask> tasks;
   for (const RankEntry& r : index.ranks) {
     for (const GraphEntry& g : r.graphs) {
       std::map<std::string, std::pair<const TensorEntry*, int64_t>> last_weight;
       for (const IterationEntry& it : g.iterations) {
         for (const KernelEntry& k : it.kernels) {
-          const uint64_t sequence = sequences.at(&k);
+          const uint64_t sequence = sequences[place++];
           for (const TensorEntry& t : k.tensors) {
             if (tensor_checks) tasks.push_back({&r, &g, &it, &k, &t, nullptr, -1, sequence});
             if (!weight_checks || !k.is_parameter || it.iteration < 0 || t.path.empty()) continue;

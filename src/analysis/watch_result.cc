@@ -15,6 +15,11 @@
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
+namespace {
+
+constexpr size_t kSpreadShown = 5;  // kernels a HitSpread names (`watch --first` prints them)
+
+}  // namespace
 
 void SortHitsByOccurrence(std::vector<WatchHit>* hits) {
   std::stable_sort(hits->begin(), hits->end(), [](const WatchHit& a, const WatchHit& b) {
@@ -51,6 +56,21 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
   each.progress = false;
   each.threads = std::max(1, threads / outer);
   std::vector<WatchResult> per_rank(n);
+  // Keeps the first `keep` of a rank's (or the dump's) hits and intended infinities.
+  const size_t keep = options.keep_hits;
+  auto trim = [keep](WatchResult* r) {
+    if (keep == 0) return;
+    if (r->hits.size() > keep) {
+      r->dropped_hits += r->hits.size() - keep;
+      r->hits.erase(r->hits.begin() + static_cast<ptrdiff_t>(keep), r->hits.end());
+      r->hits.shrink_to_fit();  // ranks' results wait for the last rank: keep them small
+    }
+    if (r->intended.size() > keep) {
+      r->dropped_intended += r->intended.size() - keep;
+      r->intended.erase(r->intended.begin() + static_cast<ptrdiff_t>(keep), r->intended.end());
+      r->intended.shrink_to_fit();
+    }
+  };
   std::vector<size_t> index_skipped(n);
   Progress tensors(options.progress ? "watch: tensors" : "", 0);
   StreamedDump streamed = ForEachRank(
@@ -58,6 +78,12 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
       [&](size_t i, DumpIndex& one) {
         index_skipped[i] = one.skipped.size();
         per_rank[i] = RunWatch(one, checks, each);
+        WatchResult& r = per_rank[i];
+        if (keep > 0 && !r.hits.empty()) {
+          // The rank's hits are in the order they occurred: its first is the first listed.
+          r.spreads[r.hits.front().rank] = SpreadAfter(r.hits, r.hits.front(), kSpreadShown);
+        }
+        trim(&r);
         const size_t checked = static_cast<size_t>(per_rank[i].tensors_checked);
         tensors.Add(checked, checked);
       });
@@ -74,12 +100,54 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
     }
     result.tensors_checked += r.tensors_checked;
     result.weight_pairs_checked += r.weight_pairs_checked;
+    result.dropped_hits += r.dropped_hits;
+    result.dropped_intended += r.dropped_intended;
+    result.spreads.merge(r.spreads);
     r = WatchResult();
   }
   for (Skipped& s : found) result.skipped.push_back(std::move(s));
   SortHitsByOccurrence(&result.hits);
+  if (keep > 0) {
+    // The dump's first `keep` hits, and each rank's first (FirstHitPerRank).
+    std::set<uint32_t> seen;
+    std::vector<WatchHit> kept;
+    for (size_t i = 0; i < result.hits.size(); ++i) {
+      const bool first_of_rank = seen.insert(result.hits[i].rank).second;
+      if (i < keep || first_of_rank) kept.push_back(std::move(result.hits[i]));
+    }
+    result.dropped_hits += result.hits.size() - kept.size();
+    result.hits = std::move(kept);
+    WatchResult intended;
+    intended.intended = std::move(result.intended);
+    trim(&intended);
+    result.intended = std::move(intended.intended);
+    result.dropped_intended += intended.dropped_intended;
+  }
   *warnings = std::move(streamed.warnings);
   return result;
+}
+
+HitSpread SpreadAfter(const std::vector<WatchHit>& hits, const WatchHit& first, size_t shown) {
+  HitSpread spread;
+  std::set<std::string> seen = {first.kernel};
+  spread.last_iteration = first.iteration;
+  bool passed_first = false;
+  for (const WatchHit& h : hits) {
+    if (h.rank != first.rank) continue;
+    if (!passed_first) {  // hits are in execution order: those before the first are none
+      passed_first = &h == &first || (h.kernel == first.kernel && h.iteration == first.iteration &&
+                                      h.call == first.call && h.is_input == first.is_input &&
+                                      h.slot == first.slot && h.check == first.check);
+      continue;
+    }
+    ++spread.later;
+    if (h.iteration >= 0) spread.last_iteration = std::max(spread.last_iteration, h.iteration);
+    if (seen.insert(h.kernel).second) {
+      ++spread.kernel_count;
+      if (spread.kernels.size() < shown) spread.kernels.push_back(h.kernel);
+    }
+  }
+  return spread;
 }
 
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {

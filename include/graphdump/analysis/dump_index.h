@@ -23,33 +23,45 @@
 
 namespace graphdump::analysis {
 
+// The statistic cells of a statistic.csv file's rows, shared by the rows (StatisticValues): the
+// titles once, then every row's cells in one string (each a 4-byte length, then its bytes).
+struct StatisticCells {
+  std::vector<std::string> titles;
+  std::string bytes;
+};
+
 // A statistic.csv row's statistic columns ("Max Value" -> "1.5"), in the file's column order.
-// Compact, as an index holds millions of rows: the titles are shared by every row of a file
-// and the cells are one string (each a 4-byte length, then its bytes).
+// Compact, as an index holds millions of rows: a pointer to the file's StatisticCells and where
+// the row's cells start in it, with no allocation of its own.
 class StatisticValues {
  public:
   StatisticValues() = default;
-  explicit StatisticValues(std::shared_ptr<const std::vector<std::string>> columns)
-      : columns_(std::move(columns)) {}
+  StatisticValues(std::shared_ptr<const StatisticCells> cells, size_t offset)
+      : cells_(std::move(cells)), offset_(offset) {}
 
   // The cell of `column`; nullopt when the file has no such column.
   std::optional<std::string_view> Find(std::string_view column) const;
   size_t count(std::string_view column) const { return Find(column) ? 1 : 0; }
   std::string_view at(std::string_view column) const;  // "" when absent
-  size_t size() const { return columns_ ? columns_->size() : 0; }
+  size_t size() const { return cells_ ? cells_->titles.size() : 0; }
   bool empty() const { return size() == 0; }
   // f(title, cell) for every column, in the file's order.
   template <typename F>
   void ForEach(F&& f) const {
-    const char* p = cells_.data();
-    for (size_t i = 0; i < size(); ++i) {
+    if (!cells_) return;
+    const char* p = cells_->bytes.data() + offset_;
+    for (const std::string& title : cells_->titles) {
       const uint32_t n = Length(p);
-      f((*columns_)[i], std::string_view(p + 4, n));
+      f(title, std::string_view(p + 4, n));
       p += 4 + n;
     }
   }
-  // Building, column by column in the order of the titles given at construction.
-  void Append(std::string_view cell);
+  // Appends a cell to `cells` (building a file's rows, column by column in title order).
+  static void Append(StatisticCells* cells, std::string_view cell) {
+    const uint32_t n = static_cast<uint32_t>(cell.size());
+    cells->bytes.append(reinterpret_cast<const char*>(&n), 4);
+    cells->bytes.append(cell);
+  }
   // Sets one column (appended when new); for rows built by hand.
   void Set(const std::string& column, std::string_view cell);
   struct Setter {
@@ -65,8 +77,8 @@ class StatisticValues {
     std::memcpy(&n, p, 4);
     return n;
   }
-  std::shared_ptr<const std::vector<std::string>> columns_;
-  std::string cells_;
+  std::shared_ptr<const StatisticCells> cells_;
+  size_t offset_ = 0;
 };
 
 // One row of statistic.csv.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,20 @@ struct WatchOptions {
   // and the same tensor as a later kernel's input, as inf, overflow and large hits. Off: they
   // are listed in WatchResult::intended instead.
   bool count_intended_inf = false;
+  // WatchDump keeps the first `keep_hits` hits, each rank's first hit and the first `keep_hits`
+  // intended infinities (in their order), counts the rest (WatchResult::dropped_hits) and keeps
+  // each rank's HitSpread: memory holds one rank's hits at a time. 0: every hit is kept.
+  size_t keep_hits = 0;
+};
+
+// What followed a rank's first hit on that rank (`watch --first`): the hits after it, the kernels
+// they are in (other than the first hit's, in the order they were first hit) and the last
+// iteration among them.
+struct HitSpread {
+  size_t later = 0;
+  std::vector<std::string> kernels;  // the first `shown` of them (SpreadAfter)
+  size_t kernel_count = 0;
+  int64_t last_iteration = 0;
 };
 
 struct WatchResult {
@@ -85,7 +100,17 @@ struct WatchResult {
   int64_t tensors_checked = 0;       // value checks (nan, inf, ...): tensors read
   int64_t weight_pairs_checked = 0;  // weight checks: a parameter against its previous dump
   size_t ranks = 0;  // rank_{id} directories in the index
+  // Hits and intended infinities not kept (WatchOptions::keep_hits): the dump has
+  // hits.size() + dropped_hits hits.
+  size_t dropped_hits = 0, dropped_intended = 0;
+  // With dropped hits: each rank's HitSpread after its first hit (SpreadAfter with shown 5), by
+  // rank id.
+  std::map<uint32_t, HitSpread> spreads;
 };
+
+// The hits of `first`'s rank after `first` in `hits` (in the order they occurred), naming at most
+// `shown` kernels.
+HitSpread SpreadAfter(const std::vector<WatchHit>& hits, const WatchHit& first, size_t shown);
 
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);

@@ -1,0 +1,43 @@
+// What the files of the dump index share (dump_index.h): directory helpers, the indexing of one
+// rank directory and of a GE-layout dump, and statistic.csv rows streamed as they are parsed.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graphdump/analysis/dump_index.h"
+
+namespace graphdump::analysis {
+
+// A decimal number of at most 18 digits (a directory or file-name field).
+bool IsNumber(const std::string& s);
+
+// The entries of `dir`, sorted; none when it cannot be read.
+std::vector<std::filesystem::path> SortedChildren(const std::filesystem::path& dir);
+
+// Drops the kernels and tensors of `it` that `filter` leaves out (calls keep their numbers).
+void FilterIteration(const IndexFilter& filter, IterationEntry* it);
+
+// The index of one rank_{id} directory (docs/layout.md), keeping what `filter` keeps (its ranks
+// aside); unreadable pieces are added to `skipped`.
+RankEntry IndexRank(const std::filesystem::path& dir, uint32_t rank, const IndexFilter& filter,
+                    std::vector<Skipped>* skipped);
+
+// GE-layout dumps and `graphdump convert` output (docs/ascend.md) in the index's terms. Returns
+// false when `dir` holds neither.
+bool IndexAscendLayout(const std::string& dir, DumpIndex* index);
+
+// Called with each statistic.csv row and its kernel's Op Type and Op Name (views into the text,
+// valid during the call); the row's op_type and op_name are left empty.
+using StatisticRowSink =
+    std::function<void(std::string_view op_type, std::string_view op_name, StatisticRow row)>;
+
+// ParseStatisticCsvText, each row handed to `each` as it is parsed instead of kept: the rows'
+// statistic cells are one string shared by the rows. Errors as ParseStatisticCsvText's.
+Status ParseStatisticRows(std::string_view text, const std::string& path,
+                          const StatisticRowSink& each);
+
+}  // namespace graphdump::analysis

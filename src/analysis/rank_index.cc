@@ -1,0 +1,382 @@
+// Indexing one rank_{id} directory (docs/layout.md): its graphs, iterations, tensor file names,
+// mapping.csv, statistic.csv rows and execution order, into a RankEntry.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include "dump_index_parts.h"
+#include "graphdump/analysis/ascend_dump.h"
+#include "graphdump/analysis/ascend_index.h"
+#include "graphdump/analysis/dump_index.h"
+#include "graphdump/analysis/mapped_file.h"
+#include "graphdump/file_system.h"
+#include "graphdump/graph_files.h"
+#include "graphdump/layout.h"
+
+namespace graphdump::analysis {
+namespace fs = std::filesystem;
+
+bool IsNumber(const std::string& s) {
+  return !s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::vector<fs::path> SortedChildren(const fs::path& dir) {
+  std::vector<fs::path> children;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    children.push_back(it->path());
+  }
+  std::sort(children.begin(), children.end());
+  return children;
+}
+
+void FilterIteration(const IndexFilter& filter, IterationEntry* it) {
+  if (!filter.kernels && !filter.is_input) return;
+  std::erase_if(it->kernels, [&](KernelEntry& k) {
+    if (!filter.Keeps(k)) return true;
+    if (filter.is_input) {
+      std::erase_if(k.tensors, [&](const TensorEntry& t) { return t.is_input != *filter.is_input; });
+    }
+    return k.tensors.empty();
+  });
+}
+
+namespace {
+
+std::vector<std::string> SplitDots(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    parts.push_back(s.substr(start, dot - start));
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+// The text of `path`, a regular file (a FIFO is not waited on); "" and a `skipped` entry when it
+// cannot be read.
+std::string ReadText(const fs::path& path, std::vector<Skipped>* skipped) {
+  StatusOr<std::string> text = ReadRegularFile(path.string());
+  if (text.ok()) return std::move(*text);
+  skipped->push_back({path.string(), text.status().message()});
+  return "";
+}
+
+std::vector<std::string> ReadLines(const fs::path& path, std::vector<Skipped>* skipped) {
+  std::vector<std::string> lines;
+  std::istringstream in(ReadText(path, skipped));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+
+// mapping.csv: "{number}.npy,{original name}" per line.
+std::map<std::string, std::string> ReadMapping(const fs::path& dir, std::vector<Skipped>* skipped) {
+  const fs::path path = dir / "mapping.csv";
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return {};
+  return ParseMappingCsv(ReadText(path, skipped));
+}
+
+struct GraphContext {
+  // Written by graphdump, which writes one run per directory: two files of one tensor in an
+  // iteration are two calls of a module in that iteration (graphdump python), not two runs.
+  bool one_run = false;
+  // file-form kernel name -> (full name, execution order position)
+  std::unordered_map<std::string, std::pair<std::string, int64_t>> by_file_name;
+};
+
+// A kernel's files and statistic.csv rows in an iteration, before they are split into calls.
+struct KernelParts {
+  KernelEntry kernel;
+  std::vector<StatisticRow> rows;
+};
+using KernelMap = std::map<std::pair<std::string, std::string>, KernelParts>;  // (type, name)
+
+
+// The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
+// name the file stands for (its own, or mapping.csv's original).
+void IndexDumpFile(const fs::path& file, const std::string& name, KernelMap* kernels,
+                   std::vector<Skipped>* skipped) {
+  AscendIndexEntry parsed;
+  if (!ParseAscendBasename(name, &parsed)) return;
+  StatusOr<AscendDumpFile> header = ReadAscendDumpHeader(file.string());
+  if (!header.ok()) {
+    skipped->push_back({file.string(), header.status().message()});
+    return;
+  }
+  KernelEntry& k = (*kernels)[{parsed.op_type, parsed.op_name}].kernel;
+  k.op_type = parsed.op_type;
+  k.op_name = parsed.op_name;
+  std::error_code ec;
+  uint64_t file_bytes = fs::file_size(file, ec);  // counted once, with the first tensor
+  for (const auto* list : {&header->inputs, &header->outputs}) {
+    for (const AscendTensor& t : *list) {
+      if (t.absent()) continue;
+      TensorEntry tensor;
+      tensor.is_input = t.is_input;
+      tensor.slot = static_cast<uint32_t>(t.index);
+      tensor.format = kDefaultFormat;
+      tensor.dtype = AscendDataTypeToDType(t.data_type);
+      tensor.dtype_name = tensor.dtype ? std::string(DTypeName(*tensor.dtype))
+                                       : std::string(AscendDataTypeName(t.data_type));
+      tensor.path = file.string();
+      tensor.in_dump_file = true;
+      tensor.ascend = t;
+      tensor.timestamp = parsed.timestamp;
+      tensor.file_bytes = std::exchange(file_bytes, 0);
+      k.tensors.push_back(std::move(tensor));
+    }
+  }
+}
+
+IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const GraphContext& ctx,
+                              std::vector<Skipped>* skipped) {
+  IterationEntry entry;
+  entry.iteration = iteration;
+  entry.dir = dir.string();
+  const auto mapping = ReadMapping(dir, skipped);
+  KernelMap kernels;
+  for (const fs::path& file : SortedChildren(dir)) {
+    std::string name = file.filename().string();
+    if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
+    if (file.extension() != ".npy") {
+      // file_format "bin": one Ascend dump file per kernel, holding its tensors.
+      if (LooksLikeAscendDumpName(name)) IndexDumpFile(file, name, &kernels, skipped);
+      continue;
+    }
+    std::string op_type, op_name;
+    TensorEntry tensor;
+    if (!ParseDumpFileName(name, &op_type, &op_name, &tensor)) {
+      skipped->push_back({file.string(),
+                          "file name does not follow {op_type}.{op_name}.{task}.{stream}."
+                          "{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy"});
+      continue;
+    }
+    tensor.path = file.string();
+    std::error_code ec;
+    tensor.file_bytes = fs::file_size(file, ec);
+    KernelEntry& k = kernels[{op_type, op_name}].kernel;
+    k.op_type = op_type;
+    k.op_name = op_name;
+    k.tensors.push_back(std::move(tensor));
+  }
+  const fs::path csv = dir / "statistic.csv";
+  std::error_code ec;
+  if (fs::exists(csv, ec)) {
+    // Rows of one kernel are next to each other: its map entry is looked up once per run of
+    // rows, and its file-form name made once.
+    std::string type, raw_name;
+    KernelParts* parts = nullptr;
+    Status parsed = Status::Ok();
+    StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(csv.string(), true);
+    if (mapped.ok()) {
+      const std::string_view text(reinterpret_cast<const char*>((*mapped)->data()),
+                                  (*mapped)->size());
+      parsed = ParseStatisticRows(
+          text, csv.string(),
+          [&](std::string_view op_type, std::string_view op_name, StatisticRow row) {
+            if (!parts || op_type != type || op_name != raw_name) {
+              type = op_type;
+              raw_name = op_name;
+              // Some writers keep the full name's '/' in the row; files always use the
+              // sanitized form.
+              const std::string name = FileKernelName(raw_name);
+              parts = &kernels[{type, name}];
+              if (parts->kernel.op_name.empty()) {
+                parts->kernel.op_type = type;
+                parts->kernel.op_name = name;
+              }
+            }
+            parts->rows.push_back(std::move(row));
+          });
+    } else {
+      parsed = mapped.status();
+    }
+    if (!parsed.ok()) {
+      skipped->push_back({csv.string(), parsed.message()});
+      for (auto& [key, p] : kernels) p.rows.clear();
+      std::erase_if(kernels, [](const auto& k) { return k.second.kernel.tensors.empty(); });
+    }
+  }
+  entry.kernels.reserve(kernels.size());
+  for (auto& [key, p] : kernels) {
+    KernelEntry& k = p.kernel;
+    k.is_parameter = k.op_type == "Parameter";
+    if (auto it = ctx.by_file_name.find(k.op_name);
+        it != ctx.by_file_name.end() && !k.is_parameter) {
+      k.full_name = it->second.first;
+      k.order = it->second.second;
+    } else {
+      k.full_name = k.op_name;
+    }
+    std::vector<KernelEntry> calls = SplitCalls(std::move(k), std::move(p.rows));
+    // MindSpore runs each kernel of a graph once per iteration: there, a second call is a
+    // second run dumped into the same path.
+    if (!ctx.one_run && calls.size() > 1 && entry.mixed_runs.empty()) {
+      const TensorEntry& t = calls[1].tensors.front();
+      entry.mixed_runs = fmt::format(
+          "{} holds files of more than one run ({} has two files for {} {}): results mix "
+          "runs; dump each run into its own directory (docs/layout.md)",
+          dir.string(), calls[1].op_name, t.is_input ? "input" : "output", t.slot);
+    }
+    for (KernelEntry& call : calls) entry.kernels.push_back(std::move(call));
+  }
+  // Parameters first, then by call: the execution order, then kernels the order does not list,
+  // by time.
+  std::sort(entry.kernels.begin(), entry.kernels.end(),
+            [](const KernelEntry& a, const KernelEntry& b) {
+              auto key = [](const KernelEntry& k) {
+                return std::tuple<bool, uint32_t, bool, int64_t, uint64_t, const std::string&>(
+                    !k.is_parameter, k.call, k.order < 0, k.order, k.first_timestamp, k.op_name);
+              };
+              return key(a) < key(b);
+            });
+  return entry;
+}
+
+GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs::path& dir,
+                      uint32_t graph_id, const IndexFilter& filter, std::vector<Skipped>* skipped) {
+  GraphEntry graph;
+  graph.graph_id = graph_id;
+  graph.net_name = net;
+  const std::string id = std::to_string(graph_id);
+  const fs::path order_csv =
+      rank_dir / "execution_order" / ("ms_execution_order_graph_" + id + ".csv");
+  if (fs::exists(order_csv)) {
+    for (const std::string& line : ReadLines(order_csv, skipped)) {
+      if (line == "NodeExecutionOrder-FullNameWithScope") continue;
+      graph.execution_order.push_back(line);
+    }
+  }
+  GraphContext ctx;
+  std::error_code ec;
+  const fs::path meta = rank_dir / ".dump_metadata" / "config.json";
+  ctx.one_run = fs::is_regular_file(meta, ec) &&
+                ReadText(meta, skipped).find("\"graphdump_version\"") != std::string::npos;
+  for (size_t i = 0; i < graph.execution_order.size(); ++i) {
+    ctx.by_file_name.emplace(FileKernelName(graph.execution_order[i]),
+                             std::make_pair(graph.execution_order[i], static_cast<int64_t>(i)));
+  }
+  const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
+  if (fs::exists(ir)) {
+    graph.ir_path = ir.string();
+    graph.source_traces = ParseIrSourceTraces(ReadText(ir, skipped), graph.execution_order);
+  }
+  // graphdump's graph files record each kernel's arguments (docs/graph-proto.md).
+  const fs::path pb = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".pb");
+  if (fs::is_regular_file(pb, ec)) {
+    StatusOr<GraphInfo> info = ParseGraphProto(ReadText(pb, skipped), pb.string());
+    if (info.ok()) {
+      graph.intended_infinities = IntendedInfinities(*info);
+    } else {
+      skipped->push_back({pb.string(), info.status().message()});
+    }
+  }
+  IterationEntry constants;
+  bool have_constants = false;
+  for (const fs::path& child : SortedChildren(dir)) {
+    if (!fs::is_directory(child)) continue;
+    const std::string name = child.filename().string();
+    const bool numbered = IsNumber(name);
+    if (!numbered && name != "constants") continue;
+    const int64_t iteration = numbered ? std::stoll(name) : -1;
+    if (filter.iterations && !filter.iterations->count(iteration)) continue;
+    IterationEntry entry = IndexIteration(child, iteration, ctx, skipped);
+    // Without an execution order, kernels are numbered below over every kept kernel.
+    if (!graph.execution_order.empty()) FilterIteration(filter, &entry);
+    if (numbered) {
+      graph.iterations.push_back(std::move(entry));
+    } else {
+      constants = std::move(entry);
+      have_constants = true;
+    }
+  }
+  std::sort(
+      graph.iterations.begin(), graph.iterations.end(),
+      [](const IterationEntry& a, const IterationEntry& b) { return a.iteration < b.iteration; });
+  // Without an execution order, number kernels by their position in the first iteration
+  // (timestamps give the run order) so that compare can still pair by order.
+  if (graph.execution_order.empty()) {
+    std::unordered_map<std::string, int64_t> positions;
+    for (IterationEntry& it : graph.iterations) {
+      for (KernelEntry& k : it.kernels) {
+        if (k.is_parameter) continue;
+        auto [pos, inserted] = positions.emplace(k.op_name, positions.size());
+        k.order = pos->second;
+      }
+    }
+    for (IterationEntry& it : graph.iterations) FilterIteration(filter, &it);
+    FilterIteration(filter, &constants);
+  }
+  if (have_constants) graph.iterations.push_back(std::move(constants));
+  return graph;
+}
+
+}  // namespace
+
+RankEntry IndexRank(const fs::path& dir, uint32_t rank, const IndexFilter& filter,
+                    std::vector<Skipped>* skipped) {
+  RankEntry entry;
+  entry.rank = rank;
+  entry.dir = dir.string();
+  for (const fs::path& net : SortedChildren(dir)) {
+    const std::string name = net.filename().string();
+    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" || name[0] == '.') {
+      continue;
+    }
+    for (const fs::path& graph : SortedChildren(net)) {
+      const std::string id = graph.filename().string();
+      if (fs::is_directory(graph) && IsNumber(id)) {
+        entry.graphs.push_back(IndexGraph(dir, name, graph, std::stoul(id), filter, skipped));
+      }
+    }
+  }
+  std::sort(entry.graphs.begin(), entry.graphs.end(),
+            [](const GraphEntry& a, const GraphEntry& b) { return a.graph_id < b.graph_id; });
+  return entry;
+}
+
+std::string FileKernelName(const std::string& full_name) { return SanitizeName(full_name); }
+
+bool ParseDumpFileName(const std::string& name, std::string* op_type, std::string* op_name,
+                       TensorEntry* tensor) {
+  if (name.size() < 5 || name.compare(name.size() - 4, 4, ".npy") != 0) return false;
+  const std::vector<std::string> parts = SplitDots(name.substr(0, name.size() - 4));
+  // Find the io field from the right: it is followed by a numeric slot and preceded by three
+  // numeric fields (task, stream, timestamp) and at least op_type and one op_name field.
+  for (size_t io = parts.size() - 1; io >= 5; --io) {
+    if ((parts[io] != "input" && parts[io] != "output") || io + 1 >= parts.size() ||
+        !IsNumber(parts[io + 1]) || !IsNumber(parts[io - 1]) || !IsNumber(parts[io - 2]) ||
+        !IsNumber(parts[io - 3])) {
+      continue;
+    }
+    const size_t rest = parts.size() - (io + 2);  // format and dtype after the slot
+    if (rest > 2) continue;
+    *op_type = parts[0];
+    std::string joined = parts[1];
+    for (size_t i = 2; i + 3 < io; ++i) joined += "." + parts[i];
+    *op_name = joined;
+    tensor->timestamp = std::stoull(parts[io - 1]);
+    tensor->is_input = parts[io] == "input";
+    tensor->slot = static_cast<uint32_t>(std::stoul(parts[io + 1]));
+    tensor->format = rest >= 1 ? parts[io + 2] : "";
+    tensor->dtype_name = rest == 2 ? parts[io + 3] : "";
+    tensor->dtype = DTypeFromName(tensor->dtype_name);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace graphdump::analysis
