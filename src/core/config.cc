@@ -44,27 +44,6 @@ const std::vector<std::string>& E2eKeys() {
   return *keys;
 }
 
-struct StatCategoryInfo {
-  StatCategory category;
-  const char* name;
-  const char* column;
-};
-
-constexpr StatCategoryInfo kStatCategories[] = {
-    {StatCategory::kMax, "max", "Max Value"},
-    {StatCategory::kMin, "min", "Min Value"},
-    {StatCategory::kAvg, "avg", "Avg Value"},
-    {StatCategory::kCount, "count", "Count"},
-    {StatCategory::kNegativeZeroCount, "negative zero count", "Negative Zero Count"},
-    {StatCategory::kPositiveZeroCount, "positive zero count", "Positive Zero Count"},
-    {StatCategory::kNanCount, "nan count", "NaN Count"},
-    {StatCategory::kNegativeInfCount, "negative inf count", "Negative Inf Count"},
-    {StatCategory::kPositiveInfCount, "positive inf count", "Positive Inf Count"},
-    {StatCategory::kZeroCount, "zero count", "Zero Count"},
-    {StatCategory::kMd5, "md5", "MD5"},
-    {StatCategory::kL2Norm, "l2norm", "L2Norm Value"},
-};
-
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -124,7 +103,7 @@ std::string Join(const std::vector<std::string>& items, const std::string& separ
 
 std::string ValidStatCategories() {
   std::vector<std::string> names;
-  for (const StatCategoryInfo& info : kStatCategories)
+  for (const StatisticInfo& info : StatisticCatalogue())
     names.push_back("'" + std::string(info.name) + "'");
   return "[" + Join(names, ", ") + "]";
 }
@@ -436,12 +415,10 @@ void Parser::ParseStatisticCategory(const Json& common) {
       continue;
     }
     const std::string name = item.get<std::string>();
-    auto it = std::find_if(std::begin(kStatCategories), std::end(kStatCategories),
-                           [&](const StatCategoryInfo& info) { return name == info.name; });
-    if (it == std::end(kStatCategories)) {
-      invalid.push_back("'" + name + "'");
+    if (const StatisticInfo* info = FindStatisticByName(name)) {
+      parsed.push_back(info->category);
     } else {
-      parsed.push_back(it->category);
+      invalid.push_back("'" + name + "'");
     }
   }
   if (!invalid.empty()) {
@@ -761,20 +738,6 @@ std::string ConfigToJson(const DumpConfig& config) {
   root[kCommon] = std::move(common);
   root[kE2e] = std::move(e2e);
   return internal::JsonText(root, 4) + "\n";
-}
-
-const char* StatCategoryColumn(StatCategory category) {
-  for (const StatCategoryInfo& info : kStatCategories) {
-    if (info.category == category) return info.column;
-  }
-  return "";
-}
-
-const char* StatCategoryName(StatCategory category) {
-  for (const StatCategoryInfo& info : kStatCategories) {
-    if (info.category == category) return info.name;
-  }
-  return "";
 }
 
 std::string DumpPathProblem(const std::string& path) {

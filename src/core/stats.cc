@@ -503,33 +503,6 @@ struct StatsAccumulator::Impl {
   EVP_MD_CTX* md5 = nullptr;  // null when md5 was not requested
 };
 
-StatsRequest StatsRequest::For(const std::vector<StatCategory>& categories) {
-  StatsRequest request;
-  request.counts = false;
-  for (StatCategory category : categories) {
-    switch (category) {
-      case StatCategory::kMax:
-      case StatCategory::kMin:
-      case StatCategory::kAvg:
-      case StatCategory::kCount:
-      case StatCategory::kL2Norm:
-        break;
-      case StatCategory::kMd5:
-        request.md5 = true;
-        break;
-      case StatCategory::kNegativeZeroCount:
-      case StatCategory::kPositiveZeroCount:
-      case StatCategory::kNanCount:
-      case StatCategory::kNegativeInfCount:
-      case StatCategory::kPositiveInfCount:
-      case StatCategory::kZeroCount:
-        request.counts = true;
-        break;
-    }
-  }
-  return request;
-}
-
 StatsAccumulator::StatsAccumulator(DType dtype, StatsRequest request)
     : impl_(std::make_unique<Impl>()) {
   impl_->dtype = dtype;
