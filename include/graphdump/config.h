@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "graphdump/statistic_catalogue.h"
 #include "graphdump/status.h"
 
 namespace graphdump {
@@ -19,6 +18,12 @@ inline constexpr char kDiagnosticPathEnv[] = "MS_DIAGNOSTIC_DATA_PATH";
 
 enum class SavedData { kTensor, kStatistic, kFull };
 enum class InputOutput { kBoth = 0, kInputs = 1, kOutputs = 2 };
+
+// One statistic column of statistic.csv, in the order of docs/file-format.md's column list.
+enum class StatCategory {
+  kMax, kMin, kAvg, kCount, kNegativeZeroCount, kPositiveZeroCount, kNanCount,
+  kNegativeInfCount, kPositiveInfCount, kZeroCount, kMd5, kL2Norm,
+};
 
 // A set of iterations: "all" or inclusive ranges (docs/configuration.md).
 class IterationSet {
@@ -109,5 +114,11 @@ std::string DumpPathProblem(const std::string& path);
 
 // The effective configuration as JSON with every default filled in (for check-config).
 std::string ConfigToJson(const DumpConfig& config);
+
+// The statistic.csv column title of a category ("Max Value", "NaN Count", "MD5"...).
+const char* StatCategoryColumn(StatCategory category);
+
+// The configuration spelling of a category ("max", "nan count", "md5"...).
+const char* StatCategoryName(StatCategory category);
 
 }  // namespace graphdump

@@ -2,7 +2,8 @@
 // `statistic_category`; docs/file-format.md, the statistic columns). Configuration validation,
 // the statistics request, the statistics cache, statistic.csv writing, and the analysis tools
 // (compare, watch, report, the Python package) read a category's names, column title, cost and
-// use from here instead of spelling them again. A new category is a row here and its value in
+// use from here instead of spelling them again. A new category is its StatCategory value
+// (config.h, which lists the rows' order), its row (statistic_catalogue.cc) and its value in
 // NanPropagatingStats (stats.h).
 #pragma once
 
@@ -11,17 +12,12 @@
 #include <string>
 #include <string_view>
 
+#include "graphdump/config.h"
+
 namespace graphdump {
 
 struct NanPropagatingStats;
 struct StatsRequest;
-
-// One statistic column of statistic.csv, in the order of docs/file-format.md's column list (the
-// order of the catalogue's rows).
-enum class StatCategory {
-  kMax, kMin, kAvg, kCount, kNegativeZeroCount, kPositiveZeroCount, kNanCount,
-  kNegativeInfCount, kPositiveInfCount, kZeroCount, kMd5, kL2Norm,
-};
 
 // How statistic.csv prints a category's value.
 enum class StatFormat {
@@ -45,7 +41,7 @@ struct StatisticInfo {
   bool comparable;
 };
 
-// Every row, in the order of StatCategory.
+// Every row, in the order of StatCategory (config.h): docs/file-format.md's column list.
 std::span<const StatisticInfo> StatisticCatalogue();
 
 // The row of `category`.
@@ -56,11 +52,7 @@ const StatisticInfo& StatisticOf(StatCategory category);
 const StatisticInfo* FindStatisticByName(std::string_view text);
 const StatisticInfo* FindStatisticByTitle(std::string_view text);
 
-// The statistic.csv column title of a category ("Max Value", "NaN Count", "MD5"...).
-const char* StatCategoryColumn(StatCategory category);
-
-// The configuration spelling of a category ("max", "nan count", "md5"...).
-const char* StatCategoryName(StatCategory category);
+// StatCategoryColumn and StatCategoryName (config.h) read the row too.
 
 // A category's value in `stats` as statistic.csv prints it.
 std::string StatisticText(const StatisticInfo& info, const NanPropagatingStats& stats);
