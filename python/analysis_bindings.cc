@@ -29,6 +29,7 @@
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/analysis/watch.h"
 #include "graphdump/internal/json_text.h"
+#include "graphdump/statistic_catalogue.h"
 
 namespace graphdump::python {
 namespace {
@@ -66,8 +67,9 @@ DumpIndex Index(const std::string& path) {
 // Whether a tensor's statistic.csv row proves it finite: NaN and both Inf counts present and 0.
 bool ProvenFinite(const TensorEntry& t) {
   if (!t.stats) return false;
-  for (const char* column : {"NaN Count", "Positive Inf Count", "Negative Inf Count"}) {
-    if (t.stats->values.Find(column) != std::string_view("0")) return false;
+  for (StatCategory c :
+       {StatCategory::kNanCount, StatCategory::kPositiveInfCount, StatCategory::kNegativeInfCount}) {
+    if (t.stats->values.Find(StatCategoryColumn(c)) != std::string_view("0")) return false;
   }
   return true;
 }
@@ -570,6 +572,29 @@ void BindAnalysis(py::module_& m) {
         "(result CSV, result JSON) of comparing dump A (under test) with B (reference).");
   m.def("watch", &Watch, py::arg("path"), py::arg("checks") = "nan,inf",
         py::arg("count_intended_inf") = false, "The watch result as JSON.");
+  m.def(
+      "statistic_catalogue",
+      [] {
+        py::list rows;
+        for (const StatisticInfo& info : StatisticCatalogue()) {
+          rows.append(py::make_tuple(info.name, info.title, info.comparable));
+        }
+        return rows;
+      },
+      "(configuration name, statistic.csv column title, comparable) of every statistic "
+      "category, in statistic.csv's column order.");
+  m.def(
+      "watch_checks",
+      [] {
+        py::list rows;
+        for (const analysis::WatchCheckInfo& info : analysis::WatchCheckTable()) {
+          rows.append(py::make_tuple(info.name, info.has_threshold, info.default_threshold));
+        }
+        return rows;
+      },
+      "(name, takes a threshold, default threshold) of every watch check.");
+  m.def("watch_checks_allowed", &analysis::WatchChecksAllowed,
+        "The watch checks as --check accepts them: 'nan, inf, ..., large[:T], ...'.");
 }
 
 }  // namespace graphdump::python

@@ -97,11 +97,7 @@ int RunWatch(int argc, char** argv) {
   int nproc = 0;
   analysis::WatchOptions options;
   app.add_option("DIR", dir, "dump root or rank_{id} directory")->required();
-  app.add_option("--check", checks_text,
-                 "comma-separated: nan, inf, overflow (float16 range), zero (all zero), "
-                 "large[:T] (|x| > T, 1e4), grad-vanish[:T] (gradient l2norm < T, 1e-7), "
-                 "grad-explode[:T] (> T, 1e3), weight-unchanged, weight-change[:T] "
-                 "(||w-w_prev||/||w_prev|| > T, 0.1)")
+  app.add_option("--check", checks_text, "comma-separated: " + analysis::WatchChecksHelp())
       ->capture_default_str();
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
   app.add_flag("--first", first_only,

@@ -31,13 +31,15 @@ struct NanPropagatingStats {
 
 // What a StatsAccumulator computes beyond count, max, min, avg and l2norm (which are always
 // computed: one cheap pass of max, min, sum and sum of squares with a check for NaN). The six
-// element counts and the md5 cost more, so they are computed only when asked for.
+// element counts and the md5 cost more, so they are computed only when asked for. Each member
+// is a pass some catalogue rows name (StatisticInfo::needs); requests compare member by member.
 struct StatsRequest {
   bool counts = true;  // negative/positive/zero/NaN/-inf/+inf counts
   bool md5 = false;
 
-  // What the statistic.csv columns `categories` need.
+  // What the statistic.csv columns `categories` need: the passes their catalogue rows name.
   static StatsRequest For(const std::vector<StatCategory>& categories);
+  auto operator<=>(const StatsRequest&) const = default;
 };
 
 // Accumulates statistics over a tensor's bytes fed in C order, in pieces that end on element

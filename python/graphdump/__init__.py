@@ -305,8 +305,7 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
     (masked_fill, where, full, fill with a constant +-inf: an attention mask), which are not hits
     unless ``count_intended_inf=True``. NaN is always a hit.
 
-    checks: comma-separated, as the CLI's --check (nan, inf, overflow, zero, large[:T],
-      grad-vanish[:T], grad-explode[:T], weight-unchanged, weight-change[:T]).
+    checks: comma-separated, as the CLI's --check ({checks}).
     """
     result = json.loads(_graphdump.watch(_path(path), checks, bool(count_intended_inf)))
     columns = ["rank", "graph_id", "iteration", "call", "order", "kernel", "io", "slot", "check",
@@ -322,6 +321,10 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
     frame.attrs["intended_infinities"] = result.get("intended_infinities", [])
     frame.attrs["skipped"] = result.get("skipped", [])
     return frame
+
+
+# The checks listed from the table the CLI parses them with.
+watch.__doc__ = watch.__doc__.replace("{checks}", _graphdump.watch_checks_allowed())
 
 
 from .hunt import HuntError, HuntFailed, hunt  # noqa: E402  (graphdump hunt, docs/hunt.md)

@@ -26,6 +26,8 @@ import torch
 from . import _graphdump
 
 _FLOAT16_MAX = 65504.0
+# statistic.csv column titles by configuration name (the statistic catalogue).
+_TITLE = {name: title for name, title, _ in _graphdump.statistic_catalogue()}
 
 
 class HuntStop(SystemExit):
@@ -42,15 +44,15 @@ def _number(text):
 def _row_suspect(row, checks):
     """Does a statistic.csv row show a NaN (always a hit) or, for inf/overflow, an infinity or
     a value beyond float16's range? Returns 'nan', 'inf' or None."""
-    if (_number(row.get("NaN Count")) or 0) > 0:
+    if (_number(row.get(_TITLE["nan count"])) or 0) > 0:
         return "nan"
     if "inf" in checks or "overflow" in checks:
-        infinities = ((_number(row.get("Positive Inf Count")) or 0) +
-                      (_number(row.get("Negative Inf Count")) or 0))
+        infinities = ((_number(row.get(_TITLE["positive inf count"])) or 0) +
+                      (_number(row.get(_TITLE["negative inf count"])) or 0))
         if infinities > 0:
             return "inf"
     if "overflow" in checks:
-        for column in ("Max Value", "Min Value"):
+        for column in (_TITLE["max"], _TITLE["min"]):
             value = _number(row.get(column))
             if value is not None and abs(value) > _FLOAT16_MAX:
                 return "inf"

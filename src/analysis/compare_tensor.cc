@@ -12,6 +12,7 @@
 
 #include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/internal/compare_parts.h"
+#include "graphdump/statistic_catalogue.h"
 #include "graphdump/stats.h"
 #include "graphdump/tensor_view.h"
 
@@ -40,8 +41,8 @@ struct StatValue {
 // digits and trailing zeros dropped (docs/file-format.md): "1e+06" stands for 1.00000e+06, so
 // the precision is 6 digits, or the digits the text shows when it shows more (a dump written
 // with more digits). Counts are printed as integers: exact.
-double PrintedError(const std::string& column, const std::string& text, double value) {
-  const bool is_count = column.size() >= 5 && column.compare(column.size() - 5, 5, "Count") == 0;
+double PrintedError(const StatisticInfo* column, const std::string& text, double value) {
+  const bool is_count = column && column->format == StatFormat::kCount;
   if (is_count || value == 0 || !std::isfinite(value)) return 0;
   int digits = 0;
   for (char c : text) {
@@ -61,26 +62,19 @@ std::map<std::string, StatValue> StatsOf(const TensorEntry& t, const MappedNpy* 
     StatsAccumulator acc(npy->info().dtype, StatsRequest{});
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
     const NanPropagatingStats s = acc.Finish();
-    out["Max Value"] = {s.max};
-    out["Min Value"] = {s.min};
-    out["Avg Value"] = {s.avg};
-    out["L2Norm Value"] = {s.l2norm};
-    out["Count"] = {static_cast<double>(s.count)};
-    out["NaN Count"] = {static_cast<double>(s.nan_count)};
-    out["Negative Inf Count"] = {static_cast<double>(s.negative_inf_count)};
-    out["Positive Inf Count"] = {static_cast<double>(s.positive_inf_count)};
-    out["Zero Count"] = {static_cast<double>(s.zero_count)};
-    out["Negative Zero Count"] = {static_cast<double>(s.negative_count)};
-    out["Positive Zero Count"] = {static_cast<double>(s.positive_count)};
+    for (const StatisticInfo& info : StatisticCatalogue()) {
+      if (info.comparable && info.value != nullptr) out[info.title] = {info.value(s)};
+    }
     return out;
   }
   if (!t.stats) return out;
   t.stats->values.ForEach([&](const std::string& column, std::string_view cell) {
-    if (column == "MD5") return;
+    const StatisticInfo* info = FindStatisticByTitle(column);
+    if (info && !info->comparable) return;
     const std::string text(cell);
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (end != text.c_str()) out[column] = {v, PrintedError(column, text, v)};
+    if (end != text.c_str()) out[column] = {v, PrintedError(info, text, v)};
   });
   return out;
 }
@@ -88,8 +82,9 @@ std::map<std::string, StatValue> StatsOf(const TensorEntry& t, const MappedNpy* 
 void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorEntry& tb,
                        const MappedNpy* nb, const CompareOptions& options, TensorComparison* out) {
   out->mode = "statistic";
-  if (ta.stats && tb.stats && ta.stats->values.count("MD5") && tb.stats->values.count("MD5") &&
-      ta.stats->values.at("MD5") == tb.stats->values.at("MD5")) {
+  const char* md5 = StatCategoryColumn(StatCategory::kMd5);
+  if (ta.stats && tb.stats && ta.stats->values.count(md5) && tb.stats->values.count(md5) &&
+      ta.stats->values.at(md5) == tb.stats->values.at(md5)) {
     out->reason = "statistics only: MD5 equal";
     return;
   }

@@ -15,6 +15,7 @@
 #include "graphdump/analysis/report.h"
 #include "graphdump/internal/report_chart.h"
 #include "graphdump/internal/report_parts.h"
+#include "graphdump/statistic_catalogue.h"
 #include "graphdump/stats.h"
 
 namespace graphdump::analysis {
@@ -22,10 +23,10 @@ namespace {
 
 using report_internal::IsComputed;
 
-// From a statistic.csv row: the value of `column` when it is there and a number ("nan", "inf"
-// and "-inf" included).
-std::optional<double> RowValue(const StatisticRow& row, const char* column) {
-  const std::optional<std::string_view> cell = row.values.Find(column);
+// From a statistic.csv row: the value of `category`'s column when it is there and a number
+// ("nan", "inf" and "-inf" included).
+std::optional<double> RowValue(const StatisticRow& row, StatCategory category) {
+  const std::optional<std::string_view> cell = row.values.Find(StatCategoryColumn(category));
   if (!cell) return std::nullopt;
   const std::string copy(*cell);
   const char* text = copy.c_str();
@@ -35,8 +36,8 @@ std::optional<double> RowValue(const StatisticRow& row, const char* column) {
   return d;
 }
 
-int64_t RowCount(const StatisticRow& row, const char* column) {
-  const std::optional<double> v = RowValue(row, column);
+int64_t RowCount(const StatisticRow& row, StatCategory category) {
+  const std::optional<double> v = RowValue(row, category);
   return v && std::isfinite(*v) ? static_cast<int64_t>(*v) : -1;
 }
 
@@ -52,18 +53,18 @@ std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) 
   p.calls = k.calls;
   if (out->stats) {
     const StatisticRow& row = *out->stats;
-    p.max = RowValue(row, "Max Value");
-    p.min = RowValue(row, "Min Value");
-    p.mean = RowValue(row, "Avg Value");
-    p.l2norm = RowValue(row, "L2Norm Value");
-    p.elements = RowCount(row, "Count");
+    p.max = RowValue(row, StatCategory::kMax);
+    p.min = RowValue(row, StatCategory::kMin);
+    p.mean = RowValue(row, StatCategory::kAvg);
+    p.l2norm = RowValue(row, StatCategory::kL2Norm);
+    p.elements = RowCount(row, StatCategory::kCount);
     if (p.elements < 0 && !row.shape.empty()) {
       p.elements = 1;
       for (int64_t d : row.shape) p.elements *= d;  // ParseStatisticCsv checked it fits
     }
-    p.nan_count = RowCount(row, "NaN Count");
-    p.pos_inf_count = RowCount(row, "Positive Inf Count");
-    p.neg_inf_count = RowCount(row, "Negative Inf Count");
+    p.nan_count = RowCount(row, StatCategory::kNanCount);
+    p.pos_inf_count = RowCount(row, StatCategory::kPositiveInfCount);
+    p.neg_inf_count = RowCount(row, StatCategory::kNegativeInfCount);
     if (p.max || p.min || p.mean || p.l2norm) return p;
   }
   if (out->path.empty()) return std::nullopt;

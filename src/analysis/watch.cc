@@ -20,32 +20,10 @@
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/shape.h"
+#include "graphdump/statistic_catalogue.h"
 
 namespace graphdump::analysis {
 namespace {
-
-struct CheckSpec {
-  const char* name;
-  WatchKind kind;
-  bool has_threshold;
-  double default_threshold;
-};
-
-constexpr CheckSpec kChecks[] = {
-    {"nan", WatchKind::kNan, false, 0},
-    {"inf", WatchKind::kInf, false, 0},
-    {"overflow", WatchKind::kOverflow, false, 0},
-    {"zero", WatchKind::kZero, false, 0},
-    {"large", WatchKind::kLarge, true, 1e4},
-    {"grad-vanish", WatchKind::kGradVanish, true, 1e-7},
-    {"grad-explode", WatchKind::kGradExplode, true, 1e3},
-    {"weight-unchanged", WatchKind::kWeightUnchanged, false, 0},
-    {"weight-change", WatchKind::kWeightChange, true, 0.1},
-};
-
-constexpr char kAllowed[] =
-    "nan, inf, overflow, zero, large[:T], grad-vanish[:T], grad-explode[:T], weight-unchanged, "
-    "weight-change[:T]";
 
 bool IsGradient(const KernelEntry& k) {
   return k.full_name.rfind("Gradients/", 0) == 0 || k.op_name.rfind("Gradients_", 0) == 0;
@@ -76,8 +54,9 @@ bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
   FiniteSummary* s = &e->s;
   e->from_file = false;
   e->overflow_counted = false;
-  auto get = [&](const char* column, double* v) {
-    const std::optional<std::string_view> cell = row.values.Find(column);
+  using C = StatCategory;
+  auto get = [&](C category, double* v) {
+    const std::optional<std::string_view> cell = row.values.Find(StatCategoryColumn(category));
     if (!cell || cell->empty()) return false;
     const std::string text(*cell);
     char* end = nullptr;
@@ -85,15 +64,15 @@ bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
     return end != text.c_str();
   };
   double mx = 0, mn = 0, l2 = 0, v = 0;
-  const bool have_max = get("Max Value", &mx), have_min = get("Min Value", &mn);
-  if (get("Count", &v)) {
+  const bool have_max = get(C::kMax, &mx), have_min = get(C::kMin, &mn);
+  if (get(C::kCount, &v)) {
     s->elements = CountFrom(v);
   } else {
     s->elements = ShapeElements(row.shape).value_or(0);  // checked by ParseStatisticCsv
   }
   // Without a count column, a NaN or infinite max or min proves at least one such element: the
   // count is then 1 and marked as a lower bound (not counted).
-  e->nan_counted = get("NaN Count", &v);
+  e->nan_counted = get(C::kNanCount, &v);
   if (e->nan_counted) s->nan = CountFrom(v);
   const bool nan_max = have_max && std::isnan(mx), nan_min = have_min && std::isnan(mn);
   if (!e->nan_counted && (nan_max || nan_min)) {
@@ -101,7 +80,7 @@ bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
     e->nan_seen_in = nan_max && nan_min ? "max and min are" : nan_max ? "max is" : "min is";
   }
   double pos = 0, neg = 0;
-  const bool have_pos = get("Positive Inf Count", &pos), have_neg = get("Negative Inf Count", &neg);
+  const bool have_pos = get(C::kPositiveInfCount, &pos), have_neg = get(C::kNegativeInfCount, &neg);
   e->inf_counted = have_pos && have_neg;
   if (have_pos) s->pos_inf = CountFrom(pos);
   if (have_neg) s->neg_inf = CountFrom(neg);
@@ -112,15 +91,15 @@ bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
   s->max_abs = std::max(have_max && std::isfinite(mx) ? std::fabs(mx) : 0.0,
                         have_min && std::isfinite(mn) ? std::fabs(mn) : 0.0);
   s->fp16_overflow = s->max_abs > 65504.0 ? 1 : 0;  // at least one: not counted
-  if (get("L2Norm Value", &l2))
+  if (get(C::kL2Norm, &l2))
     s->l2norm = l2;
   else
     s->l2norm = std::nan("");
-  if (get("Zero Count", &v))
+  if (get(C::kZeroCount, &v))
     s->zero = CountFrom(v);
   else
     s->zero = (have_max && have_min && mx == 0 && mn == 0) ? s->elements : 0;
-  return have_max || have_min || row.values.count("NaN Count");
+  return have_max || have_min || row.values.count(StatCategoryColumn(C::kNanCount));
 }
 
 struct TensorTask {
@@ -410,50 +389,6 @@ class IntendedMarker {
 };
 
 }  // namespace
-
-StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text) {
-  std::vector<WatchCheck> checks;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    std::string item = text.substr(start, comma - start);
-    start = comma + 1;
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    if (item.empty()) {
-      return Status::InvalidArgument("--check: empty item in '" + text + "' (allowed: " + kAllowed +
-                                     ")");
-    }
-    const size_t colon = item.find(':');
-    const std::string name = item.substr(0, colon);
-    const CheckSpec* spec = nullptr;
-    for (const CheckSpec& s : kChecks)
-      if (name == s.name) spec = &s;
-    if (!spec) {
-      return Status::InvalidArgument("--check: unknown watchpoint '" + name +
-                                     "' (allowed: " + kAllowed + ")");
-    }
-    WatchCheck check{spec->kind, spec->default_threshold, item};
-    if (colon != std::string::npos) {
-      const std::string value = item.substr(colon + 1);
-      char* end = nullptr;
-      check.threshold = std::strtod(value.c_str(), &end);
-      if (!spec->has_threshold || value.empty() || *end != '\0' || !(check.threshold >= 0)) {
-        return Status::InvalidArgument("--check: '" + item + "': " +
-                                       (spec->has_threshold
-                                            ? "threshold must be a non-negative number"
-                                            : std::string(spec->name) + " takes no threshold") +
-                                       " (allowed: " + kAllowed + ")");
-      }
-    } else if (spec->has_threshold) {
-      check.text = fmt::format("{}:{:g}", spec->name, spec->default_threshold);
-    }
-    checks.push_back(check);
-    if (comma == text.size()) break;
-  }
-  return checks;
-}
 
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options) {

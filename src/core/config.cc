@@ -1,69 +1,27 @@
-// ParseConfig: MindSpore's data_dump.json (docs/configuration.md), validated in one pass.
+// ParseConfig: MindSpore's data_dump.json (docs/configuration.md), validated in one pass: the
+// parser's frame (sections, typed readers, e2e_dump_settings, modes that force other keys,
+// unknown keys and their suggestions). The keys of common_dump_settings are read in
+// config_common_settings.cc.
 //
 // Every key is checked even after an error, so a user sees all problems of a file at once.
 // Messages keep the substance of MindSpore's own error texts (dump_json_parser.cc) and add the
 // key path, the value found and what is allowed.
-#include "graphdump/config.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "graphdump/config.h"
+#include "graphdump/internal/config_parser.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/internal/kernel_entry.h"
-#include "graphdump/layout.h"
 
 namespace graphdump {
+namespace internal {
 namespace {
-
-using Json = nlohmann::ordered_json;
-
-constexpr char kCommon[] = "common_dump_settings";
-constexpr char kE2e[] = "e2e_dump_settings";
-
-// Keys in the order of docs/configuration.md's tables (also the order ConfigToJson writes).
-const std::vector<std::string>& CommonKeys() {
-  static const auto* keys = new std::vector<std::string>{
-      "dump_mode",          "path",          "net_name",        "iteration",
-      "saved_data",         "input_output",  "kernels",         "support_device",
-      "statistic_category", "op_debug_mode", "overflow_number", "initial_iteration",
-      "file_format"};
-  return *keys;
-}
-
-const std::vector<std::string>& E2eKeys() {
-  static const auto* keys = new std::vector<std::string>{
-      "enable",      "trans_flag", "stat_calc_mode",  "device_stat_precision_mode",
-      "sample_mode", "sample_num", "save_kernel_args"};
-  return *keys;
-}
-
-struct StatCategoryInfo {
-  StatCategory category;
-  const char* name;
-  const char* column;
-};
-
-constexpr StatCategoryInfo kStatCategories[] = {
-    {StatCategory::kMax, "max", "Max Value"},
-    {StatCategory::kMin, "min", "Min Value"},
-    {StatCategory::kAvg, "avg", "Avg Value"},
-    {StatCategory::kCount, "count", "Count"},
-    {StatCategory::kNegativeZeroCount, "negative zero count", "Negative Zero Count"},
-    {StatCategory::kPositiveZeroCount, "positive zero count", "Positive Zero Count"},
-    {StatCategory::kNanCount, "nan count", "NaN Count"},
-    {StatCategory::kNegativeInfCount, "negative inf count", "Negative Inf Count"},
-    {StatCategory::kPositiveInfCount, "positive inf count", "Positive Inf Count"},
-    {StatCategory::kZeroCount, "zero count", "Zero Count"},
-    {StatCategory::kMd5, "md5", "MD5"},
-    {StatCategory::kL2Norm, "l2norm", "L2Norm Value"},
-};
 
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -86,8 +44,24 @@ bool IsNear(const std::string& key, const std::string& known) {
   return EditDistance(internal::AsciiLower(key), known) <= threshold;
 }
 
-// `message` with control characters (from keys and values in the file) written as \u00XX: a
-// message is one line, and a NUL must not cut it short when printed.
+}  // namespace
+
+const std::vector<std::string>& CommonKeys() {
+  static const auto* keys = new std::vector<std::string>{
+      "dump_mode",          "path",          "net_name",        "iteration",
+      "saved_data",         "input_output",  "kernels",         "support_device",
+      "statistic_category", "op_debug_mode", "overflow_number", "initial_iteration",
+      "file_format"};
+  return *keys;
+}
+
+const std::vector<std::string>& E2eKeys() {
+  static const auto* keys = new std::vector<std::string>{
+      "enable",      "trans_flag", "stat_calc_mode",  "device_stat_precision_mode",
+      "sample_mode", "sample_num", "save_kernel_args"};
+  return *keys;
+}
+
 std::string OneLine(const std::string& message) {
   std::string out;
   out.reserve(message.size());
@@ -105,7 +79,6 @@ std::string OneLine(const std::string& message) {
   return out;
 }
 
-// A short rendering of a JSON value for messages: `string "0"`, `-1`, `1.5`, `array [1,2]`.
 std::string Describe(const Json& value) {
   std::string text = internal::JsonText(value);
   if (text.size() > 60) text = text.substr(0, 57) + "...";
@@ -122,72 +95,7 @@ std::string Join(const std::vector<std::string>& items, const std::string& separ
   return text;
 }
 
-std::string ValidStatCategories() {
-  std::vector<std::string> names;
-  for (const StatCategoryInfo& info : kStatCategories)
-    names.push_back("'" + std::string(info.name) + "'");
-  return "[" + Join(names, ", ") + "]";
-}
-
-// Collects the problems and warnings of one parse.
-class Parser {
- public:
-  Parser(std::string file_name, std::string diagnostic_path)
-      : file_name_(std::move(file_name)), diagnostic_path_(std::move(diagnostic_path)) {}
-
-  StatusOr<ParsedConfig> Parse(const std::string& json_text);
-
- private:
-  void Error(const std::string& key_path, const std::string& message) {
-    errors_.push_back(OneLine(Prefix() + key_path + ": " + message));
-  }
-  void Warn(const std::string& key_path, const std::string& message) {
-    warnings_.push_back(OneLine(Prefix() + key_path + ": " + message));
-  }
-  std::string Prefix() const { return file_name_.empty() ? "" : file_name_ + ": "; }
-
-  // Typed readers. `section` is an object; a missing key returns nullopt (an error when
-  // `required`); a value of the wrong type is an error and returns nullopt.
-  std::optional<uint64_t> ReadUint(const Json& section, const std::string& section_name,
-                                   const std::string& key, bool required, const char* allowed);
-  std::optional<std::string> ReadString(const Json& section, const std::string& section_name,
-                                        const std::string& key, bool required, const char* allowed);
-  std::optional<bool> ReadBool(const Json& section, const std::string& section_name,
-                               const std::string& key);
-  const Json* ReadArray(const Json& section, const std::string& section_name,
-                        const std::string& key, bool required, const char* allowed);
-  const Json* Find(const Json& section, const std::string& section_name, const std::string& key,
-                   bool required, const char* allowed);
-
-  void ParseCommon(const Json& common);
-  void ParseDumpMode(const Json& common);
-  void ParsePath(const Json& common);
-  void ParseNetName(const Json& common);
-  void ParseIteration(const Json& common);
-  void ParseSavedData(const Json& common);
-  void ParseInputOutput(const Json& common);
-  void ParseKernels(const Json& common);
-  void ParseSupportDevice(const Json& common);
-  void ParseStatisticCategory(const Json& common);
-  void ParseOpDebugMode(const Json& common);
-  void ParseFileFormat(const Json& common);
-  void ParseE2e(const Json& e2e);
-  void ApplyForcedModes();
-  void CheckUnknownKeys(const Json& object, const std::string& section_name,
-                        const std::vector<std::string>& known);
-  void SuggestKey(const std::string& key_path, const std::string& key,
-                  const std::vector<std::string>& known);
-
-  std::string file_name_;
-  std::string diagnostic_path_;
-  std::vector<std::string> errors_;
-  std::vector<std::string> warnings_;
-  DumpConfig config_;
-  bool dump_mode_valid_ = false;
-  bool has_overflow_number_ = false;
-};
-
-const Json* Parser::Find(const Json& section, const std::string& section_name,
+const Json* ConfigParser::Find(const Json& section, const std::string& section_name,
                          const std::string& key, bool required, const char* allowed) {
   auto it = section.find(key);
   if (it != section.end()) return &*it;
@@ -206,7 +114,7 @@ const Json* Parser::Find(const Json& section, const std::string& section_name,
   return nullptr;
 }
 
-std::optional<uint64_t> Parser::ReadUint(const Json& section, const std::string& section_name,
+std::optional<uint64_t> ConfigParser::ReadUint(const Json& section, const std::string& section_name,
                                          const std::string& key, bool required,
                                          const char* allowed) {
   const Json* value = Find(section, section_name, key, required, allowed);
@@ -218,7 +126,7 @@ std::optional<uint64_t> Parser::ReadUint(const Json& section, const std::string&
   return std::nullopt;
 }
 
-std::optional<std::string> Parser::ReadString(const Json& section, const std::string& section_name,
+std::optional<std::string> ConfigParser::ReadString(const Json& section, const std::string& section_name,
                                               const std::string& key, bool required,
                                               const char* allowed) {
   const Json* value = Find(section, section_name, key, required, allowed);
@@ -229,7 +137,7 @@ std::optional<std::string> Parser::ReadString(const Json& section, const std::st
   return std::nullopt;
 }
 
-std::optional<bool> Parser::ReadBool(const Json& section, const std::string& section_name,
+std::optional<bool> ConfigParser::ReadBool(const Json& section, const std::string& section_name,
                                      const std::string& key) {
   const Json* value = Find(section, section_name, key, false, "true or false");
   if (value == nullptr) return std::nullopt;
@@ -239,7 +147,7 @@ std::optional<bool> Parser::ReadBool(const Json& section, const std::string& sec
   return std::nullopt;
 }
 
-const Json* Parser::ReadArray(const Json& section, const std::string& section_name,
+const Json* ConfigParser::ReadArray(const Json& section, const std::string& section_name,
                               const std::string& key, bool required, const char* allowed) {
   const Json* value = Find(section, section_name, key, required, allowed);
   if (value == nullptr) return nullptr;
@@ -249,272 +157,7 @@ const Json* Parser::ReadArray(const Json& section, const std::string& section_na
   return nullptr;
 }
 
-void Parser::ParseDumpMode(const Json& common) {
-  constexpr char kAllowed[] =
-      "0 all kernels, 1 the kernels listed in \"kernels\", 2 kernels marked by set_dump";
-  std::optional<uint64_t> mode = ReadUint(common, kCommon, "dump_mode", true, kAllowed);
-  if (!mode) return;
-  if (*mode > 2) {
-    Error("common_dump_settings.dump_mode",
-          "should be 0, 1 or 2, but got " + std::to_string(*mode) + " (" + kAllowed + ")");
-    return;
-  }
-  config_.dump_mode = static_cast<uint32_t>(*mode);
-  dump_mode_valid_ = true;
-}
-
-void Parser::ParsePath(const Json& common) {
-  constexpr char kAllowed[] = "an absolute path of characters [A-Za-z0-9_/-]";
-  std::optional<std::string> path = ReadString(common, kCommon, "path", false, kAllowed);
-  const Json* raw = Find(common, kCommon, "path", false, kAllowed);
-  if (raw != nullptr && !path) return;  // wrong type, already reported
-  std::string value = path.value_or("");
-  std::string origin;
-  if (value.empty()) {
-    if (diagnostic_path_.empty()) {
-      Error("common_dump_settings.path",
-            std::string("Dump path is empty. Please set it in dump json file or environment "
-                        "variable `") +
-                kDiagnosticPathEnv + "` (" + kAllowed + ")");
-      return;
-    }
-    std::string base = diagnostic_path_;
-    while (base.size() > 1 && base.back() == '/') base.pop_back();
-    value = (base == "/" ? "" : base) + "/debug_dump";
-    origin = std::string(" (from ") + kDiagnosticPathEnv + "=" + diagnostic_path_ + ")";
-  }
-  if (const std::string problem = DumpPathProblem(value); !problem.empty()) {
-    Error("common_dump_settings.path", problem + origin);
-    return;
-  }
-  config_.path = value;
-}
-
-void Parser::ParseNetName(const Json& common) {
-  constexpr char kAllowed[] = "a non-empty name of characters [A-Za-z0-9_-], e.g. \"ResNet50\"";
-  std::optional<std::string> name = ReadString(common, kCommon, "net_name", true, kAllowed);
-  if (!name) return;
-  const bool good = !name->empty() && std::all_of(name->begin(), name->end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_';
-  });
-  if (!good) {
-    Error("common_dump_settings.net_name",
-          "net_name only supports alphabetic, digit, or {'-', '_'}, but got: \"" + *name + "\"");
-    return;
-  }
-  // net_name is a directory name of the dump (docs/layout.md): longer than NAME_MAX, every write of
-  // the run would fail with ENAMETOOLONG.
-  if (name->size() > kMaxBasenameBytes) {
-    Error("common_dump_settings.net_name",
-          "net_name is " + std::to_string(name->size()) +
-              " bytes long, but it names a "
-              "directory of the dump and a directory name can be at most " +
-              std::to_string(kMaxBasenameBytes) + " bytes: \"" + name->substr(0, 40) + "...\"");
-    return;
-  }
-  config_.net_name = *name;
-}
-
-void Parser::ParseIteration(const Json& common) {
-  constexpr char kAllowed[] = "\"all\" or ranges separated by '|', e.g. \"0|5-8|100-120\"";
-  const Json* value = Find(common, kCommon, "iteration", true, kAllowed);
-  if (value == nullptr) return;
-  if (!value->is_string()) {
-    // MindSpore 1.1-1.2 took a number here (0 meaning all iterations).
-    Error("common_dump_settings.iteration",
-          "should be string type, but got " + Describe(*value) + " (allowed: " + kAllowed + ")");
-    return;
-  }
-  StatusOr<IterationSet> set =
-      IterationSet::Parse(value->get<std::string>(), "common_dump_settings.iteration");
-  if (!set.ok()) {
-    // One line per bad segment; each already names the key path.
-    const std::string message = set.status().message();
-    size_t start = 0;
-    while (start <= message.size()) {
-      const size_t end = message.find('\n', start);
-      errors_.push_back(Prefix() + message.substr(start, end - start));
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    return;
-  }
-  config_.iteration = *set;
-}
-
-void Parser::ParseSavedData(const Json& common) {
-  constexpr char kAllowed[] = "\"tensor\", \"statistic\" or \"full\"";
-  std::optional<std::string> saved = ReadString(common, kCommon, "saved_data", false, kAllowed);
-  if (!saved) return;
-  if (*saved == "tensor") {
-    config_.saved_data = SavedData::kTensor;
-  } else if (*saved == "statistic") {
-    config_.saved_data = SavedData::kStatistic;
-  } else if (*saved == "full") {
-    config_.saved_data = SavedData::kFull;
-  } else {
-    Error("common_dump_settings.saved_data",
-          "saved_data only supports statistic, tensor, or full, but got: \"" + *saved +
-              "\". Please set saved_data to either statistic, tensor, or full");
-  }
-}
-
-void Parser::ParseInputOutput(const Json& common) {
-  constexpr char kAllowed[] = "0 inputs and outputs, 1 inputs only, 2 outputs only";
-  std::optional<uint64_t> io = ReadUint(common, kCommon, "input_output", true, kAllowed);
-  if (!io) return;
-  if (*io > 2) {
-    Error("common_dump_settings.input_output",
-          "input_output should be 0, 1, 2, but got " + std::to_string(*io) + " (" + kAllowed + ")");
-    return;
-  }
-  config_.input_output = static_cast<InputOutput>(*io);
-}
-
-void Parser::ParseKernels(const Json& common) {
-  constexpr char kAllowed[] =
-      "an array of strings: full names, op types, or \"name-regex(REGEX)\"; may be empty";
-  const Json* kernels = ReadArray(common, kCommon, "kernels", true, kAllowed);
-  if (kernels == nullptr) return;
-  std::set<std::string> seen;
-  for (size_t i = 0; i < kernels->size(); ++i) {
-    const Json& item = (*kernels)[i];
-    const std::string key_path = "common_dump_settings.kernels[" + std::to_string(i) + "]";
-    if (!item.is_string()) {
-      Error(key_path, "should be string type, but got " + Describe(item) + " (" + kAllowed + ")");
-      continue;
-    }
-    const std::string text = internal::NormalizeKernelEntry(item.get<std::string>());
-    if (text.empty()) continue;
-    StatusOr<KernelPattern> entry = internal::ClassifyKernelEntry(text);
-    if (!entry.ok()) {
-      Error(key_path, entry.status().message());
-      continue;
-    }
-    if (!seen.insert(text).second) Warn(key_path, "duplicate dump kernel name \"" + text + "\"");
-    config_.kernels.push_back(*entry);
-  }
-}
-
-void Parser::ParseSupportDevice(const Json& common) {
-  constexpr char kAllowed[] = "an array of rank/device ids (unsigned ints), e.g. [0,1,2,3]";
-  const Json* devices = ReadArray(common, kCommon, "support_device", true, kAllowed);
-  if (devices == nullptr) return;
-  std::set<uint64_t> seen;
-  for (size_t i = 0; i < devices->size(); ++i) {
-    const Json& item = (*devices)[i];
-    const std::string key_path = "common_dump_settings.support_device[" + std::to_string(i) + "]";
-    const bool is_uint =
-        item.is_number_unsigned() || (item.is_number_integer() && item.get<int64_t>() >= 0);
-    if (!is_uint || item.get<uint64_t>() > std::numeric_limits<uint32_t>::max()) {
-      Error(key_path,
-            "should be an unsigned int device id (0 to 4294967295), but got " + Describe(item));
-      continue;
-    }
-    const uint64_t id = item.get<uint64_t>();
-    if (!seen.insert(id).second) {
-      Warn(key_path, "duplicate support device " + std::to_string(id));
-      continue;
-    }
-    config_.support_device.push_back(static_cast<uint32_t>(id));
-  }
-}
-
-void Parser::ParseStatisticCategory(const Json& common) {
-  const Json* categories =
-      ReadArray(common, kCommon, "statistic_category", false, "an array of statistic names");
-  if (categories == nullptr) return;
-  std::vector<StatCategory> parsed;
-  std::vector<std::string> invalid;
-  for (size_t i = 0; i < categories->size(); ++i) {
-    const Json& item = (*categories)[i];
-    if (!item.is_string()) {
-      Error("common_dump_settings.statistic_category[" + std::to_string(i) + "]",
-            "should be string type, but got " + Describe(item) +
-                "; the valid statistic_category are as follows:" + ValidStatCategories());
-      continue;
-    }
-    const std::string name = item.get<std::string>();
-    auto it = std::find_if(std::begin(kStatCategories), std::end(kStatCategories),
-                           [&](const StatCategoryInfo& info) { return name == info.name; });
-    if (it == std::end(kStatCategories)) {
-      invalid.push_back("'" + name + "'");
-    } else {
-      parsed.push_back(it->category);
-    }
-  }
-  if (!invalid.empty()) {
-    Error("common_dump_settings.statistic_category",
-          "The following statistic_category is invalid:" + Join(invalid, ", ") +
-              ", the valid statistic_category are as follows:" + ValidStatCategories());
-  }
-  if (categories->empty()) {
-    Warn("common_dump_settings.statistic_category",
-         "the list is empty; statistic.csv will have no statistic columns");
-  }
-  config_.statistic_category = std::move(parsed);
-}
-
-void Parser::ParseOpDebugMode(const Json& common) {
-  constexpr char kAllowed[] = "0 normal, 3 overflow dump (1 and 2 mean 3), 4 exception dump";
-  std::optional<uint64_t> mode = ReadUint(common, kCommon, "op_debug_mode", false, kAllowed);
-  if (!mode) return;
-  if (*mode == 1 || *mode == 2) {
-    Warn("common_dump_settings.op_debug_mode",
-         "op_debug_mode should be 0, 3, 4; " + std::to_string(*mode) +
-             " is reset to 3 (overflow dump of inputs and outputs)");
-    config_.op_debug_mode = 3;
-  } else if (*mode == 0 || *mode == 3 || *mode == 4) {
-    config_.op_debug_mode = static_cast<uint32_t>(*mode);
-  } else {
-    Error("common_dump_settings.op_debug_mode", "op_debug_mode should be 0, 3, 4, but got " +
-                                                    std::to_string(*mode) + " (" + kAllowed + ")");
-  }
-}
-
-void Parser::ParseFileFormat(const Json& common) {
-  constexpr char kAllowed[] = "\"npy\" or \"bin\"";
-  std::optional<std::string> format = ReadString(common, kCommon, "file_format", false, kAllowed);
-  if (!format) return;
-  if (*format != "npy" && *format != "bin") {
-    Error("common_dump_settings.file_format",
-          "'file_format' should be either 'npy' or 'bin', but got: \"" + *format + "\"");
-    return;
-  }
-  config_.file_format = *format;
-}
-
-void Parser::ParseCommon(const Json& common) {
-  ParseDumpMode(common);
-  ParsePath(common);
-  ParseNetName(common);
-  ParseIteration(common);
-  ParseSavedData(common);
-  ParseInputOutput(common);
-  ParseKernels(common);
-  ParseSupportDevice(common);
-  ParseStatisticCategory(common);
-  ParseOpDebugMode(common);
-  std::optional<uint64_t> overflow = ReadUint(common, kCommon, "overflow_number", false,
-                                              "the number of overflowing kernels to dump, 0 all");
-  if (overflow) {
-    if (*overflow > std::numeric_limits<uint32_t>::max()) {
-      Error("common_dump_settings.overflow_number",
-            "should be at most 4294967295, but got " + std::to_string(*overflow));
-    } else {
-      config_.overflow_number = static_cast<uint32_t>(*overflow);
-    }
-  }
-  std::optional<uint64_t> initial = ReadUint(common, kCommon, "initial_iteration", false,
-                                             "the first value of the iteration counter");
-  if (initial) config_.initial_iteration = *initial;
-  has_overflow_number_ = common.contains("overflow_number");
-  ParseFileFormat(common);
-  CheckUnknownKeys(common, kCommon, CommonKeys());
-}
-
-void Parser::ApplyForcedModes() {
+void ConfigParser::ApplyForcedModes() {
   const std::string mode = std::to_string(config_.op_debug_mode);
   // MindSpore rejects any overflow_number outside mode 3; graphdump accepts the default 0 so that
   // ConfigToJson's output (which lists every key) is itself a valid configuration.
@@ -569,7 +212,7 @@ void Parser::ApplyForcedModes() {
   }
 }
 
-void Parser::ParseE2e(const Json& e2e) {
+void ConfigParser::ParseE2e(const Json& e2e) {
   if (auto v = ReadBool(e2e, kE2e, "enable")) config_.enable = *v;
   if (auto v = ReadBool(e2e, kE2e, "trans_flag")) config_.trans_flag = *v;
   if (auto v = ReadString(e2e, kE2e, "stat_calc_mode", false, "\"host\" or \"device\"")) {
@@ -610,7 +253,7 @@ void Parser::ParseE2e(const Json& e2e) {
   CheckUnknownKeys(e2e, kE2e, E2eKeys());
 }
 
-void Parser::SuggestKey(const std::string& key_path, const std::string& key,
+void ConfigParser::SuggestKey(const std::string& key_path, const std::string& key,
                         const std::vector<std::string>& known) {
   std::string best;
   size_t best_distance = std::numeric_limits<size_t>::max();
@@ -631,7 +274,7 @@ void Parser::SuggestKey(const std::string& key_path, const std::string& key,
   }
 }
 
-void Parser::CheckUnknownKeys(const Json& object, const std::string& section_name,
+void ConfigParser::CheckUnknownKeys(const Json& object, const std::string& section_name,
                               const std::vector<std::string>& known) {
   const std::vector<std::string>& other = section_name == kCommon ? E2eKeys() : CommonKeys();
   const std::string other_name = section_name == kCommon ? kE2e : kCommon;
@@ -665,7 +308,7 @@ void Parser::CheckUnknownKeys(const Json& object, const std::string& section_nam
   }
 }
 
-StatusOr<ParsedConfig> Parser::Parse(const std::string& json_text) {
+StatusOr<ParsedConfig> ConfigParser::Parse(const std::string& json_text) {
   GRAPHDUMP_RETURN_IF_ERROR(internal::CheckJsonDepth(json_text, file_name_));
   Json root;
   try {
@@ -720,76 +363,12 @@ StatusOr<ParsedConfig> Parser::Parse(const std::string& json_text) {
   return parsed;
 }
 
-}  // namespace
+}  // namespace internal
 
 StatusOr<ParsedConfig> ParseConfig(const std::string& json_text, const std::string& file_name,
                                    const std::string& diagnostic_path) {
-  Parser parser(file_name, diagnostic_path);
+  internal::ConfigParser parser(file_name, diagnostic_path);
   return parser.Parse(json_text);
-}
-
-std::string ConfigToJson(const DumpConfig& config) {
-  Json common;
-  common["dump_mode"] = config.dump_mode;
-  common["path"] = config.path;
-  common["net_name"] = config.net_name;
-  common["iteration"] = config.iteration.ToString();
-  common["saved_data"] = config.saved_data == SavedData::kTensor      ? "tensor"
-                         : config.saved_data == SavedData::kStatistic ? "statistic"
-                                                                      : "full";
-  common["input_output"] = static_cast<uint32_t>(config.input_output);
-  common["kernels"] = Json::array();
-  for (const KernelPattern& entry : config.kernels) common["kernels"].push_back(entry.text);
-  common["support_device"] = config.support_device;
-  common["statistic_category"] = Json::array();
-  for (StatCategory category : config.statistic_category) {
-    common["statistic_category"].push_back(StatCategoryName(category));
-  }
-  common["op_debug_mode"] = config.op_debug_mode;
-  common["overflow_number"] = config.overflow_number;
-  common["initial_iteration"] = config.initial_iteration;
-  common["file_format"] = config.file_format;
-  Json e2e;
-  e2e["enable"] = config.enable;
-  e2e["trans_flag"] = config.trans_flag;
-  e2e["stat_calc_mode"] = config.stat_calc_mode;
-  e2e["device_stat_precision_mode"] = config.device_stat_precision_mode;
-  e2e["sample_mode"] = config.sample_mode;
-  e2e["sample_num"] = config.sample_num;
-  e2e["save_kernel_args"] = config.save_kernel_args;
-  Json root;
-  root[kCommon] = std::move(common);
-  root[kE2e] = std::move(e2e);
-  return internal::JsonText(root, 4) + "\n";
-}
-
-const char* StatCategoryColumn(StatCategory category) {
-  for (const StatCategoryInfo& info : kStatCategories) {
-    if (info.category == category) return info.column;
-  }
-  return "";
-}
-
-const char* StatCategoryName(StatCategory category) {
-  for (const StatCategoryInfo& info : kStatCategories) {
-    if (info.category == category) return info.name;
-  }
-  return "";
-}
-
-std::string DumpPathProblem(const std::string& path) {
-  const bool bad_char = !std::all_of(path.begin(), path.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '/';
-  });
-  if (bad_char) {
-    return "Dump path only support alphabets, digit or {'-', '_', '/'}, but got: \"" + path + "\"";
-  }
-  if (path.empty() || path[0] != '/') {
-    return "Dump path only support absolute path and should start with '/', but got: \"" + path +
-           "\"";
-  }
-  return "";
 }
 
 }  // namespace graphdump

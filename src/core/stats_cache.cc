@@ -13,7 +13,7 @@ std::optional<StatsCache::Key> StatsCache::KeyOf(const TensorView& view,
   if (request.md5) return std::nullopt;  // the md5 depends on the order bytes are visited in
   std::optional<BytesKey> bytes = BytesKeyOf(view);
   if (!bytes) return std::nullopt;
-  return Key{std::move(*bytes), request.counts};
+  return Key{std::move(*bytes), request};
 }
 
 const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {

@@ -8,32 +8,10 @@
 #include <vector>
 
 #include "graphdump/analysis/dump_index.h"
+#include "graphdump/analysis/watch_checks.h"
 #include "graphdump/status.h"
 
 namespace graphdump::analysis {
-
-enum class WatchKind {
-  kNan,
-  kInf,
-  kOverflow,
-  kZero,
-  kLarge,
-  kGradVanish,
-  kGradExplode,
-  kWeightUnchanged,
-  kWeightChange,
-};
-
-struct WatchCheck {
-  WatchKind kind;
-  double threshold = 0;  // large, grad-vanish, grad-explode, weight-change
-  std::string text;      // as the user wrote it ("large:1e4")
-};
-
-// Parses "nan,inf,overflow,zero,large[:T],grad-vanish[:T],grad-explode[:T],weight-unchanged,
-// weight-change[:T]". Defaults: large 1e4, grad-vanish 1e-7, grad-explode 1e3, weight-change 0.1.
-// Errors are kInvalidArgument naming the bad item and listing the allowed ones.
-StatusOr<std::vector<WatchCheck>> ParseWatchChecks(const std::string& text);
 
 struct WatchHit {
   uint32_t rank = 0, graph_id = 0;

@@ -40,7 +40,7 @@ class StatsCache {
  private:
   struct Key {
     BytesKey bytes;
-    bool counts;
+    StatsRequest request;  // whole: a request that computes more or less is another entry
     auto operator<=>(const Key&) const = default;
   };
   struct Entry {
