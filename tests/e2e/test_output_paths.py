@@ -17,6 +17,7 @@ import gdtest as t
 
 sys.path.insert(0, os.path.join(t.SOURCE_DIR, "tests", "python"))
 import make_ascend_dump  # noqa: E402  (the DumpData message, compiled with protoc)
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 RULE = ", not a regular file; graphdump writes only to regular files or new paths (remove it, " \
        "or name another path)"
@@ -39,13 +40,6 @@ def ascend_dump_file(directory, name="Add.Default_Add-op1.0.0.1700"):
         f.write(len(header).to_bytes(8, "little") + header +
                 np.arange(4, dtype=np.float32).tobytes())
     return name
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
 
 
 @pytest.fixture(scope="module")

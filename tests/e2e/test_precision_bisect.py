@@ -15,13 +15,7 @@ import pytest
 
 import gdtest as t
 import precision_fixture as p
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
-
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 def bisect(*args):
     return t.run("bisect", *args, env=p.ONE_THREAD)

@@ -19,6 +19,7 @@ import torch
 
 import gdtest as t
 import precision_fixture as p
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 TOLERANCE = 0.01
 ROUNDING_MULTIPLE = 4  # kRoundingMultiple (precision_verdict.h)
@@ -33,13 +34,6 @@ def run_output(work, name, *extra):
     t.run("run", p.model("pos_enc"), "--input", p.data("pos_x.npy"), *extra, "--save-output", out,
           env=p.ONE_THREAD, check=0)
     return np.load(out)
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
 
 
 @pytest.fixture(scope="module")

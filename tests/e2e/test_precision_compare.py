@@ -17,6 +17,7 @@ import pytest
 
 import gdtest as t
 import precision_fixture as p
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 CASES = (("dot_net", ["dot_x.npy"], "dot", "DOT_LINE", "inaccurate"),
          ("naive_var", ["var_x.npy"], "sub", "VAR_LINE", "ill-conditioned"))
@@ -32,13 +33,6 @@ def norm_rel_err(path_a, path_b, small):
     a = np.load(path_a).astype(np.float64).ravel()
     b = np.load(path_b).astype(np.float64).ravel()
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), small * math.sqrt(b.size)))
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,7 @@ import torch
 import gdmodels
 import gdtest as t
 import precision_fixture as p
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 @pytest.fixture(scope="module")

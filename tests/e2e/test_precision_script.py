@@ -18,6 +18,7 @@ import pytest
 
 import gdtest as t
 import precision_fixture as p
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 TRAIN = '''
 import torch, torch.nn as nn
@@ -112,13 +113,6 @@ def output(rank, kernel, slot=0, io="output"):
 
 LINEAR = "Default/fc1-Linear/linear-op0"
 LAST = "Default/fc2-Linear/linear-op2"
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import torch
 import gdmodels
 import gdtest as t
 import precision_fixture as p
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def replay(*args, check=0):
@@ -42,13 +43,6 @@ def rel(a, b, norm_of=None):
 
 def close(x, y, what):
     assert abs(x - y) <= 1e-9 * max(abs(y), 1e-300) + 1e-15, f"{what}: {x} vs {y}"
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
 
 
 @pytest.fixture(scope="module")

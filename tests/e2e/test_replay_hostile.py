@@ -18,6 +18,7 @@ import torch
 
 import gdtest as t
 import graph_proto
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 PYTHON_REPLAY = """
 import json, sys
@@ -45,13 +46,6 @@ def replay_python(rank_dir, kernel, cwd=None):
     p = subprocess.run(["/usr/bin/python3", "-c", PYTHON_REPLAY, rank_dir, kernel],
                        capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
     return p.returncode, (json.loads(p.stdout) if p.returncode == 0 else None), p.stderr
-
-
-@pytest.fixture(scope="module")
-def work():
-    path = t.temp_dir()
-    yield path
-    t.cleanup(path)
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,9 @@ import pytest
 
 import gdmodels
 import gdtest
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 CATEGORIES = ["max", "min", "avg", "l2norm"]
-
-
-@pytest.fixture(scope="module")
-def tmp():
-    path = gdtest.temp_dir()
-    yield path
-    gdtest.cleanup(path)
 
 
 def rows(root):
@@ -35,11 +29,11 @@ def rows(root):
     return out
 
 
-def train(tmp, name, saved, args):
-    cfg = gdtest.write_config(os.path.join(tmp, name + ".json"), os.path.join(tmp, name),
+def train(work, name, saved, args):
+    cfg = gdtest.write_config(os.path.join(work, name + ".json"), os.path.join(work, name),
                               {"saved_data": saved, "statistic_category": CATEGORIES})
     gdtest.run("train", *args, "--config", cfg, env=gdmodels.env_one_thread(), check=0)
-    return rows(os.path.join(tmp, name))
+    return rows(os.path.join(work, name))
 
 
 def compare(label, reused, computed):
@@ -51,30 +45,30 @@ def compare(label, reused, computed):
         assert not bad, f"{label} {it}: {len(bad)} rows differ, first: {bad[:1]}"
 
 
-def data(tmp, rng, name, shape, classes):
-    np.save(os.path.join(tmp, name + "_x.npy"), rng.standard_normal(shape).astype(np.float32))
-    np.save(os.path.join(tmp, name + "_y.npy"),
+def data(work, rng, name, shape, classes):
+    np.save(os.path.join(work, name + "_x.npy"), rng.standard_normal(shape).astype(np.float32))
+    np.save(os.path.join(work, name + "_y.npy"),
             rng.integers(0, classes, size=shape[0]).astype(np.int64))
-    return ["--data", os.path.join(tmp, name + "_x.npy"), "--labels",
-            os.path.join(tmp, name + "_y.npy"), "--steps", "3"]
+    return ["--data", os.path.join(work, name + "_x.npy"), "--labels",
+            os.path.join(work, name + "_y.npy"), "--steps", "3"]
 
 
-def test_alexnet_adam_reused_rows_equal_computed_ones(tmp):
+def test_alexnet_adam_reused_rows_equal_computed_ones(work):
     alexnet = [gdmodels.model_path("demo_alexnet"),
-               *data(tmp, np.random.default_rng(5), "a", (8, 3, 64, 64), 10),
+               *data(work, np.random.default_rng(5), "a", (8, 3, 64, 64), 10),
                "--classes", "10", "--optimizer", "adam"]
-    reused = train(tmp, "stat", "statistic", alexnet)
-    compare("alexnet adam", reused, train(tmp, "full", "full", alexnet))
+    reused = train(work, "stat", "statistic", alexnet)
+    compare("alexnet adam", reused, train(work, "full", "full", alexnet))
     relu_inputs = [r for it in reused.values() for r in it
                    if r[0] == "relu_" and r[4] == "input"]
     assert len(relu_inputs) > 0, "in-place relu_ inputs are in the statistics"
 
 
-def test_two_ranks_reused_rows_equal_computed_ones(tmp):
+def test_two_ranks_reused_rows_equal_computed_ones(work):
     ranks = [gdmodels.model_path("small_cnn"),
-             *data(tmp, np.random.default_rng(6), "s", (8, 3, 16, 16), 5), "--nproc", "2"]
-    reused = train(tmp, "stat2", "statistic", ranks)
-    computed = train(tmp, "full2", "full", ranks)
+             *data(work, np.random.default_rng(6), "s", (8, 3, 16, 16), 5), "--nproc", "2"]
+    reused = train(work, "stat2", "statistic", ranks)
+    computed = train(work, "full2", "full", ranks)
     compare("2 ranks", reused, computed)
     assert any(r[0] == "AllReduce" for it in computed.values() for r in it), (
         "AllReduce kernels are in the statistics")
