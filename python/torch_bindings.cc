@@ -100,9 +100,11 @@ struct EagerPauseHandle {
   std::shared_ptr<void> pause;
 };
 
-// Is `file` this package's own glue (its frames are never the user's line)?
+// Is `file` this package's own glue, graphdump/torch.py and its _torch_*.py parts (its frames
+// are never the user's line)?
 bool IsPackageFile(const std::string& file) {
   return file.find("/graphdump/torch.py") != std::string::npos ||
+         file.find("/graphdump/_torch_") != std::string::npos ||
          file.find("/torch/nn/modules/module.py") != std::string::npos;
 }
 

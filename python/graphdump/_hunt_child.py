@@ -174,5 +174,5 @@ def wait_for_go(path):
 def install(spec):
     """Ends the run as $GRAPHDUMP_HUNT says (graphdump.torch calls the stopper at each
     iteration's end)."""
-    from . import torch as gd_torch
-    gd_torch._after_iteration = _Stopper(spec).after_iteration
+    from . import _torch_state
+    _torch_state.after_iteration = _Stopper(spec).after_iteration

@@ -36,36 +36,21 @@ import weakref
 import torch
 
 from . import _graphdump as _C
+from . import _torch_ddp, _torch_patches
+from . import _torch_state as _state
 from ._graphdump import ConfigError
+from ._torch_state import NOT_RUN as _NOT_RUN
+from ._torch_state import TRANSPARENT as _TRANSPARENT
+from ._torch_state import dumping_host as _dumping_host
+from ._torch_state import log as _log
+from ._torch_state import rank as _rank
 
 __all__ = ["Dump", "ConfigError", "active"]
-
-_active = None  # the Dump that is on, if any
-# Called as f(dump, iteration) after an optimizer step has ended `iteration` and its statistic
-# rows are written (graphdump hunt's stopper, _hunt_child.py); None otherwise.
-_after_iteration = None
-_patches = []  # (owner, attribute name, original value or _MISSING)
-_MISSING = object()
-_NOT_RUN = object()  # Dump._call: the module was left to TorchScript
 
 
 def active():
     """The Dump that is on in this process, or None."""
-    return _active
-
-
-def _log(message):
-    print(f"graphdump: {message}", file=sys.stderr, flush=True)
-
-
-def _rank():
-    """This process's rank: torch.distributed's when a process group is initialised, else
-    $RANK (torchrun sets it), else 0."""
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    text = os.environ.get("RANK", "")
-    return int(text) if text.isdigit() else 0
+    return _state.active
 
 
 def _script_name():
@@ -193,16 +178,15 @@ class Dump:
 
     def start(self):
         """Turns the dump on (``with`` calls it). One Dump may be on at a time."""
-        global _active
         if self._closed:
             raise RuntimeError("this Dump was closed; make a new one")
         if self._started:
             return self
-        if _active is not None:
+        if _state.active is not None:
             raise RuntimeError("another graphdump Dump is on in this process; close it first")
         self._started = True
-        _active = self
-        _install(self._auto)
+        _state.active = self
+        _torch_patches.install(self._auto)
         atexit.register(self.close)
         if self._config is None:
             _log(f"dump: off ({self._off_reason})")
@@ -213,16 +197,15 @@ class Dump:
         summary (None when nothing was dumped). Idempotent; also runs at interpreter exit.
         error: why the training stopped early (an exception), if it did: the dump is then marked
         incomplete, and .dump_metadata/INCOMPLETE says why."""
-        global _active
         if self._closed:
             return self._summary
         self._closed = True
         if os.getpid() != self._pid:
             # A forked child: the dump is the parent's, which closes it; the child dumped nothing.
             return None
-        if _active is self:
-            _active = None
-            _uninstall()
+        if _state.active is self:
+            _state.active = None
+            _torch_patches.uninstall()
         atexit.unregister(self.close)
         if (self._auto and self.off_reason == "" and not self._open_failed and
                 (self._host is None or self._host.calls == 0)):
@@ -271,7 +254,7 @@ class Dump:
         if isinstance(obj, torch.optim.Optimizer):
             self._track_optimizer(obj)
         elif isinstance(obj, torch.nn.parallel.DistributedDataParallel):
-            _hook_ddp(obj)
+            _torch_ddp.hook_ddp(obj)
         else:
             raise TypeError(f"Dump.track: expected a torch.optim.Optimizer or a "
                             f"DistributedDataParallel, got {type(obj).__name__}")
@@ -419,7 +402,7 @@ class Dump:
         original = optimizer.step  # bound method, or an LR scheduler's counting wrapper
 
         def step(opt, *args, **kwargs):
-            dump = _active
+            dump = _state.active
             if dump is not None and os.getpid() == dump._pid and not dump._closed:
                 dump._open_host()  # a step before any module call: the rank is known now
             host = _dumping_host(dump)
@@ -448,8 +431,8 @@ class Dump:
             host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
             if run is not None:
                 run.after_step()
-            if _after_iteration is not None:
-                _after_iteration(dump, iteration)
+            if _state.after_iteration is not None:
+                _state.after_iteration(dump, iteration)
             return out
 
         # An LR scheduler created later wraps this bound method again (it needs __func__); one
@@ -475,162 +458,3 @@ class Dump:
         pending, self._pending_allreduce = self._pending_allreduce, []
         for token, params in pending:
             self._host.end_allreduce(token, [p.grad for p in params])
-
-
-# --- patches ------------------------------------------------------------------------------
-
-
-def _patch(owner, name, value):
-    _patches.append((owner, name, owner.__dict__.get(name, _MISSING)))
-    setattr(owner, name, value)
-
-
-def _install(auto):
-    ddp = torch.nn.parallel.DistributedDataParallel
-    _patch(torch.nn.Module, "__call__", _eager_call)
-    _patch(torch.jit.ScriptModule, "__call__", _script_call)
-    _patch(torch.autograd, "backward", _backward)
-    _patch(ddp, "__init__", _ddp_init)
-    _patch(ddp, "register_comm_hook", _ddp_register_comm_hook)
-    if auto:
-        _patch(torch.optim.Optimizer, "__init__", _optimizer_init)
-
-
-def _uninstall():
-    while _patches:
-        owner, name, original = _patches.pop()
-        if original is _MISSING:
-            delattr(owner, name)
-        else:
-            setattr(owner, name, original)
-
-
-_module_call = torch.nn.Module.__call__
-# Containers whose forward only calls the module inside: that module is the graph.
-_TRANSPARENT = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
-_autograd_backward = torch.autograd.backward
-_optimizer_init_original = torch.optim.Optimizer.__init__
-_ddp_init_original = torch.nn.parallel.DistributedDataParallel.__init__
-_ddp_register_original = torch.nn.parallel.DistributedDataParallel.register_comm_hook
-
-
-def _script_call(module, *args, **kwargs):
-    dump = _active
-    if dump is not None and dump._precision is not None and not dump._precision.busy:
-        out = dump._precision.root_call(module, _script_call, args, kwargs)
-        dump._precision.after_root_call(len(dump._optimizers))
-        return out
-    if dump is not None and dump._routes(module):
-        out = dump._call(module, args, kwargs)
-        if out is not _NOT_RUN:
-            return out
-    return _module_call(module, *args, **kwargs)
-
-
-def _eager_call(module, *args, **kwargs):
-    dump = _active
-    if dump is not None and dump._precision is not None and not dump._precision.busy:
-        out = dump._precision.root_call(module, _eager_call, args, kwargs)
-        dump._precision.after_root_call(len(dump._optimizers))
-        return out
-    host = dump._eager_host() if dump is not None else None
-    if host is None or isinstance(module, _TRANSPARENT):
-        return _module_call(module, *args, **kwargs)
-    if not host.enter_module(module):  # a module called from outside any other, not yet known
-        if dump._takes_root(module):
-            dump._add_eager(module)
-            host.enter_module(module)
-        else:
-            host.enter_uncaptured()
-    try:
-        return _module_call(module, *args, **kwargs)
-    except Exception as e:
-        failure = host.take_failure()
-        if failure and e.args and isinstance(e.args[0], str):
-            e.args = (f"{failure}: {e.args[0]}",) + e.args[1:]
-        raise
-    finally:
-        host.exit_module()
-
-
-def _dumping_host(dump):
-    """The host of `dump` when it dumps in this process, else None."""
-    if dump is None or os.getpid() != dump._pid or not dump._dumping():
-        return None
-    return dump._host
-
-
-def _backward(*args, **kwargs):
-    dump = _active
-    host = _dumping_host(dump)
-    if host is None:
-        return _autograd_backward(*args, **kwargs)
-    tensors = args[0] if args else kwargs.get("tensors")
-    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
-    backward_pass = host.hook_backward(roots)
-    try:
-        return _autograd_backward(*args, **kwargs)
-    finally:
-        backward_pass.close()
-        dump._flush_allreduce()
-
-
-def _optimizer_init(optimizer, *args, **kwargs):
-    _optimizer_init_original(optimizer, *args, **kwargs)
-    if _active is not None and _active._auto:
-        _active._track_optimizer(optimizer)
-
-
-class _CommHookState:
-    """Our DDP communication hook's state: the process group, and the user's own hook (if they
-    register one) that it calls instead of the plain all-reduce."""
-
-    def __init__(self, process_group):
-        self.process_group = process_group
-        self.inner = None  # (state, hook)
-
-
-def _ddp_init(ddp, *args, **kwargs):
-    _ddp_init_original(ddp, *args, **kwargs)
-    dump = _active
-    if dump is not None and dump._routes(ddp.module):
-        _hook_ddp(ddp)
-
-
-def _hook_ddp(ddp):
-    if getattr(ddp, "_graphdump_comm", None) is not None:
-        return
-    state = _CommHookState(ddp.process_group)
-    _ddp_register_original(ddp, state, _dump_comm_hook)
-    ddp._graphdump_comm = state
-
-
-def _ddp_register_comm_hook(ddp, state, hook):
-    ours = getattr(ddp, "_graphdump_comm", None)
-    if ours is None:
-        return _ddp_register_original(ddp, state, hook)
-    if ours.inner is not None:
-        raise RuntimeError("register_comm_hook can only be called once")
-    ours.inner = (state, hook)
-
-
-def _allreduce_mean(process_group, bucket):
-    """DDP's own reduction: each gradient times 1/world_size, then summed over ranks (without a
-    hook DDP multiplies while copying into the bucket; with one it copies, so we multiply)."""
-    tensor = bucket.buffer()
-    tensor.mul_(1.0 / process_group.size())
-    future = torch.distributed.all_reduce(tensor, group=process_group, async_op=True).get_future()
-    return future.then(lambda f: f.value()[0])
-
-
-def _dump_comm_hook(state, bucket):
-    dump = _active
-    host = _dumping_host(dump)
-    if host is not None:
-        params = bucket.parameters()
-        token = host.begin_allreduce(params, bucket.gradients())
-        # The reduced gradients are in the parameters' .grad once backward() returns: dumped then.
-        dump._pending_allreduce.append((token, params))
-    if state.inner is not None:
-        return state.inner[1](state.inner[0], bucket)
-    return _allreduce_mean(state.process_group, bucket)

@@ -6,13 +6,16 @@ arguments; random kernels, run-time arguments, backward and optimizer kernels ar
 why; bad names, iterations and ranks are usage errors listing what exists."""
 import json
 import os
+import sys
 
 import numpy as np
+import pytest
 import torch
 
 import gdmodels
 import gdtest as t
 import precision_fixture as p
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def replay(*args, check=0):
@@ -39,28 +42,45 @@ def rel(a, b, norm_of=None):
 
 
 def close(x, y, what):
-    t.expect(abs(x - y) <= 1e-9 * max(abs(y), 1e-300) + 1e-15, f"{what}: {x} vs {y}")
+    assert abs(x - y) <= 1e-9 * max(abs(y), 1e-300) + 1e-15, f"{what}: {x} vs {y}"
 
 
-work = t.temp_dir()
-try:
+@pytest.fixture(scope="module")
+def dot_runs(work):
+    """dot_net in float32 and bfloat16: (fp32 dump, bf16 dump, names, dot, mul, tanh)."""
     # dot_net: the bfloat16 dot accumulates in bfloat16.
     fp32, _, _ = p.dump_run(work, "dot_fp32", "dot_net", ["dot_x.npy"])
     low, _, _ = p.dump_run(work, "dot_bf16", "dot_net", ["dot_x.npy"], "--precision", "bf16")
     names = p.kernel_names(fp32)
     dot, mul, tanh = p.find(names, "dot"), p.find(names, "mul"), p.find(names, "tanh")
+    return fp32, low, names, dot, mul, tanh
+
+
+@pytest.fixture(scope="module")
+def var_runs(work):
+    """naive_var in float32 and bfloat16: (fp32 dump, bf16 dump, names, sub)."""
+    # naive_var: E[x^2] - E[x]^2 in bfloat16 is exact but cancels.
+    vfp32, _, _ = p.dump_run(work, "var_fp32", "naive_var", ["var_x.npy"])
+    vlow, _, _ = p.dump_run(work, "var_bf16", "naive_var", ["var_x.npy"], "--precision", "bf16")
+    vnames = p.kernel_names(vfp32)
+    sub = p.find(vnames, "sub")
+    return vfp32, vlow, vnames, sub
+
+
+def test_dot_net_dot_is_inaccurate(dot_runs):
+    fp32, low, names, dot, mul, tanh = dot_runs
     r = replay_json(low, dot, "--reference", fp32)
-    t.expect_eq((r["kernel"], r["verdict"], r["dtype"], r["replayable"]),
-                (dot, "inaccurate", "bfloat16", True), "dot_net's dot in bfloat16")
-    t.expect(r["reproduces"], f"the replayed dot equals the dumped one bit for bit: {r}")
-    t.expect(r["schema"].startswith("aten::dot(Tensor self, Tensor tensor) -> Tensor"),
-             f"schema recorded: {r['schema']}")
+    assert (r["kernel"], r["verdict"], r["dtype"], r["replayable"]) == (dot, "inaccurate", "bfloat16", True), (
+        "dot_net's dot in bfloat16")
+    assert r["reproduces"], f"the replayed dot equals the dumped one bit for bit: {r}"
+    assert r["schema"].startswith("aten::dot(Tensor self, Tensor tensor) -> Tensor"), (
+        f"schema recorded: {r['schema']}")
     h, w = p.load(low, dot, "input", 0), p.load(low, dot, "input", 1)
     exact = float(np.dot(h.astype(np.float64), w.astype(np.float64)))
     close(r["own"]["rel_l2"], rel(p.load(low, dot, "output", 0), [exact]), "own = |dot - f64|/|f64|")
     close(r["rounding"], rel(bf16([exact]), [exact]), "rounding = output rounded to bfloat16")
-    t.expect(r["own"]["rel_l2"] > 0.05 and r["own"]["rel_l2"] > 10 * r["rounding"],
-             f"the dot's own error dwarfs its output's rounding: {r['own']} {r['rounding']}")
+    assert r["own"]["rel_l2"] > 0.05 and r["own"]["rel_l2"] > 10 * r["rounding"], (
+        f"the dot's own error dwarfs its output's rounding: {r['own']} {r['rounding']}")
     hr, wr = p.load(fp32, dot, "input", 0), p.load(fp32, dot, "input", 1)
     ref_exact = float(np.dot(hr.astype(np.float64), wr.astype(np.float64)))
     ref_rounded = float(np.dot(bf16(hr), bf16(wr)))
@@ -68,19 +88,21 @@ try:
           "conditioning = f64(rounded ref inputs) vs f64(ref inputs)")
     close(r["inherited"]["rel_l2"], rel([exact], [ref_rounded], [ref_exact]),
           "inherited = f64(inputs) vs f64(rounded ref inputs), over |f64(ref inputs)|")
-    t.expect(r["conditioning"]["rel_l2"] < 0.01 and r["inherited"]["rel_l2"] < 0.01,
-             f"a dot of positive terms is well-conditioned, its inputs close: {r}")
-    t.expect(r["reason"].startswith("inaccurate at bfloat16: its own error (")
-             and "times what rounding its output to bfloat16 gives" in r["reason"],
-             f"verdict in words: {r['reason']}")
+    assert r["conditioning"]["rel_l2"] < 0.01 and r["inherited"]["rel_l2"] < 0.01, (
+        f"a dot of positive terms is well-conditioned, its inputs close: {r}")
+    assert (r["reason"].startswith("inaccurate at bfloat16: its own error (")
+            and "times what rounding its output to bfloat16 gives" in r["reason"]), (
+        f"verdict in words: {r['reason']}")
     _, text, _ = replay(low, "dot", "--reference", fp32)
-    t.expect("verdict    inaccurate at bfloat16" in text and f"kernel     {dot}" in text
-             and "precision_models.py:" in text, f"text output names kernel, line, verdict:\n{text}")
+    assert ("verdict    inaccurate at bfloat16" in text and f"kernel     {dot}" in text
+            and "precision_models.py:" in text), (
+        f"text output names kernel, line, verdict:\n{text}")
     for neighbour in (mul, tanh):
         r = replay_json(low, neighbour, "--reference", fp32)
-        t.expect_eq(r["verdict"], "inherits", f"{neighbour} after the dot: {r['reason']}")
-        t.expect(r["input_difference"] > 0.05 and r["reason"].startswith(
-            "inherits: its inputs already differ from the reference run's by"), f"{r}")
+        assert r["verdict"] == "inherits", f"{neighbour} after the dot: {r['reason']}"
+        assert (r["input_difference"] > 0.05 and r["reason"].startswith(
+                "inherits: its inputs already differ from the reference run's by")), (
+            f"{r}")
     s, scale = p.load(low, mul, "input", 0), p.load(low, mul, "input", 1)
     sr, scaler = p.load(fp32, mul, "input", 0), p.load(fp32, mul, "input", 1)
     r = replay_json(low, mul, "--reference", fp32)
@@ -90,35 +112,36 @@ try:
           "mul's inherited error")
     close(r["input_difference"], max(rel(s, sr), rel(scale, scaler)), "mul's input difference")
     r = replay_json(low, dot)  # no reference: own only
-    t.expect_eq((r["verdict"], "conditioning" in r), ("inaccurate", False), "dot without reference")
+    assert (r["verdict"], "conditioning" in r) == ("inaccurate", False), "dot without reference"
 
-    # naive_var: E[x^2] - E[x]^2 in bfloat16 is exact but cancels.
-    vfp32, _, _ = p.dump_run(work, "var_fp32", "naive_var", ["var_x.npy"])
-    vlow, _, _ = p.dump_run(work, "var_bf16", "naive_var", ["var_x.npy"], "--precision", "bf16")
-    vnames = p.kernel_names(vfp32)
-    sub = p.find(vnames, "sub")
+
+def test_naive_var_subtraction_is_ill_conditioned(var_runs):
+    vfp32, vlow, vnames, sub = var_runs
     r = replay_json(vlow, sub, "--reference", vfp32)
-    t.expect_eq(r["verdict"], "ill-conditioned", f"naive_var's subtraction: {r['reason']}")
-    t.expect_eq(r["own"]["rel_l2"], 0.0, "the subtraction is exact in bfloat16: no own error")
-    t.expect(r["reproduces"], "the replayed subtraction equals the dumped one")
+    assert r["verdict"] == "ill-conditioned", f"naive_var's subtraction: {r['reason']}"
+    assert r["own"]["rel_l2"] == 0.0, "the subtraction is exact in bfloat16: no own error"
+    assert r["reproduces"], "the replayed subtraction equals the dumped one"
     a, b = p.load(vfp32, sub, "input", 0), p.load(vfp32, sub, "input", 1)
     exact = a.astype(np.float64) - b
     close(r["conditioning"]["rel_l2"], rel(bf16(a) - bf16(b), exact), "sub's conditioning")
-    t.expect(r["conditioning"]["rel_l2"] > 0.5 and r["conditioning"]["rel_l2"] > 10 * r[
-        "inherited"]["rel_l2"], f"rounding the inputs alone ruins the variance: {r}")
-    t.expect(r["reason"].startswith("ill-conditioned: rounding its inputs to bfloat16 alone gives "
-                                    "error "), f"words: {r['reason']}")
+    assert (r["conditioning"]["rel_l2"] > 0.5 and r["conditioning"]["rel_l2"] > 10 * r[
+            "inherited"]["rel_l2"]), (
+        f"rounding the inputs alone ruins the variance: {r}")
+    assert (r["reason"].startswith("ill-conditioned: rounding its inputs to bfloat16 alone gives "
+                                   "error ")), (
+        f"words: {r['reason']}")
     after = vnames[vnames.index(sub) + 1]
     r = replay_json(vlow, after, "--reference", vfp32)
-    t.expect_eq(r["verdict"], "inherits", f"{after}, after the subtraction: {r['reason']}")
-
+    assert r["verdict"] == "inherits", f"{after}, after the subtraction: {r['reason']}"
     # The graph files record the call.
     with open(os.path.join(vfp32, "graphs", "ms_output_trace_code_graph_0.ir")) as f:
         ir = f.read()
-    t.expect("# Schema: aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
-             in ir and "# Arguments: (self=input.0, other=input.1, alpha=1)" in ir,
-             f"the .ir records sub's schema and arguments:\n{ir}")
+    assert ("# Schema: aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"
+            in ir and "# Arguments: (self=input.0, other=input.1, alpha=1)" in ir), (
+        f"the .ir records sub's schema and arguments:\n{ir}")
 
+
+def test_replay_ops_reproduce_bit_for_bit(work):
     # replay_ops: each kernel reproduces its dumped output bit for bit, in float32 and bfloat16.
     ofp32, _, _ = p.dump_run(work, "ops_fp32", "replay_ops", ["ops_x.npy"])
     olow, _, _ = p.dump_run(work, "ops_bf16", "replay_ops", ["ops_x.npy"], "--precision", "bf16")
@@ -126,14 +149,17 @@ try:
     for run, dtype in ((ofp32, "float32"), (olow, "bfloat16")):
         for op in ("conv2d", "linear", "matmul", "softmax", "layer_norm", "add"):
             r = replay_json(run, p.find(onames, op))
-            t.expect(r["replayable"] and r["reproduces"] and r["reproduce_max_abs"] == 0
-                     and r["dtype"] == dtype, f"{op} in {dtype} replays bit for bit: {r}")
+            assert (r["replayable"] and r["reproduces"] and r["reproduce_max_abs"] == 0
+                    and r["dtype"] == dtype), (
+                f"{op} in {dtype} replays bit for bit: {r}")
     with open(os.path.join(ofp32, "graphs", "ms_output_trace_code_graph_0.ir")) as f:
         ir = f.read()
-    t.expect("stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1" in ir
-             and "normalized_shape=[8], weight=input.1, bias=input.2, eps=1e-05" in ir,
-             f"conv2d's and layer_norm's constants in the .ir:\n{ir}")
+    assert ("stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1" in ir
+            and "normalized_shape=[8], weight=input.1, bias=input.2, eps=1e-05" in ir), (
+        f"conv2d's and layer_norm's constants in the .ir:\n{ir}")
 
+
+def test_random_and_run_time_arguments_are_not_replayable(work):
     # Kernels that cannot be replayed: exit 3 and the reason.
     models = os.path.join(work, "models")
     os.makedirs(models)
@@ -150,47 +176,59 @@ try:
     t.run("run", os.path.join(models, "noisy.pt"), "--input", os.path.join(models, "x.npy"),
           "--config", cfg, check=0)
     code, out, err = replay(dump, "dropout", check=None)
-    t.expect(code == 3 and "not replayable: it is a random operator" in err
-             and "random generator" in err, f"dropout: {code} {err}")
+    assert (code == 3 and "not replayable: it is a random operator" in err
+            and "random generator" in err), (
+        f"dropout: {code} {err}")
     code, out, err = replay(dump, "view", "--json", check=None)
     r = json.loads(out)
-    t.expect(code == 3 and not r["replayable"] and "argument 'size' was computed while the "
-             "graph ran" in r["reason"], f"view(x.size(0), -1): {code} {out} {err}")
+    assert (code == 3 and not r["replayable"] and "argument 'size' was computed while the "
+            "graph ran" in r["reason"]), (
+        f"view(x.size(0), -1): {code} {out} {err}")
 
+
+def test_training_kernels(work):
     # Training: forward kernels replay; backward and optimizer kernels are refused.
     dump = os.path.join(work, "train")
     cfg = t.write_config(os.path.join(work, "train.json"), dump, {"net_name": "Net"})
     t.run("train", gdmodels.model_path("mlp"), "--steps", "2", "--input-shape", "4x12",
           "--classes", "3", "--config", cfg, env=p.ONE_THREAD, check=0)
     r = replay_json(dump, "fc2-Linear/linear", "--iteration", "1")
-    t.expect(r["iteration"] == 1 and r["reproduces"] and r["verdict"] == "accurate"
-             and r["reason"].startswith("accurate at float32: its own error (")
-             and " is within 4 roundings of float32" in r["reason"], f"train linear: {r}")
+    assert (r["iteration"] == 1 and r["reproduces"] and r["verdict"] == "accurate"
+            and r["reason"].startswith("accurate at float32: its own error (")
+            and " is within 4 roundings of float32" in r["reason"]), (
+        f"train linear: {r}")
     r = replay_json(dump, "fc2-Linear/linear")
-    t.expect(r["iteration"] == 0 and "replayed iteration 0 of 0, 1 (choose with --iteration)"
-             in r["notes"], f"first of two iterations, noted: {r}")
+    assert (r["iteration"] == 0 and "replayed iteration 0 of 0, 1 (choose with --iteration)"
+            in r["notes"]), (
+        f"first of two iterations, noted: {r}")
     code, out, err = replay(dump, "NllLossBackward0", check=None)
-    t.expect(code == 3 and "it is a backward kernel" in err, f"backward kernel: {code} {err}")
+    assert code == 3 and "it is a backward kernel" in err, f"backward kernel: {code} {err}"
     code, out, err = replay(dump, "ApplyGradientDescent-op15", check=None)
-    t.expect(code == 3 and "it is an optimizer update" in err, f"optimizer: {code} {err}")
+    assert code == 3 and "it is an optimizer update" in err, f"optimizer: {code} {err}"
 
+
+def test_usage_errors(work, dot_runs, var_runs):
+    fp32, low, names, dot, mul, tanh = dot_runs
+    vfp32 = var_runs[0]
     # Usage errors: exit 2, naming what was given and the candidates.
     code, _, err = replay(low, "op", check=None)
-    t.expect(code == 2 and "'op' matches 6 kernels" in err and dot in err, f"ambiguous: {err}")
+    assert code == 2 and "'op' matches 6 kernels" in err and dot in err, f"ambiguous: {err}"
     code, _, err = replay(low, "nosuch", check=None)
-    t.expect(code == 2 and "no kernel of" in err and "'nosuch'" in err and dot in err,
-             f"unknown kernel: {err}")
+    assert code == 2 and "no kernel of" in err and "'nosuch'" in err and dot in err, (
+        f"unknown kernel: {err}")
     code, _, err = replay(low, dot, "--iteration", "7", check=None)
-    t.expect(code == 2 and "--iteration 7" in err and "iterations 0" in err, f"iteration: {err}")
+    assert code == 2 and "--iteration 7" in err and "iterations 0" in err, f"iteration: {err}"
     code, _, err = replay(low, dot, "--rank", "3", check=None)
-    t.expect(code == 2 and "--rank 3" in err and "holds ranks 0" in err, f"rank: {err}")
+    assert code == 2 and "--rank 3" in err and "holds ranks 0" in err, f"rank: {err}"
     code, _, err = replay(low, dot, "--reference", vfp32, check=None)
-    t.expect(code == 2 and "the reference" in err and dot in err, f"reference lacks it: {err}")
+    assert code == 2 and "the reference" in err and dot in err, f"reference lacks it: {err}"
     code, _, err = replay(os.path.join(work, "missing"), dot, check=None)
-    t.expect(code == 2 and "missing" in err, f"missing dump: {err}")
+    assert code == 2 and "missing" in err, f"missing dump: {err}"
     code, out, _ = t.run("replay", "--help")
-    t.expect(code == 0 and "graphdump replay bf16/ dot --reference fp32/" in out
-             and "ill-conditioned" in out, f"--help teaches: {out}")
-finally:
-    t.cleanup(work)
-t.finish()
+    assert (code == 0 and "graphdump replay bf16/ dot --reference fp32/" in out
+            and "ill-conditioned" in out), (
+        f"--help teaches: {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

@@ -5,16 +5,20 @@ verdict "not replayable" with the same reason: another operator than the kernel'
 writes no file anywhere), an input slot past 64 bits, lists nested 50,000 deep or 5 million long,
 an expand to 640 GB, a channel shuffle whose groups do not divide the channels, an invalid
 ScalarType. The unedited dump replays."""
+import itertools
 import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
+import pytest
 import torch
 
 import gdtest as t
 import graph_proto
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 PYTHON_REPLAY = """
 import json, sys
@@ -44,8 +48,9 @@ def replay_python(rank_dir, kernel, cwd=None):
     return p.returncode, (json.loads(p.stdout) if p.returncode == 0 else None), p.stderr
 
 
-work = t.temp_dir()
-try:
+@pytest.fixture(scope="module")
+def root(work):
+    """A dump of Victim (its rank directory is root/rank_0)."""
     models = os.path.join(work, "models")
     os.makedirs(models)
     torch.jit.save(torch.jit.script(Victim()), os.path.join(models, "victim.pt"))
@@ -55,95 +60,104 @@ try:
     cfg = t.write_config(os.path.join(work, "c.json"), root)
     t.run("run", os.path.join(models, "victim.pt"), "--input", os.path.join(models, "x.npy"),
           "--config", cfg, check=0)
-    original = os.path.join(root, "rank_0")
+    return root
 
-    # The dump as written replays.
-    for op in ("relu", "expand", "native_channel_shuffle", "to", "cat"):
-        code, r, err = replay_cli(original, op)
-        t.expect(code == 0 and r["replayable"] and r["reproduces"],
-                 f"unedited {op} replays: {code} {r} {err}")
 
-    cases = 0
+_copies = itertools.count(1)
 
-    def crafted(op_type, schema=None, arguments=None, **values):
-        """A copy of the dump whose `op_type` kernel records `schema` and `values` (or the
-        whole `arguments` list); returns (rank dir, full name)."""
-        global cases
-        cases += 1
-        dump = os.path.join(work, f"crafted{cases}")
-        shutil.copytree(root, dump)
-        rank_dir = os.path.join(dump, "rank_0")
-        graph = graph_proto.read(rank_dir)
-        k = graph_proto.kernel(graph, op_type)
-        if arguments is not None:
-            del k.arguments[:]
-            for name, value in arguments:
-                k.arguments.add(name=name, value=value)
-        graph_proto.set_call(k, schema, **values)
-        graph_proto.write(rank_dir, graph)
-        return rank_dir, k.full_name
 
-    def refused(rank_dir, kernel, reason, what, cwd=None):
-        """Both the CLI and Python refuse the kernel with `reason` in their words."""
-        code, r, err = replay_cli(rank_dir, kernel, cwd)
-        t.expect(code == 3 and r is not None and not r["replayable"] and reason in r["reason"]
-                 and reason in err, f"{what}: CLI exit 3 naming '{reason}': {code} {r} {err}")
-        code, r, err = replay_python(rank_dir, kernel, cwd)
-        t.expect(code == 0 and r["verdict"] == "not replayable" and reason in r["reason"],
-                 f"{what}: graphdump.replay returns 'not replayable' ({reason}): {code} {r} {err}")
+def crafted(work, root, op_type, schema=None, arguments=None, **values):
+    """A copy of the dump whose `op_type` kernel records `schema` and `values` (or the
+    whole `arguments` list); returns (rank dir, full name)."""
+    dump = os.path.join(work, f"crafted{next(_copies)}")
+    shutil.copytree(root, dump)
+    rank_dir = os.path.join(dump, "rank_0")
+    graph = graph_proto.read(rank_dir)
+    k = graph_proto.kernel(graph, op_type)
+    if arguments is not None:
+        del k.arguments[:]
+        for name, value in arguments:
+            k.arguments.add(name=name, value=value)
+    graph_proto.set_call(k, schema, **values)
+    graph_proto.write(rank_dir, graph)
+    return rank_dir, k.full_name
 
+
+def refused(rank_dir, kernel, reason, what, cwd=None):
+    """Both the CLI and Python refuse the kernel with `reason` in their words."""
+    code, r, err = replay_cli(rank_dir, kernel, cwd)
+    assert (code == 3 and r is not None and not r["replayable"] and reason in r["reason"]
+            and reason in err), f"{what}: CLI exit 3 naming '{reason}': {code} {r} {err}"
+    code, r, err = replay_python(rank_dir, kernel, cwd)
+    assert code == 0 and r["verdict"] == "not replayable" and reason in r["reason"], (
+        f"{what}: graphdump.replay returns 'not replayable' ({reason}): {code} {r} {err}")
+
+
+@pytest.mark.parametrize("op", ["relu", "expand", "native_channel_shuffle", "to", "cat"])
+def test_the_dump_as_written_replays(root, op):
+    code, r, err = replay_cli(os.path.join(root, "rank_0"), op)
+    assert code == 0 and r["replayable"] and r["reproduces"], (
+        f"unedited {op} replays: {code} {r} {err}")
+
+
+@pytest.mark.parametrize("in_target", [True, False])
+def test_a_kernel_recording_aten_save_runs_nothing(work, root, in_target):
     # A relu kernel recording aten::save: nothing runs, no file appears.
     target_dir = os.path.join(work, "target")
     cwd = os.path.join(work, "cwd")
-    os.makedirs(target_dir)
-    os.makedirs(cwd)
-    for filename in (os.path.join(target_dir, "owned.pt"), "owned.pt"):
-        rank_dir, name = crafted("relu", "aten::save(t item, str filename) -> ()",
-                                 [("item", "input.0"), ("filename", json.dumps(filename))])
-        before = sorted(os.listdir(os.path.dirname(rank_dir)))
-        refused(rank_dir, name, "its recorded schema names aten::save and the kernel's op type "
-                "is 'relu': replay runs only a kernel's own operator", f"save to {filename}", cwd)
-        t.expect_eq((os.listdir(target_dir), os.listdir(cwd)), ([], []),
-                    f"save to {filename}: no file written")
-        t.expect_eq(sorted(os.listdir(os.path.dirname(rank_dir))), before,
-                    "save: the dump's directory unchanged")
-        found = [os.path.join(d, f) for d, _, fs in os.walk(work) for f in fs if "owned" in f]
-        t.expect_eq(found, [], "save: no file named owned anywhere under the work directory")
+    os.makedirs(target_dir, exist_ok=True)
+    os.makedirs(cwd, exist_ok=True)
+    filename = os.path.join(target_dir, "owned.pt") if in_target else "owned.pt"
+    rank_dir, name = crafted(work, root, "relu", "aten::save(t item, str filename) -> ()",
+                             [("item", "input.0"), ("filename", json.dumps(filename))])
+    before = sorted(os.listdir(os.path.dirname(rank_dir)))
+    refused(rank_dir, name, "its recorded schema names aten::save and the kernel's op type "
+            "is 'relu': replay runs only a kernel's own operator", f"save to {filename}", cwd)
+    assert (os.listdir(target_dir), os.listdir(cwd)) == ([], []), (
+        f"save to {filename}: no file written")
+    assert sorted(os.listdir(os.path.dirname(rank_dir))) == before, (
+        "save: the dump's directory unchanged")
+    found = [os.path.join(d, f) for d, _, fs in os.walk(work) for f in fs if "owned" in f]
+    assert found == [], "save: no file named owned anywhere under the work directory"
 
+
+CRAFTED = [
     # Argument literals: bounded before parsing, slots validated.
-    rank_dir, name = crafted("cat", tensors="[input.99999999999999999999999, input.1]")
-    refused(rank_dir, name, "its argument 'tensors': it has an unreadable value: "
-            "'[input.99999999999999999999999, input.1]'", "input index past 64 bits")
-    rank_dir, name = crafted("cat", tensors="[" * 50000 + "input.0" + "]" * 50000)
-    refused(rank_dir, name, "is refused: it is 100007 bytes long (at most 65536)",
-            "lists nested 50,000 deep")
-    rank_dir, name = crafted("cat", tensors="[[[[[[[[input.0]]]]]]]]")
-    refused(rank_dir, name, "is refused: its lists nest deeper than 4", "lists nested 8 deep")
-    rank_dir, name = crafted("cat", dim="[" + "1, " * 5_000_000 + "1]")
-    refused(rank_dir, name, "bytes long (at most 65536)", "a 5-million-element list")
-    rank_dir, name = crafted("cat", tensors="[input.0, input.7]")
-    refused(rank_dir, name, "it reads input slot 7 and the dump holds 2 inputs of it",
-            "an input slot the dump lacks")
-
+    ("cat", dict(tensors="[input.99999999999999999999999, input.1]"),
+     "its argument 'tensors': it has an unreadable value: "
+     "'[input.99999999999999999999999, input.1]'", "input index past 64 bits"),
+    ("cat", dict(tensors="[" * 50000 + "input.0" + "]" * 50000),
+     "is refused: it is 100007 bytes long (at most 65536)", "lists nested 50,000 deep"),
+    ("cat", dict(tensors="[[[[[[[[input.0]]]]]]]]"), "is refused: its lists nest deeper than 4",
+     "lists nested 8 deep"),
+    ("cat", dict(dim="[" + "1, " * 5_000_000 + "1]"), "bytes long (at most 65536)",
+     "a 5-million-element list"),
+    ("cat", dict(tensors="[input.0, input.7]"),
+     "it reads input slot 7 and the dump holds 2 inputs of it", "an input slot the dump lacks"),
     # Sizes: checked against the memory budget before anything allocates them.
-    rank_dir, name = crafted("expand", size="[1000000, 10000, 4, 2, 2]")
-    refused(rank_dir, name, "its outputs take 596.0 GiB, over replay's memory budget of",
-            "expand to 640 GB")
-
+    ("expand", dict(size="[1000000, 10000, 4, 2, 2]"),
+     "its outputs take 596.0 GiB, over replay's memory budget of", "expand to 640 GB"),
     # Values LibTorch would fault on or misread.
-    rank_dir, name = crafted("native_channel_shuffle", groups="3")
-    refused(rank_dir, name, "its groups (3) does not divide the input's channels (4)",
-            "channel shuffle by 3 of 4 channels (SIGFPE)")
-    rank_dir, name = crafted("native_channel_shuffle", groups="0")
-    refused(rank_dir, name, "its groups (0) does not divide the input's channels (4)",
-            "channel shuffle by 0")
-    for dtype in ("99", "12", "-1"):
-        rank_dir, name = crafted("to", dtype=dtype)
-        refused(rank_dir, name, f"argument 'dtype': it is no dtype LibTorch computes in "
-                f"(ScalarType {dtype})", f"ScalarType {dtype}")
-    rank_dir, name = crafted("to", memory_format="99")
-    refused(rank_dir, name, "argument 'memory_format': no memory format is numbered 99",
-            "MemoryFormat 99")
-finally:
-    t.cleanup(work)
-t.finish()
+    ("native_channel_shuffle", dict(groups="3"),
+     "its groups (3) does not divide the input's channels (4)",
+     "channel shuffle by 3 of 4 channels (SIGFPE)"),
+    ("native_channel_shuffle", dict(groups="0"),
+     "its groups (0) does not divide the input's channels (4)", "channel shuffle by 0"),
+] + [
+    ("to", dict(dtype=dtype),
+     f"argument 'dtype': it is no dtype LibTorch computes in (ScalarType {dtype})",
+     f"ScalarType {dtype}") for dtype in ("99", "12", "-1")
+] + [
+    ("to", dict(memory_format="99"), "argument 'memory_format': no memory format is numbered 99",
+     "MemoryFormat 99"),
+]
+
+
+@pytest.mark.parametrize("op_type, values, reason, what", CRAFTED, ids=[c[3] for c in CRAFTED])
+def test_crafted_calls_are_refused(work, root, op_type, values, reason, what):
+    rank_dir, name = crafted(work, root, op_type, **values)
+    refused(rank_dir, name, reason, what)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

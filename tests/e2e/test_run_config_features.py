@@ -5,8 +5,10 @@ import glob
 import json
 import os
 import re
+import sys
 
 import numpy as np
+import pytest
 import torch
 
 import gdmodels
@@ -57,15 +59,14 @@ def test_dump_mode_and_kernel_selection():
     for common, extra, expected in cases:
         tmp, root, _ = dump_run("mlp", common, args=MLP + extra)
         names = {n for n, _, _ in tensors(step(root, 0))}
-        gdtest.expect_eq(names, expected, f"kernels dumped with {common} {extra}")
+        assert names == expected, f"kernels dumped with {common} {extra}"
         gdtest.cleanup(tmp)
     tmp, root, out = dump_run("mlp", {"dump_mode": 1, "kernels": ["conv2d"]}, args=MLP)
-    gdtest.expect(out.count("unused kernel in config: conv2d") == 1,
-                  f"unused entry reported once:\n{out}")
+    assert out.count("unused kernel in config: conv2d") == 1, f"unused entry reported once:\n{out}"
     gdtest.cleanup(tmp)
     # Set-dump from the CLI on a module that does not exist: usage error naming it.
     tmp, root, out = dump_run("mlp", {"dump_mode": 2}, args=MLP + ["--set-dump", "fc9"], check=2)
-    gdtest.expect("fc9" in out and "fc1" in out, f"--set-dump error names the paths:\n{out}")
+    assert "fc9" in out and "fc1" in out, f"--set-dump error names the paths:\n{out}"
     gdtest.cleanup(tmp)
 
 
@@ -73,10 +74,10 @@ def test_iterations_and_initial_iteration():
     tmp, root, _ = dump_run("mlp", {"iteration": "1|3-4", "initial_iteration": 1},
                             args=MLP + ["--steps", "5"])
     dirs = sorted(os.listdir(os.path.join(root, "Net", "0")))
-    gdtest.expect_eq([d for d in dirs if d.isdigit()], ["1", "3", "4"], "iteration directories")
+    assert [d for d in dirs if d.isdigit()] == ["1", "3", "4"], "iteration directories"
     order = open(os.path.join(root, "execution_order",
                               "ms_global_execution_order_graph_0.csv")).read().split()
-    gdtest.expect_eq(order, ["1", "2", "3", "4", "5"], "global execution order")
+    assert order == ["1", "2", "3", "4", "5"], "global execution order"
     gdtest.cleanup(tmp)
 
 
@@ -84,7 +85,7 @@ def test_input_output():
     for io, expected in ((0, {"input", "output"}), (1, {"input"}), (2, {"output"})):
         tmp, root, _ = dump_run("mlp", {"input_output": io}, args=MLP)
         got = {k for _, k, _ in tensors(step(root, 0))}
-        gdtest.expect_eq(got, expected, f"input_output {io}")
+        assert got == expected, f"input_output {io}"
         gdtest.cleanup(tmp)
 
 
@@ -95,18 +96,18 @@ def test_saved_data_and_statistics():
                                 args=MLP)
         d = step(root, 0)
         rows = open(os.path.join(d, "statistic.csv")).read().splitlines()
-        gdtest.expect(rows[0].endswith("Max Value,Min Value,Avg Value,MD5"),
-                      f"statistic.csv header: {rows[0]}")
-        gdtest.expect(len(rows) > 6, f"{saved}: one row per tensor ({len(rows)} lines)")
+        assert rows[0].endswith("Max Value,Min Value,Avg Value,MD5"), (
+            f"statistic.csv header: {rows[0]}")
+        assert len(rows) > 6, f"{saved}: one row per tensor ({len(rows)} lines)"
         has_npy = bool(tensors(d))
-        gdtest.expect_eq(has_npy, saved == "full", f"saved_data {saved}: tensor files")
+        assert (has_npy) == (saved == "full"), f"saved_data {saved}: tensor files"
         if saved == "full":
             # The relu output row's max equals the file's max.
             f = [p for p in glob.glob(os.path.join(d, "relu.*.output.0.*.npy"))][0]
             row = [r for r in rows if r.startswith("relu,") and ",output,0," in r][0]
             fields = next(csv.reader([row]))
-            gdtest.expect(abs(float(fields[10]) - float(np.load(f).max())) < 1e-4,
-                          f"statistic max matches the file: {row}")
+            assert abs(float(fields[10]) - float(np.load(f).max())) < 1e-4, (
+                f"statistic max matches the file: {row}")
         gdtest.cleanup(tmp)
 
 
@@ -120,13 +121,13 @@ def test_overflow_mode():
     gdtest.run("run", gdmodels.model_path("mlp"), "--input", os.path.join(tmp, "x.npy"),
                "--config", cfg, check=0)
     files = glob.glob(os.path.join(tmp, "dump", "rank_0", "Net", "0", "0", "*.output.*.npy"))
-    gdtest.expect(len(files) > 0, "overflowing kernels dumped")
+    assert len(files) > 0, "overflowing kernels dumped"
     for f in files:
-        gdtest.expect(not np.isfinite(np.load(f)).all(), f"{f} holds NaN or Inf")
+        assert not np.isfinite(np.load(f)).all(), f"{f} holds NaN or Inf"
     gdtest.cleanup(tmp)
     # Finite input: nothing overflows, nothing is written.
     tmp, root, _ = dump_run("mlp", {"op_debug_mode": 3}, args=MLP)
-    gdtest.expect_eq(tensors(step(root, 0)), [], "no overflow, no files")
+    assert tensors(step(root, 0)) == [], "no overflow, no files"
     gdtest.cleanup(tmp)
 
 
@@ -134,15 +135,15 @@ def test_exception_mode():
     tmp, root, out = dump_run("failing", {"op_debug_mode": 4}, args=["--input-shape", "2x8"],
                               check=3)
     line = gdmodels.source_line("torch.matmul(h, self.weight)  # FAILS_HERE")
-    gdtest.expect(f"make_models.py:{line}" in out and "matmul" in out,
-                  f"the error names the kernel and its line {line}:\n{out}")
+    assert f"make_models.py:{line}" in out and "matmul" in out, (
+        f"the error names the kernel and its line {line}:\n{out}")
     got = tensors(step(root, 0))
-    gdtest.expect_eq(sorted(got), [("Default_matmul-op2", "input", 0),
-                                   ("Default_matmul-op2", "input", 1)],
-                     "exactly the failing kernel's inputs")
+    assert (sorted(got) == [("Default_matmul-op2", "input", 0),
+                                   ("Default_matmul-op2", "input", 1)]), (
+        "exactly the failing kernel's inputs")
     weight = torch.jit.load(gdmodels.model_path("failing")).weight.detach().numpy()
     f = glob.glob(os.path.join(step(root, 0), "matmul.*.input.1.*.npy"))
-    gdtest.expect(f and np.array_equal(np.load(f[0]), weight), "input 1 is the weight")
+    assert f and np.array_equal(np.load(f[0]), weight), "input 1 is the weight"
     gdtest.cleanup(tmp)
 
 
@@ -152,16 +153,14 @@ def test_sampling_kernel_args_constants():
                             args=["--input-shape", "1x3x64x64"])
     d = step(root, 0)
     outs = glob.glob(os.path.join(d, "conv2d.*.output.0.*.npy"))
-    gdtest.expect(len(outs) == 5 and all(np.load(f).shape == (10,) for f in outs),
-                  "sampled outputs have shape (10,)")
+    assert len(outs) == 5 and all(np.load(f).shape == (10,) for f in outs), (
+        "sampled outputs have shape (10,)")
     args = glob.glob(os.path.join(d, "conv2d.Default_features-Sequential_0-Conv2d_conv2d-op0.json"))
-    gdtest.expect(len(args) == 1, f"kernel args file: {os.listdir(d)[:5]}")
-    if args:
-        j = json.load(open(args[0]))
-        gdtest.expect(j.get("stride") == "[4, 4]" and j.get("padding") == "[2, 2]",
-                      f"kernel args: {j}")
+    assert len(args) == 1, f"kernel args file: {os.listdir(d)[:5]}"
+    j = json.load(open(args[0]))
+    assert j.get("stride") == "[4, 4]" and j.get("padding") == "[2, 2]", f"kernel args: {j}"
     consts = glob.glob(os.path.join(root, "Net", "0", "constants", "Parameter.data-*.npy"))
-    gdtest.expect(len(consts) > 0, "constants written once per graph")
+    assert len(consts) > 0, "constants written once per graph"
     gdtest.cleanup(tmp)
 
 
@@ -180,17 +179,16 @@ def test_trans_flag():
         m = torch.jit.load(gdmodels.model_path("channels_last"))
         with torch.no_grad():
             y = m.conv(x.contiguous(memory_format=torch.channels_last))
-        gdtest.expect(len(conv) == 1, "conv output dumped")
-        if conv:
-            got = np.load(conv[0])
-            fmt = FILE.match(os.path.basename(conv[0])).group("fmt")
-            if flag:
-                gdtest.expect(fmt == "DefaultFormat" and np.array_equal(got, y.numpy()),
-                              f"trans_flag true: logical NCHW ({fmt}, {got.shape})")
-            else:
-                gdtest.expect(fmt == "NHWC" and
-                              np.array_equal(got, y.permute(0, 2, 3, 1).numpy()),
-                              f"trans_flag false: as stored, NHWC ({fmt}, {got.shape})")
+        assert len(conv) == 1, "conv output dumped"
+        got = np.load(conv[0])
+        fmt = FILE.match(os.path.basename(conv[0])).group("fmt")
+        if flag:
+            assert fmt == "DefaultFormat" and np.array_equal(got, y.numpy()), (
+                f"trans_flag true: logical NCHW ({fmt}, {got.shape})")
+        else:
+            assert (fmt == "NHWC" and
+                    np.array_equal(got, y.permute(0, 2, 3, 1).numpy())), (
+                f"trans_flag false: as stored, NHWC ({fmt}, {got.shape})")
         gdtest.cleanup(tmp)
 
 
@@ -207,10 +205,10 @@ def test_sync_and_async_write_the_same_files():
         contents.append(files)
         gdtest.cleanup(tmp)
     sync, asyn = contents
-    gdtest.expect_eq(sorted(asyn), sorted(sync), "async writes the same file names")
-    gdtest.expect(all(np.array_equal(sync[k], asyn[k]) for k in sync if k in asyn),
-                  "async writes the same contents")
-    gdtest.expect(any(k.startswith("ReluBackward0") for k in sync), "backward kernels dumped")
+    assert sorted(asyn) == sorted(sync), "async writes the same file names"
+    assert all(np.array_equal(sync[k], asyn[k]) for k in sync if k in asyn), (
+        "async writes the same contents")
+    assert any(k.startswith("ReluBackward0") for k in sync), "backward kernels dumped"
     # Slots are the backward node's indexes: conv1 has no gradient for the network input, so its
     # ConvolutionBackward0 writes outputs 1 (weight) and 2 (bias) only; conv2 writes all three.
     for layer, shapes in (("conv1", {1: (8, 3, 3, 3), 2: (8,)}),
@@ -218,7 +216,7 @@ def test_sync_and_async_write_the_same_files():
         found = {int(re.search(r"\.output\.(\d+)\.", k).group(1)): sync[k].shape for k in sync
                  if k.startswith(f"ConvolutionBackward0.Gradients_Default_{layer}-")
                  and ".output." in k}
-        gdtest.expect_eq(found, shapes, f"{layer} ConvolutionBackward0 output slots and shapes")
+        assert found == shapes, f"{layer} ConvolutionBackward0 output slots and shapes"
 
 
 def test_dump_off_says_why():
@@ -237,9 +235,9 @@ def test_dump_off_says_why():
                 (["--config", cfg], {}, f"rank 0 is not in support_device [1,2] of {cfg}"),
                 ([], {"GRAPHDUMP_CONFIG": off}, f"{off} has enable_dump false")):
             rc, out, err = gdtest.run("run", model, *MLP, *args, env=env)
-            gdtest.expect(rc == 0 and f"dump: off ({why})\n" in out,
-                          f"dump off {args} {env}: exit {rc}\n{out}{err}")
-        gdtest.expect_eq(sorted(os.listdir(tmp)), ["off.json", "sd.json"], "nothing dumped")
+            assert rc == 0 and f"dump: off ({why})\n" in out, (
+                f"dump off {args} {env}: exit {rc}\n{out}{err}")
+        assert sorted(os.listdir(tmp)) == ["off.json", "sd.json"], "nothing dumped"
     finally:
         gdtest.cleanup(tmp)
 
@@ -253,12 +251,10 @@ def test_train_option_errors():
                           (["--lr", "0"], "--lr: '0' is not a positive number"),
                           (["--classes", "0"], "--classes: Value 0 not in range 1 to")):
         rc, out, err = gdtest.run("train", model, *MLP, *args)
-        gdtest.expect(rc == 2 and message in err and "step" not in out,
-                      f"train {' '.join(args)}: exit {rc}\n{out}{err}")
+        assert rc == 2 and message in err and "step" not in out, (
+            f"train {' '.join(args)}: exit {rc}\n{out}{err}")
 
 
-for name, fn in list(globals().items()):
-    if name.startswith("test_") and callable(fn):
-        print("==", name)
-        fn()
-gdtest.finish()
+
+if __name__ == "__main__":
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

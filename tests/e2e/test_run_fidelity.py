@@ -5,8 +5,10 @@ same .pt, same input); the final output equals the TorchScript module's forward.
 import glob
 import os
 import re
+import sys
 
 import numpy as np
+import pytest
 import torch
 
 import gdmodels
@@ -48,7 +50,8 @@ def last_output_file(step_dir, prefix):
     return best[1] if best else None
 
 
-def check(name, shape):
+@pytest.mark.parametrize("name, shape", CASES)
+def test_run_matches_forward_hooks(name, shape):
     tmp = gdtest.temp_dir()
     try:
         torch.manual_seed(1)
@@ -63,12 +66,12 @@ def check(name, shape):
         scripted = torch.jit.load(gdmodels.model_path(name))
         with torch.no_grad():
             expected_final = scripted(x)
-        gdtest.expect(np.array_equal(np.load(out), expected_final.numpy()),
-                      f"{name}: final output differs from module.forward")
+        assert np.array_equal(np.load(out), expected_final.numpy()), (
+            f"{name}: final output differs from module.forward")
         eager = gdmodels.eager_with_weights(name)
         captured, eager_final = leaf_outputs(eager, x)
-        gdtest.expect(np.array_equal(np.load(out), eager_final.numpy()),
-                      f"{name}: final output differs from the eager module")
+        assert np.array_equal(np.load(out), eager_final.numpy()), (
+            f"{name}: final output differs from the eager module")
         step_dir = os.path.join(tmp, "dump", "rank_0", "Net", "0", "0")
         compared = 0
         for path, expected in captured.items():
@@ -77,12 +80,12 @@ def check(name, shape):
                 continue  # a leaf module without kernels (nn.Identity, nn.Flatten as a view)
             compared += 1
             got = np.load(f)
-            gdtest.expect(got.shape == tuple(expected.shape) and np.array_equal(got, expected.numpy()),
-                          f"{name}: module {path}: {os.path.basename(f)} differs from the "
-                          f"forward hook's output (max abs diff "
-                          f"{np.abs(got.astype(np.float64) - expected.numpy()).max() if got.shape == tuple(expected.shape) else 'shape'})")
-        gdtest.expect(compared >= len(captured) * 0.8,
-                      f"{name}: only {compared} of {len(captured)} leaf modules found in the dump")
+            assert got.shape == tuple(expected.shape) and np.array_equal(got, expected.numpy()), (
+                f"{name}: module {path}: {os.path.basename(f)} differs from the "
+                f"forward hook's output (max abs diff "
+                f"{np.abs(got.astype(np.float64) - expected.numpy()).max() if got.shape == tuple(expected.shape) else 'shape'})")
+        assert compared >= len(captured) * 0.8, (
+            f"{name}: only {compared} of {len(captured)} leaf modules found in the dump")
         print(f"{name}: {compared} leaf modules compared bit for bit")
     finally:
         gdtest.cleanup(tmp)
@@ -93,7 +96,7 @@ class PairOut(torch.nn.Module):
         return x + 1, x * 2
 
 
-def check_save_output_errors():
+def test_save_output_errors():
     """--save-output: a path that cannot be written is refused before the run; an output that is
     not a tensor is an error, not a silently missing file."""
     tmp = gdtest.temp_dir()
@@ -101,21 +104,20 @@ def check_save_output_errors():
         bad = os.path.join(tmp, "no", "out.npy")
         rc, out, err = gdtest.run("run", gdmodels.model_path("ifloop"), "--input-shape", "2x8",
                                   "--save-output", bad)
-        gdtest.expect(rc == 2 and f"--save-output {bad}: directory {os.path.dirname(bad)}: "
-                      "No such file or directory" in err and "step" not in out,
-                      f"--save-output into a missing directory: exit {rc}\n{out}{err}")
+        assert (rc == 2 and f"--save-output {bad}: directory {os.path.dirname(bad)}: "
+                "No such file or directory" in err and "step" not in out), (
+            f"--save-output into a missing directory: exit {rc}\n{out}{err}")
         pair = os.path.join(tmp, "pair.pt")
         torch.jit.script(PairOut()).save(pair)
         saved = os.path.join(tmp, "out.npy")
         rc, out, err = gdtest.run("run", pair, "--input-shape", "2x3", "--save-output", saved)
-        gdtest.expect(rc == 2 and "the model's output is a Tuple, not a tensor" in err
-                      and "step 1/1" in out and not os.path.exists(saved),
-                      f"--save-output of a tuple output: exit {rc}\n{out}{err}")
+        assert (rc == 2 and "the model's output is a Tuple, not a tensor" in err
+                and "step 1/1" in out and not os.path.exists(saved)), (
+            f"--save-output of a tuple output: exit {rc}\n{out}{err}")
     finally:
         gdtest.cleanup(tmp)
 
 
-check_save_output_errors()
-for model, input_shape in CASES:
-    check(model, input_shape)
-gdtest.finish()
+
+if __name__ == "__main__":
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

@@ -2,11 +2,14 @@
 get their user frames; `--list-kernels` shows the same lines; bad inputs are clear errors."""
 import os
 import re
+import sys
 
 import numpy as np
+import pytest
 
 import gdmodels
 import gdtest
+from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def ir_entry(ir, full_name):
@@ -21,56 +24,63 @@ def ir_entry(ir, full_name):
     return []
 
 
-tmp = gdtest.temp_dir()
-try:
-    cfg = gdtest.write_config(os.path.join(tmp, "d.json"), os.path.join(tmp, "dump"))
+def test_scripted_ir_names_source_lines(work):
+    cfg = gdtest.write_config(os.path.join(work, "d.json"), os.path.join(work, "dump"))
     gdtest.run("run", gdmodels.model_path("ifloop"), "--input-shape", "2x8", "--config", cfg,
                check=0)
-    ir = open(os.path.join(tmp, "dump", "rank_0", "graphs",
+    ir = open(os.path.join(work, "dump", "rank_0", "graphs",
                            "ms_output_trace_code_graph_0.ir")).read()
-    script = os.path.join(gdtest.SOURCE_DIR, "examples", "make_models.py")
     relu_line = gdmodels.source_line("h = torch.relu(h)")
     entry = ir_entry(ir, "Default/relu-op3")
-    gdtest.expect(any(re.search(rf"# In file .*make_models\.py\({relu_line}\)/\s*h = torch\.relu\(h\)/", l)
-                      for l in entry), f"relu-op3 names make_models.py({relu_line}):\n" + "\n".join(entry))
+    assert any(re.search(rf"# In file .*make_models\.py\({relu_line}\)/\s*h = torch\.relu\(h\)/", l)
+               for l in entry), f"relu-op3 names make_models.py({relu_line}):\n" + "\n".join(entry)
     block_line = gdmodels.source_line("h = self.block(h) + h * 0.5")
     entry = ir_entry(ir, "Default/block-Sequential/0-Linear/linear-op5")
-    gdtest.expect(len(entry) >= 5 and "linear.py" in entry[3] and
-                  f"make_models.py({block_line})" in entry[-1],
-                  "the linear inside block names linear.py first and the call site last:\n" +
-                  "\n".join(entry))
-    gdtest.expect("(<Tensor[float32], (2, 8)>, <Tensor[float32], (16, 8)>" in ir,
-                  "inputs carry dtype and shape")
+    assert (len(entry) >= 5 and "linear.py" in entry[3] and
+            f"make_models.py({block_line})" in entry[-1]), (
+        "the linear inside block names linear.py first and the call site last:\n" +
+        "\n".join(entry))
+    assert "(<Tensor[float32], (2, 8)>, <Tensor[float32], (16, 8)>" in ir, (
+        "inputs carry dtype and shape")
+
+
+def test_configuration_from_the_environment(work):
     # The configuration from the environment (docs/configuration.md) instead of --config.
-    env_dump = os.path.join(tmp, "envdump")
-    env_cfg = gdtest.write_config(os.path.join(tmp, "env.json"), env_dump)
+    env_dump = os.path.join(work, "envdump")
+    env_cfg = gdtest.write_config(os.path.join(work, "env.json"), env_dump)
     _, out, _ = gdtest.run("run", gdmodels.model_path("mlp"), "--input-shape", "2x12",
                            env={"MINDSPORE_DUMP_CONFIG": env_cfg}, check=0)
-    gdtest.expect(f"dump: {env_dump}/rank_0" in out and
-                  os.path.isdir(os.path.join(env_dump, "rank_0", "Net", "0", "0")),
-                  f"MINDSPORE_DUMP_CONFIG enables the dump:\n{out}")
-    # traced model: the user frame.
+    assert (f"dump: {env_dump}/rank_0" in out and
+            os.path.isdir(os.path.join(env_dump, "rank_0", "Net", "0", "0"))), (
+        f"MINDSPORE_DUMP_CONFIG enables the dump:\n{out}")
+
+
+def test_traced_model_points_at_user_frames():
     _, out, _ = gdtest.run("run", gdmodels.model_path("traced_mlp"), "--list-kernels", check=0)
-    gdtest.expect(re.search(r"Default/fc1-Linear/linear-op0\tfc1\t.*make_models\.py:\d+", out),
-                  f"traced kernels point at make_models.py:\n{out}")
+    assert re.search(r"Default/fc1-Linear/linear-op0\tfc1\t.*make_models\.py:\d+", out), (
+        f"traced kernels point at make_models.py:\n{out}")
+
+
+def test_bad_inputs_are_clear_errors(work):
     # Errors: missing model, not an archive, bad npy, wrong arity.
-    code, _, err = gdtest.run("run", os.path.join(tmp, "missing.pt"))
-    gdtest.expect(code == 2 and "missing.pt does not exist" in err, f"missing model: {code} {err}")
-    bad = os.path.join(tmp, "bad.pt")
+    code, _, err = gdtest.run("run", os.path.join(work, "missing.pt"))
+    assert code == 2 and "missing.pt does not exist" in err, f"missing model: {code} {err}"
+    bad = os.path.join(work, "bad.pt")
     open(bad, "w").write("not a zip")
     code, _, err = gdtest.run("run", bad)
-    gdtest.expect(code == 2 and "not a TorchScript archive" in err, f"bad model: {code} {err}")
-    badnpy = os.path.join(tmp, "bad.npy")
+    assert code == 2 and "not a TorchScript archive" in err, f"bad model: {code} {err}"
+    badnpy = os.path.join(work, "bad.npy")
     open(badnpy, "wb").write(b"\x93NUMPY\x01\x00garbage")
     code, _, err = gdtest.run("run", gdmodels.model_path("mlp"), "--input", badnpy)
-    gdtest.expect(code == 2 and "bad.npy" in err, f"bad npy: {code} {err}")
-    x = os.path.join(tmp, "x.npy")
+    assert code == 2 and "bad.npy" in err, f"bad npy: {code} {err}"
+    x = os.path.join(work, "x.npy")
     np.save(x, np.zeros((2, 12), np.float32))
     code, _, err = gdtest.run("run", gdmodels.model_path("mlp"), "--input", x, "--input", x)
-    gdtest.expect(code == 2 and "takes 1 input" in err, f"wrong arity: {code} {err}")
+    assert code == 2 and "takes 1 input" in err, f"wrong arity: {code} {err}"
     code, _, err = gdtest.run("train", gdmodels.model_path("mlp"), "--input-shape", "2x12",
                               "--classes", "3", "--optimizer", "rmsprop")
-    gdtest.expect(code == 2 and "rmsprop" in err, f"unknown optimizer: {code} {err}")
-finally:
-    gdtest.cleanup(tmp)
-gdtest.finish()
+    assert code == 2 and "rmsprop" in err, f"unknown optimizer: {code} {err}"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))

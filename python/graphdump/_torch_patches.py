@@ -1,0 +1,104 @@
+"""graphdump.torch's patches of PyTorch while a Dump is on: module calls (plain modules
+bracketed for the eager capture, TorchScript modules run through graphdump's executor),
+backward passes, and, with auto, optimizer construction. DistributedDataParallel's are
+_torch_ddp.py's. Not an API."""
+import torch
+
+from . import _torch_ddp
+from . import _torch_state as _state
+from ._torch_state import NOT_RUN as _NOT_RUN
+from ._torch_state import TRANSPARENT as _TRANSPARENT
+from ._torch_state import dumping_host as _dumping_host
+
+_patches = []  # (owner, attribute name, original value or _MISSING)
+_MISSING = object()
+
+
+def _patch(owner, name, value):
+    _patches.append((owner, name, owner.__dict__.get(name, _MISSING)))
+    setattr(owner, name, value)
+
+
+def install(auto):
+    ddp = torch.nn.parallel.DistributedDataParallel
+    _patch(torch.nn.Module, "__call__", _eager_call)
+    _patch(torch.jit.ScriptModule, "__call__", _script_call)
+    _patch(torch.autograd, "backward", _backward)
+    _patch(ddp, "__init__", _torch_ddp.ddp_init)
+    _patch(ddp, "register_comm_hook", _torch_ddp.ddp_register_comm_hook)
+    if auto:
+        _patch(torch.optim.Optimizer, "__init__", _optimizer_init)
+
+
+def uninstall():
+    while _patches:
+        owner, name, original = _patches.pop()
+        if original is _MISSING:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, original)
+
+
+_module_call = torch.nn.Module.__call__
+_autograd_backward = torch.autograd.backward
+_optimizer_init_original = torch.optim.Optimizer.__init__
+
+
+def _script_call(module, *args, **kwargs):
+    dump = _state.active
+    if dump is not None and dump._precision is not None and not dump._precision.busy:
+        out = dump._precision.root_call(module, _script_call, args, kwargs)
+        dump._precision.after_root_call(len(dump._optimizers))
+        return out
+    if dump is not None and dump._routes(module):
+        out = dump._call(module, args, kwargs)
+        if out is not _NOT_RUN:
+            return out
+    return _module_call(module, *args, **kwargs)
+
+
+def _eager_call(module, *args, **kwargs):
+    dump = _state.active
+    if dump is not None and dump._precision is not None and not dump._precision.busy:
+        out = dump._precision.root_call(module, _eager_call, args, kwargs)
+        dump._precision.after_root_call(len(dump._optimizers))
+        return out
+    host = dump._eager_host() if dump is not None else None
+    if host is None or isinstance(module, _TRANSPARENT):
+        return _module_call(module, *args, **kwargs)
+    if not host.enter_module(module):  # a module called from outside any other, not yet known
+        if dump._takes_root(module):
+            dump._add_eager(module)
+            host.enter_module(module)
+        else:
+            host.enter_uncaptured()
+    try:
+        return _module_call(module, *args, **kwargs)
+    except Exception as e:
+        failure = host.take_failure()
+        if failure and e.args and isinstance(e.args[0], str):
+            e.args = (f"{failure}: {e.args[0]}",) + e.args[1:]
+        raise
+    finally:
+        host.exit_module()
+
+
+def _backward(*args, **kwargs):
+    dump = _state.active
+    host = _dumping_host(dump)
+    if host is None:
+        return _autograd_backward(*args, **kwargs)
+    tensors = args[0] if args else kwargs.get("tensors")
+    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    backward_pass = host.hook_backward(roots)
+    try:
+        return _autograd_backward(*args, **kwargs)
+    finally:
+        backward_pass.close()
+        dump._flush_allreduce()
+
+
+def _optimizer_init(optimizer, *args, **kwargs):
+    _optimizer_init_original(optimizer, *args, **kwargs)
+    if _state.active is not None and _state.active._auto:
+        _state.active._track_optimizer(optimizer)

@@ -1,0 +1,36 @@
+"""graphdump.torch's shared state (torch.py, _torch_patches.py, _torch_ddp.py): which Dump is
+on in this process, and the few facts about the process its parts ask for. Not an API."""
+import os
+import sys
+
+import torch
+
+active = None  # the Dump that is on, if any
+# Called as f(dump, iteration) after an optimizer step has ended `iteration` and its statistic
+# rows are written (graphdump hunt's stopper, _hunt_child.py); None otherwise.
+after_iteration = None
+NOT_RUN = object()  # Dump._call: the module was left to TorchScript
+# Containers whose forward only calls the module inside: that module is the graph.
+TRANSPARENT = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+
+
+def log(message):
+    print(f"graphdump: {message}", file=sys.stderr, flush=True)
+
+
+def rank():
+    """This process's rank: torch.distributed's when a process group is initialised, else
+    $RANK (torchrun sets it), else 0."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    text = os.environ.get("RANK", "")
+    return int(text) if text.isdigit() else 0
+
+
+def dumping_host(dump):
+    """The host of `dump` when it dumps in this process, else None."""
+    if dump is None or os.getpid() != dump._pid or not dump._dumping():
+        return None
+    return dump._host
+
