@@ -7,6 +7,7 @@ import re
 import shutil
 import struct
 import subprocess
+import tempfile
 
 import pytest
 
@@ -109,6 +110,26 @@ def png_size(path):
     return struct.unpack('>II', head[16:24])
 
 
+def _chromium(browser, scratch, args):
+    """Runs headless Chromium once with `args`, in a profile of its own under scratch: a
+    profile in use by a Chromium still exiting would make this one hand its work to that one
+    and exit without a screenshot or DOM. Returns the CompletedProcess (text output)."""
+    profile = tempfile.mkdtemp(prefix='chromium_', dir=scratch)
+    # No network at all: a fetch the page tried would fail and leave charts undrawn. The
+    # page's script draws synchronously on load; the virtual time budget only runs while the
+    # page is idle, so a slow (loaded) machine does not cut it short.
+    flags = [browser, '--headless', '--no-sandbox', '--disable-gpu',
+             '--disable-background-networking', '--disable-component-update',
+             '--no-first-run', '--user-data-dir=' + profile,
+             '--host-resolver-rules=MAP * ~NOTFOUND', '--virtual-time-budget=5000']
+    try:
+        return subprocess.run(flags + args, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors='replace') if isinstance(e.stderr, bytes) else e.stderr
+        pytest.fail('chromium %s ran past %ds, stderr:\n%s' % (args[0], e.timeout,
+                                                               (err or '')[-4000:]))
+
+
 def render(scratch, html_path, height=2400):
     """Opens the page in headless Chromium (profile under scratch): checks the screenshot and
     that the script drew every chart before the tables; returns the drawn DOM (a Dom)."""
@@ -118,27 +139,21 @@ def render(scratch, html_path, height=2400):
             pytest.skip('no chromium')
         pytest.fail('chromium is not installed (scripts/install-deps installs it); set '
                     'GRAPHDUMP_SKIP_BROWSER=1 to skip')
-    profile = os.path.join(scratch, 'profile')
     shot = html_path + '.png'
-    # No network at all: a fetch the page tried would fail and leave charts undrawn.
-    flags = [browser, '--headless', '--no-sandbox', '--disable-gpu',
-             '--disable-background-networking', '--disable-component-update',
-             '--no-first-run', '--user-data-dir=' + profile,
-             '--host-resolver-rules=MAP * ~NOTFOUND', '--virtual-time-budget=5000']
     url = 'file://' + html_path
-    p = subprocess.run(flags + ['--screenshot=' + shot, '--window-size=1000,%d' % height, url],
-                       capture_output=True, timeout=120)
-    assert os.path.exists(shot), 'no screenshot: %s' % p.stderr[-2000:]
-    assert png_size(shot) == (1000, height)
-    assert os.path.getsize(shot) > 30000  # drawn charts, not a blank page
-    dom = subprocess.run(flags + ['--dump-dom', url], capture_output=True, text=True,
-                         timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
+    p = _chromium(browser, scratch, ['--screenshot=' + shot, '--window-size=1000,%d' % height, url])
+    why = 'chromium --screenshot exited %d, stderr:\n%s' % (p.returncode, p.stderr[-4000:])
+    assert os.path.exists(shot), 'no screenshot: ' + why
+    assert png_size(shot) == (1000, height), why
+    assert os.path.getsize(shot) > 30000, 'a blank page: ' + why  # drawn charts
+    dom = _chromium(browser, scratch, ['--dump-dom', url])
+    why = 'chromium --dump-dom exited %d, stderr:\n%s' % (dom.returncode, dom.stderr[-4000:])
+    assert dom.returncode == 0, why
     tree = Dom(dom.stdout)
     tree.text = dom.stdout
     body = tree.find('body')[0]
-    assert body.attrs.get('data-charts-drawn') is not None, 'the script did not run'
-    assert int(body.attrs['data-charts-drawn']) == len(tree.find('div', cls='chart'))
+    assert body.attrs.get('data-charts-drawn') is not None, 'the script did not run: ' + why
+    assert int(body.attrs['data-charts-drawn']) == len(tree.find('div', cls='chart')), why
     # Charts first, then the tables, each in a <details> (collapsed until opened).
     text = dom.stdout
     assert text.index('class="plot"') < text.index('<details')
