@@ -4,8 +4,6 @@ A kernel is a dict: full_name, outputs (list of arrays), optional inputs, source
 (file, line, code). `write_dump` writes one rank/graph with the given iterations.
 """
 import os
-import tempfile
-import unittest
 
 import numpy as np
 
@@ -130,17 +128,3 @@ def graphdump(*args):
     import subprocess
     binary = os.environ.get('GRAPHDUMP_BIN', 'graphdump')
     return subprocess.run([binary] + [str(a) for a in args], capture_output=True, text=True)
-
-
-class ScratchTest(unittest.TestCase):
-    """A test case with a scratch directory (self.root), removed after each test."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.root = self.tmp.name
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.root, name)

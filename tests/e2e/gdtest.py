@@ -4,16 +4,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
 SOURCE_DIR = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 BUILD_DIR = os.environ.get("GRAPHDUMP_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
-
-_failures = []
-_checks = 0
-
 
 def run(*args, env=None, check=None, cwd=None, timeout=600):
     """Runs the graphdump CLI; returns (exit code, stdout, stderr)."""
@@ -27,19 +22,6 @@ def run(*args, env=None, check=None, cwd=None, timeout=600):
         raise AssertionError(f"graphdump {' '.join(map(str, args))} exited {p.returncode}, "
                              f"expected {check}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
     return p.returncode, p.stdout, p.stderr
-
-
-def expect(cond, message):
-    """Records a check; failures are listed at the end and make the test exit 1."""
-    global _checks
-    _checks += 1
-    if not cond:
-        _failures.append(message)
-        print("FAIL:", message, file=sys.stderr)
-
-
-def expect_eq(actual, expected, message):
-    expect(actual == expected, f"{message}: got {actual!r}, expected {expected!r}")
 
 
 def temp_dir():
@@ -88,10 +70,3 @@ def in_small_tmpfs(work, size, command, env=None):
 
 def files(pattern):
     return sorted(glob.glob(pattern, recursive=True))
-
-
-def finish():
-    """Prints the summary line and exits non-zero when a check failed."""
-    passed = _checks - len(_failures)
-    print(f"{passed} passed, {len(_failures)} failed")
-    sys.exit(1 if _failures else 0)
