@@ -201,4 +201,4 @@ def test_report_shows_the_rank_that_hit(dumps):
 
 
 if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
+    sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", __file__]))
