@@ -11,7 +11,6 @@ import pytest
 
 import gdmodels
 import gdtest
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def snapshot(root):
@@ -30,16 +29,16 @@ def iterations(dump):
 
 
 @pytest.fixture(scope="module")
-def first(work):
+def first(module_scratch):
     """The first run into `dump`: its exit status and stderr, and a snapshot of its files."""
     model = gdmodels.model_path("small_cnn")
-    dump = os.path.join(work, "dump")
-    config = gdtest.write_config(os.path.join(work, "d.json"), dump,
+    dump = os.path.join(module_scratch, "dump")
+    config = gdtest.write_config(os.path.join(module_scratch, "d.json"), dump,
                                  {"net_name": "net", "saved_data": "full"})
     shape = ["--input-shape", "2x3x16x16"]
     code, _, err = gdtest.run("run", model, *shape, "--steps", 3, "--config", config)
     before = snapshot(dump)
-    script = os.path.join(work, "user.py")
+    script = os.path.join(module_scratch, "user.py")
     with open(script, "w") as f:
         f.write("import torch\n"
                 f"m = torch.jit.load({model!r})\n"
@@ -102,11 +101,12 @@ def test_overwrite_replaces_the_earlier_dump(first):
     assert code == 0, f"graphdump python --overwrite: {err}"
 
 
-def test_failed_run_keeps_incomplete(work):
+def test_failed_run_keeps_incomplete(module_scratch):
     # A run that fails mid-step keeps INCOMPLETE, saying why.
     failing = gdmodels.model_path("failing")
-    fail_dump = os.path.join(work, "fail_dump")
-    fail_config = gdtest.write_config(os.path.join(work, "f.json"), fail_dump, {"net_name": "net"})
+    fail_dump = os.path.join(module_scratch, "fail_dump")
+    fail_config = gdtest.write_config(os.path.join(module_scratch, "f.json"), fail_dump,
+                                      {"net_name": "net"})
     code, _, err = gdtest.run("run", failing, "--input-shape", "2x8", "--config", fail_config)
     assert code == 3, f"the failing model fails (a kernel error): {err}"
     marker = os.path.join(fail_dump, "rank_0", ".dump_metadata", "INCOMPLETE")
@@ -117,17 +117,18 @@ def test_failed_run_keeps_incomplete(work):
             "mat1 and mat2 shapes cannot be multiplied" in text), f"INCOMPLETE says why:\n{text}"
 
 
-def test_raising_script_keeps_incomplete(work):
+def test_raising_script_keeps_incomplete(module_scratch):
     model = gdmodels.model_path("small_cnn")
     # A script that raises leaves INCOMPLETE naming the exception.
-    raising = os.path.join(work, "raising.py")
+    raising = os.path.join(module_scratch, "raising.py")
     with open(raising, "w") as f:
         f.write("import torch\n"
                 f"m = torch.jit.load({model!r})\n"
                 "m(torch.zeros(2, 3, 16, 16))\n"
                 "raise RuntimeError('the data loader broke')\n")
-    py_dump = os.path.join(work, "py_dump")
-    py_config = gdtest.write_config(os.path.join(work, "p.json"), py_dump, {"net_name": "net"})
+    py_dump = os.path.join(module_scratch, "py_dump")
+    py_config = gdtest.write_config(os.path.join(module_scratch, "p.json"), py_dump,
+                                    {"net_name": "net"})
     code, _, err = gdtest.run("python", "--config", py_config, raising)
     assert code == 1, f"the script's exception is its exit status: {err}"
     marker = os.path.join(py_dump, "rank_0", ".dump_metadata", "INCOMPLETE")
@@ -135,16 +136,16 @@ def test_raising_script_keeps_incomplete(work):
     assert "RuntimeError: the data loader broke" in text, f"INCOMPLETE names it:\n{text}"
 
 
-def test_mixed_runs_are_named(work, first):
+def test_mixed_runs_are_named(module_scratch, first):
     # A MindSpore dump (no graphdump config.json) with two files of one tensor in an iteration:
     # two runs mixed; ls and watch say so.
-    ms = os.path.join(work, "ms", "rank_0", "net", "0", "0")
+    ms = os.path.join(module_scratch, "ms", "rank_0", "net", "0", "0")
     os.makedirs(ms)
     for ts in (1700000000000001, 1700000000000002):
         np.save(os.path.join(ms, f"Add.Default_Add-op1.0.0.{ts}.output.0.DefaultFormat.float32.npy"),
                 np.ones(4, np.float32))
     for command in (["ls"], ["watch", "--check", "nan"]):
-        code, _, err = gdtest.run(command[0], os.path.join(work, "ms"), *command[1:])
+        code, _, err = gdtest.run(command[0], os.path.join(module_scratch, "ms"), *command[1:])
         assert ("holds files of more than one run (Default_Add-op1 has two files for "
                 "output 0)" in err and "docs/layout.md" in err), (
             f"{command[0]} names the mixed runs:\n{err}")

@@ -17,7 +17,6 @@ import gdtest as t
 
 sys.path.insert(0, os.path.join(t.SOURCE_DIR, "tests", "python"))
 import make_ascend_dump  # noqa: E402  (the DumpData message, compiled with protoc)
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 RULE = ", not a regular file; graphdump writes only to regular files or new paths (remove it, " \
        "or name another path)"
@@ -43,13 +42,13 @@ def ascend_dump_file(directory, name="Add.Default_Add-op1.0.0.1700"):
 
 
 @pytest.fixture(scope="module")
-def places(work):
+def places(module_scratch):
     """Two dumps to compare, and in out/ a FIFO, a file and a symbolic link to it."""
-    a, b = os.path.join(work, "a"), os.path.join(work, "b")
+    a, b = os.path.join(module_scratch, "a"), os.path.join(module_scratch, "b")
     net = d.simple_net(n=3)
     d.write_dump(a, {0: net})
     d.write_dump(b, {0: net})
-    out = os.path.join(work, "out")
+    out = os.path.join(module_scratch, "out")
     os.makedirs(out)
     fifo = os.path.join(out, "fifo")
     os.mkfifo(fifo)
@@ -92,17 +91,17 @@ def test_outputs_refuse_what_is_not_a_regular_file(places, place, kind, option):
 
 
 @pytest.fixture(scope="module")
-def ascend(work):
+def ascend(module_scratch):
     """(a directory with one Ascend dump file, its name)."""
-    source = os.path.join(work, "ascend")
+    source = os.path.join(module_scratch, "ascend")
     return source, ascend_dump_file(source)
 
 
 @pytest.mark.parametrize("kind", ["a FIFO", "a symbolic link"])
-def test_convert_refuses_what_is_not_a_regular_file(work, places, ascend, kind):
+def test_convert_refuses_what_is_not_a_regular_file(module_scratch, places, ascend, kind):
     # convert: a FIFO or a link under a .npy name in -o is refused, and left as it is.
     source, name = ascend
-    converted = os.path.join(work, "npy_" + kind.split()[-1])
+    converted = os.path.join(module_scratch, "npy_" + kind.split()[-1])
     os.makedirs(converted)
     npy = os.path.join(converted, name + ".output.0.npy")
     if kind == "a FIFO":
@@ -120,12 +119,12 @@ def test_convert_refuses_what_is_not_a_regular_file(work, places, ascend, kind):
         assert f.read() == "keep\n", "the link's target is untouched by convert"
 
 
-def test_convert_says_which_fifo_it_skips(work, ascend):
+def test_convert_says_which_fifo_it_skips(module_scratch, ascend):
     # convert skipped a FIFO named like a dump file without a word.
     source, name = ascend
     planted = os.path.join(source, "Mul.Default_Mul-op2.0.0.1701")
     os.mkfifo(planted)
-    converted = os.path.join(work, "npy_skip")
+    converted = os.path.join(module_scratch, "npy_skip")
     code, stdout, err = t.run("convert", source, "-o", converted, "-q")
     assert code == 0, f"convert converts the rest: {err[-300:]}"
     assert f"graphdump convert: skipped {planted}: it is a FIFO, not a regular file" in err, (

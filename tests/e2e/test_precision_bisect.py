@@ -15,7 +15,6 @@ import pytest
 
 import gdtest as t
 import precision_fixture as p
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 def bisect(*args):
     return t.run("bisect", *args, env=p.ONE_THREAD)
@@ -93,9 +92,9 @@ def check_model(work, model_name, inputs, tolerance, expected_ops):
 
 
 @pytest.fixture(scope="module")
-def dot(work):
+def dot(module_scratch):
     """bisect's JSON result on dot_net, checked by check_model."""
-    return check_model(work, "dot_net", ["dot_x.npy"], 0.01, ["dot"])
+    return check_model(module_scratch, "dot_net", ["dot_x.npy"], 0.01, ["dot"])
 
 
 def test_dot_net_keeps_the_dot(dot):
@@ -128,14 +127,15 @@ def test_text_output(dot):
     assert f"--keep-fp32 '{k['full_name']}'" in command, f"quoted full name: {command}"
 
 
-def test_naive_var_keeps_the_subtraction(work):
-    var = check_model(work, "naive_var", ["var_x.npy"], 0.01, ["mul", "mean", "mul", "sub"])
+def test_naive_var_keeps_the_subtraction(module_scratch):
+    var = check_model(module_scratch, "naive_var", ["var_x.npy"], 0.01,
+                      ["mul", "mean", "mul", "sub"])
     assert (any(k["op_type"] == "sub" and k["source_line"].endswith(
        f":{p.source_line('VAR_LINE')}") for k in var["keep"])), (
         f"the cancelling subtraction is kept: {var['keep']}")
 
 
-def test_random_inputs(work, dot):
+def test_random_inputs(module_scratch, dot):
     k = dot["keep"][0]
     # Random inputs (--input-shape, --seed): the command repeats them, and reproduces the error.
     code, out, err = bisect(p.model("dot_net"), "--input-shape", "16", "--seed", "3",
@@ -145,9 +145,9 @@ def test_random_inputs(work, dot):
     assert ("--input-shape 16 --seed 3 --precision bf16 --keep-fp32" in r["command"]
             and r["keep"][0]["full_name"] == k["full_name"]), (
         f"random input: {r['command']}")
-    ref = run_output(work, "dot_net", [], "random_fp32", "--input-shape", "16", "--seed", "3",
-                     "--precision", "fp32")
-    got = p.norm_rel(reproduce(work, r["command"], "random_fixed"), ref)
+    ref = run_output(module_scratch, "dot_net", [], "random_fp32", "--input-shape", "16",
+                     "--seed", "3", "--precision", "fp32")
+    got = p.norm_rel(reproduce(module_scratch, r["command"], "random_fixed"), ref)
     assert abs(got - r["error"]) <= 1e-9, f"random input reproduced: {got} vs {r['error']}"
 
 
@@ -195,7 +195,7 @@ def test_unreachable_tolerance():
         f"unreachable tolerance: {code} {out} {err}")
 
 
-def test_usage_errors(work):
+def test_usage_errors(module_scratch):
     # Usage errors: exit 2 and a message naming the flag.
     base = [p.model("dot_net"), "--input", p.data("dot_x.npy")]
     for args, words in [
@@ -211,7 +211,7 @@ def test_usage_errors(work):
                             "bf16", "--target", "mul")
     assert code == 2 and "--target 'mul' selects 3 kernels" in err and "full name" in err, (
         f"--target selecting several kernels: {code} {err}")
-    code, out, err = bisect(os.path.join(work, "missing.pt"), "--precision", "bf16")
+    code, out, err = bisect(os.path.join(module_scratch, "missing.pt"), "--precision", "bf16")
     assert code == 2 and "missing.pt does not exist" in err, f"missing model: {code} {err}"
 
 

@@ -19,7 +19,6 @@ import torch
 
 import gdtest as t
 import precision_fixture as p
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 TOLERANCE = 0.01
 ROUNDING_MULTIPLE = 4  # kRoundingMultiple (precision_verdict.h)
@@ -37,10 +36,10 @@ def run_output(work, name, *extra):
 
 
 @pytest.fixture(scope="module")
-def runs(work):
+def runs(module_scratch):
     """The float32 and bfloat16 dumps of pos_enc, their kernel names and the source lines."""
-    fp32, _, _ = p.dump_run(work, "fp32", "pos_enc", ["pos_x.npy"])
-    bf16, _, _ = p.dump_run(work, "bf16", "pos_enc", ["pos_x.npy"], "--precision", "bf16")
+    fp32, _, _ = p.dump_run(module_scratch, "fp32", "pos_enc", ["pos_x.npy"])
+    bf16, _, _ = p.dump_run(module_scratch, "bf16", "pos_enc", ["pos_x.npy"], "--precision", "bf16")
     names = p.kernel_names(fp32)
     sin, mul, cumsum = p.find(names, "sin"), p.find(names, "mul"), p.find(names, "cumsum")
     line = {m: f"precision_models.py:{p.source_line(m)}"
@@ -164,7 +163,7 @@ def test_replay_calls_sin_ill_conditioned(runs, compared):
             assert v["verdict"] == "accurate", f"{name}: {v['reason']}"
 
 
-def test_compare_and_report_replay(work, runs):
+def test_compare_and_report_replay(module_scratch, runs):
     fp32, bf16, names, sin, mul, line = (runs[k] for k in
                                          ("fp32", "bf16", "names", "sin", "mul", "line"))
     # compare --replay and report --replay: the same verdict and chain.
@@ -172,7 +171,7 @@ def test_compare_and_report_replay(work, runs):
     rep = json.loads(out)["replays"]
     assert rep[0]["kernel"] == sin and rep[0]["replay"]["verdict"] == "ill-conditioned", (
         f"compare --replay: {rep}")
-    html_path = os.path.join(work, "report.html")
+    html_path = os.path.join(module_scratch, "report.html")
     code, out, err = t.run("report", "--compare", bf16, fp32, "--replay", "1", "-o", html_path)
     assert code == 0, f"report: {err}"
     with open(html_path) as f:
@@ -184,16 +183,17 @@ def test_compare_and_report_replay(work, runs):
 
 
 @pytest.fixture(scope="module")
-def ref(work):
-    return run_output(work, "ref", "--precision", "fp32")
+def ref(module_scratch):
+    return run_output(module_scratch, "ref", "--precision", "fp32")
 
 
-def test_the_chain_meets_the_tolerance(work, compared, ref):
+def test_the_chain_meets_the_tolerance(module_scratch, compared, ref):
     chain = chain_of(compared)
     # The chain compare names, kept in float32, brings the error under the tolerance.
-    plain = run_output(work, "plain", "--precision", "bf16")
-    chain_out = run_output(work, "chain", "--precision", "bf16", "--keep-fp32", *chain["keep_fp32"])
-    kernels_only = run_output(work, "kernels_only", "--precision", "bf16", "--keep-fp32",
+    plain = run_output(module_scratch, "plain", "--precision", "bf16")
+    chain_out = run_output(module_scratch, "chain", "--precision", "bf16", "--keep-fp32",
+                           *chain["keep_fp32"])
+    kernels_only = run_output(module_scratch, "kernels_only", "--precision", "bf16", "--keep-fp32",
                               *chain["keep_fp32"][:-1])
     assert (p.norm_rel(plain, ref) > 0.1 and p.norm_rel(chain_out, ref) <= TOLERANCE <
             p.norm_rel(kernels_only, ref)), (
@@ -201,7 +201,7 @@ def test_the_chain_meets_the_tolerance(work, compared, ref):
         f"{p.norm_rel(chain_out, ref)}, chain without freqs {p.norm_rel(kernels_only, ref)}")
 
 
-def test_bisect_keeps_freqs(work, runs, ref):
+def test_bisect_keeps_freqs(module_scratch, runs, ref):
     sin = runs["sin"]
     # bisect at the default tolerance: the set holds freqs; its command meets the tolerance.
     code, out, err = t.run("bisect", p.model("pos_enc"), "--input", p.data("pos_x.npy"),
@@ -216,7 +216,7 @@ def test_bisect_keeps_freqs(work, runs, ref):
         f"freqs is a parameter: {b['keep']}")
     words = shlex.split(b["command"])
     assert words[:2] == ["graphdump", "run"] and "freqs" in words, f"command: {b['command']}"
-    fixed = os.path.join(work, "fixed.npy")
+    fixed = os.path.join(module_scratch, "fixed.npy")
     t.run(*words[1:], "--save-output", fixed, env=p.ONE_THREAD, check=0)
     got = p.norm_rel(np.load(fixed), ref)
     assert got <= TOLERANCE and abs(got - b["error"]) <= 1e-9, (
@@ -228,11 +228,11 @@ def test_bisect_keeps_freqs(work, runs, ref):
         f"bisect's text names freqs: {out}")
 
 
-def test_keep_fp32_of_a_parameter(work, runs):
+def test_keep_fp32_of_a_parameter(module_scratch, runs):
     freqs_ref = freqs_reference(runs)
     # --keep-fp32 of a parameter: its dump is float32; a name that is nothing is a usage error.
-    kept_dump, _, _ = p.dump_run(work, "kept", "pos_enc", ["pos_x.npy"], "--precision", "bf16",
-                                 "--keep-fp32", "freqs")
+    kept_dump, _, _ = p.dump_run(module_scratch, "kept", "pos_enc", ["pos_x.npy"],
+                                 "--precision", "bf16", "--keep-fp32", "freqs")
     path = p.tensor_file(kept_dump, "freqs", "output", 0) or p.tensor_file(kept_dump, "freqs",
                                                                            "input", 0)
     assert (path is not None and p.dtype_of(path) == "float32" and

@@ -17,7 +17,6 @@ import pytest
 
 import gdtest as t
 import precision_fixture as p
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 CASES = (("dot_net", ["dot_x.npy"], "dot", "DOT_LINE", "inaccurate"),
          ("naive_var", ["var_x.npy"], "sub", "VAR_LINE", "ill-conditioned"))
@@ -36,25 +35,26 @@ def norm_rel_err(path_a, path_b, small):
 
 
 @pytest.fixture(scope="module")
-def runs(work):
+def runs(module_scratch):
     """{model: (its float32 dump, its bfloat16 dump)}."""
     out = {}
     for model, inputs, _, _, _ in CASES:
-        fp32, _, _ = p.dump_run(work, model + "_fp32", model, inputs)
-        bf16, _, _ = p.dump_run(work, model + "_bf16", model, inputs, "--precision", "bf16")
+        fp32, _, _ = p.dump_run(module_scratch, model + "_fp32", model, inputs)
+        bf16, _, _ = p.dump_run(module_scratch, model + "_bf16", model, inputs,
+                                "--precision", "bf16")
         out[model] = (fp32, bf16)
     return out
 
 
 @pytest.mark.parametrize("model, inputs, op, marker, replay_verdict", CASES)
-def test_compare_names_the_kernel_adding_error(work, runs, model, inputs, op, marker,
+def test_compare_names_the_kernel_adding_error(module_scratch, runs, model, inputs, op, marker,
                                                replay_verdict):
     fp32, bf16 = runs[model]
     names = p.kernel_names(fp32)
     target = p.find(names, op)
     where = f"precision_models.py:{p.source_line(marker)}"
 
-    out_csv = os.path.join(work, model + ".csv")
+    out_csv = os.path.join(module_scratch, model + ".csv")
     code, out, err = t.run("compare", bf16, fp32, "-q", "--out", out_csv)
     assert code == 1, f"{model}: a kernel adds error: {out}{err}"
     assert (f"first divergence: {target} " in out and
@@ -172,7 +172,7 @@ def test_compare_names_the_kernel_adding_error(work, runs, model, inputs, op, ma
 
     # report --compare --replay 1: the attribution chart marks the kernel with its verdict,
     # and the table of kernels adding error holds the replay's words.
-    html_path = os.path.join(work, model + ".html")
+    html_path = os.path.join(module_scratch, model + ".html")
     code, out, err = t.run("report", "--compare", bf16, fp32, "--replay", "1", "-o",
                            html_path)
     assert code == 0, f"{model}: report --replay: {out}{err}"
@@ -201,11 +201,11 @@ def test_compare_names_the_kernel_adding_error(work, runs, model, inputs, op, ma
         f"{model}: the table row of {target} holds the replay's verdict: {row[:2000]}")
 
 
-def test_a_replay_that_dies_is_reported(work, runs):
+def test_a_replay_that_dies_is_reported(module_scratch, runs):
     fp32, bf16 = runs["naive_var"]
     # A replay that dies is reported with its signal, and compare goes on: graphdump beside a
     # graphdump-torch that kills itself.
-    fake = os.path.join(work, "fake_bin")
+    fake = os.path.join(module_scratch, "fake_bin")
     os.makedirs(fake)
     shutil.copy(t.BIN, os.path.join(fake, "graphdump"))
     with open(os.path.join(fake, "graphdump-torch"), "w") as f:
@@ -218,15 +218,16 @@ def test_a_replay_that_dies_is_reported(work, runs):
         f"a replay that crashes: {p_.returncode} {p_.stdout} {p_.stderr}")
 
 
-def test_replay_needs_a_reference(work, runs):
+def test_replay_needs_a_reference(module_scratch, runs):
     fp32, bf16 = runs["naive_var"]
     # --replay needs a reference: with --ranks, or a report of one dump, it is a usage error.
     code, out, err = t.run("compare", bf16, "--ranks", "--replay", "1")
     assert code == 2 and "--replay 1: replays need a reference dump B" in err, (
         f"compare --ranks --replay: {code} {err}")
-    code, out, err = t.run("report", bf16, "--replay", "2", "-o", os.path.join(work, "r.html"))
+    code, out, err = t.run("report", bf16, "--replay", "2", "-o",
+                           os.path.join(module_scratch, "r.html"))
     assert (code == 2 and "replays need --compare A B" in err and
-            not os.path.exists(os.path.join(work, "r.html"))), (
+            not os.path.exists(os.path.join(module_scratch, "r.html"))), (
         f"report DIR --replay: {code} {err}")
     code, out, err = t.run("compare", bf16, fp32, "--replay", "-1")
     assert code == 2 and "expected a number of kernels from 0 to 1000" in err, (

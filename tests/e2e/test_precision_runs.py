@@ -12,17 +12,16 @@ import torch
 import gdmodels
 import gdtest as t
 import precision_fixture as p
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 @pytest.fixture(scope="module")
-def runs(work):
+def runs(module_scratch):
     """The fp32 and bf16 runs of dot_net: (fp32 dump, bf16 dump, the bf16 run's output,
     its --save-output file, the fp32 run's kernel names)."""
-    fp32, _, _ = p.dump_run(work, "fp32", "dot_net", ["dot_x.npy"])
-    out_bf16 = os.path.join(work, "out_bf16.npy")
-    bf16, out, _ = p.dump_run(work, "bf16", "dot_net", ["dot_x.npy"], "--precision", "bf16",
-                              "--save-output", out_bf16)
+    fp32, _, _ = p.dump_run(module_scratch, "fp32", "dot_net", ["dot_x.npy"])
+    out_bf16 = os.path.join(module_scratch, "out_bf16.npy")
+    bf16, out, _ = p.dump_run(module_scratch, "bf16", "dot_net", ["dot_x.npy"],
+                              "--precision", "bf16", "--save-output", out_bf16)
     names = p.kernel_names(fp32)
     return fp32, bf16, out, out_bf16, names
 
@@ -51,12 +50,12 @@ def test_bf16_run_is_named_and_computed_as_eager_bf16(runs):
         "parameters are cast to bfloat16")
 
 
-def test_keep_fp32_computes_the_kept_kernel_in_float32(work, runs):
+def test_keep_fp32_computes_the_kept_kernel_in_float32(module_scratch, runs):
     fp32, bf16, _, _, names = runs
     dot = p.find(names, "dot")
     mul = p.find(names, "mul")
     # --keep-fp32 dot: the dot computes in float32 on its inputs cast up.
-    keep, _, _ = p.dump_run(work, "keep", "dot_net", ["dot_x.npy"], "--precision", "bf16",
+    keep, _, _ = p.dump_run(module_scratch, "keep", "dot_net", ["dot_x.npy"], "--precision", "bf16",
                             "--keep-fp32", dot)
     assert p.kernel_names(keep) == names, "--keep-fp32 renames nothing"
     h = p.load(keep, dot, "input", 0)
@@ -103,10 +102,10 @@ def test_bad_flags_are_usage_errors():
     assert code == 2 and "name-regex(" in err, f"malformed regex entry: {code} {err}"
 
 
-def test_train_in_bf16(work):
+def test_train_in_bf16(module_scratch):
     # Training in bfloat16: parameters and gradients are bfloat16, the loss is finite.
-    dump = os.path.join(work, "train")
-    cfg = t.write_config(os.path.join(work, "train.json"), dump, {"iteration": "0"})
+    dump = os.path.join(module_scratch, "train")
+    cfg = t.write_config(os.path.join(module_scratch, "train.json"), dump, {"iteration": "0"})
     code, out, err = t.run("train", gdmodels.model_path("mlp"), "--steps", "2", "--input-shape",
                            "4x12", "--classes", "3", "--precision", "bf16", "--keep-fp32",
                            "relu", "--config", cfg, env=p.ONE_THREAD)

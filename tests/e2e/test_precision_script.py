@@ -18,7 +18,6 @@ import pytest
 
 import gdtest as t
 import precision_fixture as p
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 TRAIN = '''
 import torch, torch.nn as nn
@@ -116,18 +115,18 @@ LAST = "Default/fc2-Linear/linear-op2"
 
 
 @pytest.fixture(scope="module")
-def fp32(work):
+def fp32(module_scratch):
     """The training script, and its float32 run: (script, exit status, stdout, stderr, rank
     directory)."""
-    train = write(work, "train.py", TRAIN)
-    code, out32, err, ref = python_dump(work, "fp32", train)
+    train = write(module_scratch, "train.py", TRAIN)
+    code, out32, err, ref = python_dump(module_scratch, "fp32", train)
     return train, code, out32, err, ref
 
 
 @pytest.fixture(scope="module")
-def bf16(work, fp32):
+def bf16(module_scratch, fp32):
     """The bf16 run of the script: (exit status, stdout, stderr, rank directory)."""
-    return python_dump(work, "bf16", "--precision", "bf16", fp32[0])
+    return python_dump(module_scratch, "bf16", "--precision", "bf16", fp32[0])
 
 
 def test_fp32_run(fp32):
@@ -166,11 +165,11 @@ def test_bf16_rounds_kernels_and_parameters(fp32, bf16):
         f"bf16 losses near, not equal to, float32: {losses16} vs {losses32}")
 
 
-def test_bf16_losses_are_a_hand_cast_models(work, bf16):
+def test_bf16_losses_are_a_hand_cast_models(module_scratch, bf16):
     out = bf16[1]
     # A real bfloat16 model (the same script casting its model and data by hand) trains to the
     # same losses, bit for bit.
-    by_hand = write(work, "train_bf16.py", TRAIN.replace(
+    by_hand = write(module_scratch, "train_bf16.py", TRAIN.replace(
         "x = torch.randn(32, 8)\n",
         "x = torch.randn(32, 8).to(torch.bfloat16)\nmodel = model.to(torch.bfloat16)\n"))
     code, out_hand, err = t.run("python", by_hand, env=p.ONE_THREAD)
@@ -180,12 +179,12 @@ def test_bf16_losses_are_a_hand_cast_models(work, bf16):
         f"the bf16 run's losses are a hand-cast bf16 model's: {hand} {err[-300:]}")
 
 
-def test_keep_fp32_of_a_kernel_and_a_parameter(work, fp32):
+def test_keep_fp32_of_a_kernel_and_a_parameter(module_scratch, fp32):
     train, _, _, _, ref = fp32
     linear, last = LINEAR, LAST
     # --keep-fp32 one kernel and one parameter.
-    code, out, err, kept = python_dump(work, "kept", "--precision", "bf16", "--keep-fp32", last,
-                                       "fc1.weight", train)
+    code, out, err, kept = python_dump(module_scratch, "kept", "--precision", "bf16",
+                                       "--keep-fp32", last, "fc1.weight", train)
     assert code == 0, f"kept run: {err[-600:]}"
     f = output(kept, last)
     assert f is not None and p.dtype_of(f) == "float32", f"{last} kept in float32: {f}"
@@ -202,11 +201,11 @@ def test_keep_fp32_of_a_kernel_and_a_parameter(work, fp32):
     assert parameter(kept, "fc2_weight")[1] == "bfloat16", "fc2.weight not kept"
 
 
-def test_unknown_entry_steps_and_usage(work, fp32):
+def test_unknown_entry_steps_and_usage(module_scratch, fp32):
     train, _, out32, _, _ = fp32
     last = LAST
     # An entry that matches nothing: exit 2, named, with what exists nearby.
-    code, _, err, _ = python_dump(work, "unknown", "--precision", "bf16", "--keep-fp32",
+    code, _, err, _ = python_dump(module_scratch, "unknown", "--precision", "bf16", "--keep-fp32",
                                   "Default/fc2-Linear/linaer-op2", train)
     assert (code == 2 and "'Default/fc2-Linear/linaer-op2'" in err and "nearby" in err and
             last in err), (
@@ -222,14 +221,14 @@ def test_unknown_entry_steps_and_usage(work, fp32):
     assert code == 2 and "--precision" in err, f"--keep-fp32 without --precision: {err}"
 
 
-def test_bisect_of_a_script(work):
+def test_bisect_of_a_script(module_scratch):
     # bisect -- script finds the set bisect finds on the .pt.
     code, out, err = t.run("bisect", p.model("pos_enc"), "--input", p.data("pos_x.npy"),
                            "--precision", "bf16", "--json", env=p.ONE_THREAD)
     assert code == 0, f"bisect pos_enc.pt: {err[-600:]}"
     pt = json.loads(out)
-    pos = write(work, "pos_script.py", POS.format(models_dir=p.HERE))
-    saved = os.path.join(work, "pos_out.npy")
+    pos = write(module_scratch, "pos_script.py", POS.format(models_dir=p.HERE))
+    saved = os.path.join(module_scratch, "pos_out.npy")
     code, out, err = t.run("bisect", "--precision", "bf16", "--json", "--", pos, saved,
                            env=p.ONE_THREAD)
     assert code == 0, f"bisect -- script: {err[-1500:]}"
@@ -249,7 +248,7 @@ def test_bisect_of_a_script(work):
     words = shlex.split(script.get("command") or "graphdump")
     assert words[:4] == ["graphdump", "python", "--precision", "bf16"], (
         f"a graphdump python command: {words}")
-    reference = os.path.join(work, "pos_ref.npy")
+    reference = os.path.join(module_scratch, "pos_ref.npy")
     code, _, err = t.run("python", pos, reference, env=p.ONE_THREAD)
     assert code == 0, f"float32 script: {err[-300:]}"
     assert len(words) > 4, f"the command keeps kernels: {words}"
@@ -262,9 +261,9 @@ def test_bisect_of_a_script(work):
     assert plain > 0.1, f"plain bf16 error {plain} is large"
 
 
-def test_kernels_that_change_between_rounds(work):
+def test_kernels_that_change_between_rounds(module_scratch):
     # Kernels that change between rounds: told so, exit 2.
-    changing = write(work, "changing.py", CHANGING)
+    changing = write(module_scratch, "changing.py", CHANGING)
     code, out, err = t.run("bisect", "--precision", "bf16", "--", changing, env=p.ONE_THREAD)
     assert code == 2 and "kernels changed between rounds" in err and "cos" in err, (
         f"changing kernels: {code} {err[-600:]}")

@@ -15,7 +15,6 @@ import torch
 import gdmodels
 import gdtest as t
 import precision_fixture as p
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def replay(*args, check=0):
@@ -46,22 +45,24 @@ def close(x, y, what):
 
 
 @pytest.fixture(scope="module")
-def dot_runs(work):
+def dot_runs(module_scratch):
     """dot_net in float32 and bfloat16: (fp32 dump, bf16 dump, names, dot, mul, tanh)."""
     # dot_net: the bfloat16 dot accumulates in bfloat16.
-    fp32, _, _ = p.dump_run(work, "dot_fp32", "dot_net", ["dot_x.npy"])
-    low, _, _ = p.dump_run(work, "dot_bf16", "dot_net", ["dot_x.npy"], "--precision", "bf16")
+    fp32, _, _ = p.dump_run(module_scratch, "dot_fp32", "dot_net", ["dot_x.npy"])
+    low, _, _ = p.dump_run(module_scratch, "dot_bf16", "dot_net", ["dot_x.npy"],
+                           "--precision", "bf16")
     names = p.kernel_names(fp32)
     dot, mul, tanh = p.find(names, "dot"), p.find(names, "mul"), p.find(names, "tanh")
     return fp32, low, names, dot, mul, tanh
 
 
 @pytest.fixture(scope="module")
-def var_runs(work):
+def var_runs(module_scratch):
     """naive_var in float32 and bfloat16: (fp32 dump, bf16 dump, names, sub)."""
     # naive_var: E[x^2] - E[x]^2 in bfloat16 is exact but cancels.
-    vfp32, _, _ = p.dump_run(work, "var_fp32", "naive_var", ["var_x.npy"])
-    vlow, _, _ = p.dump_run(work, "var_bf16", "naive_var", ["var_x.npy"], "--precision", "bf16")
+    vfp32, _, _ = p.dump_run(module_scratch, "var_fp32", "naive_var", ["var_x.npy"])
+    vlow, _, _ = p.dump_run(module_scratch, "var_bf16", "naive_var", ["var_x.npy"],
+                            "--precision", "bf16")
     vnames = p.kernel_names(vfp32)
     sub = p.find(vnames, "sub")
     return vfp32, vlow, vnames, sub
@@ -141,10 +142,11 @@ def test_naive_var_subtraction_is_ill_conditioned(var_runs):
         f"the .ir records sub's schema and arguments:\n{ir}")
 
 
-def test_replay_ops_reproduce_bit_for_bit(work):
+def test_replay_ops_reproduce_bit_for_bit(module_scratch):
     # replay_ops: each kernel reproduces its dumped output bit for bit, in float32 and bfloat16.
-    ofp32, _, _ = p.dump_run(work, "ops_fp32", "replay_ops", ["ops_x.npy"])
-    olow, _, _ = p.dump_run(work, "ops_bf16", "replay_ops", ["ops_x.npy"], "--precision", "bf16")
+    ofp32, _, _ = p.dump_run(module_scratch, "ops_fp32", "replay_ops", ["ops_x.npy"])
+    olow, _, _ = p.dump_run(module_scratch, "ops_bf16", "replay_ops", ["ops_x.npy"],
+                            "--precision", "bf16")
     onames = p.kernel_names(ofp32)
     for run, dtype in ((ofp32, "float32"), (olow, "bfloat16")):
         for op in ("conv2d", "linear", "matmul", "softmax", "layer_norm", "add"):
@@ -159,9 +161,9 @@ def test_replay_ops_reproduce_bit_for_bit(work):
         f"conv2d's and layer_norm's constants in the .ir:\n{ir}")
 
 
-def test_random_and_run_time_arguments_are_not_replayable(work):
+def test_random_and_run_time_arguments_are_not_replayable(module_scratch):
     # Kernels that cannot be replayed: exit 3 and the reason.
-    models = os.path.join(work, "models")
+    models = os.path.join(module_scratch, "models")
     os.makedirs(models)
 
     class Noisy(torch.nn.Module):
@@ -171,8 +173,8 @@ def test_random_and_run_time_arguments_are_not_replayable(work):
 
     torch.jit.save(torch.jit.script(Noisy()), os.path.join(models, "noisy.pt"))
     np.save(os.path.join(models, "x.npy"), np.ones((2, 3, 4), dtype=np.float32))
-    dump = os.path.join(work, "noisy")
-    cfg = t.write_config(os.path.join(work, "noisy.json"), dump, {"net_name": "Net"})
+    dump = os.path.join(module_scratch, "noisy")
+    cfg = t.write_config(os.path.join(module_scratch, "noisy.json"), dump, {"net_name": "Net"})
     t.run("run", os.path.join(models, "noisy.pt"), "--input", os.path.join(models, "x.npy"),
           "--config", cfg, check=0)
     code, out, err = replay(dump, "dropout", check=None)
@@ -186,10 +188,10 @@ def test_random_and_run_time_arguments_are_not_replayable(work):
         f"view(x.size(0), -1): {code} {out} {err}")
 
 
-def test_training_kernels(work):
+def test_training_kernels(module_scratch):
     # Training: forward kernels replay; backward and optimizer kernels are refused.
-    dump = os.path.join(work, "train")
-    cfg = t.write_config(os.path.join(work, "train.json"), dump, {"net_name": "Net"})
+    dump = os.path.join(module_scratch, "train")
+    cfg = t.write_config(os.path.join(module_scratch, "train.json"), dump, {"net_name": "Net"})
     t.run("train", gdmodels.model_path("mlp"), "--steps", "2", "--input-shape", "4x12",
           "--classes", "3", "--config", cfg, env=p.ONE_THREAD, check=0)
     r = replay_json(dump, "fc2-Linear/linear", "--iteration", "1")
@@ -207,7 +209,7 @@ def test_training_kernels(work):
     assert code == 3 and "it is an optimizer update" in err, f"optimizer: {code} {err}"
 
 
-def test_usage_errors(work, dot_runs, var_runs):
+def test_usage_errors(module_scratch, dot_runs, var_runs):
     fp32, low, names, dot, mul, tanh = dot_runs
     vfp32 = var_runs[0]
     # Usage errors: exit 2, naming what was given and the candidates.
@@ -222,7 +224,7 @@ def test_usage_errors(work, dot_runs, var_runs):
     assert code == 2 and "--rank 3" in err and "holds ranks 0" in err, f"rank: {err}"
     code, _, err = replay(low, dot, "--reference", vfp32, check=None)
     assert code == 2 and "the reference" in err and dot in err, f"reference lacks it: {err}"
-    code, _, err = replay(os.path.join(work, "missing"), dot, check=None)
+    code, _, err = replay(os.path.join(module_scratch, "missing"), dot, check=None)
     assert code == 2 and "missing" in err, f"missing dump: {err}"
     code, out, _ = t.run("replay", "--help")
     assert (code == 0 and "graphdump replay bf16/ dot --reference fp32/" in out

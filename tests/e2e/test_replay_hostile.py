@@ -18,7 +18,6 @@ import torch
 
 import gdtest as t
 import graph_proto
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 PYTHON_REPLAY = """
 import json, sys
@@ -49,15 +48,15 @@ def replay_python(rank_dir, kernel, cwd=None):
 
 
 @pytest.fixture(scope="module")
-def root(work):
+def root(module_scratch):
     """A dump of Victim (its rank directory is root/rank_0)."""
-    models = os.path.join(work, "models")
+    models = os.path.join(module_scratch, "models")
     os.makedirs(models)
     torch.jit.save(torch.jit.script(Victim()), os.path.join(models, "victim.pt"))
     np.save(os.path.join(models, "x.npy"),
             np.random.default_rng(5).standard_normal((1, 4, 2, 2)).astype(np.float32))
-    root = os.path.join(work, "dump")
-    cfg = t.write_config(os.path.join(work, "c.json"), root)
+    root = os.path.join(module_scratch, "dump")
+    cfg = t.write_config(os.path.join(module_scratch, "c.json"), root)
     t.run("run", os.path.join(models, "victim.pt"), "--input", os.path.join(models, "x.npy"),
           "--config", cfg, check=0)
     return root
@@ -101,14 +100,14 @@ def test_the_dump_as_written_replays(root, op):
 
 
 @pytest.mark.parametrize("in_target", [True, False])
-def test_a_kernel_recording_aten_save_runs_nothing(work, root, in_target):
+def test_a_kernel_recording_aten_save_runs_nothing(module_scratch, root, in_target):
     # A relu kernel recording aten::save: nothing runs, no file appears.
-    target_dir = os.path.join(work, "target")
-    cwd = os.path.join(work, "cwd")
+    target_dir = os.path.join(module_scratch, "target")
+    cwd = os.path.join(module_scratch, "cwd")
     os.makedirs(target_dir, exist_ok=True)
     os.makedirs(cwd, exist_ok=True)
     filename = os.path.join(target_dir, "owned.pt") if in_target else "owned.pt"
-    rank_dir, name = crafted(work, root, "relu", "aten::save(t item, str filename) -> ()",
+    rank_dir, name = crafted(module_scratch, root, "relu", "aten::save(t item, str filename) -> ()",
                              [("item", "input.0"), ("filename", json.dumps(filename))])
     before = sorted(os.listdir(os.path.dirname(rank_dir)))
     refused(rank_dir, name, "its recorded schema names aten::save and the kernel's op type "
@@ -117,7 +116,7 @@ def test_a_kernel_recording_aten_save_runs_nothing(work, root, in_target):
         f"save to {filename}: no file written")
     assert sorted(os.listdir(os.path.dirname(rank_dir))) == before, (
         "save: the dump's directory unchanged")
-    found = [os.path.join(d, f) for d, _, fs in os.walk(work) for f in fs if "owned" in f]
+    found = [os.path.join(d, f) for d, _, fs in os.walk(module_scratch) for f in fs if "owned" in f]
     assert found == [], "save: no file named owned anywhere under the work directory"
 
 
@@ -154,8 +153,8 @@ CRAFTED = [
 
 
 @pytest.mark.parametrize("op_type, values, reason, what", CRAFTED, ids=[c[3] for c in CRAFTED])
-def test_crafted_calls_are_refused(work, root, op_type, values, reason, what):
-    rank_dir, name = crafted(work, root, op_type, **values)
+def test_crafted_calls_are_refused(module_scratch, root, op_type, values, reason, what):
+    rank_dir, name = crafted(module_scratch, root, op_type, **values)
     refused(rank_dir, name, reason, what)
 
 

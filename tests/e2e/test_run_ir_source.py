@@ -9,7 +9,6 @@ import pytest
 
 import gdmodels
 import gdtest
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def ir_entry(ir, full_name):
@@ -24,11 +23,12 @@ def ir_entry(ir, full_name):
     return []
 
 
-def test_scripted_ir_names_source_lines(work):
-    cfg = gdtest.write_config(os.path.join(work, "d.json"), os.path.join(work, "dump"))
+def test_scripted_ir_names_source_lines(module_scratch):
+    cfg = gdtest.write_config(os.path.join(module_scratch, "d.json"),
+                              os.path.join(module_scratch, "dump"))
     gdtest.run("run", gdmodels.model_path("ifloop"), "--input-shape", "2x8", "--config", cfg,
                check=0)
-    ir = open(os.path.join(work, "dump", "rank_0", "graphs",
+    ir = open(os.path.join(module_scratch, "dump", "rank_0", "graphs",
                            "ms_output_trace_code_graph_0.ir")).read()
     relu_line = gdmodels.source_line("h = torch.relu(h)")
     entry = ir_entry(ir, "Default/relu-op3")
@@ -44,10 +44,10 @@ def test_scripted_ir_names_source_lines(work):
         "inputs carry dtype and shape")
 
 
-def test_configuration_from_the_environment(work):
+def test_configuration_from_the_environment(module_scratch):
     # The configuration from the environment (docs/configuration.md) instead of --config.
-    env_dump = os.path.join(work, "envdump")
-    env_cfg = gdtest.write_config(os.path.join(work, "env.json"), env_dump)
+    env_dump = os.path.join(module_scratch, "envdump")
+    env_cfg = gdtest.write_config(os.path.join(module_scratch, "env.json"), env_dump)
     _, out, _ = gdtest.run("run", gdmodels.model_path("mlp"), "--input-shape", "2x12",
                            env={"MINDSPORE_DUMP_CONFIG": env_cfg}, check=0)
     assert (f"dump: {env_dump}/rank_0" in out and
@@ -61,19 +61,19 @@ def test_traced_model_points_at_user_frames():
         f"traced kernels point at make_models.py:\n{out}")
 
 
-def test_bad_inputs_are_clear_errors(work):
+def test_bad_inputs_are_clear_errors(module_scratch):
     # Errors: missing model, not an archive, bad npy, wrong arity.
-    code, _, err = gdtest.run("run", os.path.join(work, "missing.pt"))
+    code, _, err = gdtest.run("run", os.path.join(module_scratch, "missing.pt"))
     assert code == 2 and "missing.pt does not exist" in err, f"missing model: {code} {err}"
-    bad = os.path.join(work, "bad.pt")
+    bad = os.path.join(module_scratch, "bad.pt")
     open(bad, "w").write("not a zip")
     code, _, err = gdtest.run("run", bad)
     assert code == 2 and "not a TorchScript archive" in err, f"bad model: {code} {err}"
-    badnpy = os.path.join(work, "bad.npy")
+    badnpy = os.path.join(module_scratch, "bad.npy")
     open(badnpy, "wb").write(b"\x93NUMPY\x01\x00garbage")
     code, _, err = gdtest.run("run", gdmodels.model_path("mlp"), "--input", badnpy)
     assert code == 2 and "bad.npy" in err, f"bad npy: {code} {err}"
-    x = os.path.join(work, "x.npy")
+    x = os.path.join(module_scratch, "x.npy")
     np.save(x, np.zeros((2, 12), np.float32))
     code, _, err = gdtest.run("run", gdmodels.model_path("mlp"), "--input", x, "--input", x)
     assert code == 2 and "takes 1 input" in err, f"wrong arity: {code} {err}"

@@ -13,7 +13,6 @@ import pytest
 
 import gdmodels
 import gdtest
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 CATEGORIES = ["max", "min", "avg", "l2norm"]
 
@@ -53,22 +52,23 @@ def data(work, rng, name, shape, classes):
             os.path.join(work, name + "_y.npy"), "--steps", "3"]
 
 
-def test_alexnet_adam_reused_rows_equal_computed_ones(work):
+def test_alexnet_adam_reused_rows_equal_computed_ones(module_scratch):
     alexnet = [gdmodels.model_path("demo_alexnet"),
-               *data(work, np.random.default_rng(5), "a", (8, 3, 64, 64), 10),
+               *data(module_scratch, np.random.default_rng(5), "a", (8, 3, 64, 64), 10),
                "--classes", "10", "--optimizer", "adam"]
-    reused = train(work, "stat", "statistic", alexnet)
-    compare("alexnet adam", reused, train(work, "full", "full", alexnet))
+    reused = train(module_scratch, "stat", "statistic", alexnet)
+    compare("alexnet adam", reused, train(module_scratch, "full", "full", alexnet))
     relu_inputs = [r for it in reused.values() for r in it
                    if r[0] == "relu_" and r[4] == "input"]
     assert len(relu_inputs) > 0, "in-place relu_ inputs are in the statistics"
 
 
-def test_two_ranks_reused_rows_equal_computed_ones(work):
+def test_two_ranks_reused_rows_equal_computed_ones(module_scratch):
     ranks = [gdmodels.model_path("small_cnn"),
-             *data(work, np.random.default_rng(6), "s", (8, 3, 16, 16), 5), "--nproc", "2"]
-    reused = train(work, "stat2", "statistic", ranks)
-    computed = train(work, "full2", "full", ranks)
+             *data(module_scratch, np.random.default_rng(6), "s", (8, 3, 16, 16), 5),
+             "--nproc", "2"]
+    reused = train(module_scratch, "stat2", "statistic", ranks)
+    computed = train(module_scratch, "full2", "full", ranks)
     compare("2 ranks", reused, computed)
     assert any(r[0] == "AllReduce" for it in computed.values() for r in it), (
         "AllReduce kernels are in the statistics")

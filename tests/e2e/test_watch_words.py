@@ -10,7 +10,6 @@ import pytest
 
 import analysis_dumps as ad
 import gdtest
-from scratch import work  # noqa: F401  (a pytest fixture)
 
 
 def kernel(name, out):
@@ -39,16 +38,16 @@ def drop_column(csv_path, title):
 NAN = np.full(1000, np.nan, np.float32)
 
 
-def test_nan_counts_only_where_statistic_csv_counts(work):
+def test_nan_counts_only_where_statistic_csv_counts(module_scratch):
     # Statistic-only dumps: with a NaN Count column the count is exact; without it, only what
     # max and min prove is said.
-    counted = os.path.join(work, "counted")
+    counted = os.path.join(module_scratch, "counted")
     ad.write_dump(counted, {0: [kernel("mean-op7", NAN)]}, files=False, stats=True)
     code, out, _ = gdtest.run("watch", counted, "-q")
     assert code == 1 and "[nan] 1000 NaN of 1000 elements" in out, (
         f"a NaN Count column gives the exact count:\n{out}")
 
-    uncounted = os.path.join(work, "uncounted")
+    uncounted = os.path.join(module_scratch, "uncounted")
     ad.write_dump(uncounted, {0: [kernel("mean-op7", NAN)]}, files=False, stats=True)
     drop_column(os.path.join(uncounted, "rank_0", "Net", "0", "0", "statistic.csv"), "NaN Count")
     code, out, _ = gdtest.run("watch", uncounted, "-q")
@@ -58,7 +57,7 @@ def test_nan_counts_only_where_statistic_csv_counts(work):
     assert not re.search(r"\b1 NaN of", out), f"no invented count:\n{out}"
 
 
-def test_infinities_named_by_dtype(work):
+def test_infinities_named_by_dtype(module_scratch):
     # Infinities by dtype: float32's own -Inf is not a float16 overflow; float16's Inf is one;
     # finite float32 values beyond 65504 are what would overflow in float16.
     x32 = np.ones(8, np.float32)
@@ -67,7 +66,7 @@ def test_infinities_named_by_dtype(work):
     big[[1, 2]] = 7e4
     x16 = np.ones(8, np.float16)
     x16[0] = np.inf
-    files = os.path.join(work, "files")
+    files = os.path.join(module_scratch, "files")
     ad.write_dump(files, {0: [kernel("log-op0", x32), kernel("mul-op1", big),
                               kernel("cast-op2", x16)]})
     code, out, _ = gdtest.run("watch", files, "--check", "overflow", "-q")
@@ -83,10 +82,10 @@ def test_infinities_named_by_dtype(work):
         f"the old blanket label is gone:\n{out}")
 
 
-def test_zero_skips_constants_and_parameters(work):
+def test_zero_skips_constants_and_parameters(module_scratch):
     # zero: a kernel's all-zero output hits; a zero bias (parameter), a False constant and an
     # all-zero int64 index tensor do not.
-    zeros = os.path.join(work, "zeros")
+    zeros = os.path.join(module_scratch, "zeros")
     rank = ad.write_dump(zeros, {0: [kernel("relu-op0", np.zeros(4, np.float32)),
                                      kernel("argmax-op1", np.zeros(4, np.int64))]},
                          parameters={0: {"fc.bias": np.zeros(3, np.float32)}})
@@ -101,9 +100,9 @@ def test_zero_skips_constants_and_parameters(work):
         f"the kernel's zero output is the hit:\n{out}")
 
 
-def test_limit_and_first(work):
+def test_limit_and_first(module_scratch):
     # A cascade: --limit caps the list; --first prints the first hit and what followed.
-    cascade = os.path.join(work, "cascade")
+    cascade = os.path.join(module_scratch, "cascade")
     ad.write_dump(cascade, {0: [kernel("log-op%d" % i, NAN[:10]) for i in range(6)],
                             1: [kernel("log-op%d" % i, NAN[:10]) for i in range(6)]})
     code, out, _ = gdtest.run("watch", cascade, "--limit", "2", "-q")
@@ -123,9 +122,9 @@ def test_limit_and_first(work):
     assert not any(l.startswith("  ->") for l in out.splitlines()), f"--first lists no hits:\n{out}"
 
 
-def test_weight_checks_count_pairs(work):
+def test_weight_checks_count_pairs(module_scratch):
     # Weight checks count the pairs they compared.
-    weights = os.path.join(work, "weights")
+    weights = os.path.join(module_scratch, "weights")
     w0 = np.ones(4, np.float32)
     ad.write_dump(weights, {0: [kernel("add-op0", w0)], 1: [kernel("add-op0", w0)]},
                   parameters={0: {"w": w0}, 1: {"w": w0 * 1.5}})
