@@ -49,21 +49,6 @@ py::object PathText(const std::string& path) {
   return py::reinterpret_steal<py::object>(text);
 }
 
-DumpIndex Index(const std::string& path) {
-  StatusOr<DumpIndex> index = Status::Internal("not indexed");
-  {
-    py::gil_scoped_release no_gil;
-    index = analysis::IndexDump(path);
-  }
-  if (!index.ok()) Raise(index.status());
-  for (const std::string& warning : index->warnings) {
-    if (PyErr_WarnEx(PyExc_UserWarning, ValidUtf8(warning).c_str(), 1) != 0) {
-      throw py::error_already_set();
-    }
-  }
-  return std::move(*index);
-}
-
 // Whether a tensor's statistic.csv row proves it finite: NaN and both Inf counts present and 0.
 bool ProvenFinite(const TensorEntry& t) {
   if (!t.stats) return false;
@@ -485,8 +470,6 @@ py::tuple ReadTensor(const std::string& path, bool ascend_dump_file, bool is_inp
 // takes its CLI default).
 py::tuple Compare(const std::string& a, const std::string& b, std::optional<int64_t> iteration,
                   std::optional<double> atol, std::optional<double> rtol) {
-  const DumpIndex index_a = Index(a);
-  const DumpIndex index_b = Index(b);
   analysis::CompareOptions options;
   options.iteration = iteration;
   options.user_tolerances = atol.has_value() || rtol.has_value();
@@ -494,11 +477,24 @@ py::tuple Compare(const std::string& a, const std::string& b, std::optional<int6
   if (rtol) options.rtol = *rtol;
   options.progress = false;
   std::string csv, json;
+  analysis::CompareDirsInfo info;
+  StatusOr<analysis::CompareResult> result = Status::Internal("not compared");
   {
     py::gil_scoped_release no_gil;
-    const analysis::CompareResult result = analysis::CompareDumps(index_a, index_b, options);
-    csv = ValidUtf8(analysis::CompareResultCsv(result));
-    json = analysis::CompareResultJson(result);
+    // Rank pair by rank pair, as the CLI: memory holds the pairs being compared and the result.
+    result = analysis::CompareDumpDirs(a, b, options, &info);
+    if (result.ok()) {
+      csv = ValidUtf8(analysis::CompareResultCsv(*result));
+      json = analysis::CompareResultJson(*result);
+    }
+  }
+  if (!result.ok()) Raise(result.status());
+  for (const auto* warnings : {&info.warnings_a, &info.warnings_b}) {
+    for (const std::string& warning : *warnings) {
+      if (PyErr_WarnEx(PyExc_UserWarning, ValidUtf8(warning).c_str(), 1) != 0) {
+        throw py::error_already_set();
+      }
+    }
   }
   return py::make_tuple(csv, json);
 }

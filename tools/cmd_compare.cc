@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/analysis/rank_compare.h"
 #include "graphdump/internal/json_text.h"
+#include "compare_shown.h"
 #include "replay_suspects.h"
 
 namespace graphdump::tools {
@@ -25,12 +28,12 @@ namespace {
 std::string Err(double v) { return std::isnan(v) ? "-" : fmt::format("{:.3g}", v); }
 
 // The ranked contributors and the sources that differ (docs/precision.md).
-void PrintAttribution(const analysis::CompareResult& r) {
+void PrintAttribution(const CompareShown& r) {
   constexpr size_t kShown = 10;
   if (!r.contributors.empty()) {
     fmt::print("kernels adding error (norm rel err of inputs -> outputs, largest added first):\n");
     for (size_t i = 0; i < r.contributors.size() && i < kShown; ++i) {
-      const auto& k = r.kernels[r.contributors[i]];
+      const auto& k = r.contributors[i];
       fmt::print("  {:2}. it {}{}{} {}{}: {} -> {} (x{})\n", i + 1, k.iteration,
                  CallTag(k.call, k.calls), OrderTag(k.order), k.name_a,
                  k.source_line.empty() ? "" : " at " + k.source_line, Err(k.input_error),
@@ -39,18 +42,16 @@ void PrintAttribution(const analysis::CompareResult& r) {
     if (r.contributors.size() > kShown)
       fmt::print("  ... {} in all (see --json contributors)\n", r.contributors.size());
   }
-  if (!r.differing_sources.empty() || !r.differing_graph_inputs.empty()) {
+  if (!r.sources.empty() || !r.graph_inputs.empty()) {
     fmt::print("sources that differ (not a divergence: their values differ before any kernel):\n");
     size_t shown = 0;
-    for (int64_t i : r.differing_sources) {
+    for (const auto& k : r.sources) {
       if (++shown > kShown) break;
-      const auto& k = r.kernels[i];
       fmt::print("  {} it {} {}: {}\n", analysis::KernelRoleName(k.role), k.iteration, k.name_a,
                  k.reason);
     }
-    for (const auto& [i, slot] : r.differing_graph_inputs) {
+    for (const auto& [k, slot] : r.graph_inputs) {
       if (++shown > kShown) break;
-      const auto& k = r.kernels[i];
       fmt::print("  graph input: it {} {} input {} (produced by no dumped kernel)\n", k.iteration,
                  k.name_a, slot);
     }
@@ -86,13 +87,12 @@ std::string ResultJson(const analysis::CompareResult& r, const std::vector<Suspe
   return internal::JsonText(j, 2);
 }
 
-void PrintText(const analysis::CompareResult& r, const std::string& a, const std::string& b) {
+void PrintText(const CompareShown& r, const std::string& a, const std::string& b) {
   fmt::print("compare A={} B={}\n", a, b);
-  fmt::print("kernels: {} paired ({} pass, {} warning, {} error), {} unpaired\n", r.kernels.size(),
+  fmt::print("kernels: {} paired ({} pass, {} warning, {} error), {} unpaired\n", r.kernels,
              r.passed, r.warnings, r.errors, r.unpaired.size());
   int shown = 0;
-  for (const auto& k : r.kernels) {
-    if (k.verdict == analysis::Verdict::kPass) continue;
+  for (const auto& k : r.not_passed) {
     if (++shown > 20) break;
     fmt::print(
         "  {:7} it {}{}{} {}{}: {}\n", analysis::VerdictName(k.verdict), k.iteration,
@@ -115,15 +115,16 @@ void PrintText(const analysis::CompareResult& r, const std::string& a, const std
         "extra ones are unpaired)\n",
         d.iteration, d.name_a, d.calls_a, d.calls_b);
   }
-  const int64_t first = r.first_adding_error >= 0 ? r.first_adding_error : r.first_failure;
-  if (first >= 0) {
-    const auto& f = r.kernels[first];
+  const bool adding = r.first_adding_error.has_value();
+  const auto& first = adding ? r.first_adding_error : r.first_failure;
+  if (first) {
+    const auto& f = *first;
     fmt::print("first divergence: {} (rank {}, graph {}, iteration {}{}){}\n  {}\n", f.name_a,
                f.rank, f.graph_id, f.iteration,
                f.calls > 1 ? fmt::format(", call {} of {}", f.call, f.calls) : "",
                f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
     if (f.adds_error) {
-      fmt::print("{}", analysis::PrecisionChainText(r, analysis::InputChain(r, first), "  "));
+      fmt::print("{}", adding ? r.first_adding_error_chain : r.first_failure_chain);
     }
   } else {
     fmt::print("{}\n", r.errors == 0 ? "no kernel failed" : "no kernel adds error");
@@ -332,27 +333,54 @@ int RunCompare(int argc, char** argv) {
     return kExitUsage;
   }
   if (ranks) return RunRanks(a, ranks_text, options, out, json, nproc, argc, argv);
-  // Rank pairs are indexed and compared one at a time: memory holds the pairs being compared and
-  // the result, not the dumps' indexes.
+  // Rank pairs are indexed and compared one at a time. --json prints every kernel's comparison,
+  // held until the end; otherwise memory holds what the text shows (CompareShown) and the
+  // CSV's rows are spilled to a temporary file as each pair finishes.
   analysis::CompareDirsInfo info;
-  auto compared = analysis::CompareDumpDirs(a, b, options, &info);
+  std::optional<CompareCollector> collector;
+  std::function<void(analysis::CompareResult&)> each_part;
+  if (!json) {
+    collector.emplace(!out.empty());
+    each_part = [&](analysis::CompareResult& part) { collector->Add(part); };
+  }
+  auto compared = analysis::CompareDumpDirs(a, b, options, &info, {}, each_part);
   if (!compared.ok()) return OpenError("graphdump compare", compared.status());
   PrintWarnings("graphdump compare", info.warnings_a);
   PrintWarnings("graphdump compare", info.warnings_b);
-  const analysis::CompareResult result = std::move(compared).value();
-  if (!out.empty()) {
-    const std::string csv = analysis::CompareResultCsv(result);
-    if (int written = WriteOutput("graphdump compare", out, csv)) return written;
-  }
-  const std::vector<SuspectReplay> replays = ReplaySuspects(result, a, b, replay_count, "compare");
+  analysis::CompareResult result = std::move(compared).value();
+  size_t kernels = result.kernels.size();
+  bool failed = result.first_failure >= 0;
   if (json) {
+    if (!out.empty()) {
+      const std::string csv = analysis::CompareResultCsv(result);
+      if (int written = WriteOutput("graphdump compare", out, csv)) return written;
+    }
+    const std::vector<SuspectReplay> replays =
+        ReplaySuspects(result, a, b, replay_count, "compare");
     fmt::print("{}\n", ResultJson(result, replays, app.count("--replay") > 0));
+    PrintSkipped("graphdump compare", result.skipped);
   } else {
-    PrintText(result, a, b);
-    PrintReplays(result, replays);
+    const CompareShown shown = collector->Finish(std::move(result.skipped));
+    if (!out.empty()) {
+      const Status written = collector->WriteCsv(out);
+      if (!written.ok()) {
+        fmt::print(stderr, "graphdump compare: error: {}\n", written.message());
+        return written.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+      }
+    }
+    // ReplaySuspects takes the ranked contributors (each its own index).
+    analysis::CompareResult ranked;
+    ranked.kernels = shown.contributors;
+    for (size_t i = 0; i < ranked.kernels.size(); ++i) ranked.contributors.push_back(i);
+    const std::vector<SuspectReplay> replays =
+        ReplaySuspects(ranked, a, b, replay_count, "compare");
+    PrintText(shown, a, b);
+    PrintReplays(ranked, replays);
+    PrintSkipped("graphdump compare", shown.skipped);
+    kernels = shown.kernels;
+    failed = shown.first_failure.has_value();
   }
-  PrintSkipped("graphdump compare", result.skipped);
-  if (result.kernels.empty()) {
+  if (kernels == 0) {
     fmt::print(stderr, "graphdump compare: error: no kernel pairs: {}\n",
                options.iteration
                    ? fmt::format("--iteration {}; A has iterations {}, B has {}",
@@ -363,8 +391,8 @@ int RunCompare(int argc, char** argv) {
   }
   // docs/analysis.md: 1 only when a kernel adds error (or an output fails where its error
   // cannot be measured); sources that differ, inherited error and skipped files are reported.
-  if (result.kernels.empty()) return kExitUsage;
-  return result.first_failure >= 0 ? kExitFinding : kExitOk;
+  if (kernels == 0) return kExitUsage;
+  return failed ? kExitFinding : kExitOk;
 }
 
 }  // namespace graphdump::tools

@@ -104,6 +104,9 @@ std::string OutputPathProblem(const std::string& path);
 // existing file as it was. Mode 0666 less the umask, like any file a user saves. Only a regular
 // file is replaced (WritableFile::Commit's rule): anything else at `path` is kInvalidArgument.
 Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces);
+// The same written piece by piece: nothing is under `path` until Commit; a file dropped
+// uncommitted leaves no trace.
+StatusOr<std::unique_ptr<WritableFile>> NewUserFile(const std::string& path);
 
 // A regular file open for reading (OpenRegularFile); closes its descriptor when destroyed.
 class ReadableFile {

@@ -162,7 +162,8 @@ class ReferenceRanks {
 StatusOr<CompareResult> CompareDumpDirs(
     const std::string& a, const std::string& b, const CompareOptions& options,
     CompareDirsInfo* info,
-    const std::function<void(size_t, const DumpIndex&, int threads)>& each_a) {
+    const std::function<void(size_t, const DumpIndex&, int threads)>& each_a,
+    const std::function<void(CompareResult&)>& each_part) {
   GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks_a, ListDumpRanks(a));
   GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks_b, ListDumpRanks(b));
   const size_t n = ranks_a.size();
@@ -174,6 +175,8 @@ StatusOr<CompareResult> CompareDumpDirs(
   each.threads = std::max(1, threads / outer);
   each.progress = options.progress && n == 1;
   std::vector<CompareResult> parts(n);
+  std::vector<char> done(n);
+  size_t next = 0;  // with each_part: the first part not yet handed over
   std::mutex mu;
   StreamedDump streamed = ForEachRank(
       std::move(ranks_a), IndexFilter(), outer, options.progress && n > 1 ? "compare: ranks" : "",
@@ -185,15 +188,26 @@ StatusOr<CompareResult> CompareDumpDirs(
           AddIterations(ra, &info->iterations_a);
         }
         const std::optional<size_t> j = reference.PartnerOf(ra.rank);
-        if (!j) return;
-        reference.With(*j, [&](const DumpIndex& index_b, const RankEntry& rb) {
-          compare_internal::ComparePairs({{&one, &ra, &index_b, &rb}}, each, &parts[i]);
-        });
+        if (j) {
+          reference.With(*j, [&](const DumpIndex& index_b, const RankEntry& rb) {
+            compare_internal::ComparePairs({{&one, &ra, &index_b, &rb}}, each, &parts[i]);
+          });
+        }
+        if (!each_part) return;
+        // Summarized alone (attribution stays inside a rank), then handed over in A's rank order.
+        compare_internal::Summarize(&parts[i]);
+        std::lock_guard<std::mutex> lock(mu);
+        done[i] = 1;
+        for (; next < n && done[next]; ++next) {
+          each_part(parts[next]);
+          parts[next] = CompareResult();
+        }
       });
   CompareResult result;
   result.skipped = std::move(streamed.skipped);
   info->warnings_a = std::move(streamed.warnings);
   reference.Finish(&result.skipped, &info->warnings_b, &info->iterations_b);
+  if (each_part) return result;
   size_t kernels = 0;
   for (const CompareResult& part : parts) kernels += part.kernels.size();
   result.kernels.reserve(kernels);

@@ -28,22 +28,24 @@ std::string Num(double v) { return fmt::format("{:.9g}", v); }
 
 }  // namespace
 
-std::string CompareResultCsv(const CompareResult& result) {
-  std::string out =
-      "rank,graph_id,iteration,call,order,kernel_a,kernel_b,op_type,pairing,io,slot,mode,dtype_a,"
+std::string CompareCsvHeader() {
+  return "rank,graph_id,iteration,call,order,kernel_a,kernel_b,op_type,pairing,io,slot,mode,dtype_a,"
       "dtype_b,shape_a,shape_b,elements,cosine,max_abs_err,max_rel_err,rmse,"
       "rel_err_below_0.1pct,rel_err_below_0.5pct,allclose_failures,nan_a,nan_b,inf_a,inf_b,"
       "nonfinite_mismatches,verdict,kernel_verdict,reason,source_line,path_a,path_b,standard,"
       "norm_rel_err,error,role,input_error,output_error,growth,added_error,adds_error,"
       "contribution_rank\n";
-  for (const KernelComparison& k : result.kernels) {
+}
+
+void AppendCompareCsvRows(const KernelComparison& k, int contribution_rank, std::string* out,
+                          std::vector<size_t>* rank_at) {
     for (const TensorComparison& t : k.tensors) {
       const PairMetrics& m = t.metrics;
       const bool has = t.mode == "tensor" && t.reason.rfind("shape", 0) != 0;
       auto metric = [&](double v) { return has ? Num(v) : std::string(); };
       auto count = [&](int64_t v) { return has ? std::to_string(v) : std::string(); };
       auto known = [](double v) { return std::isnan(v) ? std::string() : Num(v); };
-      out += fmt::format(
+      *out += fmt::format(
           "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
           "{},{},{},{},{},{},",
           k.rank, k.graph_id, k.iteration, k.call, k.order, CsvField(k.name_a), CsvField(k.name_b),
@@ -55,12 +57,22 @@ std::string CompareResultCsv(const CompareResult& result) {
           count(m.inf_b), count(m.nonfinite_mismatches), VerdictName(t.verdict),
           VerdictName(k.verdict), CsvField(t.reason), CsvField(k.source_line), CsvField(t.path_a),
           CsvField(t.path_b));
-      out += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", t.standard, metric(m.norm_rel_err),
-                         known(t.error), KernelRoleName(k.role), known(k.input_error),
-                         known(k.output_error), known(k.growth), known(k.added_error),
-                         k.adds_error ? "true" : "false", k.contribution_rank);
+      *out += fmt::format("{},{},{},{},{},{},{},{},{},", t.standard, metric(m.norm_rel_err),
+                          known(t.error), KernelRoleName(k.role), known(k.input_error),
+                          known(k.output_error), known(k.growth), known(k.added_error),
+                          k.adds_error ? "true" : "false");
+      if (rank_at) {
+        rank_at->push_back(out->size());
+        *out += '\n';
+      } else {
+        *out += fmt::format("{}\n", contribution_rank);
+      }
     }
-  }
+}
+
+std::string CompareResultCsv(const CompareResult& result) {
+  std::string out = CompareCsvHeader();
+  for (const KernelComparison& k : result.kernels) AppendCompareCsvRows(k, k.contribution_rank, &out);
   return out;
 }
 

@@ -114,7 +114,7 @@ std::string OutputPathProblem(const std::string& path) {
   return "";
 }
 
-Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
+StatusOr<std::unique_ptr<WritableFile>> NewUserFile(const std::string& path) {
   auto dir =
       std::make_shared<const Fd>(::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir->get() < 0) return ErrnoError("create", path, errno);
@@ -126,12 +126,16 @@ Status WriteUserFile(const std::string& path, std::initializer_list<std::string_
   int slot = -1;
   const int fd = CreateTemporary(dir->get(), BaseName(path), 0666, &temp_name, &slot);
   if (fd < 0) return ErrnoError("create", path, errno);
-  PosixWritableFile file(std::move(dir), fd, slot, temp_name, path, /*fsync=*/false,
-                         /*final_mode=*/-1);
+  return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
+      std::move(dir), fd, slot, temp_name, path, /*fsync=*/false, /*final_mode=*/-1));
+}
+
+Status WriteUserFile(const std::string& path, std::initializer_list<std::string_view> pieces) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewUserFile(path));
   for (std::string_view piece : pieces) {
-    GRAPHDUMP_RETURN_IF_ERROR(file.Append(piece.data(), piece.size()));
+    GRAPHDUMP_RETURN_IF_ERROR(file->Append(piece.data(), piece.size()));
   }
-  return file.Commit();
+  return file->Commit();
 }
 
 }  // namespace graphdump

@@ -205,11 +205,22 @@ struct CompareDirsInfo {
 // dumps' indexes; the result equals CompareDumps' on the whole indexes. `each_a`, when set, is
 // called with every rank of A (its position, its one-rank index, and the threads its own work
 // may use), on the thread that indexed it, before the rank is compared. Errors as IndexDump's,
-// A's first.
+// A's first. `each_part`, when set, is called with each rank pair's result, summarized alone
+// (its indices count within it; contribution_rank is left 0), in A's rank order, one call at a
+// time, and the part is freed after: the result then holds the indexes' skipped files only, and
+// the concatenation of the parts' kernels is CompareDumps' `kernels`.
 StatusOr<CompareResult> CompareDumpDirs(
     const std::string& a, const std::string& b, const CompareOptions& options,
     CompareDirsInfo* info,
-    const std::function<void(size_t, const DumpIndex&, int threads)>& each_a = {});
+    const std::function<void(size_t, const DumpIndex&, int threads)>& each_a = {},
+    const std::function<void(CompareResult&)>& each_part = {});
+
+// The per-tensor CSV's header line and the rows of one kernel (CompareResultCsv is the header
+// and the rows of every kernel), its contribution_rank given. With `rank_at`, the rank is left
+// out and where it belongs in `out` (before each row's newline) is appended to `rank_at`.
+std::string CompareCsvHeader();
+void AppendCompareCsvRows(const KernelComparison& k, int contribution_rank, std::string* out,
+                          std::vector<size_t>* rank_at = nullptr);
 
 // The per-tensor CSV (columns documented in docs/analysis.md), header included.
 std::string CompareResultCsv(const CompareResult& result);
