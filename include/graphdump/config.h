@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/statistic_catalogue.h"
 #include "graphdump/status.h"
 
 namespace graphdump {
@@ -18,12 +19,6 @@ inline constexpr char kDiagnosticPathEnv[] = "MS_DIAGNOSTIC_DATA_PATH";
 
 enum class SavedData { kTensor, kStatistic, kFull };
 enum class InputOutput { kBoth = 0, kInputs = 1, kOutputs = 2 };
-
-// One statistic column of statistic.csv, in the order of docs/file-format.md's column list.
-enum class StatCategory {
-  kMax, kMin, kAvg, kCount, kNegativeZeroCount, kPositiveZeroCount, kNanCount,
-  kNegativeInfCount, kPositiveInfCount, kZeroCount, kMd5, kL2Norm,
-};
 
 // A set of iterations: "all" or inclusive ranges (docs/configuration.md).
 class IterationSet {

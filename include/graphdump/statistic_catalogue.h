@@ -2,9 +2,9 @@
 // `statistic_category`; docs/file-format.md, the statistic columns). Configuration validation,
 // the statistics request, the statistics cache, statistic.csv writing, and the analysis tools
 // (compare, watch, report, the Python package) read a category's names, column title, cost and
-// use from here instead of spelling them again. A new category is its StatCategory value
-// (config.h, which lists the rows' order), its row (statistic_catalogue.cc) and its value in
-// NanPropagatingStats (stats.h).
+// use from here instead of spelling them again. A new category is its StatCategory value and its
+// row (statistic_catalogue.cc), its accumulation (NanPropagatingStats, stats.h) and its words in
+// docs/file-format.md and docs/configuration.md.
 #pragma once
 
 #include <cstddef>
@@ -12,9 +12,14 @@
 #include <string>
 #include <string_view>
 
-#include "graphdump/config.h"
-
 namespace graphdump {
+
+// One statistic column of statistic.csv, in the order of docs/file-format.md's column list (the
+// order of the catalogue's rows).
+enum class StatCategory {
+  kMax, kMin, kAvg, kCount, kNegativeZeroCount, kPositiveZeroCount, kNanCount,
+  kNegativeInfCount, kPositiveInfCount, kZeroCount, kMd5, kL2Norm,
+};
 
 struct NanPropagatingStats;
 struct StatsRequest;
@@ -41,7 +46,7 @@ struct StatisticInfo {
   bool comparable;
 };
 
-// Every row, in the order of StatCategory (config.h): docs/file-format.md's column list.
+// Every row, in the order of StatCategory: docs/file-format.md's column list.
 std::span<const StatisticInfo> StatisticCatalogue();
 
 // The row of `category`.

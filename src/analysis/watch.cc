@@ -36,21 +36,8 @@ int64_t CountFrom(double v) {
   return v >= 0 ? static_cast<int64_t>(std::min(v, kMax)) : 0;
 }
 
-// What a tensor's summary rests on: the file's elements (every count exact), or a statistic.csv
-// row, whose columns may lack a count (then only what max and min prove is known).
-struct Evidence {
-  FiniteSummary s;
-  NpyInfo info;  // the file's header (from_file)
-  bool from_file = true;
-  // The tensor's intended infinities, as watch reports them ("16 -Inf of 64 elements, written
-  // on purpose by masked_fill(value=-inf)"); empty when none. Their counts are taken out of `s`.
-  std::string intended;
-  bool nan_counted = true, inf_counted = true, overflow_counted = true;
-  const char* nan_seen_in = "";  // statistics only: "max", "min" or "max and min" is NaN
-};
-
 // A summary from statistic.csv values, for tensors dumped as statistics only.
-bool SummaryFromStats(const StatisticRow& row, Evidence* e) {
+bool SummaryFromStats(const StatisticRow& row, TensorEvidence* e) {
   FiniteSummary* s = &e->s;
   e->from_file = false;
   e->overflow_counted = false;
@@ -167,105 +154,31 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   return h;
 }
 
-// "2 +Inf and 1 -Inf", "1 -Inf"; without counts, what max and min prove.
-std::string InfText(const Evidence& e) {
-  const FiniteSummary& s = e.s;
-  if (!e.inf_counted) {
-    std::string text;
-    if (s.pos_inf) text = "max is +Inf";
-    if (s.neg_inf) text += std::string(text.empty() ? "" : " and ") + "min is -Inf";
-    return text + ": at least one infinity (statistic.csv has no Inf count columns)";
-  }
-  std::string text;
-  if (s.pos_inf) text = fmt::format("{} +Inf", s.pos_inf);
-  if (s.neg_inf) text += fmt::format("{}{} -Inf", text.empty() ? "" : " and ", s.neg_inf);
-  return text + fmt::format(" of {} elements", s.elements);
-}
-
-// overflow: elements a float16 cannot hold. An infinity in a float16 tensor is the overflow
-// itself; in a wider type it is that type's own infinity, and the finite values beyond 65504
-// are what would overflow in float16.
-std::string OverflowText(const Evidence& e, std::optional<DType> dtype) {
-  const FiniteSummary& s = e.s;
-  std::vector<std::string> parts;
-  if (s.fp16_overflow > 0) {
-    parts.push_back(e.overflow_counted
-                        ? fmt::format("{} finite elements beyond the float16 range (|x| > 65504)",
-                                      s.fp16_overflow)
-                        : fmt::format("max |x| {:.6g} > 65504: at least one element beyond the "
-                                      "float16 range",
-                                      s.max_abs));
-  }
-  if (s.pos_inf + s.neg_inf > 0) {
-    const std::string infs = InfText(e);
-    if (dtype == DType::kFloat16) {
-      parts.push_back(infs + " (float16 overflowed)");
-    } else {
-      parts.push_back(infs + fmt::format(" (infinite in {} itself)",
-                                         dtype ? std::string(DTypeName(*dtype)) : "its dtype"));
-    }
-  }
-  std::string text;
-  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
-  return text;
-}
-
-void CheckTensor(const DumpIndex& index, const TensorTask& t, const Evidence& e,
+void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorEvidence& e,
                  const std::vector<WatchCheck>& checks, std::vector<WatchHit>* hits) {
   const FiniteSummary& s = e.s;
-  const bool gradient = IsGradient(*t.kernel) && !t.tensor->is_input;
   const std::optional<DType> dtype = t.tensor->dtype;
-  // Value checks concern floating-point data (an integer or bool tensor holds no NaN and its
-  // zeros are indices or masks); "all zero" concerns what kernels compute, not the weights
-  // (a bias starts at zero) or the graph's constants.
-  const bool floating = !dtype || IsFloatingPoint(*dtype) || IsComplex(*dtype);
-  const bool computed = !t.kernel->is_parameter && t.iteration->iteration >= 0;
+  const TensorTraits traits{
+      .gradient = IsGradient(*t.kernel) && !t.tensor->is_input,
+      .floating = !dtype || IsFloatingPoint(*dtype) || IsComplex(*dtype),
+      .computed = !t.kernel->is_parameter && t.iteration->iteration >= 0,
+      .dtype = dtype,
+  };
   for (const WatchCheck& c : checks) {
-    std::string detail;
-    switch (c.kind) {
-      case WatchKind::kNan:
-        if (s.nan > 0) {
-          detail = e.nan_counted ? fmt::format("{} NaN of {} elements", s.nan, s.elements)
-                                 : fmt::format("{} NaN: at least one NaN of {} elements "
-                                               "(statistic.csv has no NaN Count column)",
-                                               e.nan_seen_in, s.elements);
-        }
-        break;
-      case WatchKind::kInf:
-        if (s.pos_inf + s.neg_inf > 0) detail = InfText(e);
-        break;
-      case WatchKind::kOverflow:
-        if (s.fp16_overflow + s.pos_inf + s.neg_inf > 0) detail = OverflowText(e, dtype);
-        break;
-      case WatchKind::kZero:
-        if (floating && computed && s.elements > 0 && s.zero == s.elements)
-          detail = fmt::format("all {} elements are zero", s.elements);
-        break;
-      case WatchKind::kLarge:
-        if (floating && (s.max_abs > c.threshold || s.pos_inf + s.neg_inf > 0))
-          detail = fmt::format("max |x| {:.6g} > {:g}",
-                               s.pos_inf + s.neg_inf ? INFINITY : s.max_abs, c.threshold);
-        break;
-      case WatchKind::kGradVanish:
-        if (gradient && s.l2norm < c.threshold)
-          detail = fmt::format("gradient l2norm {:.6g} < {:g}", s.l2norm, c.threshold);
-        break;
-      case WatchKind::kGradExplode:
-        if (gradient && (s.l2norm > c.threshold || s.nan > 0 || s.pos_inf + s.neg_inf > 0))
-          detail = fmt::format("gradient l2norm {:.6g} > {:g}", s.l2norm, c.threshold);
-        break;
-      default:
-        break;
-    }
+    const WatchCheckInfo& check = WatchCheckOf(c.kind);
+    if (check.tensor == nullptr) continue;
+    std::string detail = check.tensor(e, traits, c.threshold);
     if (detail.empty()) continue;
     // Where the first bad value lies (a file's elements only).
     const BadPositions* at = nullptr;
-    if (e.from_file && c.kind == WatchKind::kNan) at = &s.nan_at;
-    if (e.from_file && (c.kind == WatchKind::kInf || c.kind == WatchKind::kOverflow ||
-                        c.kind == WatchKind::kLarge))
-      at = &s.inf_at;
-    if (e.from_file && c.kind == WatchKind::kGradExplode)
-      at = s.nan_at.first >= 0 ? &s.nan_at : &s.inf_at;
+    if (e.from_file) {
+      switch (check.position) {
+        case BadElement::kNan: at = &s.nan_at; break;
+        case BadElement::kInf: at = &s.inf_at; break;
+        case BadElement::kNanElseInf: at = s.nan_at.first >= 0 ? &s.nan_at : &s.inf_at; break;
+        case BadElement::kNone: break;
+      }
+    }
     WatchHit hit = MakeHit(index, t, c, std::move(detail));
     if (at && at->first >= 0 && !e.info.shape.empty()) {
       hit.detail += "; " + PositionText(*at, e.info);
@@ -289,15 +202,15 @@ bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
     }
   }
   const DeltaNorms d = DeltaBetween(**cur, **prev);
-  const double ratio = d.ref_l2 > 0 ? d.diff_l2 / d.ref_l2 : (d.diff_l2 > 0 ? INFINITY : 0.0);
+  const WeightDelta delta{
+      .identical = d.identical,
+      .ratio = d.ref_l2 > 0 ? d.diff_l2 / d.ref_l2 : (d.diff_l2 > 0 ? INFINITY : 0.0),
+      .previous_iteration = t.previous_iteration,
+  };
   for (const WatchCheck& c : checks) {
-    std::string detail;
-    if (c.kind == WatchKind::kWeightUnchanged && d.identical) {
-      detail = fmt::format("unchanged since iteration {}", t.previous_iteration);
-    } else if (c.kind == WatchKind::kWeightChange && ratio > c.threshold) {
-      detail = fmt::format("||w - w_prev|| / ||w_prev|| = {:.6g} > {:g} (since iteration {})",
-                           ratio, c.threshold, t.previous_iteration);
-    }
+    const WatchCheckInfo& check = WatchCheckOf(c.kind);
+    if (check.weight == nullptr) continue;
+    std::string detail = check.weight(delta, c.threshold);
     if (!detail.empty()) hits->push_back(MakeHit(index, t, c, std::move(detail)));
   }
   return true;
@@ -313,7 +226,7 @@ bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
 class IntendedMarker {
  public:
   // Takes `e`'s intended infinities out of its summary and describes them in e->intended.
-  void Mark(const TensorTask& t, Evidence* e) {
+  void Mark(const TensorTask& t, TensorEvidence* e) {
     if (t.kernel != kernel_) {
       kernel_ = t.kernel;
       passed_on_.reset();
@@ -397,9 +310,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   result.ranks = index.ranks.size();
   bool tensor_checks = false, weight_checks = false;
   for (const WatchCheck& c : checks) {
-    (c.kind == WatchKind::kWeightUnchanged || c.kind == WatchKind::kWeightChange ? weight_checks
-                                                                                 : tensor_checks) =
-        true;
+    (WatchCheckOf(c.kind).weight != nullptr ? weight_checks : tensor_checks) = true;
   }
   const std::vector<uint64_t> sequences = CallSequences(index);
   size_t place = 0;  // the kernel call's place in the index (CallSequences)
@@ -423,7 +334,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
     }
   }
   std::vector<std::vector<WatchHit>> hits(tasks.size());
-  std::vector<std::optional<Evidence>> evidence(tasks.size());
+  std::vector<std::optional<TensorEvidence>> evidence(tasks.size());
   std::mutex mu;
   std::atomic<int64_t> checked{0}, pairs{0};
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
@@ -433,7 +344,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                   if (CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu)) ++pairs;
                   return;
                 }
-                Evidence e;
+                TensorEvidence e;
                 if (!t.tensor->path.empty()) {
                   auto npy = OpenTensor(*t.tensor);
                   if (!npy.ok()) {
@@ -452,8 +363,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   // In execution order: which infinities are intended needs the kernels before.
   IntendedMarker intended;
   const bool inf_checks = std::any_of(checks.begin(), checks.end(), [](const WatchCheck& c) {
-    return c.kind == WatchKind::kInf || c.kind == WatchKind::kOverflow ||
-           c.kind == WatchKind::kLarge || c.kind == WatchKind::kGradExplode;
+    return WatchCheckOf(c.kind).hits_infinities;
   });
   for (size_t i = 0; i < tasks.size(); ++i) {
     if (!evidence[i]) continue;

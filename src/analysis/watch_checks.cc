@@ -1,25 +1,137 @@
-// The table of watch checks (watch_checks.h) and the parsing of --check lists against it.
+// The table of watch checks (watch_checks.h), each check's test, and the parsing of --check
+// lists against the table.
 #include "graphdump/analysis/watch_checks.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace graphdump::analysis {
 namespace {
 
+// "2 +Inf and 1 -Inf", "1 -Inf"; without counts, what max and min prove.
+std::string InfText(const TensorEvidence& e) {
+  const FiniteSummary& s = e.s;
+  if (!e.inf_counted) {
+    std::string text;
+    if (s.pos_inf) text = "max is +Inf";
+    if (s.neg_inf) text += std::string(text.empty() ? "" : " and ") + "min is -Inf";
+    return text + ": at least one infinity (statistic.csv has no Inf count columns)";
+  }
+  std::string text;
+  if (s.pos_inf) text = fmt::format("{} +Inf", s.pos_inf);
+  if (s.neg_inf) text += fmt::format("{}{} -Inf", text.empty() ? "" : " and ", s.neg_inf);
+  return text + fmt::format(" of {} elements", s.elements);
+}
+
+std::string Nan(const TensorEvidence& e, const TensorTraits&, double) {
+  const FiniteSummary& s = e.s;
+  if (s.nan == 0) return "";
+  return e.nan_counted ? fmt::format("{} NaN of {} elements", s.nan, s.elements)
+                       : fmt::format("{} NaN: at least one NaN of {} elements "
+                                     "(statistic.csv has no NaN Count column)",
+                                     e.nan_seen_in, s.elements);
+}
+
+std::string Inf(const TensorEvidence& e, const TensorTraits&, double) {
+  return e.s.pos_inf + e.s.neg_inf > 0 ? InfText(e) : "";
+}
+
+// overflow: elements a float16 cannot hold. An infinity in a float16 tensor is the overflow
+// itself; in a wider type it is that type's own infinity, and the finite values beyond 65504
+// are what would overflow in float16.
+std::string Overflow(const TensorEvidence& e, const TensorTraits& t, double) {
+  const FiniteSummary& s = e.s;
+  if (s.fp16_overflow + s.pos_inf + s.neg_inf == 0) return "";
+  std::vector<std::string> parts;
+  if (s.fp16_overflow > 0) {
+    parts.push_back(e.overflow_counted
+                        ? fmt::format("{} finite elements beyond the float16 range (|x| > 65504)",
+                                      s.fp16_overflow)
+                        : fmt::format("max |x| {:.6g} > 65504: at least one element beyond the "
+                                      "float16 range",
+                                      s.max_abs));
+  }
+  if (s.pos_inf + s.neg_inf > 0) {
+    const std::string infs = InfText(e);
+    if (t.dtype == DType::kFloat16) {
+      parts.push_back(infs + " (float16 overflowed)");
+    } else {
+      parts.push_back(infs + fmt::format(" (infinite in {} itself)",
+                                         t.dtype ? std::string(DTypeName(*t.dtype)) : "its dtype"));
+    }
+  }
+  std::string text;
+  for (const std::string& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text;
+}
+
+// "All zero" concerns what kernels compute, not the weights (a bias starts at zero) or the
+// graph's constants; value checks concern floating-point data (an integer or bool tensor holds
+// no NaN and its zeros are indices or masks).
+std::string Zero(const TensorEvidence& e, const TensorTraits& t, double) {
+  const FiniteSummary& s = e.s;
+  if (!t.floating || !t.computed || s.elements == 0 || s.zero != s.elements) return "";
+  return fmt::format("all {} elements are zero", s.elements);
+}
+
+std::string Large(const TensorEvidence& e, const TensorTraits& t, double threshold) {
+  const FiniteSummary& s = e.s;
+  if (!t.floating || !(s.max_abs > threshold || s.pos_inf + s.neg_inf > 0)) return "";
+  return fmt::format("max |x| {:.6g} > {:g}", s.pos_inf + s.neg_inf ? INFINITY : s.max_abs,
+                     threshold);
+}
+
+std::string GradVanish(const TensorEvidence& e, const TensorTraits& t, double threshold) {
+  if (!t.gradient || !(e.s.l2norm < threshold)) return "";
+  return fmt::format("gradient l2norm {:.6g} < {:g}", e.s.l2norm, threshold);
+}
+
+std::string GradExplode(const TensorEvidence& e, const TensorTraits& t, double threshold) {
+  const FiniteSummary& s = e.s;
+  if (!t.gradient || !(s.l2norm > threshold || s.nan > 0 || s.pos_inf + s.neg_inf > 0)) return "";
+  return fmt::format("gradient l2norm {:.6g} > {:g}", s.l2norm, threshold);
+}
+
+std::string WeightUnchanged(const WeightDelta& d, double) {
+  return d.identical ? fmt::format("unchanged since iteration {}", d.previous_iteration) : "";
+}
+
+std::string WeightChange(const WeightDelta& d, double threshold) {
+  if (!(d.ratio > threshold)) return "";
+  return fmt::format("||w - w_prev|| / ||w_prev|| = {:.6g} > {:g} (since iteration {})", d.ratio,
+                     threshold, d.previous_iteration);
+}
+
+using B = BadElement;
 constexpr WatchCheckInfo kChecks[] = {
-    {"nan", WatchKind::kNan, false, 0, ""},
-    {"inf", WatchKind::kInf, false, 0, ""},
-    {"overflow", WatchKind::kOverflow, false, 0, "float16 range"},
-    {"zero", WatchKind::kZero, false, 0, "all zero"},
-    {"large", WatchKind::kLarge, true, 1e4, "|x| > T"},
-    {"grad-vanish", WatchKind::kGradVanish, true, 1e-7, "gradient l2norm < T"},
-    {"grad-explode", WatchKind::kGradExplode, true, 1e3, "> T"},
-    {"weight-unchanged", WatchKind::kWeightUnchanged, false, 0, ""},
-    {"weight-change", WatchKind::kWeightChange, true, 0.1, "||w-w_prev||/||w_prev|| > T"},
+    {"nan", WatchKind::kNan, false, 0, "", Nan, B::kNan, false, nullptr},
+    {"inf", WatchKind::kInf, false, 0, "", Inf, B::kInf, true, nullptr},
+    {"overflow", WatchKind::kOverflow, false, 0, "float16 range", Overflow, B::kInf, true,
+     nullptr},
+    {"zero", WatchKind::kZero, false, 0, "all zero", Zero, B::kNone, false, nullptr},
+    {"large", WatchKind::kLarge, true, 1e4, "|x| > T", Large, B::kInf, true, nullptr},
+    {"grad-vanish", WatchKind::kGradVanish, true, 1e-7, "gradient l2norm < T", GradVanish,
+     B::kNone, false, nullptr},
+    {"grad-explode", WatchKind::kGradExplode, true, 1e3, "> T", GradExplode, B::kNanElseInf, true,
+     nullptr},
+    {"weight-unchanged", WatchKind::kWeightUnchanged, false, 0, "", nullptr, B::kNone, false,
+     WeightUnchanged},
+    {"weight-change", WatchKind::kWeightChange, true, 0.1, "||w-w_prev||/||w_prev|| > T", nullptr,
+     B::kNone, false, WeightChange},
 };
+
+constexpr bool InKindOrder() {
+  for (size_t i = 0; i < std::size(kChecks); ++i) {
+    if (static_cast<size_t>(kChecks[i].kind) != i) return false;
+  }
+  return true;
+}
+static_assert(InKindOrder(), "the rows follow WatchKind's order: WatchCheckOf indexes them");
 
 std::string Spelling(const WatchCheckInfo& info) {
   return std::string(info.name) + (info.has_threshold ? "[:T]" : "");
@@ -28,6 +140,8 @@ std::string Spelling(const WatchCheckInfo& info) {
 }  // namespace
 
 std::span<const WatchCheckInfo> WatchCheckTable() { return kChecks; }
+
+const WatchCheckInfo& WatchCheckOf(WatchKind kind) { return kChecks[static_cast<size_t>(kind)]; }
 
 std::string WatchChecksAllowed() {
   std::string text;

@@ -1,12 +1,19 @@
 // The table of watch checks: one row per check `graphdump watch --check` knows (docs/analysis.md,
-// `graphdump watch`), with its threshold and what it hits. Parsing --check, the --help text and
-// the Python package read the names from here instead of listing them again.
+// `graphdump watch`), with its threshold, what it hits and the test it applies to a tensor (or to
+// a weight against its previous iteration). watch, parsing --check, the --help text and the
+// Python package read the checks from here. A new check is its WatchKind, its row and its test
+// (watch_checks.cc), and its words in docs/analysis.md.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "graphdump/analysis/tensor_math.h"
+#include "graphdump/dtype.h"
+#include "graphdump/npy.h"
 #include "graphdump/status.h"
 
 namespace graphdump::analysis {
@@ -23,16 +30,57 @@ enum class WatchKind {
   kWeightChange,
 };
 
+// What a tensor's summary rests on: the file's elements (every count exact), or a statistic.csv
+// row, whose columns may lack a count (then only what max and min prove is known).
+struct TensorEvidence {
+  FiniteSummary s;
+  NpyInfo info;  // the file's header (from_file)
+  bool from_file = true;
+  // The tensor's intended infinities, as watch reports them ("16 -Inf of 64 elements, written
+  // on purpose by masked_fill(value=-inf)"); empty when none. Their counts are taken out of `s`.
+  std::string intended;
+  bool nan_counted = true, inf_counted = true, overflow_counted = true;
+  const char* nan_seen_in = "";  // statistics only: "max", "min" or "max and min" is NaN
+};
+
+// What a tensor is, beside its values.
+struct TensorTraits {
+  bool gradient;  // an output of a backward kernel
+  bool floating;  // floating-point or complex (or of unknown dtype)
+  bool computed;  // made by a kernel of an iteration (not a parameter or a graph constant)
+  std::optional<DType> dtype;
+};
+
+// A weight against its value one iteration before.
+struct WeightDelta {
+  bool identical;
+  double ratio;  // ||w - w_prev|| / ||w_prev||
+  int64_t previous_iteration;
+};
+
+// Where a tensor check's hit reports the first bad element (files' elements only).
+enum class BadElement { kNone, kNan, kInf, kNanElseInf };
+
 struct WatchCheckInfo {
   const char* name;  // as --check spells it: "grad-vanish"
   WatchKind kind;
   bool has_threshold;        // written "name[:T]"
   double default_threshold;  // without ":T"
   const char* hits_when;     // for --help: "gradient l2norm < T"; "" when the name says it
+  // A tensor check: the hit's detail ("3 NaN of 64 elements"), or "" when the tensor passes.
+  std::string (*tensor)(const TensorEvidence&, const TensorTraits&, double threshold);
+  BadElement position;
+  // Whether it hits infinities (then intended infinities are taken out before it looks).
+  bool hits_infinities;
+  // A weight check (tensor is null): the hit's detail, or "".
+  std::string (*weight)(const WeightDelta&, double threshold);
 };
 
-// Every check, in the order --help lists them.
+// Every check, in the order --help lists them (the order of WatchKind).
 std::span<const WatchCheckInfo> WatchCheckTable();
+
+// The row of `kind`.
+const WatchCheckInfo& WatchCheckOf(WatchKind kind);
 
 struct WatchCheck {
   WatchKind kind;
