@@ -28,6 +28,7 @@
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/tensor_math.h"
 #include "graphdump/analysis/watch.h"
+#include "graphdump/config.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/statistic_catalogue.h"
 

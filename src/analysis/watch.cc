@@ -18,6 +18,7 @@
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/source_json.h"
 #include "graphdump/analysis/tensor_math.h"
+#include "graphdump/config.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/shape.h"
 #include "graphdump/statistic_catalogue.h"
