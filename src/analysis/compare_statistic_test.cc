@@ -12,6 +12,7 @@
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/npy.h"
 #include "graphdump/stats.h"
+#include "sin_dump_testing.h"
 #include "testing/testing.h"
 
 namespace graphdump::analysis {
@@ -19,44 +20,13 @@ namespace {
 
 using testing::TempDir;
 
-constexpr char kKernel[] = "Default/net-Net/Sin-op1";
-constexpr char kFileName[] = "Default_net-Net_Sin-op1";
-
 // -1.3097235 prints as "-1.30972": 3.5e-6 away, more than float32's standard allows (2^-20
 // relative), less than half a unit in the sixth digit.
 const std::vector<float> kValues = {-1.3097235f, 0.5f, 2.2500017f, 123456.7f};
 
-// A one-kernel, one-iteration dump under `dir`: the kernel's output as a .npy file, or (when
-// `statistic` is set) as a statistic.csv row of the categories `categories` holding `stats`.
 DumpIndex WriteDump(const TempDir& dir, bool statistic, const NanPropagatingStats& stats,
                     const std::vector<StatCategory>& categories) {
-  const std::string rank = dir.Sub("rank_0");
-  const std::string iteration = rank + "/Net/0/0";
-  std::filesystem::create_directories(rank + "/execution_order");
-  std::filesystem::create_directories(iteration);
-  testing::WriteFile(rank + "/execution_order/ms_execution_order_graph_0.csv",
-                     std::string("NodeExecutionOrder-FullNameWithScope\n") + kKernel + "\n");
-  const int64_t n = static_cast<int64_t>(kValues.size());
-  if (statistic) {
-    StatRowInfo info;
-    info.op_type = "Sin";
-    info.op_name = kFileName;
-    info.timestamp = 1700000000000000;
-    info.data_size = static_cast<uint64_t>(n) * 4;
-    info.shape = {n};
-    testing::WriteFile(iteration + "/statistic.csv",
-                       StatisticCsvHeader(categories) + "\n" +
-                           StatisticCsvRow(info, stats, categories));
-  } else {
-    std::string bytes = NpyHeader(DType::kFloat32, {n});
-    bytes.append(reinterpret_cast<const char*>(kValues.data()), kValues.size() * 4);
-    testing::WriteFile(iteration + std::string("/Sin.") + kFileName +
-                           ".0.0.1700000000000000.output.0.DefaultFormat.float32.npy",
-                       bytes);
-  }
-  auto index = IndexDump(dir.path());
-  EXPECT_TRUE(index.ok()) << index.status().message();
-  return std::move(index).value();
+  return testing_dumps::WriteSinDump(dir, statistic, kValues, stats, categories);
 }
 
 NanPropagatingStats StatsOfValues() {

@@ -17,6 +17,7 @@
 #include "graphdump/npy.h"
 #include "graphdump/statistic_catalogue.h"
 #include "graphdump/stats.h"
+#include "sin_dump_testing.h"
 #include "testing/testing.h"
 
 namespace graphdump::analysis {
@@ -24,8 +25,6 @@ namespace {
 
 using testing::TempDir;
 
-constexpr char kKernel[] = "Default/net-Net/Sin-op1";
-constexpr char kFileName[] = "Default_net-Net_Sin-op1";
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 std::vector<StatCategory> EveryCategory() {
@@ -37,34 +36,9 @@ std::vector<StatCategory> EveryCategory() {
 // A one-kernel dump of `values` under `dir`: a .npy file, or (with `statistic`) a statistic.csv
 // row of every catalogue category.
 DumpIndex WriteDump(const TempDir& dir, bool statistic, const std::vector<float>& values) {
-  const std::string rank = dir.Sub("rank_0");
-  const std::string iteration = rank + "/Net/0/0";
-  std::filesystem::create_directories(rank + "/execution_order");
-  std::filesystem::create_directories(iteration);
-  testing::WriteFile(rank + "/execution_order/ms_execution_order_graph_0.csv",
-                     std::string("NodeExecutionOrder-FullNameWithScope\n") + kKernel + "\n");
-  const int64_t n = static_cast<int64_t>(values.size());
-  if (statistic) {
-    StatRowInfo info;
-    info.op_type = "Sin";
-    info.op_name = kFileName;
-    info.timestamp = 1700000000000000;
-    info.data_size = static_cast<uint64_t>(n) * 4;
-    info.shape = {n};
-    const NanPropagatingStats stats = ComputeStats(DType::kFloat32, values.data(), n, true);
-    testing::WriteFile(iteration + "/statistic.csv",
-                       StatisticCsvHeader(EveryCategory()) +
-                           StatisticCsvRow(info, stats, EveryCategory()));
-  } else {
-    std::string bytes = NpyHeader(DType::kFloat32, {n});
-    bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-    testing::WriteFile(iteration + std::string("/Sin.") + kFileName +
-                           ".0.0.1700000000000000.output.0.DefaultFormat.float32.npy",
-                       bytes);
-  }
-  auto index = IndexDump(dir.path());
-  EXPECT_TRUE(index.ok()) << index.status().message();
-  return std::move(index).value();
+  const NanPropagatingStats stats =
+      ComputeStats(DType::kFloat32, values.data(), static_cast<int64_t>(values.size()), true);
+  return testing_dumps::WriteSinDump(dir, statistic, values, stats, EveryCategory());
 }
 
 TEST(StatisticCatalogueAnalysisTest, CompareJudgesEveryComparableColumn) {
