@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "graphdump/analysis/parallel.h"
 #include "graphdump/file_system.h"
 
 namespace graphdump::tools {
@@ -52,6 +53,7 @@ void PrintUsage(FILE* out) {
 int main(int argc, char** argv) {
   using namespace graphdump::tools;
   graphdump::RemoveTemporariesOnSignals();  // a Ctrl-C leaves only whole files
+  graphdump::analysis::ReuseFreedMemory();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
       !std::strcmp(argv[1], "help")) {
     PrintUsage(argc < 2 ? stderr : stdout);

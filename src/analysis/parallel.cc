@@ -1,5 +1,6 @@
 #include "graphdump/analysis/parallel.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,14 @@
 #include <vector>
 
 namespace graphdump::analysis {
+
+void ReuseFreedMemory() {
+  // Blocks under 32 MiB come from the heap (not a mapping of their own), and up to 64 MiB free
+  // at a heap's top stays mapped; setting these also stops glibc's own threshold from moving.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
 Progress::Progress(std::string label, size_t total)
     : label_(std::move(label)),
       total_(total),
