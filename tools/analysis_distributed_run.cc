@@ -121,7 +121,11 @@ std::optional<analysis::WatchResult> DistributedWatch(const std::string& dir,
     for (const std::string& warning : index->warnings) {
       fmt::print(stderr, "graphdump watch: warning: {}\n", warning);
     }
-    const analysis::WatchResult part = analysis::RunWatch(*index, checks, options);
+    // Every hit is sent: the processes' parts are merged and sorted as one (the codec carries
+    // neither dropped counts nor spreads).
+    analysis::WatchOptions whole = options;
+    whole.keep_hits = 0;
+    const analysis::WatchResult part = analysis::RunWatch(*index, checks, whole);
     mine["parts"].push_back({rank, Binary(analysis::EncodeWatchResult(part))});
   }
   auto frames = Exchange(*job, "watch", mine, exit_code);

@@ -43,6 +43,37 @@ DumpIndex SyncedPart(const DumpIndex& index, const RankEntry& rank) {
   return out;
 }
 
+// The order MergeRankComparisons lists kernels in (the rank aside).
+auto MergeKey(const KernelComparison& k) {
+  return std::make_tuple(k.graph_id, k.iteration < 0, k.iteration, k.order, k.rank);
+}
+
+// Keeps the first `keep` kernels of `part` that do not pass (in MergeKey's order) and its first
+// failure, and the first `keep` unpaired kernels; counts what is dropped.
+void KeepShown(size_t keep, CompareResult* part, size_t* dropped_kernels,
+               size_t* dropped_unpaired) {
+  std::stable_sort(part->kernels.begin(), part->kernels.end(),
+                   [](const KernelComparison& x, const KernelComparison& y) {
+                     return MergeKey(x) < MergeKey(y);
+                   });
+  std::vector<KernelComparison> kept;
+  bool failure_kept = false;
+  for (KernelComparison& k : part->kernels) {
+    if (k.verdict == Verdict::kPass) continue;
+    const bool first_failure = k.verdict == Verdict::kError && !failure_kept;
+    if (kept.size() >= keep && !first_failure) continue;
+    failure_kept = failure_kept || k.verdict == Verdict::kError;
+    kept.push_back(std::move(k));
+  }
+  *dropped_kernels += part->kernels.size() - kept.size();
+  part->kernels = std::move(kept);
+  part->first_failure = -1;  // MergeRankComparisons finds it again
+  if (part->unpaired.size() > keep) {
+    *dropped_unpaired += part->unpaired.size() - keep;
+    part->unpaired.resize(keep);
+  }
+}
+
 }  // namespace
 
 bool IsRankSyncedKernel(const KernelEntry& kernel) {
@@ -107,11 +138,7 @@ RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t>
   }
   std::stable_sort(merged.kernels.begin(), merged.kernels.end(),
                    [](const KernelComparison& x, const KernelComparison& y) {
-                     auto key = [](const KernelComparison& k) {
-                       return std::make_tuple(k.graph_id, k.iteration < 0, k.iteration, k.order,
-                                              k.rank);
-                     };
-                     return key(x) < key(y);
+                     return MergeKey(x) < MergeKey(y);
                    });
   for (size_t i = 0; i < merged.kernels.size(); ++i) {
     if (merged.kernels[i].verdict == Verdict::kError) {
@@ -173,18 +200,28 @@ StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
   each.progress = false;
   each.threads = std::max(1, threads / outer);
   std::vector<CompareResult> parts(ids.size() - 1);
+  std::vector<std::pair<size_t, size_t>> dropped(parts.size());  // kernels, unpaired
   StreamedDump rest = ForEachRank(
       std::move(listed), others, outer,
       options.compare.progress ? "compare --ranks: ranks" : "", [&](size_t, DumpIndex& one) {
         const RankEntry& rank = one.ranks.front();
-        parts[part_of.at(rank.rank)] = CompareDumps(SyncedPart(one, rank), reference, each);
+        const size_t i = part_of.at(rank.rank);
+        parts[i] = CompareDumps(SyncedPart(one, rank), reference, each);
+        if (options.keep_shown > 0) {
+          KeepShown(options.keep_shown, &parts[i], &dropped[i].first, &dropped[i].second);
+        }
       });
   std::vector<Skipped> skipped = std::move(first.skipped);
   for (Skipped& s : rest.skipped) skipped.push_back(std::move(s));
   *warnings = std::move(first.warnings);
   for (std::string& w : rest.warnings) warnings->push_back(std::move(w));
-  return MergeRankComparisons(ids[0], {ids.begin() + 1, ids.end()}, std::move(skipped),
-                              std::move(parts));
+  RankCompareResult result = MergeRankComparisons(ids[0], {ids.begin() + 1, ids.end()},
+                                                  std::move(skipped), std::move(parts));
+  for (const auto& [kernels, unpaired] : dropped) {
+    result.dropped_kernels += kernels;
+    result.dropped_unpaired += unpaired;
+  }
+  return result;
 }
 
 RankDifference DifferenceOf(const KernelComparison& kernel) {

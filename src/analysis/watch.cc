@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -37,20 +40,62 @@ int64_t CountFrom(double v) {
   return v >= 0 ? static_cast<int64_t>(std::min(v, kMax)) : 0;
 }
 
+// A statistic.csv row's cells by category, each file's columns looked up once: a dump's rows
+// share their file's titles (StatisticCells), so the lookup is redone only when the file changes.
+class StatisticReader {
+ public:
+  void Read(const StatisticValues& values) {
+    if (values.cells() != titles_of_) {
+      titles_of_ = values.cells();
+      columns_.fill(-1);
+      int column = 0;
+      values.ForEachTitle([&](const std::string& title) {
+        const StatisticInfo* info = FindStatisticByTitle(title);
+        if (info && columns_[static_cast<size_t>(info->category)] < 0) {
+          columns_[static_cast<size_t>(info->category)] = column;  // the first, as Find's
+        }
+        ++column;
+      });
+    }
+    cells_.clear();
+    values.ForEach([&](const std::string&, std::string_view cell) { cells_.push_back(cell); });
+  }
+  std::optional<std::string_view> Cell(StatCategory category) const {
+    const int column = columns_[static_cast<size_t>(category)];
+    if (column < 0) return std::nullopt;
+    return cells_[static_cast<size_t>(column)];
+  }
+  // The cell as a number; false when it is absent, empty or does not start with one.
+  bool Number(StatCategory category, double* v) const {
+    const std::optional<std::string_view> cell = Cell(category);
+    if (!cell || cell->empty()) return false;
+    const char* begin = cell->data();
+    const char* end = begin + cell->size();
+    auto [ptr, ec] = std::from_chars(begin, end, *v);
+    if (ec == std::errc() && ptr == end) return true;
+    // What from_chars leaves to strtod: a leading '+' or space, hexadecimal, a number followed
+    // by more text.
+    const std::string text(*cell);
+    char* stop = nullptr;
+    *v = std::strtod(text.c_str(), &stop);
+    return stop != text.c_str();
+  }
+
+ private:
+  static constexpr size_t kCategories = static_cast<size_t>(StatCategory::kL2Norm) + 1;
+  const StatisticCells* titles_of_ = nullptr;
+  std::array<int, kCategories> columns_{};
+  std::vector<std::string_view> cells_;
+};
+
 // A summary from statistic.csv values, for tensors dumped as statistics only.
-bool SummaryFromStats(const StatisticRow& row, TensorEvidence* e) {
+bool SummaryFromStats(const StatisticRow& row, StatisticReader* reader, TensorEvidence* e) {
   FiniteSummary* s = &e->s;
   e->from_file = false;
   e->overflow_counted = false;
   using C = StatCategory;
-  auto get = [&](C category, double* v) {
-    const std::optional<std::string_view> cell = row.values.Find(StatCategoryColumn(category));
-    if (!cell || cell->empty()) return false;
-    const std::string text(*cell);
-    char* end = nullptr;
-    *v = std::strtod(text.c_str(), &end);
-    return end != text.c_str();
-  };
+  reader->Read(row.values);
+  auto get = [&](C category, double* v) { return reader->Number(category, v); };
   double mx = 0, mn = 0, l2 = 0, v = 0;
   const bool have_max = get(C::kMax, &mx), have_min = get(C::kMin, &mn);
   if (get(C::kCount, &v)) {
@@ -87,7 +132,7 @@ bool SummaryFromStats(const StatisticRow& row, TensorEvidence* e) {
     s->zero = CountFrom(v);
   else
     s->zero = (have_max && have_min && mx == 0 && mn == 0) ? s->elements : 0;
-  return have_max || have_min || row.values.count(StatCategoryColumn(C::kNanCount));
+  return have_max || have_min || reader->Cell(C::kNanCount).has_value();
 }
 
 struct TensorTask {
@@ -155,8 +200,19 @@ WatchHit MakeHit(const DumpIndex& index, const TensorTask& t, const WatchCheck& 
   return h;
 }
 
-void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorEvidence& e,
-                 const std::vector<WatchCheck>& checks, std::vector<WatchHit>* hits) {
+// A hit as found, before it becomes a WatchHit: only the hits kept become one
+// (WatchOptions::keep_hits), as copying a kernel's name and source trace into every hit of a
+// dump whose NaN reached every later kernel costs more than finding them.
+struct Found {
+  size_t task;  // in RunWatch's tasks
+  const WatchCheck* check;
+  std::string detail;
+  std::vector<int64_t> first_index = {};
+  int64_t row = -1;
+};
+
+void CheckTensor(size_t task, const TensorTask& t, const TensorEvidence& e,
+                 const std::vector<WatchCheck>& checks, std::vector<Found>* hits) {
   const FiniteSummary& s = e.s;
   const std::optional<DType> dtype = t.tensor->dtype;
   const TensorTraits traits{
@@ -180,7 +236,7 @@ void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorEviden
         case BadElement::kNone: break;
       }
     }
-    WatchHit hit = MakeHit(index, t, c, std::move(detail));
+    Found hit{task, &c, std::move(detail)};
     if (at && at->first >= 0 && !e.info.shape.empty()) {
       hit.detail += "; " + PositionText(*at, e.info);
       hit.first_index = UnravelIndex(at->first, e.info.shape, e.info.fortran_order);
@@ -191,8 +247,8 @@ void CheckTensor(const DumpIndex& index, const TensorTask& t, const TensorEviden
 }
 
 // Returns whether the pair could be compared (it counts as a tensor checked).
-bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<WatchCheck>& checks,
-                 std::vector<WatchHit>* hits, std::vector<Skipped>* skipped, std::mutex* mu) {
+bool CheckWeight(size_t task, const TensorTask& t, const std::vector<WatchCheck>& checks,
+                 std::vector<Found>* hits, std::vector<Skipped>* skipped, std::mutex* mu) {
   auto cur = OpenTensor(*t.tensor);
   auto prev = OpenTensor(*t.previous);
   for (auto* r : {&cur, &prev}) {
@@ -212,7 +268,7 @@ bool CheckWeight(const DumpIndex& index, const TensorTask& t, const std::vector<
     const WatchCheckInfo& check = WatchCheckOf(c.kind);
     if (check.weight == nullptr) continue;
     std::string detail = check.weight(delta, c.threshold);
-    if (!detail.empty()) hits->push_back(MakeHit(index, t, c, std::move(detail)));
+    if (!detail.empty()) hits->push_back({task, &c, std::move(detail)});
   }
   return true;
 }
@@ -334,54 +390,107 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
       }
     }
   }
-  std::vector<std::vector<WatchHit>> hits(tasks.size());
-  std::vector<std::optional<TensorEvidence>> evidence(tasks.size());
+  // Tensors with a file and weight pairs are read on every thread; statistics rows are read in
+  // the ordered pass below.
+  std::vector<size_t> reads;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i].previous || !tasks[i].tensor->path.empty()) reads.push_back(i);
+  }
+  std::vector<std::optional<TensorEvidence>> read(reads.size());
+  std::vector<std::vector<Found>> pair_hits(reads.size());
   std::mutex mu;
   std::atomic<int64_t> checked{0}, pairs{0};
-  ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
-              options.progress ? "watch: tensors" : "", [&](size_t i) {
+  ParallelFor(reads.size(), options.threads > 0 ? options.threads : DefaultThreads(),
+              options.progress ? "watch: tensors" : "", [&](size_t j) {
+                const size_t i = reads[j];
                 const TensorTask& t = tasks[i];
                 if (t.previous) {
-                  if (CheckWeight(index, t, checks, &hits[i], &result.skipped, &mu)) ++pairs;
+                  if (CheckWeight(i, t, checks, &pair_hits[j], &result.skipped, &mu)) ++pairs;
+                  return;
+                }
+                auto npy = OpenTensor(*t.tensor);
+                if (!npy.ok()) {
+                  std::lock_guard<std::mutex> lock(mu);
+                  result.skipped.push_back({t.tensor->path, npy.status().message()});
                   return;
                 }
                 TensorEvidence e;
-                if (!t.tensor->path.empty()) {
-                  auto npy = OpenTensor(*t.tensor);
-                  if (!npy.ok()) {
-                    std::lock_guard<std::mutex> lock(mu);
-                    result.skipped.push_back({t.tensor->path, npy.status().message()});
-                    return;
-                  }
-                  e.s = SummarizeFinite(**npy);
-                  e.info = (*npy)->info();
-                } else if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &e)) {
-                  return;
-                }
+                e.s = SummarizeFinite(**npy);
+                e.info = (*npy)->info();
                 ++checked;
-                evidence[i] = std::move(e);
+                read[j] = std::move(e);
               });
   // In execution order: which infinities are intended needs the kernels before.
   IntendedMarker intended;
   const bool inf_checks = std::any_of(checks.begin(), checks.end(), [](const WatchCheck& c) {
     return WatchCheckOf(c.kind).hits_infinities;
   });
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (!evidence[i]) continue;
-    if (inf_checks && !options.count_intended_inf) intended.Mark(tasks[i], &*evidence[i]);
-    if (!evidence[i]->intended.empty()) {
-      const WatchCheck inf{WatchKind::kInf, 0, "inf"};
-      result.intended.push_back(MakeHit(index, tasks[i], inf, evidence[i]->intended));
+  static const WatchCheck kIntendedInf{WatchKind::kInf, 0, "inf"};
+  std::vector<Found> hits, intended_hits;
+  StatisticReader reader;
+  TensorEvidence e;
+  for (size_t i = 0, j = 0; i < tasks.size(); ++i) {
+    const TensorTask& t = tasks[i];
+    if (j < reads.size() && reads[j] == i) {
+      std::move(pair_hits[j].begin(), pair_hits[j].end(), std::back_inserter(hits));
+      std::optional<TensorEvidence> from_file = std::move(read[j]);
+      read[j].reset();
+      ++j;
+      if (!from_file) continue;
+      e = std::move(*from_file);
+    } else {
+      e = TensorEvidence();
+      if (!t.tensor->stats || !SummaryFromStats(*t.tensor->stats, &reader, &e)) continue;
+      ++checked;
     }
-    CheckTensor(index, tasks[i], *evidence[i], checks, &hits[i]);
-    evidence[i].reset();
+    if (inf_checks && !options.count_intended_inf) intended.Mark(t, &e);
+    if (!e.intended.empty()) intended_hits.push_back({i, &kIntendedInf, e.intended});
+    CheckTensor(i, t, e, checks, &hits);
   }
   result.tensors_checked = checked;
   result.weight_pairs_checked = pairs;
-  for (auto& h : hits) {
-    for (auto& hit : h) result.hits.push_back(std::move(hit));
+  // In the order they occurred (SortHitsByOccurrence's); only what options.keep_hits keeps
+  // becomes a WatchHit.
+  std::stable_sort(hits.begin(), hits.end(), [&](const Found& a, const Found& b) {
+    auto key = [&](const Found& f) {
+      const TensorTask& t = tasks[f.task];
+      return std::make_tuple(t.iteration->iteration < 0, t.iteration->iteration, t.sequence,
+                             !t.tensor->is_input, t.rank->rank, t.graph->graph_id,
+                             t.tensor->slot);
+    };
+    return key(a) < key(b);
+  });
+  auto make = [&](Found& f) {
+    WatchHit h = MakeHit(index, tasks[f.task], *f.check, std::move(f.detail));
+    h.first_index = std::move(f.first_index);
+    h.row = f.row;
+    return h;
+  };
+  const size_t keep = options.keep_hits;
+  std::map<uint32_t, HitSpreadBuilder> spreads;  // with `keep`: by rank
+  for (size_t n = 0; n < hits.size(); ++n) {
+    const TensorTask& t = tasks[hits[n].task];
+    bool first_of_rank = false;
+    if (keep > 0) {
+      auto [spread, inserted] = spreads.try_emplace(t.rank->rank, t.kernel->full_name,
+                                                    t.iteration->iteration, kSpreadShown);
+      if (!inserted) spread->second.Add(t.kernel->full_name, t.iteration->iteration);
+      first_of_rank = inserted;
+    }
+    if (keep == 0 || n < keep || first_of_rank) {
+      result.hits.push_back(make(hits[n]));
+    } else {
+      ++result.dropped_hits;
+    }
   }
-  SortHitsByOccurrence(&result.hits);
+  for (auto& [rank, spread] : spreads) result.spreads[rank] = spread.Take();
+  for (size_t n = 0; n < intended_hits.size(); ++n) {
+    if (keep == 0 || n < keep) {
+      result.intended.push_back(make(intended_hits[n]));
+    } else {
+      ++result.dropped_intended;
+    }
+  }
   for (Skipped& s : result.skipped) {
     if (s.path.empty()) {  // weight pair errors carry the file in the message
       s.path = s.reason.substr(0, s.reason.find(':'));

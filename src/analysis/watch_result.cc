@@ -15,12 +15,6 @@
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
-namespace {
-
-constexpr size_t kSpreadShown = 5;  // kernels a HitSpread names (`watch --first` prints them)
-
-}  // namespace
-
 void SortHitsByOccurrence(std::vector<WatchHit>* hits) {
   std::stable_sort(hits->begin(), hits->end(), [](const WatchHit& a, const WatchHit& b) {
     auto key = [](const WatchHit& h) {
@@ -56,34 +50,15 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
   each.progress = false;
   each.threads = std::max(1, threads / outer);
   std::vector<WatchResult> per_rank(n);
-  // Keeps the first `keep` of a rank's (or the dump's) hits and intended infinities.
-  const size_t keep = options.keep_hits;
-  auto trim = [keep](WatchResult* r) {
-    if (keep == 0) return;
-    if (r->hits.size() > keep) {
-      r->dropped_hits += r->hits.size() - keep;
-      r->hits.erase(r->hits.begin() + static_cast<ptrdiff_t>(keep), r->hits.end());
-      r->hits.shrink_to_fit();  // ranks' results wait for the last rank: keep them small
-    }
-    if (r->intended.size() > keep) {
-      r->dropped_intended += r->intended.size() - keep;
-      r->intended.erase(r->intended.begin() + static_cast<ptrdiff_t>(keep), r->intended.end());
-      r->intended.shrink_to_fit();
-    }
-  };
   std::vector<size_t> index_skipped(n);
   Progress tensors(options.progress ? "watch: tensors" : "", 0);
   StreamedDump streamed = ForEachRank(
       std::move(ranks), IndexFilter(), outer, options.progress ? "indexing ranks" : "",
       [&](size_t i, DumpIndex& one) {
         index_skipped[i] = one.skipped.size();
+        // Keeps the rank's first `keep_hits` hits and its HitSpread (the dump's first hits are
+        // among the ranks' first).
         per_rank[i] = RunWatch(one, checks, each);
-        WatchResult& r = per_rank[i];
-        if (keep > 0 && !r.hits.empty()) {
-          // The rank's hits are in the order they occurred: its first is the first listed.
-          r.spreads[r.hits.front().rank] = SpreadAfter(r.hits, r.hits.front(), kSpreadShown);
-        }
-        trim(&r);
         const size_t checked = static_cast<size_t>(per_rank[i].tensors_checked);
         tensors.Add(checked, checked);
       });
@@ -107,6 +82,7 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
   }
   for (Skipped& s : found) result.skipped.push_back(std::move(s));
   SortHitsByOccurrence(&result.hits);
+  const size_t keep = options.keep_hits;
   if (keep > 0) {
     // The dump's first `keep` hits, and each rank's first (FirstHitPerRank).
     std::set<uint32_t> seen;
@@ -117,20 +93,32 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
     }
     result.dropped_hits += result.hits.size() - kept.size();
     result.hits = std::move(kept);
-    WatchResult intended;
-    intended.intended = std::move(result.intended);
-    trim(&intended);
-    result.intended = std::move(intended.intended);
-    result.dropped_intended += intended.dropped_intended;
+    if (result.intended.size() > keep) {
+      result.dropped_intended += result.intended.size() - keep;
+      result.intended.resize(keep);
+    }
   }
   *warnings = std::move(streamed.warnings);
   return result;
 }
 
+HitSpreadBuilder::HitSpreadBuilder(std::string_view first_kernel, int64_t first_iteration,
+                                   size_t shown)
+    : seen_{first_kernel}, shown_(shown) {
+  spread_.last_iteration = first_iteration;
+}
+
+void HitSpreadBuilder::Add(std::string_view kernel, int64_t iteration) {
+  ++spread_.later;
+  if (iteration >= 0) spread_.last_iteration = std::max(spread_.last_iteration, iteration);
+  if (seen_.insert(kernel).second) {
+    ++spread_.kernel_count;
+    if (spread_.kernels.size() < shown_) spread_.kernels.emplace_back(kernel);
+  }
+}
+
 HitSpread SpreadAfter(const std::vector<WatchHit>& hits, const WatchHit& first, size_t shown) {
-  HitSpread spread;
-  std::set<std::string> seen = {first.kernel};
-  spread.last_iteration = first.iteration;
+  HitSpreadBuilder spread(first.kernel, first.iteration, shown);
   bool passed_first = false;
   for (const WatchHit& h : hits) {
     if (h.rank != first.rank) continue;
@@ -140,14 +128,9 @@ HitSpread SpreadAfter(const std::vector<WatchHit>& hits, const WatchHit& first, 
                                       h.slot == first.slot && h.check == first.check);
       continue;
     }
-    ++spread.later;
-    if (h.iteration >= 0) spread.last_iteration = std::max(spread.last_iteration, h.iteration);
-    if (seen.insert(h.kernel).second) {
-      ++spread.kernel_count;
-      if (spread.kernels.size() < shown) spread.kernels.push_back(h.kernel);
-    }
+    spread.Add(h.kernel, h.iteration);
   }
-  return spread;
+  return spread.Take();
 }
 
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {

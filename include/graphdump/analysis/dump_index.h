@@ -56,6 +56,16 @@ class StatisticValues {
       p += 4 + n;
     }
   }
+  // f(title) for every column, in the file's order.
+  template <typename F>
+  void ForEachTitle(F&& f) const {
+    if (cells_) {
+      for (const std::string& title : cells_->titles) f(title);
+    }
+  }
+  // The cells the row shares with the other rows of its file (null when it has none): rows of
+  // one file have the same columns.
+  const StatisticCells* cells() const { return cells_.get(); }
   // Appends a cell to `cells` (building a file's rows, column by column in title order).
   static void Append(StatisticCells* cells, std::string_view cell) {
     const uint32_t n = static_cast<uint32_t>(cell.size());

@@ -20,6 +20,11 @@ bool IsRankSyncedKernel(const KernelEntry& kernel);
 struct RankCompareOptions {
   CompareOptions compare;       // iteration, tolerances, threads, progress
   std::vector<uint32_t> ranks;  // ranks to check; empty: every rank in the dump
+  // CompareRanksInDump keeps, of each rank, the first `keep_shown` kernels that do not pass (and
+  // its first failure) and the first `keep_shown` unpaired kernels, and counts the rest
+  // (RankCompareResult::dropped_*): memory then holds what the text shows, whatever the number
+  // of ranks. 0: every kernel is kept (--json, --out).
+  size_t keep_shown = 0;
 };
 
 struct RankCompareResult {
@@ -29,6 +34,10 @@ struct RankCompareResult {
   // reference is side B. Sorted by graph, iteration, execution order, then rank, so
   // `first_failure` is the earliest disagreement.
   CompareResult result;
+  // Kernels and unpaired kernels not kept (RankCompareOptions::keep_shown): `result` counts
+  // passed, warnings and errors over all of them, and the dump has result.kernels.size() +
+  // dropped_kernels compared kernels.
+  size_t dropped_kernels = 0, dropped_unpaired = 0;
 };
 
 // Compares the rank-synced kernels (outputs only for all-reduce and optimizer kernels) of every

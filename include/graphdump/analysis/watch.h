@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphdump/analysis/dump_index.h"
@@ -51,9 +53,9 @@ struct WatchOptions {
   // and the same tensor as a later kernel's input, as inf, overflow and large hits. Off: they
   // are listed in WatchResult::intended instead.
   bool count_intended_inf = false;
-  // WatchDump keeps the first `keep_hits` hits, each rank's first hit and the first `keep_hits`
-  // intended infinities (in their order), counts the rest (WatchResult::dropped_hits) and keeps
-  // each rank's HitSpread: memory holds one rank's hits at a time. 0: every hit is kept.
+  // RunWatch and WatchDump keep the first `keep_hits` hits, each rank's first hit and the first
+  // `keep_hits` intended infinities (in their order), count the rest (WatchResult::dropped_hits)
+  // and keep each rank's HitSpread: a hit not kept is never made. 0: every hit is kept.
   size_t keep_hits = 0;
 };
 
@@ -65,6 +67,23 @@ struct HitSpread {
   std::vector<std::string> kernels;  // the first `shown` of them (SpreadAfter)
   size_t kernel_count = 0;
   int64_t last_iteration = 0;
+};
+
+// The kernels a HitSpread names (`watch --first` prints them).
+inline constexpr size_t kSpreadShown = 5;
+
+// A HitSpread built hit by hit: constructed with a rank's first hit, given each later hit of the
+// rank in the order they occurred. Holds views of the kernel names: they must outlive it.
+class HitSpreadBuilder {
+ public:
+  HitSpreadBuilder(std::string_view first_kernel, int64_t first_iteration, size_t shown);
+  void Add(std::string_view kernel, int64_t iteration);
+  HitSpread Take() { return std::move(spread_); }
+
+ private:
+  std::set<std::string_view> seen_;
+  size_t shown_;
+  HitSpread spread_;
 };
 
 struct WatchResult {
@@ -81,8 +100,7 @@ struct WatchResult {
   // Hits and intended infinities not kept (WatchOptions::keep_hits): the dump has
   // hits.size() + dropped_hits hits.
   size_t dropped_hits = 0, dropped_intended = 0;
-  // With dropped hits: each rank's HitSpread after its first hit (SpreadAfter with shown 5), by
-  // rank id.
+  // With keep_hits: each rank's HitSpread after its first hit (kSpreadShown kernels), by rank id.
   std::map<uint32_t, HitSpread> spreads;
 };
 
