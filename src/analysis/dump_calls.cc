@@ -50,6 +50,13 @@ void AttachRows(std::vector<StatisticRow> rows, std::vector<TensorEntry>* tensor
 }  // namespace
 
 std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows) {
+  std::vector<KernelEntry> out;
+  SplitCalls(std::move(kernel), std::move(rows), &out);
+  return out;
+}
+
+void SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows,
+                std::vector<KernelEntry>* calls_out) {
   // A statistic-only kernel with one row per io and slot (a statistics dump): one call, as the
   // general case below makes it, without its maps.
   if (kernel.tensors.empty() && rows.size() <= 16) {
@@ -72,9 +79,8 @@ std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow
       }
       kernel.call = 0;
       kernel.calls = 1;
-      std::vector<KernelEntry> out;
-      out.push_back(std::move(kernel));
-      return out;
+      calls_out->push_back(std::move(kernel));
+      return;
     }
   }
   std::map<Slot, std::vector<TensorEntry>> by_slot;
@@ -115,8 +121,8 @@ std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow
     for (const TensorEntry& t : k.tensors) {
       if (t.timestamp) k.first_timestamp = std::min(k.first_timestamp, t.timestamp);
     }
+    calls_out->push_back(std::move(k));
   }
-  return out;
 }
 
 }  // namespace graphdump::analysis

@@ -1,7 +1,7 @@
 // Source traces from graphs/ms_output_trace_code_graph_{id}.ir.
 #include <cctype>
 #include <charconv>
-#include <sstream>
+#include <string_view>
 #include <unordered_set>
 
 #include "graphdump/analysis/dump_index.h"
@@ -10,7 +10,7 @@ namespace graphdump::analysis {
 namespace {
 
 // Parses the text after "# In file ": "PATH(LINE)/ code/" or "PATH:LINE[~L2, C1~C2]/ code/".
-bool ParseInFile(const std::string& rest, SourceLocation* loc) {
+bool ParseInFile(std::string_view rest, SourceLocation* loc) {
   for (size_t p = 0; p < rest.size(); ++p) {
     const char c = rest[p];
     if (c != '(' && c != ':') continue;
@@ -24,7 +24,7 @@ bool ParseInFile(const std::string& rest, SourceLocation* loc) {
     } else {
       if (rest[q] != '/' && rest[q] != '~' && rest[q] != ',') continue;
       const size_t slash = rest.find('/', q);
-      if (slash == std::string::npos) continue;
+      if (slash == std::string_view::npos) continue;
       code_start = slash + 1;
     }
     // A line number beyond int (a hand-edited or corrupt .ir) is not a location: std::stoi
@@ -34,56 +34,63 @@ bool ParseInFile(const std::string& rest, SourceLocation* loc) {
     if (error != std::errc()) continue;
     loc->file = rest.substr(0, p);
     loc->line = line;
-    std::string code = rest.substr(code_start);
-    while (!code.empty() && (code.back() == '/' || code.back() == ' ')) code.pop_back();
+    std::string_view code = rest.substr(code_start);
+    while (!code.empty() && (code.back() == '/' || code.back() == ' ')) code.remove_suffix(1);
     const size_t first = code.find_first_not_of(' ');
-    loc->code = first == std::string::npos ? "" : code.substr(first);
+    loc->code = first == std::string_view::npos ? std::string_view() : code.substr(first);
     return true;
   }
   return false;
 }
 
-std::string FindKnownName(const std::string& line, const std::unordered_set<std::string>& known) {
-  std::string token;
+// The first token of `line` (split at spaces and punctuation) that `known` holds; "" when none.
+std::string_view FindKnownName(std::string_view line,
+                               const std::unordered_set<std::string_view>& known) {
   auto is_sep = [](char c) {
     return std::isspace(static_cast<unsigned char>(c)) || c == '(' || c == ')' || c == '{' ||
            c == '}' || c == '[' || c == ']' || c == ',' || c == '=' || c == '"' || c == '\'' ||
            c == ';';
   };
+  size_t start = 0;
   for (size_t i = 0; i <= line.size(); ++i) {
-    if (i == line.size() || is_sep(line[i])) {
-      if (!token.empty() && known.count(token)) return token;
-      token.clear();
-    } else {
-      token += line[i];
+    if (i < line.size() && !is_sep(line[i])) continue;
+    if (i > start && known.count(line.substr(start, i - start))) {
+      return line.substr(start, i - start);
     }
+    start = i + 1;
   }
-  return "";
+  return {};
 }
 
 }  // namespace
 
 std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
     const std::string& text, const std::vector<std::string>& known_names) {
-  const std::unordered_set<std::string> known(known_names.begin(), known_names.end());
+  const std::unordered_set<std::string_view> known(known_names.begin(), known_names.end());
   std::map<std::string, std::vector<SourceLocation>> traces;
-  std::istringstream in(text);
-  std::string line, current;
-  static const std::string kFullname = "Fullname with scope: (";
-  static const std::string kInFile = "# In file ";
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::string current;
+  static constexpr std::string_view kFullname = "Fullname with scope: (";
+  static constexpr std::string_view kInFile = "# In file ";
+  const std::string_view all(text);
+  for (size_t pos = 0; pos < all.size();) {
+    size_t end = all.find('\n', pos);
+    if (end == std::string_view::npos) end = all.size();
+    std::string_view line = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const size_t start = line.find_first_not_of(" \t");
-    if (start == std::string::npos) continue;
+    if (start == std::string_view::npos) continue;
     const size_t fn = line.find(kFullname);
-    if (fn != std::string::npos) {
+    if (fn != std::string_view::npos) {
       const size_t open = fn + kFullname.size();
       const size_t close = line.rfind(')');
-      current = close != std::string::npos && close > open ? line.substr(open, close - open) : "";
+      current = close != std::string_view::npos && close > open
+                    ? line.substr(open, close - open)
+                    : std::string_view();
       continue;
     }
     const size_t in_file = line.find(kInFile);
-    if (in_file != std::string::npos) {
+    if (in_file != std::string_view::npos) {
       SourceLocation loc;
       if (!current.empty() && ParseInFile(line.substr(in_file + kInFile.size()), &loc)) {
         traces[current].push_back(std::move(loc));

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -101,8 +103,35 @@ struct GraphContext {
 struct KernelParts {
   KernelEntry kernel;
   std::vector<StatisticRow> rows;
+  bool dropped = false;  // its statistic.csv could not be read and it has no file
 };
-using KernelMap = std::map<std::pair<std::string, std::string>, KernelParts>;  // (type, name)
+
+// An iteration's kernels by (op_type, op_name), made on first use. The map's keys are views of
+// the kernels' own names, which a deque never moves.
+class KernelMap {
+ public:
+  KernelParts& operator[](std::pair<std::string_view, std::string_view> key) {
+    if (auto it = by_name_.find(key); it != by_name_.end()) return *it->second;
+    KernelParts& parts = parts_.emplace_back();
+    parts.kernel.op_type = key.first;
+    parts.kernel.op_name = key.second;
+    by_name_.emplace(std::pair<std::string_view, std::string_view>(parts.kernel.op_type,
+                                                                   parts.kernel.op_name),
+                     &parts);
+    return parts;
+  }
+  // f(parts) for every kernel in (op_type, op_name) order; f may move the kernel out (the map
+  // is not used after).
+  template <typename F>
+  void ForEach(F&& f) {
+    for (auto& [key, parts] : by_name_) f(*parts);
+  }
+  size_t size() const { return parts_.size(); }
+
+ private:
+  std::deque<KernelParts> parts_;
+  std::map<std::pair<std::string_view, std::string_view>, KernelParts*> by_name_;
+};
 
 
 // The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
@@ -117,8 +146,6 @@ void IndexDumpFile(const fs::path& file, const std::string& name, KernelMap* ker
     return;
   }
   KernelEntry& k = (*kernels)[{parsed.op_type, parsed.op_name}].kernel;
-  k.op_type = parsed.op_type;
-  k.op_name = parsed.op_name;
   std::error_code ec;
   uint64_t file_bytes = fs::file_size(file, ec);  // counted once, with the first tensor
   for (const auto* list : {&header->inputs, &header->outputs}) {
@@ -167,10 +194,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     tensor.path = file.string();
     std::error_code ec;
     tensor.file_bytes = fs::file_size(file, ec);
-    KernelEntry& k = kernels[{op_type, op_name}].kernel;
-    k.op_type = op_type;
-    k.op_name = op_name;
-    k.tensors.push_back(std::move(tensor));
+    kernels[{op_type, op_name}].kernel.tensors.push_back(std::move(tensor));
   }
   const fs::path csv = dir / "statistic.csv";
   std::error_code ec;
@@ -194,10 +218,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
               // sanitized form.
               const std::string name = FileKernelName(raw_name);
               parts = &kernels[{type, name}];
-              if (parts->kernel.op_name.empty()) {
-                parts->kernel.op_type = type;
-                parts->kernel.op_name = name;
-              }
+              if (parts->rows.empty()) parts->rows.reserve(4);
             }
             parts->rows.push_back(std::move(row));
           });
@@ -206,12 +227,16 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     }
     if (!parsed.ok()) {
       skipped->push_back({csv.string(), parsed.message()});
-      for (auto& [key, p] : kernels) p.rows.clear();
-      std::erase_if(kernels, [](const auto& k) { return k.second.kernel.tensors.empty(); });
+      kernels.ForEach([](KernelParts& p) {
+        p.rows.clear();
+        p.dropped = p.kernel.tensors.empty();
+      });
     }
   }
-  entry.kernels.reserve(kernels.size());
-  for (auto& [key, p] : kernels) {
+  std::vector<KernelEntry> calls;
+  calls.reserve(kernels.size());
+  kernels.ForEach([&](KernelParts& p) {
+    if (p.dropped) return;
     KernelEntry& k = p.kernel;
     k.is_parameter = k.op_type == "Parameter";
     if (auto it = ctx.by_file_name.find(k.op_name);
@@ -221,28 +246,33 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     } else {
       k.full_name = k.op_name;
     }
-    std::vector<KernelEntry> calls = SplitCalls(std::move(k), std::move(p.rows));
+    const size_t first = calls.size();
+    SplitCalls(std::move(k), std::move(p.rows), &calls);
     // MindSpore runs each kernel of a graph once per iteration: there, a second call is a
     // second run dumped into the same path.
-    if (!ctx.one_run && calls.size() > 1 && entry.mixed_runs.empty()) {
-      const TensorEntry& t = calls[1].tensors.front();
+    if (!ctx.one_run && calls.size() - first > 1 && entry.mixed_runs.empty()) {
+      const KernelEntry& second = calls[first + 1];
+      const TensorEntry& t = second.tensors.front();
       entry.mixed_runs = fmt::format(
           "{} holds files of more than one run ({} has two files for {} {}): results mix "
           "runs; dump each run into its own directory (docs/layout.md)",
-          dir.string(), calls[1].op_name, t.is_input ? "input" : "output", t.slot);
+          dir.string(), second.op_name, t.is_input ? "input" : "output", t.slot);
     }
-    for (KernelEntry& call : calls) entry.kernels.push_back(std::move(call));
-  }
+  });
   // Parameters first, then by call: the execution order, then kernels the order does not list,
-  // by time.
-  std::sort(entry.kernels.begin(), entry.kernels.end(),
-            [](const KernelEntry& a, const KernelEntry& b) {
-              auto key = [](const KernelEntry& k) {
-                return std::tuple<bool, uint32_t, bool, int64_t, uint64_t, const std::string&>(
-                    !k.is_parameter, k.call, k.order < 0, k.order, k.first_timestamp, k.op_name);
-              };
-              return key(a) < key(b);
-            });
+  // by time. Sorted as positions, then moved once.
+  std::vector<uint32_t> sorted(calls.size());
+  for (uint32_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+  std::sort(sorted.begin(), sorted.end(), [&](uint32_t a, uint32_t b) {
+    auto key = [&](const KernelEntry& k) {
+      return std::tuple<bool, uint32_t, bool, int64_t, uint64_t, const std::string&,
+                        const std::string&>(!k.is_parameter, k.call, k.order < 0, k.order,
+                                            k.first_timestamp, k.op_name, k.op_type);
+    };
+    return key(calls[a]) < key(calls[b]);
+  });
+  entry.kernels.reserve(calls.size());
+  for (uint32_t i : sorted) entry.kernels.push_back(std::move(calls[i]));
   return entry;
 }
 
@@ -265,6 +295,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path meta = rank_dir / ".dump_metadata" / "config.json";
   ctx.one_run = fs::is_regular_file(meta, ec) &&
                 ReadText(meta, skipped).find("\"graphdump_version\"") != std::string::npos;
+  ctx.by_file_name.reserve(graph.execution_order.size());
   for (size_t i = 0; i < graph.execution_order.size(); ++i) {
     ctx.by_file_name.emplace(FileKernelName(graph.execution_order[i]),
                              std::make_pair(graph.execution_order[i], static_cast<int64_t>(i)));

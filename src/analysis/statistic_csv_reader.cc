@@ -15,40 +15,52 @@ namespace graphdump::analysis {
 namespace {
 
 // Splits `line` at commas outside quotes into `fields`, quote characters removed. Fields are
-// views into `line`, or into `scratch` (the line without its quotes) when it has quotes.
+// views into `line`; a field whose quotes do not enclose it whole (`a"b,c"d`) is a view into
+// `scratch`, which is reserved once per line so that the views stay valid.
 void SplitCsvLine(std::string_view line, std::string* scratch,
                   std::vector<std::string_view>* fields) {
   fields->clear();
-  if (line.find('"') == std::string_view::npos) {
-    size_t start = 0;
-    while (true) {
-      const size_t comma = line.find(',', start);
-      if (comma == std::string_view::npos) {
-        fields->push_back(line.substr(start));
-        return;
-      }
-      fields->push_back(line.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
   scratch->clear();
-  scratch->reserve(line.size());  // no reallocation below: the views stay valid
-  std::vector<size_t> ends;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      ends.push_back(scratch->size());
-    } else {
-      scratch->push_back(c);
-    }
-  }
-  ends.push_back(scratch->size());
   size_t start = 0;
-  for (size_t end : ends) {
-    fields->push_back(std::string_view(*scratch).substr(start, end - start));
-    start = end;
+  while (true) {
+    // The common field: no quote, or one quoted whole ("(16,16)").
+    if (start < line.size() && line[start] == '"') {
+      const size_t close = line.find('"', start + 1);
+      if (close != std::string_view::npos &&
+          (close + 1 == line.size() || line[close + 1] == ',')) {
+        fields->push_back(line.substr(start + 1, close - start - 1));
+        if (close + 1 == line.size()) return;
+        start = close + 2;
+        continue;
+      }
+    } else {
+      const size_t comma = line.find(',', start);
+      const size_t quote = line.find('"', start);
+      if (quote == std::string_view::npos || quote > comma) {
+        if (comma == std::string_view::npos) {
+          fields->push_back(line.substr(start));
+          return;
+        }
+        fields->push_back(line.substr(start, comma - start));
+        start = comma + 1;
+        continue;
+      }
+    }
+    // Quotes inside the field: the field's characters without them, into `scratch`.
+    if (scratch->capacity() < line.size()) scratch->reserve(line.size());
+    const size_t from = scratch->size();
+    bool quoted = false;
+    size_t i = start;
+    for (; i < line.size() && (quoted || line[i] != ','); ++i) {
+      if (line[i] == '"') {
+        quoted = !quoted;
+      } else {
+        scratch->push_back(line[i]);
+      }
+    }
+    fields->push_back(std::string_view(*scratch).substr(from));
+    if (i >= line.size()) return;
+    start = i + 1;
   }
 }
 
