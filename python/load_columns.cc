@@ -91,11 +91,15 @@ struct Interner {
 struct NameCodes {
   Interner names;
   StringMap<int32_t> written;
+  std::string last;  // the spelling looked up last (rows of a file share their dtype)
+  int32_t last_id = -1;
   int32_t Id(std::string_view bytes) {
-    if (auto it = written.find(bytes); it != written.end()) return it->second;
-    const int32_t id = names.Id(ValidUtf8(bytes));
-    written.emplace(std::string(bytes), id);
-    return id;
+    if (last_id >= 0 && bytes == last) return last_id;
+    auto it = written.find(bytes);
+    if (it == written.end()) it = written.emplace(std::string(bytes), names.Id(ValidUtf8(bytes))).first;
+    last = bytes;
+    last_id = it->second;
+    return last_id;
   }
 };
 
@@ -360,11 +364,24 @@ void AddRank(const DumpIndex& index, Part* c) {
   for (const auto& r : index.ranks) {
     for (const auto& g : r.graphs) {
       const int32_t net = c->nets.Id(g.net_name);
+      // A kernel recurs in every iteration of its graph: its name, operator and source line
+      // are looked up once (again only if a later entry gives it another operator).
+      struct Codes {
+        int32_t kernel, op_type, source;
+        std::string op_type_bytes;
+      };
+      StringMap<Codes> seen;
       for (const auto& it : g.iterations) {
         for (const auto& k : it.kernels) {
-          const int32_t source = c->sources.Id(index.SourceLine(g, k.full_name));
-          const int32_t kernel = c->kernels.Id(k.full_name);
-          const int32_t op_type = c->op_types.Id(k.op_type);
+          auto known = seen.find(k.full_name);
+          if (known == seen.end() || known->second.op_type_bytes != k.op_type) {
+            const Codes codes{c->kernels.Id(k.full_name), c->op_types.Id(k.op_type),
+                              c->sources.Id(index.SourceLine(g, k.full_name)), k.op_type};
+            known = seen.insert_or_assign(k.full_name, codes).first;
+          }
+          const int32_t kernel = known->second.kernel;
+          const int32_t op_type = known->second.op_type;
+          const int32_t source = known->second.source;
           for (const auto& t : k.tensors) {
             const size_t row = c->size();
             c->rank.push_back(r.rank);
