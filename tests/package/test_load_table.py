@@ -9,6 +9,7 @@ import numpy
 import pytest
 
 import graphdump  # noqa: F401  (conftest puts the build's package first)
+from conftest import statistic_csv
 
 KERNELS = ["Default/net-Net/MatMul-op0", "Default/net-Net/Add-op1"]
 WIDE = 2**53 + 1  # not a double
@@ -22,14 +23,7 @@ def write_rank(root, rank, titles, cells):
         "NodeExecutionOrder-FullNameWithScope\n" + "".join(k + "\n" for k in KERNELS))
     it = rank_dir / "Net" / "0" / "0"
     it.mkdir(parents=True)
-    lines = ["Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"
-             + ",".join(titles) + "\n"]
-    for k, name in enumerate(KERNELS):
-        op_type = name.rsplit("/", 1)[1].split("-")[0]
-        for io in ("input", "output"):
-            lines.append(f"{op_type},{name.replace('/', '_')},0,0,{10 + k},{io},0,64,float32,"
-                         f"\"(2,2)\",{cells(k, io)}\n")
-    (it / "statistic.csv").write_text("".join(lines))
+    (it / "statistic.csv").write_text(statistic_csv(KERNELS, titles, cells))
 
 
 @pytest.fixture(scope="module")
