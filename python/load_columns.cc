@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <new>
 #include <optional>
 #include <regex>
@@ -101,6 +102,60 @@ struct NameCodes {
     last_id = it->second;
     return last_id;
   }
+};
+
+// The names of one column, shared by the ranks being read on every core: each spelling as the
+// dump wrote it has a number, that of its valid UTF-8 form (two spellings that are not UTF-8
+// may become one name; paths keep their bytes), made valid once for the whole dump.
+class SharedNames {
+ public:
+  explicit SharedNames(bool paths = false) : paths_(paths) {}
+  int32_t Id(std::string_view bytes) {
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      if (auto it = written_.find(bytes); it != written_.end()) return it->second;
+    }
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (auto it = written_.find(bytes); it != written_.end()) return it->second;
+    const int32_t id = names_.Id(paths_ ? std::string(bytes) : ValidUtf8(bytes));
+    written_.emplace(std::string(bytes), id);
+    return id;
+  }
+  // Once no rank is being read.
+  const std::string& name(int32_t id) const { return names_.names[static_cast<size_t>(id)]; }
+
+ private:
+  const bool paths_;
+  std::shared_mutex mu_;
+  StringMap<int32_t> written_;
+  Interner names_;
+};
+
+// One rank's use of a shared column: its rows' numbers, and the numbers in the order the rank
+// first met them (the table's categories come in that order, rank after rank).
+struct PartNames {
+  SharedNames* shared = nullptr;
+  std::vector<int32_t> first_met;
+  std::vector<bool> met;  // by number
+  std::string last;       // the spelling looked up last (rows of a file share their dtype)
+  int32_t last_id = -1;
+  int32_t Id(std::string_view bytes) {
+    if (last_id >= 0 && bytes == last) return last_id;
+    const int32_t id = shared->Id(bytes);
+    if (static_cast<size_t>(id) >= met.size()) met.resize(static_cast<size_t>(id) + 1);
+    if (!met[static_cast<size_t>(id)]) {
+      met[static_cast<size_t>(id)] = true;
+      first_met.push_back(id);
+    }
+    last.assign(bytes);
+    last_id = id;
+    return id;
+  }
+};
+
+// The shared columns of load()'s table.
+struct Names {
+  SharedNames kernels, op_types, nets, dtypes, sources, files{true};
 };
 
 // A statistic.csv cell as load() gives it: an int, else a float, else text (Python's int() and
@@ -320,14 +375,22 @@ struct Part {
   std::vector<int64_t> iteration, order;
   std::vector<uint64_t> timestamp;  // 0: none
   std::vector<uint8_t> is_parameter, io;  // io: 0 input, 1 output
-  NameCodes kernels, op_types, nets, dtypes, sources, stat_titles;
-  Interner files;  // paths, as their bytes
-  std::vector<int32_t> kernel, op_type, net, dtype, source, file, shape;
+  PartNames kernels, op_types, nets, dtypes, sources, files;
+  NameCodes stat_titles;
+  std::vector<int32_t> kernel, op_type, net, dtype, source, file, shape;  // shared numbers
   std::vector<std::vector<int64_t>> shapes;
   std::vector<StatColumn> stats;  // by stat_titles' code
   Interner texts;                 // statistic cells that are not numbers
   std::vector<std::pair<size_t, std::vector<int64_t>>> bad;  // (row, first bad index)
 
+  explicit Part(Names* names) {
+    kernels.shared = &names->kernels;
+    op_types.shared = &names->op_types;
+    nets.shared = &names->nets;
+    dtypes.shared = &names->dtypes;
+    sources.shared = &names->sources;
+    files.shared = &names->files;
+  }
   size_t size() const { return rank.size(); }
 };
 
@@ -364,24 +427,27 @@ void AddRank(const DumpIndex& index, Part* c) {
   for (const auto& r : index.ranks) {
     for (const auto& g : r.graphs) {
       const int32_t net = c->nets.Id(g.net_name);
-      // A kernel recurs in every iteration of its graph: its name, operator and source line
-      // are looked up once (again only if a later entry gives it another operator).
-      struct Codes {
-        int32_t kernel, op_type, source;
+      // A kernel recurs in every iteration of its graph: its operator and source line are
+      // looked up once (again only if a later entry gives it another operator).
+      struct Known {
+        bool seen = false;
+        int32_t op_type = 0, source = 0;
         std::string op_type_bytes;
       };
-      StringMap<Codes> seen;
+      std::vector<Known> known;  // by kernel number
       for (const auto& it : g.iterations) {
         for (const auto& k : it.kernels) {
-          auto known = seen.find(k.full_name);
-          if (known == seen.end() || known->second.op_type_bytes != k.op_type) {
-            const Codes codes{c->kernels.Id(k.full_name), c->op_types.Id(k.op_type),
-                              c->sources.Id(index.SourceLine(g, k.full_name)), k.op_type};
-            known = seen.insert_or_assign(k.full_name, codes).first;
+          const int32_t kernel = c->kernels.Id(k.full_name);
+          if (static_cast<size_t>(kernel) >= known.size()) known.resize(static_cast<size_t>(kernel) + 1);
+          Known& codes = known[static_cast<size_t>(kernel)];
+          if (!codes.seen || codes.op_type_bytes != k.op_type) {
+            codes.seen = true;
+            codes.op_type = c->op_types.Id(k.op_type);
+            codes.source = c->sources.Id(index.SourceLine(g, k.full_name));
+            codes.op_type_bytes = k.op_type;
           }
-          const int32_t kernel = known->second.kernel;
-          const int32_t op_type = known->second.op_type;
-          const int32_t source = known->second.source;
+          const int32_t op_type = codes.op_type;
+          const int32_t source = codes.source;
           for (const auto& t : k.tensors) {
             const size_t row = c->size();
             c->rank.push_back(r.rank);
@@ -443,8 +509,26 @@ struct Table {
   Buffer<int64_t> iteration, order;
   Buffer<uint64_t> timestamp;
   Buffer<uint8_t> is_parameter, io;
-  Interner kernels, op_types, nets, dtypes, sources, files, stat_titles, texts;
-  Buffer<int32_t> kernel, op_type, net, dtype, source, file, shape;
+  // A categorical column: shared numbers -> codes given in the order the ranks first met them.
+  struct Codes {
+    std::vector<int32_t> of;      // by shared number; -1: not yet met
+    std::vector<int32_t> shared;  // by code
+    Buffer<int32_t> rows;
+    void Append(const PartNames& part, const std::vector<int32_t>& numbers) {
+      for (int32_t id : part.first_met) {
+        if (static_cast<size_t>(id) >= of.size()) of.resize(static_cast<size_t>(id) + 1, -1);
+        if (of[static_cast<size_t>(id)] < 0) {
+          of[static_cast<size_t>(id)] = static_cast<int32_t>(shared.size());
+          shared.push_back(id);
+        }
+      }
+      int32_t* out = rows.Grow(numbers.size());
+      for (size_t i = 0; i < numbers.size(); ++i) out[i] = of[static_cast<size_t>(numbers[i])];
+    }
+  };
+  Codes kernel, op_type, net, dtype, source, file;
+  Interner stat_titles, texts;
+  Buffer<int32_t> shape;
   std::unordered_map<std::vector<int64_t>, int32_t, ShapeHash> shape_ids;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<StatColumn> stats;  // by stat_titles' code
@@ -466,19 +550,12 @@ void Table::Append(Part part) {
   timestamp.Append(part.timestamp);
   is_parameter.Append(part.is_parameter);
   io.Append(part.io);
-  auto renumber = [n](const Interner& from, const std::vector<int32_t>& codes, Interner* to,
-                      Buffer<int32_t>* out) {
-    std::vector<int32_t> map(from.names.size());
-    for (size_t i = 0; i < map.size(); ++i) map[i] = to->Id(from.names[i]);
-    int32_t* o = out->Grow(n);
-    for (size_t i = 0; i < n; ++i) o[i] = map[static_cast<size_t>(codes[i])];
-  };
-  renumber(part.kernels.names, part.kernel, &kernels, &kernel);
-  renumber(part.op_types.names, part.op_type, &op_types, &op_type);
-  renumber(part.nets.names, part.net, &nets, &net);
-  renumber(part.dtypes.names, part.dtype, &dtypes, &dtype);
-  renumber(part.sources.names, part.source, &sources, &source);
-  renumber(part.files, part.file, &files, &file);
+  kernel.Append(part.kernels, part.kernel);
+  op_type.Append(part.op_types, part.op_type);
+  net.Append(part.nets, part.net);
+  dtype.Append(part.dtypes, part.dtype);
+  source.Append(part.sources, part.source);
+  file.Append(part.files, part.file);
   std::vector<int32_t> shape_map(part.shapes.size());
   for (size_t i = 0; i < shape_map.size(); ++i) {
     auto [it, added] = shape_ids.emplace(part.shapes[i], static_cast<int32_t>(shapes.size()));
@@ -505,12 +582,12 @@ void Table::Append(Part part) {
   rows += n;
 }
 
-py::tuple Categorical(Buffer<int32_t>* codes, const Interner& names, bool paths) {
+py::tuple Categorical(Table::Codes* codes, const SharedNames& names, bool paths) {
   py::list categories;
-  for (const std::string& name : names.names) {
-    categories.append(paths ? PathText(name) : py::str(name));
+  for (int32_t id : codes->shared) {
+    categories.append(paths ? PathText(names.name(id)) : py::str(names.name(id)));
   }
-  return py::make_tuple(codes->Release(), categories);
+  return py::make_tuple(codes->rows.Release(), categories);
 }
 
 // What load() keeps: its ranks=, iterations=, kernels= and io= (docs/python.md).
@@ -592,6 +669,7 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
   const analysis::IndexFilter filter =
       LoadFilter(std::move(ranks), std::move(iterations), std::move(kernel_names),
                  std::move(kernel_regex), std::move(io));
+  Names names;
   Table all;
   std::vector<analysis::Skipped> skipped;
   std::vector<std::string> warnings;
@@ -616,7 +694,7 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
       const analysis::StreamedDump streamed = analysis::ForEachRank(
           std::move(*listed), filter, analysis::DefaultThreads(), "",
           [&](size_t i, DumpIndex& one) {
-            Part part;
+            Part part(&names);
             AddRank(one, &part);
             std::lock_guard<std::mutex> lock(mu);
             parts[i] = std::move(part);
@@ -643,17 +721,17 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
   py::dict columns;
   columns["rank"] = all.rank.Release();
   columns["graph"] = all.graph.Release();
-  columns["net_name"] = Categorical(&all.net, all.nets, false);
+  columns["net_name"] = Categorical(&all.net, names.nets, false);
   columns["iteration"] = all.iteration.Release();
   columns["call"] = all.call.Release();
   columns["timestamp"] = all.timestamp.Release();
   columns["order"] = all.order.Release();
-  columns["kernel"] = Categorical(&all.kernel, all.kernels, false);
-  columns["op_type"] = Categorical(&all.op_type, all.op_types, false);
+  columns["kernel"] = Categorical(&all.kernel, names.kernels, false);
+  columns["op_type"] = Categorical(&all.op_type, names.op_types, false);
   columns["is_parameter"] = all.is_parameter.Release(py::dtype("bool"));
   columns["io"] = all.io.Release(py::dtype("int8"));  // codes of ('input', 'output')
   columns["slot"] = all.slot.Release();
-  columns["dtype"] = Categorical(&all.dtype, all.dtypes, false);
+  columns["dtype"] = Categorical(&all.dtype, names.dtypes, false);
   py::list shapes;
   for (const auto& dims : all.shapes) {
     py::tuple t(dims.size());
@@ -661,8 +739,8 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
     shapes.append(t);
   }
   columns["shape"] = py::make_tuple(all.shape.Release(), shapes);
-  columns["file"] = Categorical(&all.file, all.files, true);
-  columns["source"] = Categorical(&all.source, all.sources, false);
+  columns["file"] = Categorical(&all.file, names.files, true);
+  columns["source"] = Categorical(&all.source, names.sources, false);
   py::list bad;
   for (const auto& [row, at] : all.bad) {
     py::tuple index_tuple(at.size());
