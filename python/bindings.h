@@ -11,8 +11,10 @@ namespace graphdump::python {
 
 // graphdump.ConfigError (a ValueError) and the Status -> exception mapping.
 void BindCommon(pybind11::module_& m);
-// Dump directories: load, read, compare, watch (analysis_bindings.cc; no LibTorch).
+// Dump directories: read, compare, watch (analysis_bindings.cc; no LibTorch).
 void BindAnalysis(pybind11::module_& m);
+// load's table of a dump (load_columns.cc; no LibTorch).
+void BindLoad(pybind11::module_& m);
 // Configuration, the dump host, the executor (torch_bindings.cc).
 void BindTorch(pybind11::module_& m);
 

@@ -9,5 +9,6 @@ PYBIND11_MODULE(_graphdump, m) {
   m.attr("__version__") = GRAPHDUMP_VERSION;
   graphdump::python::BindCommon(m);
   graphdump::python::BindAnalysis(m);
+  graphdump::python::BindLoad(m);
   graphdump::python::BindTorch(m);
 }

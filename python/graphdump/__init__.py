@@ -113,6 +113,7 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     pd = _pandas()
     import numpy
     n = len(columns["rank"])
+    skipped = columns["skipped"]
 
     def categorical(key):
         codes, categories = columns[key]
@@ -137,7 +138,7 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
         first_index[at] = index
         row[at] = index[0] if len(index) >= 2 else None
     timestamp = columns["timestamp"]
-    frame = pd.DataFrame({
+    table = {
         "rank": columns["rank"],
         "graph": columns["graph"],
         "net_name": categorical("net_name"),
@@ -147,9 +148,8 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
         "order": columns["order"],
         "kernel": categorical("kernel"),
         "op_type": categorical("op_type"),
-        "is_parameter": columns["is_parameter"].astype(bool),
-        "io": pd.Categorical.from_codes(numpy.where(columns["is_input"] != 0, 0, 1),
-                                        categories=["input", "output"]),
+        "is_parameter": columns["is_parameter"],
+        "io": pd.Categorical.from_codes(columns["io"], categories=["input", "output"]),
         "slot": columns["slot"],
         "dtype": categorical("dtype"),
         "shape": shared("shape"),
@@ -157,10 +157,15 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
         "source": categorical("source"),
         "first_index": first_index,
         "row": row,
-    })
+    }
     for name, values in columns["statistics"]:
-        frame[name] = values
-    frame.attrs["skipped"] = columns["skipped"]
+        table[name] = values if isinstance(values, numpy.ndarray) else objects(values)
+    del columns, timestamp, first_index, row
+    # copy=False: each column stays the array the index filled (pandas would otherwise copy
+    # the columns of one dtype into one block).
+    frame = pd.DataFrame(table, copy=False)
+    del table
+    frame.attrs["skipped"] = skipped
     frame.attrs["path"] = os.fspath(path)
     return frame
 
