@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "analysis_cli.h"
@@ -84,6 +87,30 @@ void PrintIntended(const analysis::WatchResult& result) {
   }
 }
 
+// --json over one process: the hits spilled rank by rank and merged while printed, so memory
+// does not grow with them (the JSON itself can be larger than memory).
+int PrintSpilledJson(const std::string& dir, const std::vector<analysis::WatchCheck>& checks,
+                     const analysis::WatchOptions& options) {
+  std::vector<std::string> warnings;
+  auto watched = analysis::SpilledWatch::Run(dir, checks, options, &warnings);
+  if (!watched.ok()) return OpenError("graphdump watch", watched.status());
+  PrintWarnings("graphdump watch", warnings);
+  const analysis::SpilledWatch& result = **watched;
+  Status written = result.WriteJson([](std::string_view text) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size()) return Status::Ok();
+    return Status::IOError(fmt::format("cannot write the JSON: {}", std::strerror(errno)));
+  });
+  if (written.ok()) std::fputc('\n', stdout);
+  if (!written.ok() || std::fflush(stdout) != 0) {
+    fmt::print(stderr, "graphdump watch: error: {}\n",
+               written.ok() ? fmt::format("cannot write the JSON: {}", std::strerror(errno))
+                            : written.message());
+    return kExitFailure;
+  }
+  PrintSkipped("graphdump watch", result.skipped());
+  return result.hits() == 0 ? kExitOk : kExitFinding;
+}
+
 }  // namespace
 
 int RunWatch(int argc, char** argv) {
@@ -158,6 +185,7 @@ int RunWatch(int argc, char** argv) {
   // Text lists the first `limit` hits and 3 intended infinities: only those are kept (with
   // each rank's first hit and what followed it), so memory does not grow with the hits.
   if (!json && limit > 0) options.keep_hits = std::max<size_t>(first_only ? 1 : limit, 3);
+  if (json && !InDistributedJob()) return PrintSpilledJson(dir, *checks, options);
   int rc = kExitOk;
   std::optional<analysis::WatchResult> found;
   if (InDistributedJob()) {
