@@ -2,9 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <set>
 
 #include "analysis_cli.h"
@@ -96,16 +93,9 @@ int PrintSpilledJson(const std::string& dir, const std::vector<analysis::WatchCh
   if (!watched.ok()) return OpenError("graphdump watch", watched.status());
   PrintWarnings("graphdump watch", warnings);
   const analysis::SpilledWatch& result = **watched;
-  Status written = result.WriteJson([](std::string_view text) {
-    if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size()) return Status::Ok();
-    return Status::IOError(fmt::format("cannot write the JSON: {}", std::strerror(errno)));
-  });
-  if (written.ok()) std::fputc('\n', stdout);
-  if (!written.ok() || std::fflush(stdout) != 0) {
-    fmt::print(stderr, "graphdump watch: error: {}\n",
-               written.ok() ? fmt::format("cannot write the JSON: {}", std::strerror(errno))
-                            : written.message());
-    return kExitFailure;
+  if (int rc = PrintStreamedJson("graphdump watch",
+                                 [&](const auto& write) { return result.WriteJson(write); })) {
+    return rc;
   }
   PrintSkipped("graphdump watch", result.skipped());
   return result.hits() == 0 ? kExitOk : kExitFinding;
