@@ -122,6 +122,26 @@ def test_inf_before_the_nan_comes_first(dump):
     assert [h["rank"] for h in whole["first_hit_per_rank"]][:2] == [2, 5]
 
 
+def test_package_watch_lists_the_same_hits(dump):
+    """graphdump.watch (the Python package) returns the CLI's hits, in the same order."""
+    import subprocess
+    package = os.path.join(os.environ.get("GRAPHDUMP_BUILD_DIR", ""), "python")
+    if not os.path.isdir(os.path.join(package, "graphdump")):
+        pytest.skip("the Python package is not built")
+    script = ("import json, sys, graphdump\n"
+              "f = graphdump.watch(sys.argv[1], 'nan,inf')\n"
+              "print(json.dumps([[int(r), k, int(i)] for r, k, i in "
+              "zip(f['rank'], f['kernel'], f['iteration'])]))\n"
+              "print(len(f.attrs['skipped']))\n")
+    p = subprocess.run(["/usr/bin/python3", "-c", script, dump], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=package))
+    assert p.returncode == 0, p.stderr
+    rows, skipped = p.stdout.splitlines()
+    _, whole = watch_json(dump)
+    assert json.loads(rows) == [[h["rank"], h["kernel"], h["iteration"]] for h in whole["hits"]]
+    assert int(skipped) == len(whole["skipped"]) == 1
+
+
 def test_no_temporary_file_is_left(dump, scratch):
     tmp = os.path.join(scratch, "tmp")
     os.makedirs(tmp)
