@@ -169,30 +169,16 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
   const auto [head, rest] = SplitAt(internal::JsonText(j, 2), "kernels");
   const auto [middle, tail] = SplitAt(rest, "unpaired");
   std::string out = head;
-  auto array = [&](size_t count, auto&& read) -> Status {
-    out += count == 0 ? "[]" : "[\n";
-    if (count == 0) return Status::Ok();
-    size_t written = 0;
-    GRAPHDUMP_RETURN_IF_ERROR(read([&](std::string_view element) -> Status {
-      out += element;
-      out += ++written < count ? ",\n" : "\n";
-      if (out.size() < kChunk) return Status::Ok();
-      Status status = write(out);
-      out.clear();
-      return status;
-    }));
-    out += "  ]";
-    return Status::Ok();
-  };
-  GRAPHDUMP_RETURN_IF_ERROR(
-      array(kernels(), [&](const auto& each) { return spill.kernels->Merge(each); }));
+  GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(
+      kernels(), [&](const TextSink& each) { return spill.kernels->Merge(each); }, write, &out));
   out += middle;
-  GRAPHDUMP_RETURN_IF_ERROR(array(unpaired(), [&](const auto& each) {
+  auto read_unpaired = [&](const TextSink& each) {
     for (size_t i = 0; i < spill.parts; ++i) {
       GRAPHDUMP_RETURN_IF_ERROR(spill.unpaired->Read(i, each));
     }
     return Status::Ok();
-  }));
+  };
+  GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(unpaired(), read_unpaired, write, &out));
   out += tail;
   return write(out);
 }

@@ -193,4 +193,22 @@ void AppendIndented(std::string_view text, size_t by, std::string* out) {
   out->append(text.substr(from));
 }
 
+Status AppendJsonArray(size_t count, const std::function<Status(const TextSink&)>& read,
+                       const TextSink& write, std::string* out) {
+  constexpr size_t kFlush = size_t{1} << 20;
+  *out += count == 0 ? "[]" : "[\n";
+  if (count == 0) return Status::Ok();
+  size_t written = 0;
+  GRAPHDUMP_RETURN_IF_ERROR(read([&](std::string_view element) -> Status {
+    *out += element;
+    *out += ++written < count ? ",\n" : "\n";
+    if (out->size() < kFlush) return Status::Ok();
+    Status status = write(*out);
+    out->clear();
+    return status;
+  }));
+  *out += "  ]";
+  return Status::Ok();
+}
+
 }  // namespace graphdump::analysis

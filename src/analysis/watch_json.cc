@@ -175,33 +175,20 @@ Status SpilledWatch::WriteJson(const std::function<Status(std::string_view)>& wr
     out += fmt::format(",\n  \"first_rank\": {},\n",
                        firsts.empty() ? "null" : std::to_string(spill.firsts[firsts[0]]->rank));
   }
-  // An array of spilled elements: "[]", or one element a line.
-  auto array = [&](const char* key, size_t count, auto&& read) -> Status {
-    out += fmt::format("  \"{}\": {}", key, count == 0 ? "[]" : "[\n");
-    if (count == 0) return Status::Ok();
-    size_t written = 0;
-    GRAPHDUMP_RETURN_IF_ERROR(read([&](std::string_view element) -> Status {
-      out += element;
-      out += ++written < count ? ",\n" : "\n";
-      if (out.size() < kChunk) return Status::Ok();
-      Status status = write(out);
-      out.clear();
-      return status;
-    }));
-    out += "  ]";
-    return Status::Ok();
-  };
-  GRAPHDUMP_RETURN_IF_ERROR(
-      array("hits", hits(), [&](const auto& each) { return spill.hits.Merge(each); }));
+  out += "  \"hits\": ";
+  GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(
+      hits(), [&](const TextSink& each) { return spill.hits.Merge(each); }, write, &out));
   out += ",\n";
   size_t intended = 0;
   for (size_t r = 0; r < spill.firsts.size(); ++r) intended += spill.intended.count(r);
-  GRAPHDUMP_RETURN_IF_ERROR(array("intended_infinities", intended, [&](const auto& each) {
+  out += "  \"intended_infinities\": ";
+  auto read_intended = [&](const TextSink& each) {
     for (size_t r = 0; r < spill.firsts.size(); ++r) {
       GRAPHDUMP_RETURN_IF_ERROR(spill.intended.Read(r, each));
     }
     return Status::Ok();
-  }));
+  };
+  GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(intended, read_intended, write, &out));
   out += ",\n  \"skipped\": ";
   AppendIndented(internal::JsonText(SkippedJson(skipped_), 2), 2, &out);
   out += fmt::format(",\n  \"tensors_checked\": {},\n  \"weight_pairs_checked\": {}\n}}",

@@ -63,4 +63,12 @@ inline uint64_t OrderedWord(int64_t v) { return static_cast<uint64_t>(v) ^ (uint
 // a JSON string is written \n, so every newline of `text` starts a line).
 void AppendIndented(std::string_view text, size_t by, std::string* out);
 
+// The array value of a key of a JSON object printed at indent 2, its `count` elements (each as
+// the array's element: indented by 4, AppendIndented) given by `read` to the function it takes:
+// "[]", or one element a line and "  ]", appended to `out`, which goes to `write` (and is
+// cleared) whenever it holds 1 MiB.
+using TextSink = std::function<Status(std::string_view text)>;
+Status AppendJsonArray(size_t count, const std::function<Status(const TextSink&)>& read,
+                       const TextSink& write, std::string* out);
+
 }  // namespace graphdump::analysis
