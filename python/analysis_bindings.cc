@@ -95,11 +95,12 @@ std::string Watch(const std::string& path, const std::string& checks_text,
   options.progress = false;
   options.count_intended_inf = count_intended_inf;
   std::vector<std::string> warnings;
-  StatusOr<analysis::WatchResult> result = Status::Internal("not run");
+  StatusOr<std::unique_ptr<analysis::SpilledWatch>> result = Status::Internal("not run");
   {
     py::gil_scoped_release no_gil;
-    // Rank by rank, as the CLI: memory holds the hits, not the dump's index.
-    result = analysis::WatchDump(path, *checks, options, &warnings);
+    // Rank by rank, as the CLI's --json: each rank's hits are spilled to a temporary file as
+    // JSON text and merged into the one string returned, never held as hits besides it.
+    result = analysis::SpilledWatch::Run(path, *checks, options, &warnings);
   }
   if (!result.ok()) Raise(result.status());
   for (const std::string& warning : warnings) {
@@ -107,8 +108,17 @@ std::string Watch(const std::string& path, const std::string& checks_text,
       throw py::error_already_set();
     }
   }
-  py::gil_scoped_release no_gil;
-  return analysis::WatchResultJson(*result);
+  std::string json;
+  Status written = Status::Ok();
+  {
+    py::gil_scoped_release no_gil;
+    written = (*result)->WriteJson([&](std::string_view text) {
+      json += text;
+      return Status::Ok();
+    });
+  }
+  if (!written.ok()) Raise(written);
+  return json;
 }
 
 }  // namespace

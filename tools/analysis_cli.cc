@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include "commands.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/file_system.h"
@@ -28,11 +32,30 @@ bool CheckOutputPath(const std::string& command, const std::string& option,
 }
 
 int WriteOutput(const std::string& command, const std::string& path, const std::string& text) {
-  const Status written = WriteUserFile(path, {text});
+  return OutputError(command, WriteUserFile(path, {text}));
+}
+
+int OutputError(const std::string& command, const Status& written) {
   if (written.ok()) return kExitOk;
   fmt::print(stderr, "{}: error: {}\n", command, written.message());
   // Something other than a regular file at the path (it appeared since CheckOutputPath): usage.
   return written.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
+int PrintStreamedJson(const std::string& command,
+                      const std::function<Status(const std::function<Status(std::string_view)>&)>&
+                          write_json) {
+  Status written = write_json([](std::string_view text) {
+    if (std::fwrite(text.data(), 1, text.size(), stdout) == text.size()) return Status::Ok();
+    return Status::IOError(fmt::format("cannot write the JSON: {}", std::strerror(errno)));
+  });
+  if (written.ok()) std::fputc('\n', stdout);
+  if (written.ok() && std::fflush(stdout) != 0) {
+    written = Status::IOError(fmt::format("cannot write the JSON: {}", std::strerror(errno)));
+  }
+  if (written.ok()) return kExitOk;
+  fmt::print(stderr, "{}: error: {}\n", command, written.message());
+  return kExitFailure;
 }
 
 std::string OrderTag(int64_t order) { return order >= 0 ? fmt::format(" #{}", order) : ""; }

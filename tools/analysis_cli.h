@@ -62,6 +62,16 @@ bool CheckOutputPath(const std::string& command, const std::string& option,
 // kExitFailure.
 int WriteOutput(const std::string& command, const std::string& path, const std::string& text);
 
+// Prints what `write_json` writes to stdout as it comes, then a newline. Returns kExitOk, or
+// prints the error and returns kExitFailure (a temporary file or stdout failed).
+int PrintStreamedJson(const std::string& command,
+                      const std::function<Status(const std::function<Status(std::string_view)>&)>&
+                          write_json);
+
+// A file written as it comes (`write_file`) failed: prints the error and returns WriteOutput's
+// exit code for it; kExitOk when `written` is ok.
+int OutputError(const std::string& command, const Status& written);
+
 // Prints the skipped files ("skipped FILE: reason") to stderr.
 void PrintSkipped(const std::string& command, const std::vector<analysis::Skipped>& skipped);
 

@@ -193,6 +193,41 @@ void PrintRanksText(const analysis::RankCompareResult& rr, const std::string& di
   }
 }
 
+// The exit status of compare --ranks: 1 for an error, a skipped file or nothing compared.
+int RanksExit(const analysis::CompareResult& r, size_t kernels) {
+  PrintSkipped("graphdump compare", r.skipped);
+  const bool none = kernels == 0;
+  if (none) {
+    fmt::print(stderr,
+               "graphdump compare: warning: no parameter, AllReduce or optimizer kernel was "
+               "dumped on two ranks\n");
+  }
+  return r.errors > 0 || !r.skipped.empty() || none ? kExitFinding : kExitOk;
+}
+
+// --ranks with --json or --out in one process: each rank's kernels spilled to temporary files and
+// merged while written, so memory does not grow with them.
+int RunRanksSpilled(const std::string& dir, const analysis::RankCompareOptions& options,
+                    const std::string& out, bool json) {
+  std::vector<std::string> warnings;
+  auto spilled = analysis::SpilledRankCompare::Run(dir, options, json, !out.empty(), &warnings);
+  if (!spilled.ok()) return OpenError("graphdump compare", spilled.status());
+  PrintWarnings("graphdump compare", warnings);
+  const analysis::SpilledRankCompare& s = **spilled;
+  if (!out.empty()) {
+    if (int rc = OutputError("graphdump compare", s.WriteCsv(out))) return rc;
+  }
+  if (json) {
+    if (int rc = PrintStreamedJson("graphdump compare",
+                                   [&](const auto& write) { return s.WriteJson(write); })) {
+      return rc;
+    }
+  } else {
+    PrintRanksText(s.result(), dir);
+  }
+  return RanksExit(s.result().result, s.kernels());
+}
+
 // graphdump compare DIR --ranks [LIST].
 int RunRanks(const std::string& dir, const std::string& ranks_text,
              const analysis::CompareOptions& options, const std::string& out, bool json,
@@ -208,8 +243,11 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
   }
   if (nproc > 0 && !InDistributedJob()) return LaunchAnalysisJob("compare", nproc, argc, argv);
   // The text shows 20 kernels that do not pass (a 21st says there are more) and 20 unpaired:
-  // only those are kept, so memory does not grow with the ranks.
-  if (!json && out.empty()) rank_options.keep_shown = 21;
+  // only those are kept, so memory does not grow with the ranks (--out's rows are spilled).
+  if (!json && (out.empty() || !InDistributedJob())) rank_options.keep_shown = 21;
+  if (!InDistributedJob() && (json || !out.empty())) {
+    return RunRanksSpilled(dir, rank_options, out, json);
+  }
   int rc = kExitOk;
   std::optional<analysis::RankCompareResult> result;
   if (InDistributedJob()) {
@@ -229,19 +267,12 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
     const std::string csv = analysis::CompareResultCsv(r);
     if (int written = WriteOutput("graphdump compare", out, csv)) return written;
   }
-  if (json) {
+  if (json) {  // distributed: process 0 holds the merged result
     fmt::print("{}\n", analysis::RankCompareResultJson(*result));
   } else {
     PrintRanksText(*result, dir);
   }
-  PrintSkipped("graphdump compare", r.skipped);
-  const bool none = r.kernels.empty() && result->dropped_kernels == 0;
-  if (none) {
-    fmt::print(stderr,
-               "graphdump compare: warning: no parameter, AllReduce or optimizer kernel was "
-               "dumped on two ranks\n");
-  }
-  return r.errors > 0 || !r.skipped.empty() || none ? kExitFinding : kExitOk;
+  return RanksExit(r, r.kernels.size() + result->dropped_kernels);
 }
 
 }  // namespace

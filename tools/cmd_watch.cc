@@ -84,6 +84,23 @@ void PrintIntended(const analysis::WatchResult& result) {
   }
 }
 
+// --json over one process: the hits spilled rank by rank and merged while printed, so memory
+// does not grow with them (the JSON itself can be larger than memory).
+int PrintSpilledJson(const std::string& dir, const std::vector<analysis::WatchCheck>& checks,
+                     const analysis::WatchOptions& options) {
+  std::vector<std::string> warnings;
+  auto watched = analysis::SpilledWatch::Run(dir, checks, options, &warnings);
+  if (!watched.ok()) return OpenError("graphdump watch", watched.status());
+  PrintWarnings("graphdump watch", warnings);
+  const analysis::SpilledWatch& result = **watched;
+  if (int rc = PrintStreamedJson("graphdump watch",
+                                 [&](const auto& write) { return result.WriteJson(write); })) {
+    return rc;
+  }
+  PrintSkipped("graphdump watch", result.skipped());
+  return result.hits() == 0 ? kExitOk : kExitFinding;
+}
+
 }  // namespace
 
 int RunWatch(int argc, char** argv) {
@@ -158,6 +175,7 @@ int RunWatch(int argc, char** argv) {
   // Text lists the first `limit` hits and 3 intended infinities: only those are kept (with
   // each rank's first hit and what followed it), so memory does not grow with the hits.
   if (!json && limit > 0) options.keep_hits = std::max<size_t>(first_only ? 1 : limit, 3);
+  if (json && !InDistributedJob()) return PrintSpilledJson(dir, *checks, options);
   int rc = kExitOk;
   std::optional<analysis::WatchResult> found;
   if (InDistributedJob()) {

@@ -312,7 +312,11 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
 
     checks: comma-separated, as the CLI's --check ({checks}).
     """
-    result = json.loads(_graphdump.watch(_path(path), checks, bool(count_intended_inf)))
+    # The JSON is merged from each rank's hits spilled to a temporary file (docs/analysis.md,
+    # "Memory and speed at scale"); its text is dropped once parsed, before the frame is built.
+    text = _graphdump.watch(_path(path), checks, bool(count_intended_inf))
+    result = json.loads(text)
+    del text
     columns = ["rank", "graph_id", "iteration", "call", "order", "kernel", "io", "slot", "check",
                "detail", "first_index", "row", "source_line", "path"]
     rows = [{c: h.get(c) for c in columns} for h in result.get("hits", [])]

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "compare_json.h"
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/analysis/source_json.h"
@@ -76,102 +77,125 @@ std::string CompareResultCsv(const CompareResult& result) {
   return out;
 }
 
+namespace {
+
+nlohmann::json Finite(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(fmt::format("{}", v));
+}
+// NaN: not measured (null); infinities as text, like Finite.
+nlohmann::json Known(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : Finite(v); }
+
+void AttributionJson(const CompareResult& result, const KernelComparison& k, nlohmann::json* o) {
+  using nlohmann::json;
+  (*o)["role"] = KernelRoleName(k.role);
+  (*o)["input_error"] = Known(k.input_error);
+  (*o)["output_error"] = Known(k.output_error);
+  (*o)["growth"] = Known(k.growth);
+  (*o)["added_error"] = Known(k.added_error);
+  (*o)["adds_error"] = k.adds_error;
+  (*o)["contribution_rank"] = k.contribution_rank;
+  (*o)["input_rounding"] = Known(k.input_rounding);
+  (*o)["inputs_near_rounding"] = k.inputs_near_rounding;
+  (*o)["error_origin"] = k.error_origin >= 0 ? json(result.kernels[k.error_origin].name_a)
+                                             : json(nullptr);
+}
+
+}  // namespace
+
+nlohmann::json BriefKernelJson(const CompareResult& result, const KernelComparison& f) {
+  using nlohmann::json;
+  json o = {{"kernel", f.name_a},   {"iteration", f.iteration},
+            {"call", f.call},       {"graph_id", f.graph_id},
+            {"rank", f.rank},       {"order", f.order},
+            {"op_type", f.op_type}, {"source_line", f.source_line},
+            {"reason", f.reason},   {"source_trace", SourceTraceJson<json>(f.source_trace)}};
+  AttributionJson(result, f, &o);
+  if (f.adds_error) {
+    const int64_t index = &f - result.kernels.data();
+    o["float32_chain"] = PrecisionChainJson(result, InputChain(result, index));
+  }
+  return o;
+}
+
+nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelComparison& k) {
+  using nlohmann::json;
+  json tensors = json::array();
+  for (const TensorComparison& t : k.tensors) {
+    json jt = {{"io", t.is_input ? "input" : "output"},
+               {"slot", t.slot},
+               {"mode", t.mode},
+               {"dtype_a", t.dtype_a},
+               {"dtype_b", t.dtype_b},
+               {"shape_a", t.shape_a},
+               {"shape_b", t.shape_b},
+               {"verdict", VerdictName(t.verdict)},
+               {"reason", t.reason},
+               {"first_index", t.first_index.empty() ? json(nullptr) : json(t.first_index)},
+               {"standard", t.standard},
+               {"error", Known(t.error)},
+               {"rounding", Known(t.rounding)},
+               {"path_a", t.path_a},
+               {"path_b", t.path_b}};
+    if (t.mode == "tensor") {
+      const PairMetrics& m = t.metrics;
+      jt["metrics"] = {{"elements", m.elements},
+                       {"cosine", Finite(m.cosine)},
+                       {"max_abs_err", Finite(m.max_abs_err)},
+                       {"max_rel_err", Finite(m.max_rel_err)},
+                       {"rmse", Finite(m.rmse)},
+                       {"norm_rel_err", Finite(m.norm_rel_err)},
+                       {"rel_err_below_0.1pct", m.rel_err_below_0_1pct},
+                       {"rel_err_below_0.5pct", m.rel_err_below_0_5pct},
+                       {"allclose_failures", m.allclose_failures},
+                       {"nan_a", m.nan_a},
+                       {"nan_b", m.nan_b},
+                       {"inf_a", m.inf_a},
+                       {"inf_b", m.inf_b},
+                       {"nonfinite_mismatches", m.nonfinite_mismatches}};
+    }
+    if (!t.stat_diffs.empty()) {
+      json diffs = json::object();
+      for (const auto& [name, v] : t.stat_diffs) diffs[name] = Finite(v);
+      jt["statistic_rel_diffs"] = diffs;
+    }
+    tensors.push_back(std::move(jt));
+  }
+  json jk = {{"rank", k.rank},
+             {"graph_id", k.graph_id},
+             {"iteration", k.iteration},
+             {"call", k.call},
+             {"order", k.order},
+             {"kernel_a", k.name_a},
+             {"kernel_b", k.name_b},
+             {"op_type", k.op_type},
+             {"pairing", PairingName(k.pairing)},
+             {"source_line", k.source_line},
+             {"source_trace", SourceTraceJson<json>(k.source_trace)},
+             {"verdict", VerdictName(k.verdict)},
+             {"reason", k.reason}};
+  // Moved, not copied: a kernel may hold 100,000 tensors (an initializer list copies).
+  jk["tensors"] = std::move(tensors);
+  AttributionJson(result, k, &jk);
+  return jk;
+}
+
+nlohmann::json UnpairedKernelJson(const UnpairedKernel& u) {
+  return {{"side", std::string(1, u.side)}, {"rank", u.rank},
+          {"graph_id", u.graph_id},         {"iteration", u.iteration},
+          {"call", u.call},                 {"kernel", u.full_name}};
+}
+
 std::string CompareResultJson(const CompareResult& result) {
   using nlohmann::json;
   json j;
   j["summary"] = {{"kernels", result.kernels.size()},   {"pass", result.passed},
                   {"warning", result.warnings},         {"error", result.errors},
                   {"unpaired", result.unpaired.size()}, {"skipped", result.skipped.size()}};
-  auto finite = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
-  // NaN: not measured (null); infinities as text, like `finite`.
-  auto known = [&](double v) { return std::isnan(v) ? json(nullptr) : finite(v); };
-  auto attribution = [&](const KernelComparison& k, json* o) {
-    (*o)["role"] = KernelRoleName(k.role);
-    (*o)["input_error"] = known(k.input_error);
-    (*o)["output_error"] = known(k.output_error);
-    (*o)["growth"] = known(k.growth);
-    (*o)["added_error"] = known(k.added_error);
-    (*o)["adds_error"] = k.adds_error;
-    (*o)["contribution_rank"] = k.contribution_rank;
-    (*o)["input_rounding"] = known(k.input_rounding);
-    (*o)["inputs_near_rounding"] = k.inputs_near_rounding;
-    (*o)["error_origin"] = k.error_origin >= 0 ? json(result.kernels[k.error_origin].name_a)
-                                               : json(nullptr);
-  };
-  // The object of first_failure, first_adding_error and each contributor.
-  auto brief = [&](const KernelComparison& f) {
-    json o = {{"kernel", f.name_a},   {"iteration", f.iteration},
-              {"call", f.call},       {"graph_id", f.graph_id},
-              {"rank", f.rank},       {"order", f.order},
-              {"op_type", f.op_type}, {"source_line", f.source_line},
-              {"reason", f.reason},   {"source_trace", SourceTraceJson<json>(f.source_trace)}};
-    attribution(f, &o);
-    if (f.adds_error) {
-      const int64_t index = &f - result.kernels.data();
-      o["float32_chain"] = PrecisionChainJson(result, InputChain(result, index));
-    }
-    return o;
-  };
+  auto known = [](double v) { return Known(v); };
+  auto brief = [&](const KernelComparison& f) { return BriefKernelJson(result, f); };
   json kernels = json::array();
   for (const KernelComparison& k : result.kernels) {
-    json tensors = json::array();
-    for (const TensorComparison& t : k.tensors) {
-      json jt = {{"io", t.is_input ? "input" : "output"},
-                 {"slot", t.slot},
-                 {"mode", t.mode},
-                 {"dtype_a", t.dtype_a},
-                 {"dtype_b", t.dtype_b},
-                 {"shape_a", t.shape_a},
-                 {"shape_b", t.shape_b},
-                 {"verdict", VerdictName(t.verdict)},
-                 {"reason", t.reason},
-                 {"first_index", t.first_index.empty() ? json(nullptr) : json(t.first_index)},
-                 {"standard", t.standard},
-                 {"error", known(t.error)},
-                 {"rounding", known(t.rounding)},
-                 {"path_a", t.path_a},
-                 {"path_b", t.path_b}};
-      if (t.mode == "tensor") {
-        const PairMetrics& m = t.metrics;
-        jt["metrics"] = {{"elements", m.elements},
-                         {"cosine", finite(m.cosine)},
-                         {"max_abs_err", finite(m.max_abs_err)},
-                         {"max_rel_err", finite(m.max_rel_err)},
-                         {"rmse", finite(m.rmse)},
-                         {"norm_rel_err", finite(m.norm_rel_err)},
-                         {"rel_err_below_0.1pct", m.rel_err_below_0_1pct},
-                         {"rel_err_below_0.5pct", m.rel_err_below_0_5pct},
-                         {"allclose_failures", m.allclose_failures},
-                         {"nan_a", m.nan_a},
-                         {"nan_b", m.nan_b},
-                         {"inf_a", m.inf_a},
-                         {"inf_b", m.inf_b},
-                         {"nonfinite_mismatches", m.nonfinite_mismatches}};
-      }
-      if (!t.stat_diffs.empty()) {
-        json diffs = json::object();
-        for (const auto& [name, v] : t.stat_diffs) diffs[name] = finite(v);
-        jt["statistic_rel_diffs"] = diffs;
-      }
-      tensors.push_back(std::move(jt));
-    }
-    json jk = {{"rank", k.rank},
-               {"graph_id", k.graph_id},
-               {"iteration", k.iteration},
-               {"call", k.call},
-               {"order", k.order},
-               {"kernel_a", k.name_a},
-               {"kernel_b", k.name_b},
-               {"op_type", k.op_type},
-               {"pairing", PairingName(k.pairing)},
-               {"source_line", k.source_line},
-               {"source_trace", SourceTraceJson<json>(k.source_trace)},
-               {"verdict", VerdictName(k.verdict)},
-               {"reason", k.reason}};
-    // Moved, not copied: a kernel may hold 100,000 tensors (an initializer list copies).
-    jk["tensors"] = std::move(tensors);
-    attribution(k, &jk);
-    kernels.push_back(std::move(jk));
+    kernels.push_back(KernelComparisonJson(result, k));
   }
   j["kernels"] = std::move(kernels);
   j["first_failure"] =
@@ -212,14 +236,7 @@ std::string CompareResultJson(const CompareResult& result) {
   }
   j["differing_graph_inputs"] = inputs;
   json unpaired = json::array();
-  for (const UnpairedKernel& u : result.unpaired) {
-    unpaired.push_back({{"side", std::string(1, u.side)},
-                        {"rank", u.rank},
-                        {"graph_id", u.graph_id},
-                        {"iteration", u.iteration},
-                        {"call", u.call},
-                        {"kernel", u.full_name}});
-  }
+  for (const UnpairedKernel& u : result.unpaired) unpaired.push_back(UnpairedKernelJson(u));
   j["unpaired"] = unpaired;
   json calls = json::array();
   for (const CallCountDifference& d : result.call_count_differences) {

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
+#include "compare_json.h"
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/internal/json_text.h"
 
@@ -120,6 +122,25 @@ CompareResult CompareRankPair(const DumpIndex& index, const RankEntry& rank,
   return CompareDumps(SyncedPart(index, rank), SyncedPart(reference_index, reference), options);
 }
 
+void SortByMergeKey(std::vector<KernelComparison>* kernels) {
+  std::vector<size_t> order(kernels->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return MergeKey((*kernels)[x]) < MergeKey((*kernels)[y]);
+  });
+  std::vector<int64_t> moved_to(order.size());
+  std::vector<KernelComparison> sorted;
+  sorted.reserve(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    moved_to[order[i]] = static_cast<int64_t>(i);
+    sorted.push_back(std::move((*kernels)[order[i]]));
+  }
+  for (KernelComparison& k : sorted) {
+    if (k.error_origin >= 0) k.error_origin = moved_to[k.error_origin];
+  }
+  *kernels = std::move(sorted);
+}
+
 RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t> compared,
                                        std::vector<Skipped> skipped,
                                        std::vector<CompareResult> parts) {
@@ -129,17 +150,18 @@ RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t>
   CompareResult& merged = out.result;
   merged.skipped = std::move(skipped);
   for (CompareResult& r : parts) {
-    for (KernelComparison& k : r.kernels) merged.kernels.push_back(std::move(k));
+    const int64_t offset = static_cast<int64_t>(merged.kernels.size());
+    for (KernelComparison& k : r.kernels) {
+      if (k.error_origin >= 0) k.error_origin += offset;  // a kernel of the same part
+      merged.kernels.push_back(std::move(k));
+    }
     for (UnpairedKernel& u : r.unpaired) merged.unpaired.push_back(std::move(u));
     for (Skipped& s : r.skipped) merged.skipped.push_back(std::move(s));
     merged.passed += r.passed;
     merged.warnings += r.warnings;
     merged.errors += r.errors;
   }
-  std::stable_sort(merged.kernels.begin(), merged.kernels.end(),
-                   [](const KernelComparison& x, const KernelComparison& y) {
-                     return MergeKey(x) < MergeKey(y);
-                   });
+  SortByMergeKey(&merged.kernels);
   for (size_t i = 0; i < merged.kernels.size(); ++i) {
     if (merged.kernels[i].verdict == Verdict::kError) {
       merged.first_failure = static_cast<int64_t>(i);
@@ -173,9 +195,9 @@ StatusOr<RankCompareResult> CompareRanks(const DumpIndex& index,
                               std::move(parts));
 }
 
-StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
-                                               const RankCompareOptions& options,
-                                               std::vector<std::string>* warnings) {
+StatusOr<RankCompareResult> CompareRanksInDump(
+    const std::string& dir, const RankCompareOptions& options, std::vector<std::string>* warnings,
+    const std::function<void(size_t, CompareResult&)>& each_part) {
   GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks listed, ListDumpRanks(dir));
   std::vector<uint32_t> available;
   for (size_t i = 0; i < listed.size(); ++i) available.push_back(listed.rank(i));
@@ -207,6 +229,7 @@ StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
         const RankEntry& rank = one.ranks.front();
         const size_t i = part_of.at(rank.rank);
         parts[i] = CompareDumps(SyncedPart(one, rank), reference, each);
+        if (each_part) each_part(i, parts[i]);
         if (options.keep_shown > 0) {
           KeepShown(options.keep_shown, &parts[i], &dropped[i].first, &dropped[i].second);
         }
@@ -247,6 +270,27 @@ RankDifference DifferenceOf(const KernelComparison& kernel) {
   return d;
 }
 
+nlohmann::json FirstDisagreementJson(const KernelComparison& k, uint32_t reference_rank) {
+  using nlohmann::json;
+  const RankDifference d = DifferenceOf(k);
+  json first = {{"rank", k.rank},          {"reference_rank", reference_rank},
+                {"iteration", k.iteration}, {"call", k.call},
+                {"kernel", k.name_a},      {"text", d.text}};
+  if (d.statistics_only) {
+    // JSON has no NaN or infinity: those values are written as text.
+    auto number = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
+    first["io"] = d.is_input ? "input" : "output";
+    first["slot"] = d.slot;
+    first["statistic"] = d.statistic;
+    first["value"] = number(d.value);
+    first["reference_value"] = number(d.reference);
+    first["abs_diff"] = number(std::fabs(d.value - d.reference));
+  } else {
+    first["max_abs_err"] = d.max_abs_err;
+  }
+  return first;
+}
+
 std::string RankCompareResultJson(const RankCompareResult& result) {
   using nlohmann::json;
   json j = json::parse(CompareResultJson(result.result));
@@ -254,23 +298,8 @@ std::string RankCompareResultJson(const RankCompareResult& result) {
   j["compared_ranks"] = result.compared_ranks;
   json first = nullptr;
   if (result.result.first_failure >= 0) {
-    const KernelComparison& k = result.result.kernels[result.result.first_failure];
-    const RankDifference d = DifferenceOf(k);
-    first = {{"rank", k.rank},          {"reference_rank", result.reference_rank},
-             {"iteration", k.iteration}, {"call", k.call},
-             {"kernel", k.name_a},      {"text", d.text}};
-    if (d.statistics_only) {
-      // JSON has no NaN or infinity: those values are written as text.
-      auto number = [](double v) { return std::isfinite(v) ? json(v) : json(fmt::format("{}", v)); };
-      first["io"] = d.is_input ? "input" : "output";
-      first["slot"] = d.slot;
-      first["statistic"] = d.statistic;
-      first["value"] = number(d.value);
-      first["reference_value"] = number(d.reference);
-      first["abs_diff"] = number(std::fabs(d.value - d.reference));
-    } else {
-      first["max_abs_err"] = d.max_abs_err;
-    }
+    first = FirstDisagreementJson(result.result.kernels[result.result.first_failure],
+                                  result.reference_rank);
   }
   j["first_disagreement"] = first;
   return internal::JsonText(j, 2);

@@ -1,18 +1,15 @@
-// watch's result: the order of hits across ranks, watch over a whole dump rank by rank, merging
-// the results of parts of a dump, and the JSON form (watch.h).
+// watch's result: the order of hits across ranks, watch over a whole dump rank by rank and
+// merging the results of parts of a dump (watch.h; the JSON form is watch_json.cc's).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <tuple>
 
 #include "graphdump/analysis/parallel.h"
-#include "graphdump/analysis/source_json.h"
 #include "graphdump/analysis/watch.h"
-#include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
 void SortHitsByOccurrence(std::vector<WatchHit>* hits) {
@@ -39,29 +36,37 @@ WatchResult MergeWatchResults(std::vector<WatchResult> parts) {
   return merged;
 }
 
-StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
-                                const WatchOptions& options, std::vector<std::string>* warnings) {
-  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
+StreamedDump WatchEachRank(DumpRanks ranks, const std::vector<WatchCheck>& checks,
+                           const WatchOptions& options,
+                           const std::function<void(size_t, WatchResult&)>& each) {
   const size_t n = ranks.size();
   // Ranks on every core, each rank's tensors on the cores left over.
   const int threads = options.threads > 0 ? options.threads : DefaultThreads();
   const int outer = static_cast<int>(std::clamp<size_t>(n, 1, static_cast<size_t>(threads)));
-  WatchOptions each = options;
-  each.progress = false;
-  each.threads = std::max(1, threads / outer);
-  std::vector<WatchResult> per_rank(n);
-  std::vector<size_t> index_skipped(n);
+  WatchOptions one_rank = options;
+  one_rank.progress = false;
+  one_rank.threads = std::max(1, threads / outer);
   Progress tensors(options.progress ? "watch: tensors" : "", 0);
-  StreamedDump streamed = ForEachRank(
-      std::move(ranks), IndexFilter(), outer, options.progress ? "indexing ranks" : "",
-      [&](size_t i, DumpIndex& one) {
-        index_skipped[i] = one.skipped.size();
-        // Keeps the rank's first `keep_hits` hits and its HitSpread (the dump's first hits are
-        // among the ranks' first).
-        per_rank[i] = RunWatch(one, checks, each);
-        const size_t checked = static_cast<size_t>(per_rank[i].tensors_checked);
-        tensors.Add(checked, checked);
-      });
+  return ForEachRank(std::move(ranks), IndexFilter(), outer,
+                     options.progress ? "indexing ranks" : "", [&](size_t i, DumpIndex& one) {
+                       const size_t index_skipped = one.skipped.size();
+                       WatchResult r = RunWatch(one, checks, one_rank);
+                       r.skipped.erase(r.skipped.begin(), r.skipped.begin() + index_skipped);
+                       const size_t checked = static_cast<size_t>(r.tensors_checked);
+                       tensors.Add(checked, checked);
+                       each(i, r);
+                     });
+}
+
+StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
+                                const WatchOptions& options, std::vector<std::string>* warnings) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks, ListDumpRanks(dir));
+  const size_t n = ranks.size();
+  std::vector<WatchResult> per_rank(n);
+  // Keeps each rank's first `keep_hits` hits and its HitSpread (the dump's first hits are among
+  // the ranks' first).
+  StreamedDump streamed = WatchEachRank(std::move(ranks), checks, options,
+                                        [&](size_t i, WatchResult& r) { per_rank[i] = std::move(r); });
   WatchResult result;
   result.skipped = std::move(streamed.skipped);
   result.ranks = streamed.ranks;
@@ -70,9 +75,7 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
     WatchResult& r = per_rank[i];
     for (WatchHit& h : r.hits) result.hits.push_back(std::move(h));
     for (WatchHit& h : r.intended) result.intended.push_back(std::move(h));
-    for (size_t s = index_skipped[i]; s < r.skipped.size(); ++s) {
-      found.push_back(std::move(r.skipped[s]));
-    }
+    for (Skipped& s : r.skipped) found.push_back(std::move(s));
     result.tensors_checked += r.tensors_checked;
     result.weight_pairs_checked += r.weight_pairs_checked;
     result.dropped_hits += r.dropped_hits;
@@ -140,57 +143,6 @@ std::vector<WatchHit> FirstHitPerRank(const WatchResult& result) {
     if (seen.insert(h.rank).second) firsts.push_back(h);
   }
   return firsts;
-}
-
-namespace {
-
-nlohmann::json HitJson(const WatchHit& h) {
-  return {{"rank", h.rank},
-          {"graph_id", h.graph_id},
-          {"iteration", h.iteration},
-          {"call", h.call},
-          {"order", h.order},
-          {"sequence", h.sequence},
-          {"kernel", h.kernel},
-          {"io", h.is_input ? "input" : "output"},
-          {"slot", h.slot},
-          {"check", h.check},
-          {"detail", h.detail},
-          {"first_index",
-           h.first_index.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.first_index)},
-          {"row", h.row >= 0 ? nlohmann::json(h.row) : nlohmann::json(nullptr)},
-          {"source_line", h.source_line},
-          {"source_trace", SourceTraceJson<nlohmann::json>(h.source_trace)},
-          {"path", h.path}};
-}
-
-}  // namespace
-
-std::string WatchResultJson(const WatchResult& result) {
-  using nlohmann::json;
-  json hits = json::array();
-  for (const WatchHit& h : result.hits) {
-    hits.push_back(HitJson(h));
-  }
-  json skipped = json::array();
-  for (const Skipped& s : result.skipped)
-    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  json intended = json::array();
-  for (const WatchHit& h : result.intended) intended.push_back(HitJson(h));
-  json j = {{"tensors_checked", result.tensors_checked},
-            {"weight_pairs_checked", result.weight_pairs_checked},
-            {"hits", hits},
-            {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
-            {"intended_infinities", intended},
-            {"skipped", skipped}};
-  if (result.ranks > 1) {
-    const std::vector<WatchHit> firsts = FirstHitPerRank(result);
-    json per_rank = json::array();
-    for (const WatchHit& h : firsts) per_rank.push_back(HitJson(h));
-    j["first_hit_per_rank"] = per_rank;
-    j["first_rank"] = firsts.empty() ? json(nullptr) : json(firsts.front().rank);
-  }
-  return internal::JsonText(j, 2);
 }
 
 }  // namespace graphdump::analysis

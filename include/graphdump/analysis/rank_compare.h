@@ -5,6 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -66,9 +69,45 @@ RankCompareResult MergeRankComparisons(uint32_t reference, std::vector<uint32_t>
 // CompareRanks over the dump `dir` indexed one rank at a time (ForEachRank): memory holds the
 // reference rank's synced kernels, the ranks being compared and the result, not the whole
 // index. `warnings` receives the index's warnings. Errors are IndexDump's and CompareRanks'.
-StatusOr<RankCompareResult> CompareRanksInDump(const std::string& dir,
-                                               const RankCompareOptions& options,
-                                               std::vector<std::string>* warnings);
+// `each_part(position, part)`, when given, gets each rank's comparison (its place among the
+// compared ranks, ascending rank ids but the reference) on the thread that made it, before
+// keep_shown drops from it; what it leaves in part.kernels and part.unpaired is merged.
+StatusOr<RankCompareResult> CompareRanksInDump(
+    const std::string& dir, const RankCompareOptions& options, std::vector<std::string>* warnings,
+    const std::function<void(size_t, CompareResult&)>& each_part = {});
+
+// The result of CompareRanksInDump (keep_shown aside) as RankCompareResultJson prints it and
+// its CSV (CompareResultCsv), without holding it: each rank's kernels are spilled to temporary
+// files as JSON text and CSV rows, in the order of MergeRankComparisons' sort, and merged across
+// ranks while written; its unpaired kernels are spilled in order. Memory holds each rank's
+// first failure, the counts and the skipped files. The first failure's "error_origin" and
+// "float32_chain" name kernels of its own rank's comparison.
+class SpilledRankCompare {
+ public:
+  // `json`, `csv`: what to spill. With only `csv`, `options.keep_shown` still applies to
+  // result() (the text). Errors are CompareRanksInDump's and the temporary files'.
+  static StatusOr<std::unique_ptr<SpilledRankCompare>> Run(const std::string& dir,
+                                                           const RankCompareOptions& options,
+                                                           bool json, bool csv,
+                                                           std::vector<std::string>* warnings);
+  ~SpilledRankCompare();
+  // CompareRanksInDump's result: without `json` as keep_shown leaves it; with `json`, the
+  // counts, ranks and skipped files, no kernel (kernels() and unpaired() count them).
+  const RankCompareResult& result() const { return result_; }
+  size_t kernels() const;
+  size_t unpaired() const;
+  // RankCompareResultJson's text (no newline after it), in pieces, to `write`. With `json`.
+  Status WriteJson(const std::function<Status(std::string_view)>& write) const;
+  // CompareResultCsv's bytes to `path` through a temporary name (no file unless all of it was
+  // written). With `csv`.
+  Status WriteCsv(const std::string& path) const;
+
+ private:
+  struct Spill;
+  SpilledRankCompare();
+  std::unique_ptr<Spill> spill_;
+  RankCompareResult result_;
+};
 
 // What differs in a kernel that disagrees and by how much. Tensors compared element by element:
 // the largest max abs error of any of them. Tensors dumped as statistics only: the statistic of

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <map>
 #include <set>
 #include <string>
@@ -126,6 +128,14 @@ WatchResult MergeWatchResults(std::vector<WatchResult> parts);
 StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchCheck>& checks,
                                 const WatchOptions& options, std::vector<std::string>* warnings);
 
+// RunWatch over each rank of `ranks` indexed one at a time (ForEachRank, several ranks at once):
+// `each(position, result)` gets the result of the rank at `position` in `ranks`, on the thread
+// that checked it; its skipped files are those found while checking (the index's are the
+// returned StreamedDump's).
+StreamedDump WatchEachRank(DumpRanks ranks, const std::vector<WatchCheck>& checks,
+                           const WatchOptions& options,
+                           const std::function<void(size_t, WatchResult&)>& each);
+
 // The first hit of each rank, in the order of `result.hits`: the rank that hit first comes first.
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
 
@@ -133,5 +143,30 @@ std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
 // in the index, "first_hit_per_rank" (FirstHitPerRank's order) and "first_rank" (null without
 // hits) are added.
 std::string WatchResultJson(const WatchResult& result);
+
+// WatchDump's result (options.keep_hits aside: every hit) as WatchResultJson prints it, without
+// holding it: each rank's hits and intended infinities are spilled to a temporary file as JSON
+// text in the order they occurred (SpilledRuns), and merged across ranks by occurrence while
+// the JSON is written. Memory holds each rank's first hit, the counts and the skipped files.
+class SpilledWatch {
+ public:
+  // `warnings` receives the index's warnings. Errors are IndexDump's and the temporary file's.
+  static StatusOr<std::unique_ptr<SpilledWatch>> Run(const std::string& dir,
+                                                     const std::vector<WatchCheck>& checks,
+                                                     const WatchOptions& options,
+                                                     std::vector<std::string>* warnings);
+  ~SpilledWatch();
+
+  size_t hits() const;
+  const std::vector<Skipped>& skipped() const { return skipped_; }
+  // WatchResultJson's text (no newline after it), in pieces, in order, to `write`.
+  Status WriteJson(const std::function<Status(std::string_view)>& write) const;
+
+ private:
+  struct Spill;
+  SpilledWatch();
+  std::unique_ptr<Spill> spill_;
+  std::vector<Skipped> skipped_;
+};
 
 }  // namespace graphdump::analysis

@@ -1,0 +1,23 @@
+// Internal to the analysis library: the JSON objects of CompareResultJson, for the outputs that
+// write them one at a time (compare --ranks --json, rank_compare_json.cc).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "graphdump/analysis/compare.h"
+
+namespace graphdump::analysis {
+
+// A kernel of "kernels"; `result` holds it (error_origin names a kernel of `result`).
+nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelComparison& k);
+// "first_failure", "first_adding_error" and each contributor: `f` is a kernel of `result`.
+nlohmann::json BriefKernelJson(const CompareResult& result, const KernelComparison& f);
+// An element of "unpaired".
+nlohmann::json UnpairedKernelJson(const UnpairedKernel& u);
+// Sorts `kernels` stably in MergeRankComparisons' order (graph, iteration, execution order,
+// rank); each error_origin still names the kernel it named (rank_compare.cc).
+void SortByMergeKey(std::vector<KernelComparison>* kernels);
+// compare --ranks' "first_disagreement" for its first failure `k` (rank_compare.cc).
+nlohmann::json FirstDisagreementJson(const KernelComparison& k, uint32_t reference_rank);
+
+}  // namespace graphdump::analysis
