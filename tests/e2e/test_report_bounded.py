@@ -30,13 +30,7 @@ def start_of(rank):
 
 @pytest.fixture(scope='module')
 def dumps(module_scratch):
-    net = d.simple_net(n=KERNELS)
-    clean = {}
-    for it in range(ITERATIONS):
-        ks = copy.deepcopy(net)
-        for k in ks:
-            k['outputs'] = [k['outputs'][0] + it]
-        clean[it] = ks
+    clean = d.shifted_iterations(d.simple_net(n=KERNELS), ITERATIONS)
     a, b = os.path.join(module_scratch, 'a'), os.path.join(module_scratch, 'b')
     for r in range(RANKS):
         its = copy.deepcopy(clean)
