@@ -11,31 +11,14 @@
 namespace graphdump::analysis {
 namespace {
 
-// The kernel without its tensors and source trace (what the page prints of it).
-KernelComparison Light(const KernelComparison& k) {
-  KernelComparison light;
-  light.rank = k.rank;
-  light.graph_id = k.graph_id;
-  light.iteration = k.iteration;
-  light.call = k.call;
-  light.calls = k.calls;
-  light.order = k.order;
-  light.name_a = k.name_a;
-  light.name_b = k.name_b;
-  light.op_type = k.op_type;
-  light.pairing = k.pairing;
-  light.source_line = k.source_line;
-  light.verdict = k.verdict;
-  light.reason = k.reason;
-  light.role = k.role;
-  light.input_error = k.input_error;
-  light.output_error = k.output_error;
-  light.growth = k.growth;
-  light.added_error = k.added_error;
-  light.adds_error = k.adds_error;
-  light.input_rounding = k.input_rounding;
-  light.inputs_near_rounding = k.inputs_near_rounding;
-  light.error_origin = k.error_origin;
+// The kernel without its tensors and source trace (what the page prints of it); `k` is left as
+// it was.
+KernelComparison Light(KernelComparison& k) {
+  std::vector<TensorComparison> tensors = std::move(k.tensors);
+  std::vector<SourceLocation> trace = std::move(k.source_trace);
+  KernelComparison light = k;
+  k.tensors = std::move(tensors);
+  k.source_trace = std::move(trace);
   return light;
 }
 
@@ -90,7 +73,7 @@ void Overlay(const CompareResult& r, int64_t offset, uint32_t rank, ReportCompar
 
 }  // namespace
 
-void ReportCompareCollector::Add(const CompareResult& part) {
+void ReportCompareCollector::Add(CompareResult& part) {
   CompareResult& shown = result_.shown;
   result_.kernels += part.kernels.size();
   shown.passed += part.passed;
@@ -98,7 +81,7 @@ void ReportCompareCollector::Add(const CompareResult& part) {
   shown.errors += part.errors;
   std::vector<Contributor> found;
   for (size_t i = 0; i < part.kernels.size(); ++i) {
-    const KernelComparison& k = part.kernels[i];
+    KernelComparison& k = part.kernels[i];
     const int64_t position = offset_ + static_cast<int64_t>(i);
     if (i == 0 || k.rank != part.kernels[i - 1].rank) {
       result_.rank_offsets.emplace(k.rank, position);
@@ -186,7 +169,8 @@ ReportComparison ReportCompareCollector::Finish(const std::vector<Skipped>& inde
 
 ReportComparison ReportComparisonOf(const CompareResult& whole, uint32_t rank) {
   ReportCompareCollector collector(0);
-  collector.Add(whole);
+  CompareResult copy = whole;
+  collector.Add(copy);
   ReportComparison c = collector.Finish({});
   Overlay(whole, 0, rank, &c);
   return c;

@@ -44,7 +44,7 @@ class ReportCompareCollector {
   // `replays`: also keep the first `replays` distinct (rank, kernel) of the ranked contributors
   // (what ReplaySuspects replays).
   explicit ReportCompareCollector(size_t replays) : replays_(replays) {}
-  void Add(const CompareResult& part);
+  void Add(CompareResult& part);  // `part` is left as it was
   // `index_skipped` (CompareDumpDirs' result's) come first among the skipped files.
   ReportComparison Finish(const std::vector<Skipped>& index_skipped);
 

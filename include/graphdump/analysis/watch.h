@@ -103,8 +103,9 @@ struct WatchResult {
   size_t dropped_hits = 0, dropped_intended = 0;
   // With keep_hits: each rank's HitSpread after its first hit (kSpreadShown kernels), by rank id.
   std::map<uint32_t, HitSpread> spreads;
-  // Every hit, kept or not, counted by (rank, iteration): what a page of the dump's hits counts
-  // per rank and iteration without holding them (`graphdump report`).
+  // Every hit, kept or not, counted by (rank, iteration) (RunWatch; MergeWatchResults and
+  // WatchDump add them; EncodeWatchResult leaves them out): what `graphdump report` counts per
+  // rank and iteration without holding the hits.
   std::map<std::pair<uint32_t, int64_t>, size_t> hit_counts;
 };
 
