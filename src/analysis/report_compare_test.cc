@@ -29,6 +29,7 @@ CompareResult Part(uint32_t rank) {
       k.adds_error = true;
       k.output_error = k.added_error = static_cast<double>((i * 37 + rank * 11) % 97);
       k.growth = 2;
+      k.contribution_rank = 1 + i / 3;  // within its part (as each_part gives it), not the page's
     }
     (k.verdict == Verdict::kPass ? r.passed : r.errors) += 1;
     r.kernels.push_back(k);
@@ -77,6 +78,12 @@ TEST(ReportCompareTest, PartsKeepWhatTheWholeKeeps) {
                  a.positions[a.shown.contributors[i - 1]] < a.positions[a.shown.contributors[i]]))
         << i;
     EXPECT_EQ(x.contribution_rank, static_cast<int>(i));
+  }
+  // Only the first 200 contributors over every part carry a rank.
+  std::vector<bool> ranked(a.shown.kernels.size());
+  for (size_t i = 0; i < 200; ++i) ranked[a.shown.contributors[i]] = true;
+  for (size_t i = 0; i < a.shown.kernels.size(); ++i) {
+    if (!ranked[i]) EXPECT_EQ(a.shown.kernels[i].contribution_rank, 0) << i;
   }
   EXPECT_EQ(a.failing, b.failing);
   EXPECT_EQ(a.failing.at({2, 1}), 32);  // i in [100, 200) with i % 3 == 0, but 150
