@@ -116,7 +116,8 @@ def test_compare_report(scratch):
 
 def test_statistics_with_infinities(scratch):
     """A statistics-only dump: -inf and +inf from statistic.csv, an all-NaN iteration."""
-    its = d.shifted_iterations(d.simple_net(n=6), 3)
+    net = d.simple_net(n=6)
+    its = d.shifted_iterations(net, 3)
     inf = its[1][3]['outputs'][0].copy()
     inf[0, 0], inf[1, 1] = -np.inf, np.inf
     its[1][3]['outputs'] = [inf]
