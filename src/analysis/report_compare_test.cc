@@ -83,7 +83,9 @@ TEST(ReportCompareTest, PartsKeepWhatTheWholeKeeps) {
   std::vector<bool> ranked(a.shown.kernels.size());
   for (size_t i = 0; i < 200; ++i) ranked[a.shown.contributors[i]] = true;
   for (size_t i = 0; i < a.shown.kernels.size(); ++i) {
-    if (!ranked[i]) EXPECT_EQ(a.shown.kernels[i].contribution_rank, 0) << i;
+    if (!ranked[i]) {
+      EXPECT_EQ(a.shown.kernels[i].contribution_rank, 0) << i;
+    }
   }
   EXPECT_EQ(a.failing, b.failing);
   EXPECT_EQ(a.failing.at({2, 1}), 32);  // i in [100, 200) with i % 3 == 0, but 150
