@@ -87,15 +87,17 @@ int RunReport(int argc, char** argv) {
   if (!CheckOutputPath("graphdump report", "-o", out)) return kExitUsage;
   // The dump (A of a comparison) is read one rank at a time, each rank checked against the
   // watchpoints (and compared with B's rank) while it is indexed: memory holds the ranks being
-  // read, the hits, the comparisons and a summary of each rank; the rank the charts show is
-  // indexed again alone.
+  // read, the hits and kernel comparisons the page lists with counts of the others
+  // (report_compare.h) and a summary of each rank; the rank the charts show is indexed (checked
+  // and compared) again alone.
   int rc = kExitOk;
   const std::string main_dir = compare.empty() ? dir : compare[0];
   std::vector<analysis::ReportRankSummary> summaries;
-  std::vector<analysis::WatchResult> watched;  // by rank
+  analysis::WatchResult watch;  // KeepReportHits of every rank
   std::mutex mu;
   analysis::WatchOptions watch_options;
   watch_options.progress = false;
+  watch_options.keep_hits = analysis::kReportHitsShown;
   // Called with every rank of the dump, as many ranks at once as there are threads, each rank's
   // files on the threads left over (`rank_threads`).
   auto each_rank = [&](size_t i, const analysis::DumpIndex& one, int rank_threads) {
@@ -104,26 +106,25 @@ int RunReport(int argc, char** argv) {
     each.threads = rank_threads;
     analysis::WatchResult hits = analysis::RunWatch(one, *checks, each);
     std::lock_guard<std::mutex> lock(mu);
-    if (summaries.size() <= i) summaries.resize(i + 1), watched.resize(i + 1);
+    if (summaries.size() <= i) summaries.resize(i + 1);
     summaries[i] = std::move(summary);
-    watched[i] = std::move(hits);
+    analysis::KeepReportHits(std::move(hits), &watch);
   };
   const int all = threads > 0 ? threads : analysis::DefaultThreads();
   analysis::ReportInput input;
-  analysis::CompareResult compare_result;
+  analysis::ReportComparison comparison;  // what the page shows of it
   options.threads = threads;
   if (!compare.empty()) {
     analysis::CompareDirsInfo info;
-    auto compared = analysis::CompareDumpDirs(compare[0], compare[1], options, &info, each_rank);
+    analysis::ReportCompareCollector collector(static_cast<size_t>(replay_count));
+    auto compared = analysis::CompareDumpDirs(
+        compare[0], compare[1], options, &info, each_rank,
+        [&](analysis::CompareResult& part) { collector.Add(part); });
     if (!compared.ok()) return OpenError("graphdump report", compared.status());
     PrintWarnings("graphdump report", info.warnings_a);
     PrintWarnings("graphdump report", info.warnings_b);
-    compare_result = std::move(compared).value();
-    input.compare = &compare_result;
-    for (const SuspectReplay& r :
-         ReplaySuspects(compare_result, compare[0], compare[1], replay_count, "report")) {
-      input.replays.push_back({r.kernel, r.Verdict(), r.Words()});
-    }
+    comparison = collector.Finish(compared->skipped);
+    input.compare = &comparison;
     input.title = fmt::format("graphdump report: {} vs {}", compare[0], compare[1]);
   } else {
     auto ranks = ListRanks("graphdump report", dir, &rc);
@@ -135,13 +136,22 @@ int RunReport(int argc, char** argv) {
     PrintWarnings("graphdump report", streamed.warnings);
     input.title = "graphdump report: " + dir;
   }
-  const analysis::WatchResult watch = analysis::MergeWatchResults(std::move(watched));
   input.watch = &watch;
-  if (Status s = analysis::CollectReportCharts(main_dir, summaries, selection, threads, rank,
-                                               &input);
+  if (Status s = analysis::CollectReportCharts(main_dir, summaries, selection, *checks, threads,
+                                               rank, &input);
       !s.ok()) {
     fmt::print(stderr, "graphdump report: error: {}\n", s.message());
     return s.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  if (!compare.empty()) {
+    // The charted rank's kernels whole (its charts draw every one): its pair compared again.
+    auto part = analysis::CompareRankPair(compare[0], compare[1], input.rank, options);
+    if (!part.ok()) return OpenError("graphdump report", part.status());
+    analysis::AddChartedRank(*part, &comparison);
+    for (const SuspectReplay& r :
+         ReplaySuspects(comparison.shown, compare[0], compare[1], replay_count, "report")) {
+      input.replays.push_back({r.kernel, r.Verdict(), r.Words()});
+    }
   }
   if (int written = WriteOutput("graphdump report", out, analysis::RenderReportHtml(input))) {
     return written;

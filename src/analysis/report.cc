@@ -28,24 +28,25 @@ using report_internal::Page;
 using report_internal::ReplayOf;
 
 // Every kernel adding error, ranked, with its numbers and replay verdict.
-void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& replays,
+void AddingErrorTable(const ReportComparison& c, const std::vector<ReplayNote>& replays,
                       std::string* html) {
-  if (r.contributors.empty()) return;
+  const CompareResult& r = c.shown;
+  if (c.contributors == 0) return;
   *html += fmt::format(
       "<details id=\"adding-error-table\" open><summary>Kernels adding error ({}, largest "
       "first)</summary>\n<table><tr><th>#</th><th>iteration</th><th>kernel</th><th>source</th>"
       "<th>inputs' error</th><th>outputs' error</th><th>growth</th><th>replay</th>"
       "<th>keep in float32</th></tr>\n",
-      r.contributors.size());
+      c.contributors);
   auto number = [](double v) {
     return std::isnan(v) ? std::string("-") : fmt::format("{:.3g}", v);
   };
-  for (size_t i = 0; i < r.contributors.size() && i < 200; ++i) {
+  for (size_t i = 0; i < r.contributors.size() && i < kReportRowsShown; ++i) {
     const int64_t index = r.contributors[i];
     const KernelComparison& k = r.kernels[index];
     const ReplayNote* replay = ReplayOf(replays, index);
     // The advice of the verdict model (precision_verdict.h), for the first rows.
-    const std::string chain = i < 20 ? PrecisionChainText(r, InputChain(r, index), "") : "";
+    const std::string chain = i < c.chains.size() ? c.chains[i] : "";
     html->append(fmt::format(
         "<tr data-kernel=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td class=\"replay-verdict\">{}</td>"
@@ -58,38 +59,37 @@ void AddingErrorTable(const CompareResult& r, const std::vector<ReplayNote>& rep
   *html += "</table></details>\n";
 }
 
-void CompareTables(const CompareResult& r, std::string* html) {
-  int failing = 0;
-  for (const KernelComparison& k : r.kernels) failing += k.verdict != Verdict::kPass;
+void CompareTables(const ReportComparison& c, std::string* html) {
+  const CompareResult& r = c.shown;
   *html += fmt::format(
       "<details id=\"compare-table\"><summary>Kernels that did not pass ({}; first 200)</summary>\n"
       "<table><tr><th>#</th><th>rank</th><th>graph</th><th>iteration</th><th>kernel</th>"
       "<th>verdict</th><th>reason</th><th>source</th></tr>\n",
-      failing);
-  int shown = 0;
-  for (size_t i = 0; i < r.kernels.size() && shown < 200; ++i) {
+      c.not_passed);
+  size_t shown = 0;
+  for (size_t i = 0; i < r.kernels.size() && shown < kReportRowsShown; ++i) {
     const KernelComparison& k = r.kernels[i];
     if (k.verdict == Verdict::kPass) continue;
     ++shown;
     html->append(fmt::format(
         "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        VerdictName(k.verdict), i, k.rank, k.graph_id, k.iteration, Escape(k.name_a),
+        VerdictName(k.verdict), c.positions[i], k.rank, k.graph_id, k.iteration, Escape(k.name_a),
         IsComputed(k.op_type, k.iteration) ? "" : " (parameter or constant)",
         VerdictName(k.verdict), Escape(k.reason), Escape(k.source_line)));
   }
   *html += "</table></details>\n";
-  if (!r.unpaired.empty() || !r.skipped.empty()) {
+  if (c.unpaired > 0 || c.skipped > 0) {
     *html += fmt::format(
         "<details id=\"compare-unpaired\"><summary>Unpaired kernels ({}) and skipped files ({})"
         "</summary>\n<ul>\n",
-        r.unpaired.size(), r.skipped.size());
-    for (size_t i = 0; i < r.unpaired.size() && i < 200; ++i) {
+        c.unpaired, c.skipped);
+    for (size_t i = 0; i < r.unpaired.size() && i < kReportRowsShown; ++i) {
       const UnpairedKernel& u = r.unpaired[i];
       *html += fmt::format("<li>only in {}: rank {} graph {} iteration {} <code>{}</code></li>\n",
                            u.side, u.rank, u.graph_id, u.iteration, Escape(u.full_name));
     }
-    for (size_t i = 0; i < r.skipped.size() && i < 200; ++i) {
+    for (size_t i = 0; i < r.skipped.size() && i < kReportRowsShown; ++i) {
       *html += fmt::format("<li>skipped <code>{}</code>: {}</li>\n", Escape(r.skipped[i].path),
                            Escape(r.skipped[i].reason));
     }
@@ -102,8 +102,8 @@ void WatchTable(const WatchResult& w, std::string* html) {
       "<details id=\"watch-table\"><summary>Watchpoint hits ({}; first 500)</summary>\n"
       "<table id=\"watch-hits\"><tr><th>rank</th><th>graph</th><th>iteration</th><th>kernel</th>"
       "<th>tensor</th><th>check</th><th>detail</th><th>source</th></tr>\n",
-      w.hits.size());
-  for (size_t i = 0; i < w.hits.size() && i < 500; ++i) {
+      w.hits.size() + w.dropped_hits);
+  for (size_t i = 0; i < w.hits.size() && i < kReportHitsShown; ++i) {
     const WatchHit& h = w.hits[i];
     html->append(fmt::format(
         "<tr{}><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{} {}</td><td>{}</td>"
@@ -137,12 +137,13 @@ std::string ReportData(const Page& page) {
 
 std::string Summary(const ReportInput& input) {
   std::string html = "<section id=\"summary\"><ul>\n";
-  if (const CompareResult* r = input.compare) {
+  if (input.compare) {
+    const ReportComparison& c = *input.compare;
+    const CompareResult* r = &c.shown;
     html += fmt::format(
         "<li>{} kernel comparisons: {} pass, {} warning, {} error; {} unpaired, {} skipped "
         "files.</li>\n",
-        r->kernels.size(), r->passed, r->warnings, r->errors, r->unpaired.size(),
-        r->skipped.size());
+        c.kernels, r->passed, r->warnings, r->errors, c.unpaired, c.skipped);
     int64_t position = -1;
     if (FirstFailingKernel(*r, &position)) {
       const KernelComparison& f = r->kernels[position];
@@ -174,7 +175,7 @@ std::string Summary(const ReportInput& input) {
           "(rank {}, graph {}, iteration {}){}: {} {}; {} hits in all.</li>\n",
           Escape(h.kernel), h.is_input ? "input" : "output", h.slot, h.rank, h.graph_id,
           h.iteration, h.source_line.empty() ? "" : ", source " + Escape(h.source_line),
-          Escape(h.check), Escape(h.detail), w->hits.size());
+          Escape(h.check), Escape(h.detail), w->hits.size() + w->dropped_hits);
     }
   }
   return html + "</ul></section>\n";
@@ -232,12 +233,11 @@ std::string RenderReportHtml(const ReportInput& input) {
   page.html +=
       "<noscript><p>The charts are drawn by the page's inline script; with scripts off, the "
       "tables below still list every finding.</p></noscript>\n<section id=\"plots\">\n";
-  if (input.compare) {
-    report_internal::CompareSection(*input.compare, input.rank, input.replays, &page);
-  }
-  report_internal::OrderSection(input.order, input.watch, input.compare, &page);
-  report_internal::SeriesSection(input.series, input.rank, input.iterations, input.watch,
-                                 &page);
+  const CompareResult* compare = input.compare ? &input.compare->shown : nullptr;
+  if (compare) report_internal::CompareSection(*compare, input.rank, input.replays, &page);
+  const std::vector<WatchHit>* rank_hits = input.watch ? &input.rank_hits : nullptr;
+  report_internal::OrderSection(input.order, rank_hits, compare, &page);
+  report_internal::SeriesSection(input.series, input.rank, input.iterations, rank_hits, &page);
   page.html += "</section>\n<section id=\"tables\">\n<h2>Tables</h2>\n";
   if (input.compare) AddingErrorTable(*input.compare, input.replays, &page.html);
   if (input.compare) CompareTables(*input.compare, &page.html);

@@ -3,6 +3,7 @@
 // the rank and iteration the charts look at.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -266,9 +267,33 @@ ReportFocus FocusOnRank(const std::vector<ReportRankSummary>& ranks, uint32_t ra
   return {rank, r ? r->last_iteration : 0};
 }
 
+void KeepReportHits(WatchResult part, WatchResult* kept) {
+  std::vector<WatchHit> hits = std::move(kept->hits);
+  std::move(part.hits.begin(), part.hits.end(), std::back_inserter(hits));
+  // The parts hold different ranks, and hits of different ranks never tie: the order is the
+  // same whichever part came first.
+  SortHitsByOccurrence(&hits);
+  std::set<uint32_t> seen;
+  kept->hits.clear();
+  for (size_t i = 0; i < hits.size(); ++i) {
+    const bool first_of_rank = seen.insert(hits[i].rank).second;
+    if (i < kReportHitsShown || first_of_rank) {
+      kept->hits.push_back(std::move(hits[i]));
+    } else {
+      ++kept->dropped_hits;
+    }
+  }
+  for (const auto& [at, count] : part.hit_counts) kept->hit_counts[at] += count;
+  kept->dropped_hits += part.dropped_hits;
+  kept->tensors_checked += part.tensors_checked;
+  kept->weight_pairs_checked += part.weight_pairs_checked;
+  kept->ranks += part.ranks;
+  std::move(part.skipped.begin(), part.skipped.end(), std::back_inserter(kept->skipped));
+}
+
 Status CollectReportCharts(const std::string& dir, const std::vector<ReportRankSummary>& ranks,
-                           SeriesSelection selection, int threads, std::optional<uint32_t> rank,
-                           ReportInput* input) {
+                           SeriesSelection selection, const std::vector<WatchCheck>& checks,
+                           int threads, std::optional<uint32_t> rank, ReportInput* input) {
   input->ranks.clear();
   for (const ReportRankSummary& r : ranks) input->ranks.push_back(r.rank);
   if (rank && std::none_of(input->ranks.begin(), input->ranks.end(),
@@ -280,19 +305,11 @@ Status CollectReportCharts(const std::string& dir, const std::vector<ReportRankS
     return Status::InvalidArgument("--rank " + std::to_string(*rank) +
                                    ": the dump holds no such rank (ranks: " + found + ")");
   }
-  const ReportFocus focus = rank ? FocusOnRank(ranks, *rank, input->watch, input->compare)
-                                 : ChooseReportFocus(ranks, input->watch, input->compare);
+  const CompareResult* compare = input->compare ? &input->compare->shown : nullptr;
+  const ReportFocus focus = rank ? FocusOnRank(ranks, *rank, input->watch, compare)
+                                 : ChooseReportFocus(ranks, input->watch, compare);
   input->rank = focus.rank;
-  if (input->watch) {
-    for (const WatchHit& h : input->watch->hits) {
-      if (h.rank == focus.rank) selection.preferred.push_back(h.kernel);
-    }
-  }
-  if (input->compare) {
-    if (std::optional<std::string> first = FirstFailingKernel(*input->compare)) {
-      selection.preferred.push_back(*first);
-    }
-  }
+  input->rank_hits.clear();
   input->iterations = 0;
   for (const ReportRank& r : input->ranks) {
     if (r.rank == focus.rank) input->iterations = r.iterations.size();
@@ -300,10 +317,22 @@ Status CollectReportCharts(const std::string& dir, const std::vector<ReportRankS
   input->order.clear();
   input->series.clear();
   if (ranks.empty()) return Status::Ok();
-  // The charts show one rank: it alone is indexed again.
+  // The charts show one rank: it alone is indexed again (and its hits found again).
   IndexFilter only;
   only.ranks = std::set<uint32_t>{focus.rank};
   GRAPHDUMP_ASSIGN_OR_RETURN(DumpIndex index, IndexDump(dir, only));
+  if (input->watch) {
+    WatchOptions every;
+    every.threads = threads;
+    every.progress = false;
+    input->rank_hits = RunWatch(index, checks, every).hits;
+    for (const WatchHit& h : input->rank_hits) selection.preferred.push_back(h.kernel);
+  }
+  if (compare) {
+    if (std::optional<std::string> first = FirstFailingKernel(*compare)) {
+      selection.preferred.push_back(*first);
+    }
+  }
   input->order = CollectOrderSeries(index, focus, threads);
   input->series = CollectKernelSeries(index, focus.rank, selection);
   return Status::Ok();

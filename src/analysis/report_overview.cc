@@ -48,18 +48,28 @@ std::string OptionText(uint32_t rank, const RankFindings& f, bool watch, bool co
 void RanksSection(const ReportInput& input, Page* page) {
   std::map<uint32_t, RankFindings> found;
   if (input.watch) {
+    // The hits may be the first ones and each rank's first only: the counts cover every hit.
     for (const WatchHit& h : input.watch->hits) {
       RankFindings& f = found[h.rank];
-      if (f.hits++ == 0) f.first_hit = &h;
-      ++f.per_iteration[h.iteration];
+      if (!f.first_hit) f.first_hit = &h;
+    }
+    for (const auto& [at, count] : input.watch->hit_counts) {
+      RankFindings& f = found[at.first];
+      f.hits += static_cast<int64_t>(count);
+      f.per_iteration[at.second] += static_cast<int64_t>(count);
     }
   }
   if (input.compare) {
-    for (const KernelComparison& k : input.compare->kernels) {
+    // The shown kernels hold each rank's first failing kernel; the counts cover every kernel.
+    for (const KernelComparison& k : input.compare->shown.kernels) {
       if (k.verdict != Verdict::kError || !IsComputed(k.op_type, k.iteration)) continue;
       RankFindings& f = found[k.rank];
-      if (f.failing++ == 0) f.first_failing = &k;
-      ++f.per_iteration[k.iteration];
+      if (!f.first_failing) f.first_failing = &k;
+    }
+    for (const auto& [at, count] : input.compare->failing) {
+      RankFindings& f = found[at.first];
+      f.failing += count;
+      f.per_iteration[at.second] += count;
     }
   }
   page->html += fmt::format(

@@ -240,7 +240,7 @@ void CompareSection(const CompareResult& r, uint32_t rank, const std::vector<Rep
   page->Add(std::move(charts[2]));
 }
 
-void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watch,
+void OrderSection(const std::vector<OrderSeries>& order, const std::vector<WatchHit>* hits,
                   const CompareResult* compare, Page* page) {
   if (order.empty()) return;
   page->html += fmt::format(
@@ -268,8 +268,8 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
                         OrderPointDetail(p)};
     };
     std::vector<ChartMarker> markers;
-    if (watch) {
-      for (const WatchHit& h : watch->hits) {
+    if (hits) {
+      for (const WatchHit& h : *hits) {
         if (h.rank != o.rank || h.graph_id != o.graph_id || h.iteration != o.iteration) continue;
         const size_t at = position(h.kernel, h.call);
         if (at == SIZE_MAX) continue;
@@ -291,7 +291,7 @@ void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watc
 }
 
 void SeriesSection(const std::vector<KernelSeries>& series, uint32_t rank, size_t iterations,
-                   const WatchResult* watch, Page* page) {
+                   const std::vector<WatchHit>* hits, Page* page) {
   page->html += "<h2>Statistics across iterations</h2>\n";
   if (iterations <= 1) {
     page->html +=
@@ -308,8 +308,8 @@ void SeriesSection(const std::vector<KernelSeries>& series, uint32_t rank, size_
     page->html += "<h3><code>" + Escape(s.kernel) + "</code> output 0</h3>\n<div class=\"pair\">";
     std::vector<ChartMarker> markers;
     std::set<int64_t> hit_iterations;
-    if (watch) {
-      for (const WatchHit& h : watch->hits) {
+    if (hits) {
+      for (const WatchHit& h : *hits) {
         if (h.kernel == s.kernel && h.rank == rank) hit_iterations.insert(h.iteration);
       }
     }

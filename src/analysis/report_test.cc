@@ -157,7 +157,9 @@ TEST(ReportTest, NamesThatAreNotUtf8AreReplaced) {
   hit.detail = "1 NaN";
   hit.source_line = "/home/u\xE9/model.py:12";
   watch.hits.push_back(hit);
+  watch.hit_counts[{hit.rank, hit.iteration}] = 1;
   input.watch = &watch;
+  input.rank_hits = watch.hits;
   const std::string html = RenderReportHtml(input);
   EXPECT_TRUE(graphdump::internal::IsValidUtf8(html));
   EXPECT_NE(html.find("<code>net/layer\xEF\xBF\xBD" "1-op1</code>"), std::string::npos);
@@ -193,7 +195,9 @@ TEST(ReportTest, ChartDataFitTheBudgetWithTheFirstHitKept) {
   hit.iteration = 3456;
   hit.check = "nan";
   watch.hits.push_back(hit);
+  watch.hit_counts[{hit.rank, hit.iteration}] = 1;
   input.watch = &watch;
+  input.rank_hits = watch.hits;
   const std::string html = RenderReportHtml(input);
   const nlohmann::json data = ReportData(html);
   EXPECT_LE(data.dump().size(), kReportChartBytes);

@@ -470,6 +470,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   std::map<uint32_t, HitSpreadBuilder> spreads;  // with `keep`: by rank
   for (size_t n = 0; n < hits.size(); ++n) {
     const TensorTask& t = tasks[hits[n].task];
+    ++result.hit_counts[{t.rank->rank, t.iteration->iteration}];
     bool first_of_rank = false;
     if (keep > 0) {
       auto [spread, inserted] = spreads.try_emplace(t.rank->rank, t.kernel->full_name,

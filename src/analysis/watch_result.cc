@@ -31,6 +31,10 @@ WatchResult MergeWatchResults(std::vector<WatchResult> parts) {
     merged.tensors_checked += p.tensors_checked;
     merged.weight_pairs_checked += p.weight_pairs_checked;
     merged.ranks += p.ranks;
+    merged.dropped_hits += p.dropped_hits;
+    merged.dropped_intended += p.dropped_intended;
+    merged.spreads.merge(p.spreads);
+    for (const auto& [at, count] : p.hit_counts) merged.hit_counts[at] += count;
   }
   SortHitsByOccurrence(&merged.hits);
   return merged;
@@ -81,6 +85,7 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
     result.dropped_hits += r.dropped_hits;
     result.dropped_intended += r.dropped_intended;
     result.spreads.merge(r.spreads);
+    for (const auto& [at, count] : r.hit_counts) result.hit_counts[at] += count;
     r = WatchResult();
   }
   for (Skipped& s : found) result.skipped.push_back(std::move(s));

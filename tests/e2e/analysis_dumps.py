@@ -123,6 +123,21 @@ def simple_net(seed=0, n=6, size=(4, 8), op_ids=None, scope='Default/net-Net', d
     return kernels
 
 
+def shifted_iterations(net, count, inputs=True):
+    """{iteration: kernels} for iterations 0..count-1 of `net` (simple_net's list): iteration
+    i's outputs are the net's plus i; inputs left out unless `inputs`."""
+    import copy
+    its = {}
+    for it in range(count):
+        ks = copy.deepcopy(net)
+        for k in ks:
+            k['outputs'] = [k['outputs'][0] + it]
+            if not inputs:
+                del k['inputs']
+        its[it] = ks
+    return its
+
+
 def graphdump(*args):
     """Runs the CLI ($GRAPHDUMP_BIN); returns the CompletedProcess (text stdout/stderr)."""
     import subprocess

@@ -117,12 +117,7 @@ def test_compare_report(scratch):
 def test_statistics_with_infinities(scratch):
     """A statistics-only dump: -inf and +inf from statistic.csv, an all-NaN iteration."""
     net = d.simple_net(n=6)
-    its = {}
-    for it in range(3):
-        ks = copy.deepcopy(net)
-        for k in ks:
-            k['outputs'] = [k['outputs'][0] + it]
-        its[it] = ks
+    its = d.shifted_iterations(net, 3)
     inf = its[1][3]['outputs'][0].copy()
     inf[0, 0], inf[1, 1] = -np.inf, np.inf
     its[1][3]['outputs'] = [inf]

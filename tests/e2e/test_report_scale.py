@@ -76,13 +76,7 @@ def many_ranks(module_scratch):
     NaN at kernel 20 of iteration 1 onward (the first hit), and rank 0 gets an Inf later
     (iteration 2)."""
     net = d.simple_net(n=KERNELS)
-    clean = {}
-    for it in range(ITERATIONS):
-        ks = copy.deepcopy(net)
-        for k in ks:
-            k['outputs'] = [k['outputs'][0] + it]
-            del k['inputs']
-        clean[it] = ks
+    clean = d.shifted_iterations(net, ITERATIONS, inputs=False)
     bad = copy.deepcopy(clean)
     for k in bad[BAD_ITERATION][BAD_KERNEL:]:
         k['outputs'] = [np.full((4, 8), np.nan, np.float32)]

@@ -10,6 +10,7 @@
 
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/dump_index.h"
+#include "graphdump/analysis/report_compare.h"
 #include "graphdump/analysis/watch.h"
 
 namespace graphdump::analysis {
@@ -99,18 +100,34 @@ std::vector<OrderSeries> CollectOrderSeries(const DumpIndex& index, const Report
 // A replay of one kernel of a comparison (`report --compare A B --replay N`; docs/precision.md,
 // "Replay"), shown on the attribution chart and in the table of kernels adding error.
 struct ReplayNote {
-  int64_t kernel = -1;  // index into CompareResult::kernels
+  int64_t kernel = -1;  // index into ReportComparison::shown.kernels
   std::string verdict;  // "inaccurate", "ill-conditioned", "inherits", "accurate", "not replayable"
   std::string words;    // what follows the verdict in the replay's words (" at bfloat16: ...")
 };
+
+// The hits the page lists (the table of hits); the dump's first hit is the first of them.
+inline constexpr size_t kReportHitsShown = 500;
+
+// Adds `part`, RunWatch's result over one or more ranks not yet in `kept` with keep_hits
+// kReportHitsShown, to `kept`: the hits of both in the order they occurred (WatchResult::hits),
+// of which the first kReportHitsShown and each rank's first stay (the others counted in
+// dropped_hits), hit_counts, dropped counts and checked tensors added, skipped files appended;
+// intended infinities and spreads are dropped (the page shows neither). Parts may come in any
+// order: the hits kept are the same.
+void KeepReportHits(WatchResult part, WatchResult* kept);
 
 struct ReportInput {
   std::string title;
   std::vector<ReportRank> ranks;  // every rank of the dump, ascending
   uint32_t rank = 0;              // the rank the charts show
-  const CompareResult* compare = nullptr;  // error metrics along the execution order
-  const WatchResult* watch = nullptr;      // table of hits, markers
-  std::vector<ReplayNote> replays;         // of kernels of `compare`, may be empty
+  // Error metrics along the execution order (of `rank`: its kernels whole), the tables.
+  const ReportComparison* compare = nullptr;
+  // The hit count, first hits and the table of hits: `hits` may be the first kReportHitsShown
+  // and each rank's first only (KeepReportHits), with dropped_hits and hit_counts (the rank
+  // selector's and overview's counts) over every hit.
+  const WatchResult* watch = nullptr;
+  std::vector<WatchHit> rank_hits;  // with `watch`: every hit of `rank`, in order (markers)
+  std::vector<ReplayNote> replays;  // of kernels of `compare->shown`, may be empty
   std::vector<OrderSeries> order;          // statistics along the execution order
   std::vector<KernelSeries> series;        // statistics across iterations
   size_t iterations = 0;  // iterations the dump holds (1: no across-iteration plots)
@@ -127,11 +144,12 @@ ReportFocus FocusOnRank(const std::vector<ReportRankSummary>& ranks, uint32_t ra
 // the focus is ChooseReportFocus's, or FocusOnRank(`rank`) when given; when `selection.filter`
 // is empty, the kernels that hit in the focus rank and the first failing kernel are added to
 // `selection.preferred`. Only the focus rank is indexed again (alone) for its statistics, read
-// on `threads` threads (0: DefaultThreads()). Errors: kInvalidArgument when `rank` is not in
-// the dump (listing those that are); IndexDump's.
+// on `threads` threads (0: DefaultThreads()), and, with `input->watch`, checked again against
+// `checks` for `input->rank_hits`. Errors: kInvalidArgument when `rank` is not in the dump
+// (listing those that are); IndexDump's.
 Status CollectReportCharts(const std::string& dir, const std::vector<ReportRankSummary>& ranks,
-                           SeriesSelection selection, int threads, std::optional<uint32_t> rank,
-                           ReportInput* input);
+                           SeriesSelection selection, const std::vector<WatchCheck>& checks,
+                           int threads, std::optional<uint32_t> rank, ReportInput* input);
 
 // The HTML text. A section "ranks" comes first: a rank selector (<select id="rank-selector">,
 // one <option value="{rank}"> per rank of `input.ranks`, with its hits and failing kernels) and

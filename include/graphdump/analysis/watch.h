@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graphdump/analysis/dump_index.h"
@@ -104,6 +105,10 @@ struct WatchResult {
   size_t dropped_hits = 0, dropped_intended = 0;
   // With keep_hits: each rank's HitSpread after its first hit (kSpreadShown kernels), by rank id.
   std::map<uint32_t, HitSpread> spreads;
+  // Every hit, kept or not, counted by (rank, iteration) (RunWatch; MergeWatchResults and
+  // WatchDump add them; EncodeWatchResult leaves them out): what `graphdump report` counts per
+  // rank and iteration without holding the hits.
+  std::map<std::pair<uint32_t, int64_t>, size_t> hit_counts;
 };
 
 // The hits of `first`'s rank after `first` in `hits` (in the order they occurred), naming at most

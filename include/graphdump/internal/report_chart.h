@@ -119,13 +119,14 @@ const ReplayNote* ReplayOf(const std::vector<ReplayNote>& replays, int64_t index
 
 // The page's chart sections: the comparison along the execution order (cosine, errors, the
 // error each kernel adds), statistics along the execution order of the focus iteration, and
-// statistics of the selected kernels across iterations.
+// statistics of the selected kernels across iterations. `hits`: every hit of the charted rank
+// (ReportInput::rank_hits), null without watchpoints.
 void CompareSection(const CompareResult& r, uint32_t rank, const std::vector<ReplayNote>& replays,
                     Page* page);
-void OrderSection(const std::vector<OrderSeries>& order, const WatchResult* watch,
+void OrderSection(const std::vector<OrderSeries>& order, const std::vector<WatchHit>* hits,
                   const CompareResult* compare, Page* page);
 void SeriesSection(const std::vector<KernelSeries>& series, uint32_t rank, size_t iterations,
-                   const WatchResult* watch, Page* page);
+                   const std::vector<WatchHit>* hits, Page* page);
 
 // The rank selector and the rank-by-iteration overview (report_overview.cc): every rank with its
 // hits and failing kernels, and where they are; at most kOverviewCells cells (iterations grouped
