@@ -143,6 +143,30 @@ TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
             std::string::npos);
 }
 
+TEST(StatisticCsvTest, QuotesAnywhereInAFieldAreRemovedAndProtectCommas) {
+  // A field quoted whole, one with quotes inside it (`Op"x,y"` is one field `Opx,y`), a doubled
+  // quote (read as two quote characters: nothing left), and a quoted last field.
+  auto rows = ParseStatisticCsvText(
+      "Op Type,Op Name,IO,Slot,Shape,Note\n"
+      "Add,\"a,b\",output,0,\"(4,5)\",\"last, with comma\"\n"
+      "Mul,Op\"x,y\"z,input,1,\"(2)\",\"\"\n"
+      "Sub,\"q\"\"r\",output,2,(),plain\n",
+      "q.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].op_name, "a,b");
+  EXPECT_EQ((*rows)[0].shape, (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ((*rows)[0].values.at("Note"), "last, with comma");
+  EXPECT_EQ((*rows)[1].op_name, "Opx,yz");
+  EXPECT_TRUE((*rows)[1].is_input);
+  EXPECT_EQ((*rows)[1].slot, 1u);
+  EXPECT_EQ((*rows)[1].shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ((*rows)[1].values.at("Note"), "");
+  EXPECT_EQ((*rows)[2].op_name, "qr");
+  EXPECT_EQ((*rows)[2].slot, 2u);
+  EXPECT_EQ((*rows)[2].values.at("Note"), "plain");
+}
+
 TEST(IndexDumpTest, MissingAndNonDumpDirectories) {
   testing::TempDir dir;
   auto missing = IndexDump(dir.Sub("nope"));

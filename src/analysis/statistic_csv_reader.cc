@@ -34,15 +34,15 @@ void SplitCsvLine(std::string_view line, std::string* scratch,
         continue;
       }
     } else {
-      const size_t comma = line.find(',', start);
-      const size_t quote = line.find('"', start);
-      if (quote == std::string_view::npos || quote > comma) {
-        if (comma == std::string_view::npos) {
-          fields->push_back(line.substr(start));
-          return;
-        }
-        fields->push_back(line.substr(start, comma - start));
-        start = comma + 1;
+      size_t end = start;
+      while (end < line.size() && line[end] != ',' && line[end] != '"') ++end;
+      if (end == line.size()) {
+        fields->push_back(line.substr(start));
+        return;
+      }
+      if (line[end] == ',') {
+        fields->push_back(line.substr(start, end - start));
+        start = end + 1;
         continue;
       }
     }
