@@ -15,16 +15,6 @@
 namespace graphdump::tools {
 namespace {
 
-// The kernel without its tensors and source trace (what the text prints of it).
-analysis::KernelComparison Light(analysis::KernelComparison& k) {
-  std::vector<analysis::TensorComparison> tensors = std::move(k.tensors);
-  std::vector<SourceLocation> trace = std::move(k.source_trace);
-  analysis::KernelComparison light = k;
-  k.tensors = std::move(tensors);
-  k.source_trace = std::move(trace);
-  return light;
-}
-
 // One part's first failure (or first kernel adding error) with its chain, when none was kept.
 void KeepFirst(analysis::CompareResult& part, int64_t index,
                std::optional<analysis::KernelComparison>* kept, std::string* chain) {
@@ -33,7 +23,7 @@ void KeepFirst(analysis::CompareResult& part, int64_t index,
   if (k.adds_error) {
     *chain = analysis::PrecisionChainText(part, analysis::InputChain(part, index), "  ");
   }
-  *kept = Light(k);
+  *kept = analysis::KernelWithoutTensors(k);
 }
 
 constexpr size_t kNotPassedKept = 21;  // the text lists 20 and says when there are more
@@ -64,9 +54,9 @@ void CompareCollector::Add(analysis::CompareResult& part) {
   std::vector<size_t> rank_at;
   for (analysis::KernelComparison& k : part.kernels) {
     const bool contributor = k.role == analysis::KernelRole::kOperator && k.adds_error;
-    if (contributor) contributors_.push_back({k.added_error, k.growth, Light(k)});
+    if (contributor) contributors_.push_back({k.added_error, k.growth, analysis::KernelWithoutTensors(k)});
     if (k.verdict != analysis::Verdict::kPass && shown_.not_passed.size() < kNotPassedKept) {
-      shown_.not_passed.push_back(Light(k));
+      shown_.not_passed.push_back(analysis::KernelWithoutTensors(k));
     }
     if (!spill_ || !spill_status_.ok()) continue;
     rank_at.clear();
@@ -88,11 +78,11 @@ void CompareCollector::Add(analysis::CompareResult& part) {
             &shown_.first_adding_error_chain);
   for (int64_t i : part.differing_sources) {
     if (shown_.sources.size() >= kSourcesKept) break;
-    shown_.sources.push_back(Light(part.kernels[i]));
+    shown_.sources.push_back(analysis::KernelWithoutTensors(part.kernels[i]));
   }
   for (const auto& [i, slot] : part.differing_graph_inputs) {
     if (shown_.graph_inputs.size() >= kSourcesKept) break;
-    shown_.graph_inputs.push_back({Light(part.kernels[i]), slot});
+    shown_.graph_inputs.push_back({analysis::KernelWithoutTensors(part.kernels[i]), slot});
   }
   auto append = [](auto* to, auto& from) {
     std::move(from.begin(), from.end(), std::back_inserter(*to));

@@ -209,6 +209,15 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
 
 }  // namespace compare_internal
 
+KernelComparison KernelWithoutTensors(KernelComparison& k) {
+  std::vector<TensorComparison> tensors = std::move(k.tensors);
+  std::vector<SourceLocation> trace = std::move(k.source_trace);
+  KernelComparison light = k;
+  k.tensors = std::move(tensors);
+  k.source_trace = std::move(trace);
+  return light;
+}
+
 CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const CompareOptions& options) {
   CompareResult result;
   result.skipped = a.skipped;

@@ -14,11 +14,7 @@ namespace {
 // The kernel without its tensors and source trace (what the page prints of it), and without the
 // contribution rank its part gave it (the page ranks over every part); `k` is left as it was.
 KernelComparison Light(KernelComparison& k) {
-  std::vector<TensorComparison> tensors = std::move(k.tensors);
-  std::vector<SourceLocation> trace = std::move(k.source_trace);
-  KernelComparison light = k;
-  k.tensors = std::move(tensors);
-  k.source_trace = std::move(trace);
+  KernelComparison light = KernelWithoutTensors(k);
   light.contribution_rank = 0;
   return light;
 }

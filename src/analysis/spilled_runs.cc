@@ -79,7 +79,8 @@ Status SpilledRuns::Append(size_t run, std::string* chunk) {
 // One run's records in order, through a buffer of kReadBuffer bytes (more for a longer record).
 class SpilledRuns::Reader {
  public:
-  Reader(const SpilledRuns& spill, size_t run) : spill_(spill), run_(spill.runs_[run]) {}
+  Reader(const SpilledRuns& spill, size_t run)
+      : spill_(spill), run_(spill.runs_[run]), key_(spill.key_words_) {}
 
   // The next record (key() and text()); false at the run's end.
   StatusOr<bool> Next() {
@@ -93,9 +94,11 @@ class SpilledRuns::Reader {
     GRAPHDUMP_ASSIGN_OR_RETURN(more, Fill(head + size));
     if (!more) return Status::IOError("a temporary file ends inside a record");
     record_ = head + size;
+    // Copied out: a record starts at any byte of the buffer, and a key's words need alignment.
+    std::memcpy(key_.data(), buffer_.data() + at_, key_.size() * sizeof(uint64_t));
     return true;
   }
-  const uint64_t* key() const { return reinterpret_cast<const uint64_t*>(buffer_.data() + at_); }
+  const uint64_t* key() const { return key_.data(); }
   std::string_view text() const {
     const size_t head = spill_.key_words_ * sizeof(uint64_t) + sizeof(uint64_t);
     return {buffer_.data() + at_ + head, record_ - head};
@@ -139,6 +142,7 @@ class SpilledRuns::Reader {
 
   const SpilledRuns& spill_;
   const Run& run_;
+  std::vector<uint64_t> key_;  // the current record's key
   std::string buffer_;
   size_t at_ = 0, record_ = 0;
   size_t chunk_ = 0;

@@ -188,6 +188,10 @@ struct CompareResult {
   std::vector<std::pair<int64_t, uint32_t>> differing_graph_inputs;
 };
 
+// A copy of `k` without its tensors and source trace: what a summary keeps of a kernel it shows.
+// `k` is left as it was (its tensors are moved aside while it is copied, not copied).
+KernelComparison KernelWithoutTensors(KernelComparison& k);
+
 // Compares two indexed dumps. Tensor files are mapped one pair at a time, in parallel.
 CompareResult CompareDumps(const DumpIndex& a, const DumpIndex& b, const CompareOptions& options);
 
