@@ -95,7 +95,9 @@ class SpilledRuns::Reader {
     if (!more) return Status::IOError("a temporary file ends inside a record");
     record_ = head + size;
     // Copied out: a record starts at any byte of the buffer, and a key's words need alignment.
-    std::memcpy(key_.data(), buffer_.data() + at_, key_.size() * sizeof(uint64_t));
+    if (!key_.empty()) {
+      std::memcpy(key_.data(), buffer_.data() + at_, key_.size() * sizeof(uint64_t));
+    }
     return true;
   }
   const uint64_t* key() const { return key_.data(); }
