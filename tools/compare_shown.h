@@ -1,7 +1,7 @@
 // graphdump compare A B without --json: what its text shows of the result, kept while the rank
 // pairs are compared one at a time, and the per-tensor CSV of --out streamed to a temporary
-// file as they finish (docs/analysis.md, "Scale"). Memory holds what is shown, not every
-// kernel's comparison.
+// file as they finish (docs/analysis.md, "Memory and speed at scale"). Memory holds what is
+// shown, not every kernel's comparison.
 #pragma once
 
 #include <cstdint>
