@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -21,7 +21,6 @@
 #include "graphdump/analysis/parallel.h"
 #include "graphdump/analysis/source_json.h"
 #include "graphdump/analysis/tensor_math.h"
-#include "graphdump/config.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/shape.h"
 #include "graphdump/statistic_catalogue.h"
@@ -449,14 +448,13 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   }
   result.tensors_checked = checked;
   result.weight_pairs_checked = pairs;
-  // In the order they occurred (SortHitsByOccurrence's); only what options.keep_hits keeps
+  // In the order they occurred (OccurrenceKey); only what options.keep_hits keeps
   // becomes a WatchHit.
   std::stable_sort(hits.begin(), hits.end(), [&](const Found& a, const Found& b) {
     auto key = [&](const Found& f) {
       const TensorTask& t = tasks[f.task];
-      return std::make_tuple(t.iteration->iteration < 0, t.iteration->iteration, t.sequence,
-                             !t.tensor->is_input, t.rank->rank, t.graph->graph_id,
-                             t.tensor->slot);
+      return OccurrenceKey(t.iteration->iteration, t.sequence, t.tensor->is_input,
+                           t.rank->rank, t.graph->graph_id, t.tensor->slot);
     };
     return key(a) < key(b);
   });

@@ -43,7 +43,7 @@ nlohmann::json SkippedJson(const std::vector<Skipped>& skipped) {
   return list;
 }
 
-// SortHitsByOccurrence's key as SpilledRuns' key words.
+// OccurrenceKey as SpilledRuns' key words.
 constexpr size_t kKeyWords = 7;
 std::array<uint64_t, kKeyWords> OccurrenceKey(const WatchHit& h) {
   return {h.iteration < 0, OrderedWord(h.iteration), h.sequence, !h.is_input, h.rank,

@@ -15,8 +15,7 @@ namespace graphdump::analysis {
 void SortHitsByOccurrence(std::vector<WatchHit>* hits) {
   std::stable_sort(hits->begin(), hits->end(), [](const WatchHit& a, const WatchHit& b) {
     auto key = [](const WatchHit& h) {
-      return std::make_tuple(h.iteration < 0, h.iteration, h.sequence, !h.is_input, h.rank,
-                             h.graph_id, h.slot);
+      return OccurrenceKey(h.iteration, h.sequence, h.is_input, h.rank, h.graph_id, h.slot);
     };
     return key(a) < key(b);
   });

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -117,6 +118,13 @@ HitSpread SpreadAfter(const std::vector<WatchHit>& hits, const WatchHit& first, 
 
 WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& checks,
                      const WatchOptions& options);
+
+// A hit's place in the order hits occurred across ranks (WatchResult::hits): by iteration
+// (constants last), sequence, inputs before outputs, rank, graph and slot.
+inline auto OccurrenceKey(int64_t iteration, uint64_t sequence, bool is_input, uint32_t rank,
+                          uint32_t graph_id, uint32_t slot) {
+  return std::make_tuple(iteration < 0, iteration, sequence, !is_input, rank, graph_id, slot);
+}
 
 // Sorts hits in the order they occurred across ranks (WatchResult::hits); stable.
 void SortHitsByOccurrence(std::vector<WatchHit>* hits);
