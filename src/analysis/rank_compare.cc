@@ -51,21 +51,25 @@ auto MergeKey(const KernelComparison& k) {
 }
 
 // Keeps the first `keep` kernels of `part` that do not pass (in MergeKey's order) and its first
-// failure, and the first `keep` unpaired kernels; counts what is dropped.
+// failure, and the first `keep` unpaired kernels; counts what is dropped. A kept kernel's
+// error_origin follows its origin to its new place, or is -1 when the origin was not kept.
 void KeepShown(size_t keep, CompareResult* part, size_t* dropped_kernels,
                size_t* dropped_unpaired) {
-  std::stable_sort(part->kernels.begin(), part->kernels.end(),
-                   [](const KernelComparison& x, const KernelComparison& y) {
-                     return MergeKey(x) < MergeKey(y);
-                   });
+  SortByMergeKey(&part->kernels);
   std::vector<KernelComparison> kept;
+  std::vector<int64_t> kept_at(part->kernels.size(), -1);
   bool failure_kept = false;
-  for (KernelComparison& k : part->kernels) {
+  for (size_t i = 0; i < part->kernels.size(); ++i) {
+    KernelComparison& k = part->kernels[i];
     if (k.verdict == Verdict::kPass) continue;
     const bool first_failure = k.verdict == Verdict::kError && !failure_kept;
     if (kept.size() >= keep && !first_failure) continue;
     failure_kept = failure_kept || k.verdict == Verdict::kError;
+    kept_at[i] = static_cast<int64_t>(kept.size());
     kept.push_back(std::move(k));
+  }
+  for (KernelComparison& k : kept) {
+    if (k.error_origin >= 0) k.error_origin = kept_at[static_cast<size_t>(k.error_origin)];
   }
   *dropped_kernels += part->kernels.size() - kept.size();
   part->kernels = std::move(kept);
