@@ -6,6 +6,7 @@
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <tuple>
@@ -95,9 +96,21 @@ struct GraphContext {
   // Written by graphdump, which writes one run per directory: two files of one tensor in an
   // iteration are two calls of a module in that iteration (graphdump python), not two runs.
   bool one_run = false;
-  // file-form kernel name -> (full name, execution order position)
-  std::unordered_map<std::string, std::pair<std::string, int64_t>> by_file_name;
+  const std::vector<std::string>* execution_order = nullptr;  // the graph's
+  // The file form of each name of the execution order, in its order.
+  std::vector<std::string> file_names;
+  // file-form kernel name (a view of file_names) -> its execution order position
+  std::unordered_map<std::string_view, size_t> by_file_name;
 };
+
+// Whether FileKernelName changes `name` (most names of a statistic.csv are in file form already).
+bool NeedsSanitizing(std::string_view name) {
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '/' || c == '\\' || c == '.' || c == ' ' || u < 0x20 || u == 0x7f) return true;
+  }
+  return false;
+}
 
 // A kernel's files and statistic.csv rows in an iteration, before they are split into calls.
 struct KernelParts {
@@ -106,33 +119,39 @@ struct KernelParts {
   bool dropped = false;  // its statistic.csv could not be read and it has no file
 };
 
-// An iteration's kernels by (op_type, op_name), made on first use. The map's keys are views of
-// the kernels' own names, which a deque never moves.
+// An iteration's kernels by (op_type, op_name), made on first use, in a hash table: names of
+// one model share long prefixes ("Default_network-..."), which an ordered map compares again at
+// every level. The keys are views of the kernels' own names, which a deque never moves.
 class KernelMap {
  public:
-  KernelParts& operator[](std::pair<std::string_view, std::string_view> key) {
+  using Key = std::pair<std::string_view, std::string_view>;
+  KernelParts& operator[](Key key) {
     if (auto it = by_name_.find(key); it != by_name_.end()) return *it->second;
     KernelParts& parts = parts_.emplace_back();
     parts.kernel.op_type = key.first;
     parts.kernel.op_name = key.second;
-    by_name_.emplace(std::pair<std::string_view, std::string_view>(parts.kernel.op_type,
-                                                                   parts.kernel.op_name),
-                     &parts);
+    by_name_.emplace(Key(parts.kernel.op_type, parts.kernel.op_name), &parts);
     return parts;
   }
-  // f(parts) for every kernel in (op_type, op_name) order; f may move the kernel out (the map
-  // is not used after).
+  // f(parts) for every kernel, in the order they were first named; f may move the kernel out
+  // (the map is not used after).
   template <typename F>
   void ForEach(F&& f) {
-    for (auto& [key, parts] : by_name_) f(*parts);
+    for (KernelParts& parts : parts_) f(parts);
   }
   size_t size() const { return parts_.size(); }
 
  private:
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      const size_t a = std::hash<std::string_view>()(k.first);
+      return a ^ (std::hash<std::string_view>()(k.second) + 0x9e3779b97f4a7c15ULL + (a << 6) +
+                  (a >> 2));
+    }
+  };
   std::deque<KernelParts> parts_;
-  std::map<std::pair<std::string_view, std::string_view>, KernelParts*> by_name_;
+  std::unordered_map<Key, KernelParts*, Hash> by_name_;
 };
-
 
 // The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
 // name the file stands for (its own, or mapping.csv's original).
@@ -201,7 +220,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   if (fs::exists(csv, ec)) {
     // Rows of one kernel are next to each other: its map entry is looked up once per run of
     // rows, and its file-form name made once.
-    std::string type, raw_name;
+    std::string type, raw_name, sanitized;
     KernelParts* parts = nullptr;
     Status parsed = Status::Ok();
     StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(csv.string(), true);
@@ -216,7 +235,8 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
               raw_name = op_name;
               // Some writers keep the full name's '/' in the row; files always use the
               // sanitized form.
-              const std::string name = FileKernelName(raw_name);
+              std::string_view name = raw_name;
+              if (NeedsSanitizing(raw_name)) name = sanitized = FileKernelName(raw_name);
               parts = &kernels[{type, name}];
               if (parts->rows.empty()) parts->rows.reserve(4);
             }
@@ -235,30 +255,39 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   }
   std::vector<KernelEntry> calls;
   calls.reserve(kernels.size());
+  std::optional<size_t> mixed;  // the second call of the kernel the mixed-run warning names
   kernels.ForEach([&](KernelParts& p) {
     if (p.dropped) return;
     KernelEntry& k = p.kernel;
     k.is_parameter = k.op_type == "Parameter";
     if (auto it = ctx.by_file_name.find(k.op_name);
         it != ctx.by_file_name.end() && !k.is_parameter) {
-      k.full_name = it->second.first;
-      k.order = it->second.second;
+      k.full_name = (*ctx.execution_order)[it->second];
+      k.order = static_cast<int64_t>(it->second);
     } else {
       k.full_name = k.op_name;
     }
     const size_t first = calls.size();
     SplitCalls(std::move(k), std::move(p.rows), &calls);
     // MindSpore runs each kernel of a graph once per iteration: there, a second call is a
-    // second run dumped into the same path.
-    if (!ctx.one_run && calls.size() - first > 1 && entry.mixed_runs.empty()) {
+    // second run dumped into the same path. The warning names the first such kernel by
+    // (op_type, op_name).
+    if (!ctx.one_run && calls.size() - first > 1) {
       const KernelEntry& second = calls[first + 1];
-      const TensorEntry& t = second.tensors.front();
-      entry.mixed_runs = fmt::format(
-          "{} holds files of more than one run ({} has two files for {} {}): results mix "
-          "runs; dump each run into its own directory (docs/layout.md)",
-          dir.string(), second.op_name, t.is_input ? "input" : "output", t.slot);
+      if (!mixed || std::tie(second.op_type, second.op_name) <
+                        std::tie(calls[*mixed].op_type, calls[*mixed].op_name)) {
+        mixed = first + 1;
+      }
     }
   });
+  if (mixed) {
+    const KernelEntry& second = calls[*mixed];
+    const TensorEntry& t = second.tensors.front();
+    entry.mixed_runs = fmt::format(
+        "{} holds files of more than one run ({} has two files for {} {}): results mix "
+        "runs; dump each run into its own directory (docs/layout.md)",
+        dir.string(), second.op_name, t.is_input ? "input" : "output", t.slot);
+  }
   // Parameters first, then by call: the execution order, then kernels the order does not list,
   // by time. Sorted as positions, then moved once.
   std::vector<uint32_t> sorted(calls.size());
@@ -295,11 +324,13 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path meta = rank_dir / ".dump_metadata" / "config.json";
   ctx.one_run = fs::is_regular_file(meta, ec) &&
                 ReadText(meta, skipped).find("\"graphdump_version\"") != std::string::npos;
-  ctx.by_file_name.reserve(graph.execution_order.size());
-  for (size_t i = 0; i < graph.execution_order.size(); ++i) {
-    ctx.by_file_name.emplace(FileKernelName(graph.execution_order[i]),
-                             std::make_pair(graph.execution_order[i], static_cast<int64_t>(i)));
+  ctx.execution_order = &graph.execution_order;
+  ctx.file_names.reserve(graph.execution_order.size());
+  for (const std::string& name : graph.execution_order) {
+    ctx.file_names.push_back(FileKernelName(name));
   }
+  ctx.by_file_name.reserve(graph.execution_order.size());
+  for (size_t i = 0; i < ctx.file_names.size(); ++i) ctx.by_file_name.emplace(ctx.file_names[i], i);
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
   if (fs::exists(ir)) {
     graph.ir_path = ir.string();

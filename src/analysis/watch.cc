@@ -371,6 +371,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   const std::vector<uint64_t> sequences = CallSequences(index);
   size_t place = 0;  // the kernel call's place in the index (CallSequences)
   std::vector<TensorTask> tasks;
+  if (tensor_checks) tasks.reserve(sequences.size() * 2);  // most kernels have about two tensors
   for (const RankEntry& r : index.ranks) {
     for (const GraphEntry& g : r.graphs) {
       std::map<std::string, std::pair<const TensorEntry*, int64_t>> last_weight;
