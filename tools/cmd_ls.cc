@@ -64,14 +64,14 @@ RankListing ListRank(const analysis::RankEntry& r, bool json, bool kernels) {
     nlohmann::json jg = {{"graph_id", g.graph_id},
                          {"net_name", g.net_name},
                          {"execution_order_kernels", g.execution_order.size()},
-                         {"traced_kernels", g.source_traces.size()},
+                         {"traced_kernels", g.source_traces().size()},
                          {"iterations", nlohmann::json::array()}};
     if (!json) {
       fmt::format_to(text,
                      "  graph {} (net {}): {} iteration dir(s), execution order of {} kernels, "
                      "{} with source traces\n",
                      g.graph_id, g.net_name, g.iterations.size(), g.execution_order.size(),
-                     g.source_traces.size());
+                     g.source_traces().size());
     }
     for (const auto& it : g.iterations) {
       const Totals t = Count(it);

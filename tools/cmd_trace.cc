@@ -63,7 +63,7 @@ int RunTrace(int argc, char** argv) {
     per_rank[i] = analysis::TraceLine(one, file, line, only);
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& g : one.ranks.front().graphs) {
-      traced += g.source_traces.size();
+      traced += g.source_traces().size();
       for (const auto& it : g.iterations)
         if (it.iteration >= 0) found.insert(it.iteration);
     }

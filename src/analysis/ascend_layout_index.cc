@@ -36,7 +36,7 @@ bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
     t.format = kDefaultFormat;
     t.path = e.path;
     t.in_dump_file = e.in_dump_file;
-    t.ascend = e.tensor;
+    t.ascend = std::make_shared<const AscendTensor>(e.tensor);
     t.timestamp = e.timestamp;
     // A dump file holds several tensors: its size counts once, with its first tensor.
     std::error_code ec;

@@ -99,9 +99,25 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor) {
   return MappedNpy::Open(tensor.path);
 }
 
+const std::map<std::string, std::vector<SourceLocation>>& GraphEntry::source_traces() const {
+  static const std::map<std::string, std::vector<SourceLocation>> kNone;
+  if (!ir_) return kNone;
+  std::call_once(ir_->parsed, [&] {
+    ir_->traces = ParseIrSourceTraces(ir_->text, execution_order);
+    ir_->text = std::string();
+  });
+  return ir_->traces;
+}
+
+void GraphEntry::SetIrText(std::string text) {
+  ir_ = std::make_shared<IrTraces>();
+  ir_->text = std::move(text);
+}
+
 std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& full_name) const {
-  auto it = graph.source_traces.find(full_name);
-  if (it == graph.source_traces.end()) return "";
+  const auto& traces = graph.source_traces();
+  auto it = traces.find(full_name);
+  if (it == traces.end()) return "";
   const SourceLocation* loc = UserFrame(it->second);
   return loc ? loc->file + ":" + std::to_string(loc->line) : "";
 }
@@ -109,8 +125,9 @@ std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& fu
 const std::vector<SourceLocation>& DumpIndex::SourceTrace(const GraphEntry& graph,
                                                          const std::string& full_name) const {
   static const std::vector<SourceLocation> kNone;
-  auto it = graph.source_traces.find(full_name);
-  return it == graph.source_traces.end() ? kNone : it->second;
+  const auto& traces = graph.source_traces();
+  auto it = traces.find(full_name);
+  return it == traces.end() ? kNone : it->second;
 }
 
 StatusOr<DumpRanks> ListDumpRanks(const std::string& dir) {

@@ -31,7 +31,7 @@ RankEntry IndexRank(const std::filesystem::path& dir, uint32_t rank, const Index
 bool IndexAscendLayout(const std::string& dir, DumpIndex* index);
 
 // Called with each statistic.csv row and its kernel's Op Type and Op Name (views into the text,
-// valid during the call); the row's op_type and op_name are left empty.
+// valid during the call).
 using StatisticRowSink =
     std::function<void(std::string_view op_type, std::string_view op_name, StatisticRow row)>;
 

@@ -23,11 +23,11 @@ bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-// The rank-synced part of one rank, as a one-rank index CompareDumps can pair.
-DumpIndex SyncedPart(const DumpIndex& index, const RankEntry& rank) {
+// The rank-synced part of one rank, as a one-rank index CompareDumps can pair (`r` is moved in
+// where its index is not used after).
+DumpIndex SyncedPart(const DumpIndex& index, RankEntry r) {
   DumpIndex out;
   out.root = index.root;
-  RankEntry r = rank;
   for (GraphEntry& g : r.graphs) {
     for (IterationEntry& it : g.iterations) {
       std::vector<KernelEntry> kept;
@@ -215,7 +215,7 @@ StatusOr<RankCompareResult> CompareRanksInDump(
   only_reference.ranks = std::set<uint32_t>{ids[0]};
   DumpIndex reference;
   StreamedDump first = ForEachRank(listed, only_reference, 1, "", [&](size_t, DumpIndex& one) {
-    if (reference.ranks.empty()) reference = SyncedPart(one, one.ranks.front());
+    if (reference.ranks.empty()) reference = SyncedPart(one, std::move(one.ranks.front()));
   });
   IndexFilter others;
   others.ranks.emplace(ids.begin() + 1, ids.end());
@@ -230,9 +230,8 @@ StatusOr<RankCompareResult> CompareRanksInDump(
   StreamedDump rest = ForEachRank(
       std::move(listed), others, outer,
       options.compare.progress ? "compare --ranks: ranks" : "", [&](size_t, DumpIndex& one) {
-        const RankEntry& rank = one.ranks.front();
-        const size_t i = part_of.at(rank.rank);
-        parts[i] = CompareDumps(SyncedPart(one, rank), reference, each);
+        const size_t i = part_of.at(one.ranks.front().rank);
+        parts[i] = CompareDumps(SyncedPart(one, std::move(one.ranks.front())), reference, each);
         if (each_part) each_part(i, parts[i]);
         if (options.keep_shown > 0) {
           KeepShown(options.keep_shown, &parts[i], &dropped[i].first, &dropped[i].second);

@@ -179,7 +179,7 @@ void IndexDumpFile(const fs::path& file, const std::string& name, KernelMap* ker
                                        : std::string(AscendDataTypeName(t.data_type));
       tensor.path = file.string();
       tensor.in_dump_file = true;
-      tensor.ascend = t;
+      tensor.ascend = std::make_shared<const AscendTensor>(t);
       tensor.timestamp = parsed.timestamp;
       tensor.file_bytes = std::exchange(file_bytes, 0);
       k.tensors.push_back(std::move(tensor));
@@ -334,7 +334,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
   if (fs::exists(ir)) {
     graph.ir_path = ir.string();
-    graph.source_traces = ParseIrSourceTraces(ReadText(ir, skipped), graph.execution_order);
+    graph.SetIrText(ReadText(ir, skipped));
   }
   // graphdump's graph files record each kernel's arguments (docs/graph-proto.md).
   const fs::path pb = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".pb");

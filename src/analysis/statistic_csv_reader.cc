@@ -87,8 +87,9 @@ bool ParseShapeText(std::string_view text, std::vector<int64_t>* shape) {
 }
 
 bool ParseUnsigned(std::string_view text, uint64_t* out) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos) {
-    return false;
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
   }
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && ptr == text.data() + text.size();
@@ -223,20 +224,21 @@ Status ParseStatisticRows(std::string_view text, const std::string& path,
   return Status::Ok();
 }
 
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path) {
+StatusOr<std::vector<NamedStatisticRow>> ParseStatisticCsv(const std::string& path) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::string text, ReadRegularFile(path));
   return ParseStatisticCsvText(text, path);
 }
 
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
-                                                          const std::string& path) {
-  std::vector<StatisticRow> rows;
+StatusOr<std::vector<NamedStatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                               const std::string& path) {
+  std::vector<NamedStatisticRow> rows;
   rows.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));
   GRAPHDUMP_RETURN_IF_ERROR(ParseStatisticRows(
       text, path, [&](std::string_view op_type, std::string_view op_name, StatisticRow row) {
-        row.op_type = op_type;
-        row.op_name = op_name;
-        rows.push_back(std::move(row));
+        NamedStatisticRow& named = rows.emplace_back();
+        static_cast<StatisticRow&>(named) = std::move(row);
+        named.op_type = op_type;
+        named.op_name = op_name;
       }));
   return rows;
 }

@@ -38,12 +38,12 @@ std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& fil
     for (const GraphEntry& g : r.graphs) {
       // Kernels in execution order, then any traced kernel the order does not list.
       std::vector<std::string> names = g.execution_order;
-      for (const auto& [name, trace] : g.source_traces) {
+      for (const auto& [name, trace] : g.source_traces()) {
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       }
       for (const std::string& name : names) {
-        auto trace = g.source_traces.find(name);
-        if (trace == g.source_traces.end()) continue;
+        auto trace = g.source_traces().find(name);
+        if (trace == g.source_traces().end()) continue;
         for (const SourceLocation& loc : trace->second) {
           if (loc.line != line || !SameFile(loc.file, file)) continue;
           TraceMatch m;

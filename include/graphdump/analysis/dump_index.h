@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -91,10 +92,9 @@ class StatisticValues {
   size_t offset_ = 0;
 };
 
-// One row of statistic.csv.
+// One row of statistic.csv, as the index keeps it under its kernel (whose names it does not
+// repeat).
 struct StatisticRow {
-  std::string op_type;
-  std::string op_name;  // file form: '/' replaced by '_'
   bool is_input = false;
   uint32_t slot = 0;
   std::string dtype;  // as written ("float32")
@@ -102,6 +102,12 @@ struct StatisticRow {
   uint64_t data_size = 0;
   uint64_t timestamp = 0;                     // the Timestamp column; 0 when absent or not a number
   StatisticValues values;                     // statistic columns by title
+};
+
+// A statistic.csv row with its kernel's names (ParseStatisticCsv).
+struct NamedStatisticRow : StatisticRow {
+  std::string op_type;
+  std::string op_name;  // as written (graphdump writes the file form: '/' replaced by '_')
 };
 
 // One dumped tensor: a file, a statistic row, or both.
@@ -117,8 +123,9 @@ struct TensorEntry {
   std::optional<StatisticRow> stats;
   bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (docs/ascend.md)
   // in_dump_file: the tensor as the file's header described it when indexed (where its bytes
-  // are); when absent, OpenTensor finds it by io and slot in the header.
-  std::optional<AscendTensor> ascend;
+  // are); when absent, OpenTensor finds it by io and slot in the header. Shared: an index holds
+  // millions of tensors, few of them in Ascend dump files.
+  std::shared_ptr<const AscendTensor> ascend;
 };
 
 // A kernel's tensors of one call in one iteration. A module called more than once in an
@@ -160,10 +167,22 @@ struct GraphEntry {
   std::vector<std::string> execution_order;  // full names; empty when the csv is absent
   std::vector<IterationEntry> iterations;    // ascending; constants last
   std::string ir_path;                       // graphs/ms_output_trace_code_graph_{id}.ir
-  // Source trace per full name from the .ir (innermost first).
-  std::map<std::string, std::vector<SourceLocation>> source_traces;
+  // Source trace per full name from the .ir (innermost first; none without it). Parsed on first
+  // use, with the execution order's names (ParseIrSourceTraces): most commands look up the
+  // sources of a few kernels, or of none. Thread-safe; copies of the entry share the result.
+  const std::map<std::string, std::vector<SourceLocation>>& source_traces() const;
+  // Keeps the .ir's text for source_traces().
+  void SetIrText(std::string text);
   // Kernels that write infinities on purpose, by full name (from graphs/*.pb; none without it).
   std::map<std::string, IntendedInfinity> intended_infinities;
+
+ private:
+  struct IrTraces {
+    std::string text;
+    std::once_flag parsed;
+    std::map<std::string, std::vector<SourceLocation>> traces;
+  };
+  std::shared_ptr<IrTraces> ir_;
 };
 
 struct RankEntry {
@@ -288,11 +307,11 @@ std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& grap
 
 // Parses a statistic.csv file (a regular file: OpenRegularFile). Errors are kCorrupt naming the
 // file and line; a Shape must hold non-negative dimensions whose product fits int64_t.
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsv(const std::string& path);
+StatusOr<std::vector<NamedStatisticRow>> ParseStatisticCsv(const std::string& path);
 
 // ParseStatisticCsv for the file's `text`; `path` names it in errors.
-StatusOr<std::vector<StatisticRow>> ParseStatisticCsvText(const std::string& text,
-                                                          const std::string& path);
+StatusOr<std::vector<NamedStatisticRow>> ParseStatisticCsvText(const std::string& text,
+                                                               const std::string& path);
 
 // Parses the source traces of an .ir text: each kernel's `# In file PATH(LINE)/ code/` (or
 // `PATH:LINE/`) lines, attached to the kernel named by the preceding `Fullname with scope:
