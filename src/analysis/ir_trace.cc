@@ -1,6 +1,7 @@
 // Source traces from graphs/ms_output_trace_code_graph_{id}.ir.
 #include <cctype>
 #include <charconv>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -66,9 +67,13 @@ std::string_view FindKnownName(std::string_view line,
 
 std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
     const std::string& text, const std::vector<std::string>& known_names) {
-  const std::unordered_set<std::string_view> known(known_names.begin(), known_names.end());
+  // A node line names the kernel of the trace lines after it by a known name in it, unless a
+  // Fullname line names it first (graphdump's and MindSpore's .ir have one per node): the node
+  // line is searched, and the names hashed, only when a trace line needs it.
+  std::optional<std::unordered_set<std::string_view>> known;
   std::map<std::string, std::vector<SourceLocation>> traces;
   std::string current;
+  std::string_view node_line;  // the last node line, while its kernel is not known yet
   static constexpr std::string_view kFullname = "Fullname with scope: (";
   static constexpr std::string_view kInFile = "# In file ";
   const std::string_view all(text);
@@ -87,10 +92,16 @@ std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
       current = close != std::string_view::npos && close > open
                     ? line.substr(open, close - open)
                     : std::string_view();
+      node_line = {};
       continue;
     }
     const size_t in_file = line.find(kInFile);
     if (in_file != std::string_view::npos) {
+      if (node_line.data()) {
+        if (!known) known.emplace(known_names.begin(), known_names.end());
+        current = FindKnownName(node_line, *known);
+        node_line = {};
+      }
       SourceLocation loc;
       if (!current.empty() && ParseInFile(line.substr(in_file + kInFile.size()), &loc)) {
         traces[current].push_back(std::move(loc));
@@ -98,7 +109,7 @@ std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
       continue;
     }
     if (line[start] == '#') continue;
-    current = FindKnownName(line, known);
+    node_line = line;
   }
   return traces;
 }

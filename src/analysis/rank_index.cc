@@ -140,6 +140,7 @@ class KernelMap {
     for (KernelParts& parts : parts_) f(parts);
   }
   size_t size() const { return parts_.size(); }
+  void reserve(size_t kernels) { by_name_.reserve(kernels); }
 
  private:
   struct Hash {
@@ -194,6 +195,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   entry.dir = dir.string();
   const auto mapping = ReadMapping(dir, skipped);
   KernelMap kernels;
+  kernels.reserve(ctx.file_names.size());  // most kernels of the execution order are dumped
   for (const fs::path& file : SortedChildren(dir)) {
     std::string name = file.filename().string();
     if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
