@@ -24,7 +24,7 @@ TensorEntry StatisticOnly(StatisticRow row) {
 // Attaches `rows` (one io and slot, in file order) to `tensors` (the same io and slot): by
 // timestamp first, then in order to the tensors left without a row; the rest become
 // statistic-only tensors.
-void AttachRows(std::vector<StatisticRow> rows, std::vector<TensorEntry>* tensors) {
+void AttachRows(std::vector<StatisticRow>& rows, std::vector<TensorEntry>* tensors) {
   std::vector<bool> used(rows.size());
   for (size_t r = 0; r < rows.size(); ++r) {
     if (rows[r].timestamp == 0) continue;
@@ -51,11 +51,11 @@ void AttachRows(std::vector<StatisticRow> rows, std::vector<TensorEntry>* tensor
 
 std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows) {
   std::vector<KernelEntry> out;
-  SplitCalls(std::move(kernel), std::move(rows), &out);
+  SplitCalls(std::move(kernel), std::span<StatisticRow>(rows), &out);
   return out;
 }
 
-void SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows,
+void SplitCalls(KernelEntry kernel, std::span<StatisticRow> rows,
                 std::vector<KernelEntry>* calls_out) {
   // A statistic-only kernel with one row per io and slot (a statistics dump): one call, as the
   // general case below makes it, without its maps.
@@ -95,7 +95,7 @@ void SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows,
   for (StatisticRow& row : rows) rows_by_slot[{row.is_input, row.slot}].push_back(std::move(row));
   for (auto& [slot, slot_rows] : rows_by_slot) {
     std::vector<TensorEntry>& tensors = by_slot[slot];
-    AttachRows(std::move(slot_rows), &tensors);
+    AttachRows(slot_rows, &tensors);
     // A statistic-only tensor takes its place among the files by its row's timestamp; one
     // without a timestamp comes after them, in file order.
     auto when = [](const TensorEntry& t) { return t.timestamp ? t.timestamp : UINT64_MAX; };

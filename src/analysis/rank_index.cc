@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <sstream>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -74,11 +74,14 @@ std::string ReadText(const fs::path& path, std::vector<Skipped>* skipped) {
 
 std::vector<std::string> ReadLines(const fs::path& path, std::vector<Skipped>* skipped) {
   std::vector<std::string> lines;
-  std::istringstream in(ReadText(path, skipped));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines.push_back(line);
+  const std::string text = ReadText(path, skipped);
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) lines.emplace_back(line);
   }
   return lines;
 }
@@ -112,11 +115,49 @@ bool NeedsSanitizing(std::string_view name) {
   return false;
 }
 
-// A kernel's files and statistic.csv rows in an iteration, before they are split into calls.
+// A kernel's files in an iteration, before they are split into calls (its statistic.csv rows
+// are the iteration's StatisticRows of its `id`).
 struct KernelParts {
   KernelEntry kernel;
-  std::vector<StatisticRow> rows;
+  uint32_t id = 0;       // its place in the KernelMap
   bool dropped = false;  // its statistic.csv could not be read and it has no file
+};
+
+// An iteration's statistic.csv rows, each with the id of its kernel (KernelParts::id), in file
+// order; Group() makes each kernel's rows one range, in file order.
+class StatisticRows {
+ public:
+  void Add(uint32_t kernel, StatisticRow row) {
+    if (!kernels_.empty() && kernels_.back() != kernel) grouped_ = false;
+    kernels_.push_back(kernel);
+    rows_.push_back(std::move(row));
+  }
+  void clear() {
+    rows_.clear();
+    kernels_.clear();
+  }
+  // Groups the rows by kernel (stable) for Of(), for `count` kernels.
+  void Group(size_t count) {
+    first_.assign(count + 1, 0);
+    for (uint32_t k : kernels_) ++first_[k + 1];
+    for (size_t k = 0; k < count; ++k) first_[k + 1] += first_[k];
+    if (grouped_ && std::is_sorted(kernels_.begin(), kernels_.end())) return;
+    // Counting sort: rows of a kernel that are apart in the file (rare) come together.
+    std::vector<size_t> next(first_.begin(), first_.end() - 1);
+    std::vector<StatisticRow> sorted(rows_.size());
+    for (size_t r = 0; r < rows_.size(); ++r) sorted[next[kernels_[r]]++] = std::move(rows_[r]);
+    rows_ = std::move(sorted);
+  }
+  // The rows of `kernel`, after Group(), to be moved from.
+  std::span<StatisticRow> Of(uint32_t kernel) {
+    return std::span<StatisticRow>(rows_).subspan(first_[kernel], first_[kernel + 1] - first_[kernel]);
+  }
+
+ private:
+  std::vector<StatisticRow> rows_;
+  std::vector<uint32_t> kernels_;
+  std::vector<size_t> first_;  // Group(): where each kernel's rows start
+  bool grouped_ = true;        // no kernel's rows came apart so far
 };
 
 // An iteration's kernels by (op_type, op_name), made on first use, in a hash table: names of
@@ -128,6 +169,7 @@ class KernelMap {
   KernelParts& operator[](Key key) {
     if (auto it = by_name_.find(key); it != by_name_.end()) return *it->second;
     KernelParts& parts = parts_.emplace_back();
+    parts.id = static_cast<uint32_t>(parts_.size() - 1);
     parts.kernel.op_type = key.first;
     parts.kernel.op_name = key.second;
     by_name_.emplace(Key(parts.kernel.op_type, parts.kernel.op_name), &parts);
@@ -219,6 +261,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   }
   const fs::path csv = dir / "statistic.csv";
   std::error_code ec;
+  StatisticRows rows;
   if (fs::exists(csv, ec)) {
     // Rows of one kernel are next to each other: its map entry is looked up once per run of
     // rows, and its file-form name made once.
@@ -240,21 +283,19 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
               std::string_view name = raw_name;
               if (NeedsSanitizing(raw_name)) name = sanitized = FileKernelName(raw_name);
               parts = &kernels[{type, name}];
-              if (parts->rows.empty()) parts->rows.reserve(4);
             }
-            parts->rows.push_back(std::move(row));
+            rows.Add(parts->id, std::move(row));
           });
     } else {
       parsed = mapped.status();
     }
     if (!parsed.ok()) {
       skipped->push_back({csv.string(), parsed.message()});
-      kernels.ForEach([](KernelParts& p) {
-        p.rows.clear();
-        p.dropped = p.kernel.tensors.empty();
-      });
+      rows.clear();
+      kernels.ForEach([](KernelParts& p) { p.dropped = p.kernel.tensors.empty(); });
     }
   }
+  rows.Group(kernels.size());
   std::vector<KernelEntry> calls;
   calls.reserve(kernels.size());
   std::optional<size_t> mixed;  // the second call of the kernel the mixed-run warning names
@@ -270,7 +311,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
       k.full_name = k.op_name;
     }
     const size_t first = calls.size();
-    SplitCalls(std::move(k), std::move(p.rows), &calls);
+    SplitCalls(std::move(k), rows.Of(p.id), &calls);
     // MindSpore runs each kernel of a graph once per iteration: there, a second call is a
     // second run dumped into the same path. The warning names the first such kernel by
     // (op_type, op_name).

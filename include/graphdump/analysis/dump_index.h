@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -296,9 +297,8 @@ bool ParseDumpFileName(const std::string& name, std::string* op_type, std::strin
 // still without a row, in timestamp order; rows left over are statistic-only tensors. The other
 // fields of `kernel` are copied into every call; the result is in call order.
 std::vector<KernelEntry> SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows);
-// SplitCalls appending the calls to `calls`.
-void SplitCalls(KernelEntry kernel, std::vector<StatisticRow> rows,
-                std::vector<KernelEntry>* calls);
+// SplitCalls appending the calls to `calls`; `rows` are moved from.
+void SplitCalls(KernelEntry kernel, std::span<StatisticRow> rows, std::vector<KernelEntry>* calls);
 
 // The kernels of `graph` whose operator fills with a constant argument of its own (masked_fill,
 // masked_fill_, where, full, full_like, new_full, fill, fill_, index_fill, index_fill_) that is
