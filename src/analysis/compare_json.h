@@ -1,5 +1,6 @@
 // Internal to the analysis library: the JSON objects of CompareResultJson, for the outputs that
-// write them one at a time (compare --ranks --json, rank_compare_json.cc).
+// write them one at a time (compare --ranks --json, rank_compare_json.cc; compare A B --json,
+// compare_spilled.cc).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,13 @@ nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelCom
 nlohmann::json BriefKernelJson(const CompareResult& result, const KernelComparison& f);
 // An element of "unpaired".
 nlohmann::json UnpairedKernelJson(const UnpairedKernel& u);
+// An element of "differing_sources" (`k` a parameter or constant) and of
+// "differing_graph_inputs" (input `slot` of `k`).
+nlohmann::json DifferingSourceJson(const KernelComparison& k);
+nlohmann::json DifferingGraphInputJson(const KernelComparison& k, uint32_t slot);
+// An element of "call_count_differences"; "skipped".
+nlohmann::json CallCountDifferenceJson(const CallCountDifference& d);
+nlohmann::json SkippedJson(const std::vector<Skipped>& skipped);
 // Sorts `kernels` stably in MergeRankComparisons' order (graph, iteration, execution order,
 // rank); each error_origin still names the kernel it named (rank_compare.cc).
 void SortByMergeKey(std::vector<KernelComparison>* kernels);

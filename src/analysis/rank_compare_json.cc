@@ -27,14 +27,6 @@ std::array<uint64_t, kKeyWords> MergeWords(const KernelComparison& k) {
 
 constexpr size_t kChunk = size_t{1} << 20;
 
-// The text of `j` (printed at indent 2) with the array value of "key" (a placeholder string)
-// cut out: what comes before and after it.
-std::pair<std::string, std::string> SplitAt(const std::string& text, const std::string& key) {
-  const std::string mark = "\n  \"" + key + "\": \"\"";
-  const size_t at = text.find(mark);
-  return {text.substr(0, at + mark.size() - 2), text.substr(at + mark.size())};
-}
-
 }  // namespace
 
 struct SpilledRankCompare::Spill {
@@ -155,9 +147,7 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
   j["differing_graph_inputs"] = json::array();
   j["unpaired"] = "";
   j["call_count_differences"] = json::array();
-  json skipped = json::array();
-  for (const Skipped& s : r.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  j["skipped"] = skipped;
+  j["skipped"] = SkippedJson(r.skipped);
   j["reference_rank"] = result_.reference_rank;
   j["compared_ranks"] = result_.compared_ranks;
   json disagreement = nullptr;
@@ -166,8 +156,8 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
     disagreement["reference_rank"] = result_.reference_rank;
   }
   j["first_disagreement"] = disagreement;
-  const auto [head, rest] = SplitAt(internal::JsonText(j, 2), "kernels");
-  const auto [middle, tail] = SplitAt(rest, "unpaired");
+  const auto [head, rest] = SplitJsonAt(internal::JsonText(j, 2), "kernels");
+  const auto [middle, tail] = SplitJsonAt(rest, "unpaired");
   std::string out = head;
   GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(
       kernels(), [&](const TextSink& each) { return spill.kernels->Merge(each); }, write, &out));
