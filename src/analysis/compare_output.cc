@@ -239,7 +239,9 @@ std::string CompareResultJson(const CompareResult& result) {
   for (int64_t i : result.contributors) contributors.push_back(brief(result.kernels[i]));
   j["contributors"] = contributors;
   json sources = json::array();
-  for (int64_t i : result.differing_sources) sources.push_back(DifferingSourceJson(result.kernels[i]));
+  for (int64_t i : result.differing_sources) {
+    sources.push_back(DifferingSourceJson(result.kernels[i]));
+  }
   j["differing_sources"] = sources;
   json inputs = json::array();
   for (const auto& [i, slot] : result.differing_graph_inputs) {

@@ -25,8 +25,8 @@ namespace {
 constexpr size_t kKeyWords = 6;
 using Key = std::array<uint64_t, kKeyWords>;
 Key KeyOf(const KernelComparison& k) {
-  return {k.rank, k.graph_id, k.iteration < 0, OrderedWord(k.iteration), k.call,
-          OrderedWord(k.order)};
+  return {k.rank, k.graph_id,          k.iteration < 0, OrderedWord(k.iteration),
+          k.call, OrderedWord(k.order)};
 }
 
 // Where a kernel lies in the whole result: its key, its part, its index in the part.
@@ -153,8 +153,8 @@ void SpilledCompare::Add(CompareResult& part) {
     if (i < 0) return;
     Place place{KeyOf(part.kernels[i]), run, i};
     if (*first && (*first)->place < place) return;
-    *first = Spill::First{std::move(place), BriefKernelJson(part, part.kernels[i]),
-                          contributor_of[i]};
+    *first =
+        Spill::First{std::move(place), BriefKernelJson(part, part.kernels[i]), contributor_of[i]};
   };
   keep_first(part.first_failure, &s.first_failure);
   keep_first(part.first_adding_error, &s.first_adding_error);
@@ -238,8 +238,7 @@ Status SpilledCompare::Finish(std::vector<Skipped> index_skipped) {
     for (uint32_t c : s.ranked) {
       KernelComparison& k = *s.contributors[c].kernel;
       k.contribution_rank = s.rank_of[c];
-      s.ranked_result.contributors.push_back(
-          static_cast<int64_t>(s.ranked_result.kernels.size()));
+      s.ranked_result.contributors.push_back(static_cast<int64_t>(s.ranked_result.kernels.size()));
       s.ranked_result.kernels.push_back(std::move(k));
       s.contributors[c].kernel.reset();
     }
@@ -261,8 +260,8 @@ Status SpilledCompare::WriteJson(const std::string* replays,
   // CompareResultJson's document with its arrays of records left out, in the order it prints
   // them (its keys sorted).
   json j;
-  j["summary"] = {{"kernels", s.kernels_count}, {"pass", s.passed},
-                  {"warning", s.warnings},      {"error", s.errors},
+  j["summary"] = {{"kernels", s.kernels_count},   {"pass", s.passed},
+                  {"warning", s.warnings},        {"error", s.errors},
                   {"unpaired", s.unpaired_count}, {"skipped", s.skipped.size()}};
   j["first_failure"] = s.first_failure ? s.first_failure->brief : json(nullptr);
   j["first_adding_error"] = s.first_adding_error ? s.first_adding_error->brief : json(nullptr);
