@@ -3,9 +3,13 @@
 // compare_spilled.cc).
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/spilled_runs.h"
 
 namespace graphdump::analysis {
 
@@ -25,6 +29,10 @@ nlohmann::json SkippedJson(const std::vector<Skipped>& skipped);
 // Sorts `kernels` stably in MergeRankComparisons' order (graph, iteration, execution order,
 // rank); each error_origin still names the kernel it named (rank_compare.cc).
 void SortByMergeKey(std::vector<KernelComparison>* kernels);
+// The per-tensor CSV (CompareCsvHeader, then the records of `rows` merged, each appended to the
+// text by `append`) to `path` through a temporary name: no file unless all of it was written.
+Status WriteCompareCsv(const std::string& path, const SpilledRuns& rows,
+                       const std::function<void(std::string_view, std::string*)>& append);
 // compare --ranks' "first_disagreement" for its first failure `k` (rank_compare.cc).
 nlohmann::json FirstDisagreementJson(const KernelComparison& k, uint32_t reference_rank);
 

@@ -311,11 +311,12 @@ Status SpilledCompare::WriteJson(const std::string* replays,
   return write(out);
 }
 
-Status SpilledCompare::WriteCsv(const std::string& path) const {
+Status WriteCompareCsv(const std::string& path, const SpilledRuns& rows,
+                       const std::function<void(std::string_view, std::string*)>& append) {
   GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewUserFile(path));
   std::string out = CompareCsvHeader();
-  GRAPHDUMP_RETURN_IF_ERROR(spill_->rows->Merge([&](std::string_view record) -> Status {
-    AppendRanked(record, spill_->rank_of, &out);
+  GRAPHDUMP_RETURN_IF_ERROR(rows.Merge([&](std::string_view record) -> Status {
+    append(record, &out);
     if (out.size() < kChunk) return Status::Ok();
     Status status = file->Append(out.data(), out.size());
     out.clear();
@@ -323,6 +324,12 @@ Status SpilledCompare::WriteCsv(const std::string& path) const {
   }));
   GRAPHDUMP_RETURN_IF_ERROR(file->Append(out.data(), out.size()));
   return file->Commit();
+}
+
+Status SpilledCompare::WriteCsv(const std::string& path) const {
+  return WriteCompareCsv(path, *spill_->rows, [&](std::string_view record, std::string* out) {
+    AppendRanked(record, spill_->rank_of, out);
+  });
 }
 
 }  // namespace graphdump::analysis

@@ -13,7 +13,6 @@
 #include "compare_json.h"
 #include "graphdump/analysis/rank_compare.h"
 #include "graphdump/analysis/spilled_runs.h"
-#include "graphdump/file_system.h"
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
@@ -174,17 +173,8 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
 }
 
 Status SpilledRankCompare::WriteCsv(const std::string& path) const {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewUserFile(path));
-  std::string out = CompareCsvHeader();
-  GRAPHDUMP_RETURN_IF_ERROR(spill_->rows->Merge([&](std::string_view rows) -> Status {
-    out += rows;
-    if (out.size() < kChunk) return Status::Ok();
-    Status status = file->Append(out.data(), out.size());
-    out.clear();
-    return status;
-  }));
-  GRAPHDUMP_RETURN_IF_ERROR(file->Append(out.data(), out.size()));
-  return file->Commit();
+  return WriteCompareCsv(path, *spill_->rows,
+                         [](std::string_view rows, std::string* out) { *out += rows; });
 }
 
 }  // namespace graphdump::analysis
