@@ -2,16 +2,19 @@
 planted in one rank's kernel and spread to every rank by the AllReduce after it; every kernel
 traced to a line of model.py), then `watch`, `compare --ranks`, `graphdump.load`,
 `graphdump.load(ranks=0)` (one rank, rows/s counted over that rank's rows), `ls`, `trace`,
-`report`, `report --compare` and a two-run `compare` (the dump against itself: every row is read
-twice, rows/s counts one side) on it, each in a process of its own. Prints
+`report`, `report --compare`, a two-run `compare` (the dump against itself: every row is read
+twice, rows/s counts one side) and the same with --json (`compare_json`: every kernel's
+comparison, written to a file) on it, each in a process of its own. Prints
 
   bench: analysis_rows_per_second watch=A compare_ranks=B load=C load_one_rank=D ls=E ...
          (target >= 1000000)
   bench: analysis_peak_rss_mib watch=A compare_ranks=B load=C load_one_rank=D ls=E ...
          (target < 1024 at 1,024 ranks of 100,000 rows)
+  bench: analysis_cpu_seconds watch=A compare_ranks=B ...   (user + system: the wall time of
+         a shared machine says less)
 
 and checks each answer: watch names the planted rank first, load's and ls's row counts, trace's
-kernel on every rank, compare's kernel count, the report written.
+kernel on every rank, compare's kernel count (with and without --json), the report written.
 Environment: GRAPHDUMP_BIN (the CLI), GRAPHDUMP_BUILD_DIR (for the Python package),
 GRAPHDUMP_BENCH_RANKS (default 256), GRAPHDUMP_BENCH_ROWS (statistic rows per rank and
 iteration, two iterations; default 500; a small transformer has 11,740), GRAPHDUMP_BENCH_DUMP
@@ -101,16 +104,21 @@ def write_dump(root):
     return names[bad_kernel], 2 * RANKS * len(names) * 2
 
 
-def measure(args, env=None):
-    """Runs a command; returns (seconds, peak RSS in MiB, stdout)."""
+def measure(args, env=None, stdout=None):
+    """Runs a command; returns (seconds, peak RSS in MiB, stdout, exit status, CPU seconds).
+    With `stdout` (a path), its output goes there and the stdout returned is empty."""
     start = time.perf_counter()
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    sink = open(stdout, "wb") if stdout else subprocess.PIPE
+    p = subprocess.Popen(args, stdout=sink, stderr=subprocess.DEVNULL,
                          env=dict(os.environ, **(env or {})))
-    out = p.stdout.read()
+    out = p.stdout.read() if not stdout else b""
     _, status, usage = os.wait4(p.pid, 0)
     seconds = time.perf_counter() - start
+    if stdout:
+        sink.close()
     p.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss / 1024, out.decode(), p.returncode
+    return (seconds, usage.ru_maxrss / 1024, out.decode(), p.returncode,
+            usage.ru_utime + usage.ru_stime)
 
 
 def failed(what, got):
@@ -190,9 +198,25 @@ def run_compare(binary, root, rows, bad_name, build, out_dir):
     return compare
 
 
+def run_compare_json(binary, root, rows, bad_name, build, out_dir):
+    # Every kernel's comparison (hundreds of MB): written to a file, its summary read back from
+    # the end (the document's keys are sorted: "summary" and "unpaired" close it).
+    out = os.path.join(out_dir, "compare.json")
+    compare = measure([binary, "compare", root, root, "--json", "-q"], stdout=out)
+    with open(out, "rb") as f:
+        f.seek(max(0, os.path.getsize(out) - 4096))
+        tail = f.read().decode(errors="replace")
+    os.unlink(out)
+    found = re.search(r'"summary": \{[^}]*"kernels": (\d+)', tail)
+    if compare[3] != 0 or not found or int(found[1]) != rows // 2:
+        return failed("compare A A --json", tail[-300:])
+    return compare
+
+
 COMMANDS = {"watch": run_watch, "compare_ranks": run_compare_ranks, "load": run_load,
             "load_one_rank": run_load_one_rank, "ls": run_ls, "trace": run_trace,
-            "report": run_report, "report_compare": run_report_compare, "compare": run_compare}
+            "report": run_report, "report_compare": run_report_compare, "compare": run_compare,
+            "compare_json": run_compare_json}
 
 
 def main():
@@ -228,6 +252,8 @@ def main():
         print("bench: analysis_peak_rss_mib " +
               " ".join(f"{k}={v[1]:.0f}" for k, v in results.items()) +
               " (target < 1024 at 1,024 ranks of 100,000 rows)")
+        print("bench: analysis_cpu_seconds " +
+              " ".join(f"{k}={v[4]:.2f}" for k, v in results.items()))
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

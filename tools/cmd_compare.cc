@@ -15,6 +15,7 @@
 #include "distributed_commands.h"
 #include "commands.h"
 #include "graphdump/analysis/compare.h"
+#include "graphdump/analysis/compare_spilled.h"
 #include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/analysis/rank_compare.h"
 #include "graphdump/internal/json_text.h"
@@ -69,22 +70,44 @@ void PrintReplays(const analysis::CompareResult& r, const std::vector<SuspectRep
   }
 }
 
-// CompareResultJson with "replays": [{"kernel", "contributor", "replay"}] when replays were asked.
-std::string ResultJson(const analysis::CompareResult& r, const std::vector<SuspectReplay>& replays,
-                       bool asked) {
-  if (!asked) return analysis::CompareResultJson(r);
-  nlohmann::json j = nlohmann::json::parse(analysis::CompareResultJson(r));
+// The "replays" array of --json: [{"kernel", "iteration", "call", "contributor", "replay"}].
+std::string ReplaysJson(const analysis::CompareResult& ranked,
+                        const std::vector<SuspectReplay>& replays) {
   nlohmann::json list = nlohmann::json::array();
-  for (size_t i = 0; i < replays.size(); ++i) {
-    const analysis::KernelComparison& k = r.kernels[replays[i].kernel];
+  for (const SuspectReplay& replay : replays) {
+    const analysis::KernelComparison& k = ranked.kernels[replay.kernel];
     list.push_back({{"kernel", k.name_a},
                     {"iteration", k.iteration},
                     {"call", k.call},
                     {"contributor", k.contribution_rank},
-                    {"replay", replays[i].result}});
+                    {"replay", replay.result}});
   }
-  j["replays"] = std::move(list);
-  return internal::JsonText(j, 2);
+  return internal::JsonText(list);
+}
+
+// --json after the rank pairs were spilled: the CSV of --out, the replays, the JSON. 0 or the
+// exit status of an error.
+int PrintJson(analysis::SpilledCompare& spilled, std::vector<analysis::Skipped> index_skipped,
+              const std::string& a, const std::string& b, const std::string& out,
+              int replay_count, bool replays_asked) {
+  if (int rc = OutputError("graphdump compare", spilled.Finish(std::move(index_skipped)))) {
+    return rc;
+  }
+  if (!out.empty()) {
+    if (int rc = OutputError("graphdump compare", spilled.WriteCsv(out))) return rc;
+  }
+  const analysis::CompareResult& ranked = spilled.ranked();
+  const std::vector<SuspectReplay> replays =
+      ReplaySuspects(ranked, a, b, replay_count, "compare");
+  std::optional<std::string> replays_json;
+  if (replays_asked) replays_json = ReplaysJson(ranked, replays);
+  if (int rc = PrintStreamedJson("graphdump compare", [&](const auto& write) {
+        return spilled.WriteJson(replays_json ? &*replays_json : nullptr, write);
+      })) {
+    return rc;
+  }
+  PrintSkipped("graphdump compare", spilled.skipped());
+  return kExitOk;
 }
 
 void PrintText(const CompareShown& r, const std::string& a, const std::string& b) {
@@ -369,13 +392,18 @@ int RunCompare(int argc, char** argv) {
     return kExitUsage;
   }
   if (ranks) return RunRanks(a, ranks_text, options, out, json, nproc, argc, argv);
-  // Rank pairs are indexed and compared one at a time. --json prints every kernel's comparison,
-  // held until the end; otherwise memory holds what the text shows (CompareShown) and the
-  // CSV's rows are spilled to a temporary file as each pair finishes.
+  // Rank pairs are indexed and compared one at a time. Memory holds what the text shows
+  // (CompareShown), or with --json what its document needs whole (the contributors, the first
+  // failure); every kernel's records (JSON, the CSV's rows) are spilled to temporary files as
+  // each pair finishes and merged while written.
   analysis::CompareDirsInfo info;
   std::optional<CompareCollector> collector;
+  std::optional<analysis::SpilledCompare> spilled;
   std::function<void(analysis::CompareResult&)> each_part;
-  if (!json) {
+  if (json) {
+    spilled.emplace(!out.empty(), replay_count > 0);
+    each_part = [&](analysis::CompareResult& part) { spilled->Add(part); };
+  } else {
     collector.emplace(!out.empty());
     each_part = [&](analysis::CompareResult& part) { collector->Add(part); };
   }
@@ -384,17 +412,15 @@ int RunCompare(int argc, char** argv) {
   PrintWarnings("graphdump compare", info.warnings_a);
   PrintWarnings("graphdump compare", info.warnings_b);
   analysis::CompareResult result = std::move(compared).value();
-  size_t kernels = result.kernels.size();
-  bool failed = result.first_failure >= 0;
+  size_t kernels = 0;
+  bool failed = false;
   if (json) {
-    if (!out.empty()) {
-      const std::string csv = analysis::CompareResultCsv(result);
-      if (int written = WriteOutput("graphdump compare", out, csv)) return written;
+    if (int rc = PrintJson(*spilled, std::move(result.skipped), a, b, out, replay_count,
+                           app.count("--replay") > 0)) {
+      return rc;
     }
-    const std::vector<SuspectReplay> replays =
-        ReplaySuspects(result, a, b, replay_count, "compare");
-    fmt::print("{}\n", ResultJson(result, replays, app.count("--replay") > 0));
-    PrintSkipped("graphdump compare", result.skipped);
+    kernels = spilled->kernels();
+    failed = spilled->failed();
   } else {
     const CompareShown shown = collector->Finish(std::move(result.skipped));
     if (!out.empty()) {

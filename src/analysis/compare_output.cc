@@ -179,6 +179,39 @@ nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelCom
   return jk;
 }
 
+nlohmann::json DifferingSourceJson(const KernelComparison& k) {
+  return {{"kernel", k.name_a},      {"role", KernelRoleName(k.role)},
+          {"iteration", k.iteration}, {"graph_id", k.graph_id},
+          {"rank", k.rank},           {"error", Known(k.output_error)},
+          {"reason", k.reason}};
+}
+
+nlohmann::json DifferingGraphInputJson(const KernelComparison& k, uint32_t slot) {
+  using nlohmann::json;
+  auto t = std::find_if(k.tensors.begin(), k.tensors.end(),
+                        [&](const TensorComparison& x) { return x.is_input && x.slot == slot; });
+  return {{"kernel", k.name_a},
+          {"slot", slot},
+          {"iteration", k.iteration},
+          {"call", k.call},
+          {"graph_id", k.graph_id},
+          {"rank", k.rank},
+          {"error", t == k.tensors.end() ? json(nullptr) : Known(t->error)},
+          {"reason", t == k.tensors.end() ? std::string() : t->reason}};
+}
+
+nlohmann::json CallCountDifferenceJson(const CallCountDifference& d) {
+  return {{"rank", d.rank},         {"graph_id", d.graph_id}, {"iteration", d.iteration},
+          {"kernel_a", d.name_a},   {"kernel_b", d.name_b},   {"calls_a", d.calls_a},
+          {"calls_b", d.calls_b}};
+}
+
+nlohmann::json SkippedJson(const std::vector<Skipped>& skipped) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Skipped& s : skipped) list.push_back({{"path", s.path}, {"reason", s.reason}});
+  return list;
+}
+
 nlohmann::json UnpairedKernelJson(const UnpairedKernel& u) {
   return {{"side", std::string(1, u.side)}, {"rank", u.rank},
           {"graph_id", u.graph_id},         {"iteration", u.iteration},
@@ -191,7 +224,6 @@ std::string CompareResultJson(const CompareResult& result) {
   j["summary"] = {{"kernels", result.kernels.size()},   {"pass", result.passed},
                   {"warning", result.warnings},         {"error", result.errors},
                   {"unpaired", result.unpaired.size()}, {"skipped", result.skipped.size()}};
-  auto known = [](double v) { return Known(v); };
   auto brief = [&](const KernelComparison& f) { return BriefKernelJson(result, f); };
   json kernels = json::array();
   for (const KernelComparison& k : result.kernels) {
@@ -208,31 +240,12 @@ std::string CompareResultJson(const CompareResult& result) {
   j["contributors"] = contributors;
   json sources = json::array();
   for (int64_t i : result.differing_sources) {
-    const KernelComparison& k = result.kernels[i];
-    sources.push_back({{"kernel", k.name_a},
-                       {"role", KernelRoleName(k.role)},
-                       {"iteration", k.iteration},
-                       {"graph_id", k.graph_id},
-                       {"rank", k.rank},
-                       {"error", known(k.output_error)},
-                       {"reason", k.reason}});
+    sources.push_back(DifferingSourceJson(result.kernels[i]));
   }
   j["differing_sources"] = sources;
   json inputs = json::array();
-  for (const auto& [i, input_slot] : result.differing_graph_inputs) {
-    const KernelComparison& k = result.kernels[i];
-    // A copy: clang 14 refuses a lambda capturing a structured binding.
-    const uint32_t slot = input_slot;
-    auto t = std::find_if(k.tensors.begin(), k.tensors.end(),
-                          [&](const TensorComparison& x) { return x.is_input && x.slot == slot; });
-    inputs.push_back({{"kernel", k.name_a},
-                      {"slot", slot},
-                      {"iteration", k.iteration},
-                      {"call", k.call},
-                      {"graph_id", k.graph_id},
-                      {"rank", k.rank},
-                      {"error", t == k.tensors.end() ? json(nullptr) : known(t->error)},
-                      {"reason", t == k.tensors.end() ? std::string() : t->reason}});
+  for (const auto& [i, slot] : result.differing_graph_inputs) {
+    inputs.push_back(DifferingGraphInputJson(result.kernels[i], slot));
   }
   j["differing_graph_inputs"] = inputs;
   json unpaired = json::array();
@@ -240,19 +253,10 @@ std::string CompareResultJson(const CompareResult& result) {
   j["unpaired"] = unpaired;
   json calls = json::array();
   for (const CallCountDifference& d : result.call_count_differences) {
-    calls.push_back({{"rank", d.rank},
-                     {"graph_id", d.graph_id},
-                     {"iteration", d.iteration},
-                     {"kernel_a", d.name_a},
-                     {"kernel_b", d.name_b},
-                     {"calls_a", d.calls_a},
-                     {"calls_b", d.calls_b}});
+    calls.push_back(CallCountDifferenceJson(d));
   }
   j["call_count_differences"] = calls;
-  json skipped = json::array();
-  for (const Skipped& s : result.skipped)
-    skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  j["skipped"] = skipped;
+  j["skipped"] = SkippedJson(result.skipped);
   return internal::JsonText(j, 2);
 }
 

@@ -13,7 +13,6 @@
 #include "compare_json.h"
 #include "graphdump/analysis/rank_compare.h"
 #include "graphdump/analysis/spilled_runs.h"
-#include "graphdump/file_system.h"
 #include "graphdump/internal/json_text.h"
 
 namespace graphdump::analysis {
@@ -26,14 +25,6 @@ std::array<uint64_t, kKeyWords> MergeWords(const KernelComparison& k) {
 }
 
 constexpr size_t kChunk = size_t{1} << 20;
-
-// The text of `j` (printed at indent 2) with the array value of "key" (a placeholder string)
-// cut out: what comes before and after it.
-std::pair<std::string, std::string> SplitAt(const std::string& text, const std::string& key) {
-  const std::string mark = "\n  \"" + key + "\": \"\"";
-  const size_t at = text.find(mark);
-  return {text.substr(0, at + mark.size() - 2), text.substr(at + mark.size())};
-}
 
 }  // namespace
 
@@ -155,9 +146,7 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
   j["differing_graph_inputs"] = json::array();
   j["unpaired"] = "";
   j["call_count_differences"] = json::array();
-  json skipped = json::array();
-  for (const Skipped& s : r.skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
-  j["skipped"] = skipped;
+  j["skipped"] = SkippedJson(r.skipped);
   j["reference_rank"] = result_.reference_rank;
   j["compared_ranks"] = result_.compared_ranks;
   json disagreement = nullptr;
@@ -166,8 +155,8 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
     disagreement["reference_rank"] = result_.reference_rank;
   }
   j["first_disagreement"] = disagreement;
-  const auto [head, rest] = SplitAt(internal::JsonText(j, 2), "kernels");
-  const auto [middle, tail] = SplitAt(rest, "unpaired");
+  const auto [head, rest] = SplitJsonAt(internal::JsonText(j, 2), "kernels");
+  const auto [middle, tail] = SplitJsonAt(rest, "unpaired");
   std::string out = head;
   GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(
       kernels(), [&](const TextSink& each) { return spill.kernels->Merge(each); }, write, &out));
@@ -184,17 +173,8 @@ Status SpilledRankCompare::WriteJson(const std::function<Status(std::string_view
 }
 
 Status SpilledRankCompare::WriteCsv(const std::string& path) const {
-  GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, NewUserFile(path));
-  std::string out = CompareCsvHeader();
-  GRAPHDUMP_RETURN_IF_ERROR(spill_->rows->Merge([&](std::string_view rows) -> Status {
-    out += rows;
-    if (out.size() < kChunk) return Status::Ok();
-    Status status = file->Append(out.data(), out.size());
-    out.clear();
-    return status;
-  }));
-  GRAPHDUMP_RETURN_IF_ERROR(file->Append(out.data(), out.size()));
-  return file->Commit();
+  return WriteCompareCsv(path, *spill_->rows,
+                         [](std::string_view rows, std::string* out) { *out += rows; });
 }
 
 }  // namespace graphdump::analysis

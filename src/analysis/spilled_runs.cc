@@ -76,6 +76,12 @@ Status SpilledRuns::Append(size_t run, std::string* chunk) {
   return Status::Ok();
 }
 
+size_t SpilledRuns::AddRun() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  runs_.emplace_back();
+  return runs_.size() - 1;
+}
+
 // One run's records in order, through a buffer of kReadBuffer bytes (more for a longer record).
 class SpilledRuns::Reader {
  public:
@@ -215,6 +221,13 @@ Status AppendJsonArray(size_t count, const std::function<Status(const TextSink&)
   }));
   *out += "  ]";
   return Status::Ok();
+}
+
+std::pair<std::string, std::string> SplitJsonAt(const std::string& text, const std::string& key) {
+  // A newline inside a JSON string is written \n: the mark is found only where the key is.
+  const std::string mark = "\n  \"" + key + "\": \"\"";
+  const size_t at = text.find(mark);
+  return {text.substr(0, at + mark.size() - 2), text.substr(at + mark.size())};
 }
 
 }  // namespace graphdump::analysis

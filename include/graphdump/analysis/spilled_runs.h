@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graphdump/status.h"
@@ -30,6 +31,9 @@ class SpilledRuns {
   // Appends a chunk of whole records (Encode's) to run `run`, after its earlier chunks. Any
   // thread; one writer per run at a time. Clears `*chunk`.
   Status Append(size_t run, std::string* chunk);
+
+  // Adds an empty run after the others and returns its number (for runs counted as they come).
+  size_t AddRun();
 
   // Records written to run `run`.
   size_t count(size_t run) const { return runs_[run].count; }
@@ -70,5 +74,10 @@ void AppendIndented(std::string_view text, size_t by, std::string* out);
 using TextSink = std::function<Status(std::string_view text)>;
 Status AppendJsonArray(size_t count, const std::function<Status(const TextSink&)>& read,
                        const TextSink& write, std::string* out);
+
+// `text` (a JSON object printed at indent 2) cut around the value of its key `key`, an empty
+// string put there as a placeholder for an array AppendJsonArray writes: what comes before the
+// value and what comes after it.
+std::pair<std::string, std::string> SplitJsonAt(const std::string& text, const std::string& key);
 
 }  // namespace graphdump::analysis
