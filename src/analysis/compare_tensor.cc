@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/internal/compare_parts.h"
@@ -41,7 +45,7 @@ struct StatValue {
 // digits and trailing zeros dropped (docs/file-format.md): "1e+06" stands for 1.00000e+06, so
 // the precision is 6 digits, or the digits the text shows when it shows more (a dump written
 // with more digits). Counts are printed as integers: exact.
-double PrintedError(const StatisticInfo* column, const std::string& text, double value) {
+double PrintedError(const StatisticInfo* column, std::string_view text, double value) {
   const bool is_count = column && column->format == StatFormat::kCount;
   if (is_count || value == 0 || !std::isfinite(value)) return 0;
   int digits = 0;
@@ -54,28 +58,48 @@ double PrintedError(const StatisticInfo* column, const std::string& text, double
   return 0.5 * std::pow(10.0, exponent - (shown - 1));
 }
 
-// The statistics both sides can give, by statistic.csv column title.
-std::map<std::string, StatValue> StatsOf(const TensorEntry& t, const MappedNpy* npy) {
-  std::map<std::string, StatValue> out;
+// A statistic.csv cell as strtod reads it (a number at its start; NaN and infinities spelled
+// as C does); false when it starts with none.
+bool CellNumber(std::string_view cell, double* v) {
+  const auto [end, error] = std::from_chars(cell.data(), cell.data() + cell.size(), *v);
+  if (error == std::errc() && end == cell.data() + cell.size()) return true;
+  // What from_chars does not read whole (a sign '+', spaces, hexadecimal, text after the
+  // number): strtod, as always.
+  const std::string text(cell);
+  char* stop = nullptr;
+  *v = std::strtod(text.c_str(), &stop);
+  return stop != text.c_str();
+}
+
+// The statistics both sides can give, by statistic.csv column title (views of the titles of the
+// catalogue or of the tensor's statistic.csv), sorted by title.
+using Stats = std::vector<std::pair<std::string_view, StatValue>>;
+
+Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
+  Stats out;
   if (npy) {
     // The core's statistics, so a file side is summarised exactly as statistic.csv would be.
     StatsAccumulator acc(npy->info().dtype, StatsRequest{});
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
     const NanPropagatingStats s = acc.Finish();
     for (const StatisticInfo& info : StatisticCatalogue()) {
-      if (info.comparable && info.value != nullptr) out[info.title] = {info.value(s)};
+      if (info.comparable && info.value != nullptr) out.push_back({info.title, {info.value(s)}});
     }
-    return out;
+  } else if (t.stats) {
+    out.reserve(t.stats->values.size());
+    t.stats->values.ForEach([&](const std::string& column, std::string_view cell) {
+      const StatisticInfo* info = FindStatisticByTitle(column);
+      if (info && !info->comparable) return;
+      double v = 0;
+      if (CellNumber(cell, &v)) out.push_back({column, {v, PrintedError(info, cell, v)}});
+    });
   }
-  if (!t.stats) return out;
-  t.stats->values.ForEach([&](const std::string& column, std::string_view cell) {
-    const StatisticInfo* info = FindStatisticByTitle(column);
-    if (info && !info->comparable) return;
-    const std::string text(cell);
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (end != text.c_str()) out[column] = {v, PrintedError(info, text, v)};
-  });
+  auto by_title = [](const auto& x, const auto& y) { return x.first < y.first; };
+  std::stable_sort(out.begin(), out.end(), by_title);
+  // A title given twice keeps its last value.
+  for (size_t i = out.size(); i-- > 1;) {
+    if (out[i - 1].first == out[i].first) out.erase(out.begin() + static_cast<long>(i) - 1);
+  }
   return out;
 }
 
@@ -88,18 +112,20 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
     out->reason = "statistics only: MD5 equal";
     return;
   }
-  const auto sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
+  const Stats sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
+  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
   std::string failures;
   double worst = 0;
+  out->stat_diffs.reserve(sa.size());
   for (const auto& [column, a] : sa) {
-    auto it = sb.find(column);
-    if (it == sb.end()) continue;
+    auto it = std::lower_bound(sb.begin(), sb.end(), column,
+                               [](const auto& x, std::string_view title) { return x.first < title; });
+    if (it == sb.end() || it->first != column) continue;
     const double va = a.value, vb = it->second.value;
     const double diff = std::fabs(va - vb);
     const double relative = diff / (std::fabs(vb) + kRelEps);
-    out->stat_diffs.push_back({column, relative});
+    out->stat_diffs.push_back({std::string(column), relative});
     const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
-    const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
     // A value read from statistic.csv text may be off by its printing: that is no difference.
     const double allowed = (options.user_tolerances
                                 ? options.atol + options.rtol * std::fabs(vb)
@@ -128,14 +154,25 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
   }
 }
 
-bool IsFloating(const std::string& lower) {
-  return lower.find("float") != std::string::npos || lower.find("complex") != std::string::npos;
+bool IsFloating(std::string_view lower) {
+  return lower.find("float") != std::string_view::npos ||
+         lower.find("complex") != std::string_view::npos;
 }
 
 // One dtype's standard (docs/precision.md). rtol and the small-value floors of float16,
 // bfloat16 and float32 are msprobe's; float64 extends float32's (8 ulp, a smaller floor).
 PrecisionStandard StandardOf(const std::string& dtype) {
-  const std::string lower = Lower(dtype);
+  char buffer[32];  // dtype names are short: lower-cased without an allocation
+  std::string copy;
+  std::string_view lower;
+  if (dtype.size() <= sizeof(buffer)) {
+    for (size_t i = 0; i < dtype.size(); ++i) {
+      buffer[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(dtype[i])));
+    }
+    lower = std::string_view(buffer, dtype.size());
+  } else {
+    lower = copy = Lower(dtype);
+  }
   if (lower == "float16") return {"float16", 0x1p-10, 0x1p-11};
   if (lower == "bfloat16") return {"bfloat16", 0x1p-8, 0x1p-8};
   if (lower == "float64" || lower == "complex128") return {"float64", 0x1p-49, 0x1p-30};
