@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -60,16 +61,32 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   std::vector<bool> used_b(p.b->tensors.size());
   // B's tensors by (io, slot), the first of each: pairing is linear in the kernel's tensors
   // (an Ascend dump file may hold 100,000 of one kernel).
+  // A kernel of a few tensors (nearly all) is searched in place.
   auto key = [](const TensorEntry& t) { return uint64_t{t.slot} << 1 | (t.is_input ? 1 : 0); };
+  constexpr size_t kFew = 16;
   std::unordered_map<uint64_t, size_t> b_by_slot;
-  b_by_slot.reserve(p.b->tensors.size());
-  for (size_t j = 0; j < p.b->tensors.size(); ++j) b_by_slot.emplace(key(p.b->tensors[j]), j);
+  if (p.b->tensors.size() > kFew) {
+    b_by_slot.reserve(p.b->tensors.size());
+    for (size_t j = 0; j < p.b->tensors.size(); ++j) b_by_slot.emplace(key(p.b->tensors[j]), j);
+  }
+  auto partner = [&](const TensorEntry& ta) -> std::optional<size_t> {
+    if (p.b->tensors.size() > kFew) {
+      auto found = b_by_slot.find(key(ta));
+      if (found == b_by_slot.end()) return std::nullopt;
+      return found->second;
+    }
+    for (size_t j = 0; j < p.b->tensors.size(); ++j) {
+      if (key(p.b->tensors[j]) == key(ta)) return j;
+    }
+    return std::nullopt;
+  };
+  k.tensors.reserve(p.a->tensors.size());
   for (const TensorEntry& ta : p.a->tensors) {
     TensorComparison tc;
     tc.is_input = ta.is_input;
     tc.slot = ta.slot;
-    auto found = b_by_slot.find(key(ta));
-    if (found == b_by_slot.end()) {
+    const std::optional<size_t> found = partner(ta);
+    if (!found) {
       tc.mode = "missing";
       tc.error = kNaN;
       tc.verdict = Verdict::kWarning;
@@ -77,8 +94,8 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
       tc.path_a = ta.path;
       tc.dtype_a = ta.dtype_name;
     } else {
-      used_b[found->second] = true;
-      tasks->push_back({kernel_index, k.tensors.size(), &ta, &p.b->tensors[found->second]});
+      used_b[*found] = true;
+      tasks->push_back({kernel_index, k.tensors.size(), &ta, &p.b->tensors[*found]});
     }
     k.tensors.push_back(std::move(tc));
   }

@@ -196,10 +196,12 @@ StatusOr<CompareResult> CompareDumpDirs(
         if (!each_part) return;
         // Summarized alone (attribution stays inside a rank), then handed over in A's rank order.
         compare_internal::Summarize(&parts[i]);
+        std::vector<CompareResult> handed;  // freed after the lock
         std::lock_guard<std::mutex> lock(mu);
         done[i] = 1;
         for (; next < n && done[next]; ++next) {
           each_part(parts[next]);
+          handed.push_back(std::move(parts[next]));
           parts[next] = CompareResult();
         }
       });
