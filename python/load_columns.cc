@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <regex>
@@ -167,14 +168,21 @@ void AddRank(const DumpIndex& index, Part* c) {
             c->io.push_back(t.is_input ? 0 : 1);
             c->slot.push_back(t.slot);
             c->dtype.push_back(c->dtypes.Id(t.dtype_name));
-            std::vector<int64_t> dims = t.stats ? t.stats->shape : std::vector<int64_t>{};
+            static const std::vector<int64_t> kNoShape;
+            const std::vector<int64_t>* dims = t.stats ? &t.stats->shape : &kNoShape;
+            std::unique_ptr<analysis::MappedNpy> npy;
             if (!t.stats && !t.path.empty() && !t.in_dump_file) {
-              if (auto npy = analysis::MappedNpy::Open(t.path); npy.ok()) {
-                dims = (*npy)->info().shape;
+              if (auto opened = analysis::MappedNpy::Open(t.path); opened.ok()) {
+                npy = std::move(opened).value();
+                dims = &npy->info().shape;
               }
             }
-            auto [shape, added] = shape_ids.emplace(dims, static_cast<int32_t>(c->shapes.size()));
-            if (added) c->shapes.push_back(std::move(dims));
+            // Looked up before it is copied: a dump has few distinct shapes.
+            auto shape = shape_ids.find(*dims);
+            if (shape == shape_ids.end()) {
+              shape = shape_ids.emplace(*dims, static_cast<int32_t>(c->shapes.size())).first;
+              c->shapes.push_back(*dims);
+            }
             c->shape.push_back(shape->second);
             c->file.push_back(c->files.Id(t.path));
             c->source.push_back(source);
