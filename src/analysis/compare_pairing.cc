@@ -4,6 +4,8 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "graphdump/internal/compare_parts.h"
@@ -41,10 +43,19 @@ std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
                                     std::vector<const KernelEntry*>* only_b) {
   std::vector<KernelPair> pairs;
   std::vector<bool> used_a(a.size()), used_b(b.size());
-  std::map<std::pair<std::string, uint32_t>, size_t> by_name;
-  for (size_t j = 0; j < b.size(); ++j) by_name.emplace(std::make_pair(b[j].op_name, b[j].call), j);
+  // (name, call) -> B's first such kernel; the names are views of B's.
+  struct NameHash {
+    size_t operator()(const std::pair<std::string_view, uint32_t>& k) const {
+      return std::hash<std::string_view>()(k.first) * 31 + k.second;
+    }
+  };
+  std::unordered_map<std::pair<std::string_view, uint32_t>, size_t, NameHash> by_name;
+  by_name.reserve(b.size());
+  for (size_t j = 0; j < b.size(); ++j) {
+    by_name.emplace(std::pair<std::string_view, uint32_t>(b[j].op_name, b[j].call), j);
+  }
   for (size_t i = 0; i < a.size(); ++i) {
-    auto it = by_name.find({a[i].op_name, a[i].call});
+    auto it = by_name.find(std::pair<std::string_view, uint32_t>(a[i].op_name, a[i].call));
     if (it != by_name.end() && !used_b[it->second]) {
       pairs.push_back({&a[i], &b[it->second], Pairing::kFullName});
       used_a[i] = used_b[it->second] = true;

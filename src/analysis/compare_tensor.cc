@@ -94,8 +94,10 @@ Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
       if (CellNumber(cell, &v)) out.push_back({column, {v, PrintedError(info, cell, v)}});
     });
   }
-  auto by_title = [](const auto& x, const auto& y) { return x.first < y.first; };
-  std::stable_sort(out.begin(), out.end(), by_title);
+  // Insertion sort (stable): a row has a few statistics, and a stable_sort allocates.
+  for (size_t i = 1; i < out.size(); ++i) {
+    for (size_t j = i; j > 0 && out[j].first < out[j - 1].first; --j) std::swap(out[j], out[j - 1]);
+  }
   // A title given twice keeps its last value.
   for (size_t i = out.size(); i-- > 1;) {
     if (out[i - 1].first == out[i].first) out.erase(out.begin() + static_cast<long>(i) - 1);
