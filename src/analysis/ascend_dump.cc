@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <limits>
 #include <string>
 
 #include "dump_data.pb.h"
 #include "fmt/format.h"
 #include "graphdump/file_system.h"
+#include "graphdump/internal/ascii.h"
 #include "graphdump/shape.h"
 
 namespace graphdump {
@@ -85,17 +85,6 @@ constexpr std::array<const char*, kAscendMaxFormat + 1> kFormats = {
     "FRACTAL_Z_WINO",
     "C1HWC0",
 };
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Fills `out` from one OpInput/OpOutput message and checks what can be checked per tensor.
 template <typename Msg>
@@ -245,9 +234,9 @@ std::string_view AscendFormatName(int format) {
 }
 
 std::optional<int> AscendFormatFromName(std::string_view name) {
-  if (name.size() > 7 && EqualsIgnoreCase(name.substr(0, 7), "FORMAT_")) name.remove_prefix(7);
+  if (name.size() > 7 && internal::EqualsIgnoringCase(name.substr(0, 7), "FORMAT_")) name.remove_prefix(7);
   for (int i = 0; i <= kAscendMaxFormat; ++i) {
-    if (EqualsIgnoreCase(name, kFormats[i])) return i;
+    if (internal::EqualsIgnoringCase(name, kFormats[i])) return i;
   }
   return std::nullopt;
 }

@@ -1,6 +1,5 @@
 // compare: which kernel of B each kernel of A is compared with (docs/analysis.md, "Pairing
 // kernels").
-#include <cctype>
 #include <map>
 #include <regex>
 #include <string>
@@ -8,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "graphdump/internal/ascii.h"
 #include "graphdump/internal/compare_parts.h"
 
 namespace graphdump::analysis::compare_internal {
@@ -24,17 +24,6 @@ std::string WithoutOpIds(const std::string& name) {
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
@@ -81,7 +70,7 @@ std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
     if (used_a[i] || a[i].is_parameter) continue;
     for (size_t j = cursor; j < b.size(); ++j) {
       if (used_b[j] || b[j].is_parameter || b[j].call != a[i].call ||
-          !EqualsIgnoringCase(b[j].op_type, a[i].op_type))
+          !graphdump::internal::EqualsIgnoringCase(b[j].op_type, a[i].op_type))
         continue;
       pairs.push_back({&a[i], &b[j], Pairing::kExecutionOrder});
       used_a[i] = used_b[j] = true;

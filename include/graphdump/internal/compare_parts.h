@@ -8,7 +8,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -21,8 +20,6 @@ inline const double kNaN = std::nan("");
 
 // Lower-case ASCII.
 std::string Lower(std::string s);
-// Whether `a` and `b` are equal but for ASCII case (no copy).
-bool EqualsIgnoringCase(std::string_view a, std::string_view b);
 
 // "input 0", "output 1".
 std::string Describe(const TensorComparison& t);
