@@ -138,6 +138,16 @@ def shifted_iterations(net, count, inputs=True):
     return its
 
 
+def write_rank_pair(a, b, rank, kernels_a, kernels_b, param_shift=0.0):
+    """Rank `rank` of dumps `a` and `b`: two iterations of the kernels of each side, and a
+    parameter `w` (8 values counting up from the rank; B's shifted by `param_shift`)."""
+    w = np.arange(8, dtype=np.float32) + rank
+    w_b = w + param_shift
+    write_dump(a, {0: kernels_a, 1: kernels_a}, rank=rank, parameters={0: {"w": w}, 1: {"w": w}})
+    write_dump(b, {0: kernels_b, 1: kernels_b}, rank=rank,
+               parameters={0: {"w": w_b}, 1: {"w": w_b}})
+
+
 def graphdump(*args):
     """Runs the CLI ($GRAPHDUMP_BIN); returns the CompletedProcess (text stdout/stderr)."""
     import subprocess

@@ -17,7 +17,7 @@ import sys
 import numpy as np
 import pytest
 
-from analysis_dumps import simple_net, write_dump
+from analysis_dumps import simple_net, write_rank_pair
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
 RANKS = 8
@@ -53,12 +53,7 @@ def dumps(module_scratch):
         if rank == EXTRA_RANK:
             kernels_a = kernels_a + [dict(kernels_a[-1],
                                           full_name="Default/net-Net/extra-Extra/Tanh-op99")]
-        w = np.arange(8, dtype=np.float32) + rank
-        w_b = w + (1.0 if rank == PARAM_RANK else 0.0)
-        write_dump(a, {0: kernels_a, 1: kernels_a}, rank=rank,
-                   parameters={0: {"w": w}, 1: {"w": w}})
-        write_dump(b, {0: kernels_b, 1: kernels_b}, rank=rank,
-                   parameters={0: {"w": w_b}, 1: {"w": w_b}})
+        write_rank_pair(a, b, rank, kernels_a, kernels_b, 1.0 if rank == PARAM_RANK else 0.0)
     return a, b, planted
 
 

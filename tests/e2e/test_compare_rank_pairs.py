@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from analysis_dumps import simple_net, write_dump
+from analysis_dumps import simple_net, write_rank_pair
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
 RANKS = 9
@@ -52,12 +52,7 @@ def make_dumps(root):
         if rank == EXTRA_RANK:
             extra = dict(kernels_a[-1], full_name="Default/net-Net/extra-Extra/Tanh-op99")
             kernels_a = kernels_a + [extra]
-        w = np.arange(8, dtype=np.float32) + rank
-        w_b = w + (1.0 if rank == PARAM_RANK else 0.0)
-        write_dump(a, {0: kernels_a, 1: kernels_a}, rank=rank,
-                   parameters={0: {"w": w}, 1: {"w": w}})
-        write_dump(b, {0: kernels_b, 1: kernels_b}, rank=rank,
-                   parameters={0: {"w": w_b}, 1: {"w": w_b}})
+        write_rank_pair(a, b, rank, kernels_a, kernels_b, 1.0 if rank == PARAM_RANK else 0.0)
     return a, b
 
 
