@@ -22,7 +22,7 @@ iteration, two iterations; default 500; a small transformer has 11,740), GRAPHDU
 ranks' files are hard links to one copy), GRAPHDUMP_BENCH_COMMANDS (a comma-separated subset of
 the names above, default all; `load` loads the whole dump into one table, whose size grows with
 the dump: at 1,024 ranks of 100,000 rows it is 102 M rows), TMPDIR. Measured numbers:
-docs/analysis.md.
+docs/scale.md.
 """
 import json
 import os

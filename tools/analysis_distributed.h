@@ -1,4 +1,4 @@
-// Distributed analysis (docs/analysis.md, "Distributed analysis"): `graphdump watch` and
+// Distributed analysis (docs/scale.md, "Distributed analysis"): `graphdump watch` and
 // `graphdump compare --ranks` as one job of several processes, each reading the ranks whose
 // directories it sees, their summaries combined through torch.distributed (gloo) by the
 // graphdump-torch allgather helper, so that graphdump itself never links LibTorch.

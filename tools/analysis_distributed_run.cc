@@ -91,7 +91,7 @@ std::unique_ptr<AnalysisJob> Start(const std::string& command, const std::string
       fmt::print(stderr,
                  "graphdump {}: error: {}: no process of the job sees a rank_{{id}} directory "
                  "in it (the distributed mode reads a dump root's rank_{{id}}/ directories, "
-                 "docs/analysis.md)\n",
+                 "docs/scale.md)\n",
                  command, dir);
     }
     *exit_code = kExitUsage;

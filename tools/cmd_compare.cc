@@ -331,7 +331,7 @@ int RunCompare(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--nproc", nproc,
                  "with --ranks: run as N processes of one torch.distributed (gloo) job on this "
-                 "machine, each comparing its share of the ranks (docs/analysis.md)");
+                 "machine, each comparing its share of the ranks (docs/scale.md)");
   app.footer(
       "Examples:\n"
       "  graphdump compare dump_bf16/ dump_fp32/ --out diff.csv\n"
@@ -347,7 +347,7 @@ int RunCompare(int argc, char** argv) {
       "or write --ranks=LIST. With --nproc N, or under torchrun (RANK, WORLD_SIZE, MASTER_ADDR\n"
       "and MASTER_PORT set), --ranks runs as one job: each process compares the ranks whose\n"
       "directories its disk holds (the reference rank's must be there too) and process 0\n"
-      "prints what one process would (docs/analysis.md).\n"
+      "prints what one process would (docs/scale.md).\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
       "op type. Without --atol/--rtol each tensor pair is judged by the standard of the lower\n"
       "precision of its dtypes (bfloat16: |a-b| <= 2^-8*max(|b|, 2^-8)); a kernel adds error\n"

@@ -130,7 +130,7 @@ int RunWatch(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--nproc", nproc,
                  "run as N processes of one torch.distributed (gloo) job on this machine, each "
-                 "reading its share of the rank_{id} directories (docs/analysis.md)");
+                 "reading its share of the rank_{id} directories (docs/scale.md)");
   app.footer(
       "Examples:\n"
       "  graphdump watch dump/ --check nan,inf,overflow\n"
@@ -157,7 +157,7 @@ int RunWatch(int argc, char** argv) {
       "Distributed: with --nproc N, or under torchrun (RANK, WORLD_SIZE, MASTER_ADDR and\n"
       "MASTER_PORT set: torchrun --no-python --nproc-per-node 8 ... graphdump watch dump/), each\n"
       "process reads the rank_{id} directories it is given among those its disk holds, and\n"
-      "process 0 prints what one process would print (docs/analysis.md).\n"
+      "process 0 prints what one process would print (docs/scale.md).\n"
       "Exit status: 0 no hit (skipped files are listed on stderr), 1 a watchpoint hit, 2 usage\n"
       "error.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;

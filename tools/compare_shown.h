@@ -1,6 +1,6 @@
 // graphdump compare A B without --json: what its text shows of the result, kept while the rank
 // pairs are compared one at a time, and the per-tensor CSV of --out streamed to a temporary
-// file as they finish (docs/analysis.md, "Memory and speed at scale"). Memory holds what is
+// file as they finish (docs/scale.md, "Memory and speed at scale"). Memory holds what is
 // shown, not every kernel's comparison.
 #pragma once
 

@@ -1,4 +1,4 @@
-// graphdump-torch allgather: the collective of distributed analysis (docs/analysis.md,
+// graphdump-torch allgather: the collective of distributed analysis (docs/scale.md,
 // "Distributed analysis"). `graphdump watch` and `graphdump compare --ranks`, run as the
 // processes of one job, each start it once and exchange their summaries through it, so that
 // the analysis itself (graphdump, without LibTorch) never loads LibTorch.

@@ -312,7 +312,7 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
 
     checks: comma-separated, as the CLI's --check ({checks}).
     """
-    # The JSON is merged from each rank's hits spilled to a temporary file (docs/analysis.md,
+    # The JSON is merged from each rank's hits spilled to a temporary file (docs/scale.md,
     # "Memory and speed at scale"); its text is dropped once parsed, before the frame is built.
     text = _graphdump.watch(_path(path), checks, bool(count_intended_inf))
     result = json.loads(text)

@@ -1,4 +1,4 @@
-"""ls, trace, report and a two-run compare read a many-rank dump one rank at a time (docs/analysis.md,
+"""ls, trace, report and a two-run compare read a many-rank dump one rank at a time (docs/scale.md,
 "Memory and speed at scale"): what each says of a rank of the dump must be what it says of that
 rank's directory alone, whatever order the ranks are indexed in. The dump is made here: 7 ranks
 (more than the cores, so ranks are indexed in parallel and finish out of order), statistics only,

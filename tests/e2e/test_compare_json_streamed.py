@@ -1,5 +1,5 @@
 """`graphdump compare A B --json` spills each rank pair's comparison to temporary files and merges
-them while it writes (docs/analysis.md, "Memory and speed at scale"): the document must say what
+them while it writes (docs/scale.md, "Memory and speed at scale"): the document must say what
 the whole comparison says. Each rank pair's kernels, sources, graph inputs and unpaired kernels
 are what comparing that pair alone says, in rank order; the contribution ranks, the contributors
 and the first failure are over every rank (the largest added error first, ties in execution

@@ -1,5 +1,5 @@
 """A two-run compare of many ranks compares one rank pair at a time and writes --out's CSV and
---json's kernels as each pair finishes (docs/analysis.md, "Memory and speed at scale"): what
+--json's kernels as each pair finishes (docs/scale.md, "Memory and speed at scale"): what
 they say of each rank must be what a compare of that rank's directories alone says, and the
 contribution ranks must rank the kernels adding error over every rank. The dumps are made here:
 9 ranks (more than the cores, so pairs finish out of order), tensor files, and in B of each rank

@@ -1,5 +1,5 @@
 """`graphdump compare DIR --ranks --json` and `--out` spill each rank's kernels to temporary files
-and merge them while they write (docs/analysis.md, "Memory and speed at scale"): the JSON and the
+and merge them while they write (docs/scale.md, "Memory and speed at scale"): the JSON and the
 CSV must say what comparing each rank alone with the reference says, merged in the order of
 graph, iteration, execution order and rank. The dump is made here: 6 ranks of a data-parallel
 net (5 kernels, an AllReduce, a parameter; three iterations); ranks 3 and 5 have their AllReduce

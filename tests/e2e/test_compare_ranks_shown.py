@@ -1,5 +1,5 @@
 """`graphdump compare DIR --ranks` without --json or --out keeps only what its text shows of each
-rank (docs/analysis.md, "Memory and speed at scale"): the counts, the first 20 kernels that do
+rank (docs/scale.md, "Memory and speed at scale"): the counts, the first 20 kernels that do
 not pass, the first 20 unpaired kernels and the first disagreement must still be those of the
 whole result, which --json gives. The dump is made here, statistics only: 7 ranks of 30
 AllReduce kernels in two iterations; ranks 3 and 5 disagree from kernel 4 of iteration 1 on (52

@@ -1,5 +1,5 @@
 """`graphdump watch DIR --json` over several ranks spills each rank's hits to a temporary file and
-merges them by occurrence while it prints (docs/analysis.md, "Memory and speed at scale"): the
+merges them by occurrence while it prints (docs/scale.md, "Memory and speed at scale"): the
 JSON must say what watching each rank alone says, ordered across ranks. The dump is made here,
 statistics only: 9 ranks (rank_0 to rank_7 and rank_12) of 40 kernels in three iterations, each
 rank's clock different; rank 5 makes a NaN at kernel 10 of iteration 0 that an AllReduce at

@@ -1,4 +1,4 @@
-"""watch's text output keeps only the hits it lists (docs/analysis.md, memory and speed at scale):
+"""watch's text output keeps only the hits it lists (docs/scale.md, memory and speed at scale):
 on a statistics-only dump of 4 ranks where a NaN planted in rank 2 spreads to every rank, the text
 with the default --limit, a small --limit and --first says what the text with every hit kept
 (--limit 0) says: the same hit count, the same first lines, the same first hit of each rank and

@@ -1,7 +1,7 @@
 // graphdump compare A B --json (and --out beside it): each rank pair's comparison spilled to
 // temporary files as CompareDumpDirs hands it over, and the JSON and the CSV written from them
 // merged, so memory holds what the output needs whole (the contributors, the first failure), not
-// every kernel's comparison (docs/analysis.md, "Memory and speed at scale").
+// every kernel's comparison (docs/scale.md, "Memory and speed at scale").
 #pragma once
 
 #include <functional>

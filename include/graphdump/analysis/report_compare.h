@@ -1,6 +1,6 @@
 // What `graphdump report --compare A B` shows of a comparison, kept while the rank pairs are
 // compared one at a time (CompareDumpDirs' each_part): memory holds what the page shows and
-// counts of the rest, not every kernel's comparison (docs/analysis.md, "Memory and speed at
+// counts of the rest, not every kernel's comparison (docs/scale.md, "Memory and speed at
 // scale").
 #pragma once
 

@@ -1,5 +1,5 @@
 // The results of watch and compare as bytes and back, exactly (NaN and infinities included), so
-// that processes analysing parts of one dump (docs/analysis.md, "Distributed analysis") can send
+// that processes analysing parts of one dump (docs/scale.md, "Distributed analysis") can send
 // their results to one that merges them. MessagePack; only for graphdump's own processes of one
 // build (no promise across versions).
 #pragma once

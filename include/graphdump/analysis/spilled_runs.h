@@ -1,7 +1,7 @@
 // Sorted runs of text records spilled to an unnamed temporary file and read back merged: how
 // the analysis commands write an output that can be larger than memory (every hit of `watch
 // --json`, every kernel of `compare --json`) while holding only a buffer per run
-// (docs/analysis.md, "Memory and speed at scale").
+// (docs/scale.md, "Memory and speed at scale").
 #pragma once
 
 #include <cstdint>
