@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "dump_index_parts.h"
+#include "position_table.h"
 #include "graphdump/analysis/ascend_dump.h"
 #include "graphdump/analysis/ascend_index.h"
 #include "graphdump/analysis/dump_index.h"
@@ -102,8 +103,13 @@ struct GraphContext {
   const std::vector<std::string>* execution_order = nullptr;  // the graph's
   // The file form of each name of the execution order, in its order.
   std::vector<std::string> file_names;
-  // file-form kernel name (a view of file_names) -> its execution order position
-  std::unordered_map<std::string_view, size_t> by_file_name;
+  PositionTable by_file_name;  // file_names' positions, by name (the first of equal names)
+
+  // The execution order position of the kernel whose file-form name is `name`.
+  std::optional<size_t> Position(std::string_view name) const {
+    return by_file_name.Find(std::hash<std::string_view>()(name),
+                             [&](uint32_t at) { return file_names[at] == name; });
+  }
 };
 
 // Whether FileKernelName changes `name` (most names of a statistic.csv are in file form already).
@@ -162,17 +168,22 @@ class StatisticRows {
 
 // An iteration's kernels by (op_type, op_name), made on first use, in a hash table: names of
 // one model share long prefixes ("Default_network-..."), which an ordered map compares again at
-// every level. The keys are views of the kernels' own names, which a deque never moves.
+// every level. The table holds positions in the deque, which never moves a kernel.
 class KernelMap {
  public:
   using Key = std::pair<std::string_view, std::string_view>;
   KernelParts& operator[](Key key) {
-    if (auto it = by_name_.find(key); it != by_name_.end()) return *it->second;
+    const size_t hash = Hash(key);
+    const std::optional<uint32_t> found = by_name_.Find(hash, [&](uint32_t at) {
+      const KernelEntry& k = parts_[at].kernel;
+      return k.op_name == key.second && k.op_type == key.first;
+    });
+    if (found) return parts_[*found];
     KernelParts& parts = parts_.emplace_back();
     parts.id = static_cast<uint32_t>(parts_.size() - 1);
     parts.kernel.op_type = key.first;
     parts.kernel.op_name = key.second;
-    by_name_.emplace(Key(parts.kernel.op_type, parts.kernel.op_name), &parts);
+    by_name_.Insert(hash, parts.id);
     return parts;
   }
   // f(parts) for every kernel, in the order they were first named; f may move the kernel out
@@ -185,15 +196,13 @@ class KernelMap {
   void reserve(size_t kernels) { by_name_.reserve(kernels); }
 
  private:
-  struct Hash {
-    size_t operator()(const Key& k) const {
-      const size_t a = std::hash<std::string_view>()(k.first);
-      return a ^ (std::hash<std::string_view>()(k.second) + 0x9e3779b97f4a7c15ULL + (a << 6) +
-                  (a >> 2));
-    }
-  };
+  static size_t Hash(const Key& k) {
+    const size_t a = std::hash<std::string_view>()(k.first);
+    return a ^ (std::hash<std::string_view>()(k.second) + 0x9e3779b97f4a7c15ULL + (a << 6) +
+                (a >> 2));
+  }
   std::deque<KernelParts> parts_;
-  std::unordered_map<Key, KernelParts*, Hash> by_name_;
+  PositionTable by_name_;
 };
 
 // The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
@@ -303,10 +312,9 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     if (p.dropped) return;
     KernelEntry& k = p.kernel;
     k.is_parameter = k.op_type == "Parameter";
-    if (auto it = ctx.by_file_name.find(k.op_name);
-        it != ctx.by_file_name.end() && !k.is_parameter) {
-      k.full_name = (*ctx.execution_order)[it->second];
-      k.order = static_cast<int64_t>(it->second);
+    if (const std::optional<size_t> at = k.is_parameter ? std::nullopt : ctx.Position(k.op_name)) {
+      k.full_name = (*ctx.execution_order)[*at];
+      k.order = static_cast<int64_t>(*at);
     } else {
       k.full_name = k.op_name;
     }
@@ -373,7 +381,12 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
     ctx.file_names.push_back(FileKernelName(name));
   }
   ctx.by_file_name.reserve(graph.execution_order.size());
-  for (size_t i = 0; i < ctx.file_names.size(); ++i) ctx.by_file_name.emplace(ctx.file_names[i], i);
+  for (size_t i = 0; i < ctx.file_names.size(); ++i) {
+    if (!ctx.Position(ctx.file_names[i])) {
+      ctx.by_file_name.Insert(std::hash<std::string_view>()(ctx.file_names[i]),
+                              static_cast<uint32_t>(i));
+    }
+  }
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
   if (fs::exists(ir)) {
     graph.ir_path = ir.string();
