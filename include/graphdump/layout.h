@@ -16,6 +16,8 @@ inline constexpr char kDefaultFormat[] = "DefaultFormat";
 // `op_name` in file names: the full name with '/', '\', '.' and space replaced by '_'. Control
 // characters become '_' as well, so a name can never form a path.
 std::string SanitizeName(std::string_view full_name);
+// Whether SanitizeName changes `full_name` (a name already in file form does not).
+bool NeedsSanitizing(std::string_view full_name);
 
 // {path}/rank_{rank}
 std::string RankDir(const std::string& path, uint32_t rank);

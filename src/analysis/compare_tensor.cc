@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -94,19 +93,17 @@ Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
       if (CellNumber(cell, &v)) out.push_back({column, {v, PrintedError(info, cell, v)}});
     });
   }
-  // Insertion sort (stable): a row has a few statistics, and a stable_sort allocates.
+  // Titles are unique (a statistic.csv title given twice keeps its last cell). Insertion sort: a
+  // row has a few statistics, and a stable_sort allocates.
   for (size_t i = 1; i < out.size(); ++i) {
     for (size_t j = i; j > 0 && out[j].first < out[j - 1].first; --j) std::swap(out[j], out[j - 1]);
-  }
-  // A title given twice keeps its last value.
-  for (size_t i = out.size(); i-- > 1;) {
-    if (out[i - 1].first == out[i].first) out.erase(out.begin() + static_cast<long>(i) - 1);
   }
   return out;
 }
 
 void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorEntry& tb,
-                       const MappedNpy* nb, const CompareOptions& options, TensorComparison* out) {
+                       const MappedNpy* nb, const CompareOptions& options,
+                       const PrecisionStandard& standard, TensorComparison* out) {
   out->mode = "statistic";
   const char* md5 = StatCategoryColumn(StatCategory::kMd5);
   if (ta.stats && tb.stats && ta.stats->values.count(md5) && tb.stats->values.count(md5) &&
@@ -115,7 +112,6 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
     return;
   }
   const Stats sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
-  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
   std::string failures;
   double worst = 0;
   out->stat_diffs.reserve(sa.size());
@@ -164,17 +160,7 @@ bool IsFloating(std::string_view lower) {
 // One dtype's standard (docs/precision.md). rtol and the small-value floors of float16,
 // bfloat16 and float32 are msprobe's; float64 extends float32's (8 ulp, a smaller floor).
 PrecisionStandard StandardOf(const std::string& dtype) {
-  char buffer[32];  // dtype names are short: lower-cased without an allocation
-  std::string copy;
-  std::string_view lower;
-  if (dtype.size() <= sizeof(buffer)) {
-    for (size_t i = 0; i < dtype.size(); ++i) {
-      buffer[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(dtype[i])));
-    }
-    lower = std::string_view(buffer, dtype.size());
-  } else {
-    lower = copy = Lower(dtype);
-  }
+  const std::string lower = Lower(dtype);
   if (lower == "float16") return {"float16", 0x1p-10, 0x1p-11};
   if (lower == "bfloat16") return {"bfloat16", 0x1p-8, 0x1p-8};
   if (lower == "float64" || lower == "complex128") return {"float64", 0x1p-49, 0x1p-30};
@@ -248,7 +234,8 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   out->path_a = ta->path;
   out->path_b = tb->path;
   out->error = kNaN;
-  out->standard = options.user_tolerances ? "user" : StandardFor(out->dtype_a, out->dtype_b).dtype;
+  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
+  out->standard = options.user_tolerances ? "user" : standard.dtype;
   std::unique_ptr<MappedNpy> na, nb;
   for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {
     if (t->path.empty()) continue;
@@ -273,7 +260,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     return;
   }
   if (!na || !nb) {
-    CompareStatistics(*ta, na.get(), *tb, nb.get(), options, out);
+    CompareStatistics(*ta, na.get(), *tb, nb.get(), options, standard, out);
     return;
   }
   out->mode = "tensor";
@@ -290,14 +277,9 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     out->reason = "element counts differ";
     return;
   }
-  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
-  if (options.user_tolerances) {
-    out->standard = "user";
-    out->metrics = ComparePair(*na, *nb, options.atol, options.rtol);
-  } else {
-    out->standard = standard.dtype;
-    out->metrics = ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
-  }
+  out->metrics = options.user_tolerances
+                     ? ComparePair(*na, *nb, options.atol, options.rtol)
+                     : ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
   out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
   if (LowerPrecision(out->dtype_a, out->dtype_b)) {
     out->rounding = RoundingError(*nb, out->dtype_a, standard.small_value);

@@ -112,15 +112,6 @@ struct GraphContext {
   }
 };
 
-// Whether FileKernelName changes `name` (most names of a statistic.csv are in file form already).
-bool NeedsSanitizing(std::string_view name) {
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '/' || c == '\\' || c == '.' || c == ' ' || u < 0x20 || u == 0x7f) return true;
-  }
-  return false;
-}
-
 // A kernel's files in an iteration, before they are split into calls (its statistic.csv rows
 // are the iteration's StatisticRows of its `id`).
 struct KernelParts {

@@ -6,13 +6,29 @@
 
 namespace graphdump {
 
+namespace {
+
+// A character SanitizeName replaces.
+bool Unsafe(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return c == '/' || c == '\\' || c == '.' || c == ' ' || u < 0x20 || u == 0x7f;
+}
+
+}  // namespace
+
 std::string SanitizeName(std::string_view full_name) {
   std::string out(full_name);
   for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '/' || c == '\\' || c == '.' || c == ' ' || u < 0x20 || u == 0x7f) c = '_';
+    if (Unsafe(c)) c = '_';
   }
   return out;
+}
+
+bool NeedsSanitizing(std::string_view full_name) {
+  for (char c : full_name) {
+    if (Unsafe(c)) return true;
+  }
+  return false;
 }
 
 std::string RankDir(const std::string& path, uint32_t rank) {
