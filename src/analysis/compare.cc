@@ -31,7 +31,34 @@ struct TensorTask {
   size_t tensor;
   const TensorEntry* a;
   const TensorEntry* b;
+  const compare_internal::StatisticPlan* plan = nullptr;
 };
+
+// The statistic.csv file of a tensor's row; null when it has none.
+const StatisticCells* CellsOf(const TensorEntry& t) {
+  return t.stats ? t.stats->values.cells() : nullptr;
+}
+
+// Gives each task whose tensors both have a statistic.csv row the plan of their two files.
+void PlanTasks(std::vector<TensorTask>* tasks,
+               std::map<std::pair<const StatisticCells*, const StatisticCells*>,
+                        compare_internal::StatisticPlan>* plans) {
+  std::pair<const StatisticCells*, const StatisticCells*> last{};
+  const compare_internal::StatisticPlan* last_plan = nullptr;
+  for (TensorTask& t : *tasks) {
+    const std::pair key{CellsOf(*t.a), CellsOf(*t.b)};
+    if (!key.first || !key.second) continue;
+    if (key != last || !last_plan) {
+      auto it = plans->find(key);
+      if (it == plans->end()) {
+        it = plans->emplace(key, compare_internal::PlanStatistics(*key.first, *key.second)).first;
+      }
+      last = key;
+      last_plan = &it->second;
+    }
+    t.plan = last_plan;
+  }
+}
 
 void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& ga,
                    const GraphEntry& gb, int64_t iteration, const DumpIndex& index_a,
@@ -51,12 +78,14 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   k.role = !p.a->is_parameter ? KernelRole::kOperator
            : iteration < 0    ? KernelRole::kConstant
                               : KernelRole::kParameter;
-  k.source_line = index_a.SourceLine(ga, k.name_a);
-  k.source_trace = index_a.SourceTrace(ga, k.name_a);
+  // A's source line, else B's: the trace it came from goes with it.
+  const std::vector<SourceLocation>* trace = &index_a.SourceTrace(ga, k.name_a);
+  k.source_line = SourceLineOf(*trace);
   if (k.source_line.empty()) {
-    k.source_line = index_b.SourceLine(gb, k.name_b);
-    k.source_trace = index_b.SourceTrace(gb, k.name_b);
+    trace = &index_b.SourceTrace(gb, k.name_b);
+    k.source_line = SourceLineOf(*trace);
   }
+  k.source_trace = *trace;
   const size_t kernel_index = result->kernels.size();
   std::vector<bool> used_b(p.b->tensors.size());
   // B's tensors by (io, slot), the first of each: pairing is linear in the kernel's tensors
@@ -163,14 +192,16 @@ const char* PairingName(Pairing p) {
 namespace compare_internal {
 
 void SortKernels(std::vector<KernelComparison>* kernels) {
-  std::stable_sort(kernels->begin(), kernels->end(),
-                   [](const KernelComparison& x, const KernelComparison& y) {
-                     auto key = [](const KernelComparison& k) {
-                       return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration,
-                                              k.call, k.order);
-                     };
-                     return key(x) < key(y);
-                   });
+  auto before = [](const KernelComparison& x, const KernelComparison& y) {
+    auto key = [](const KernelComparison& k) {
+      return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration, k.call, k.order);
+    };
+    return key(x) < key(y);
+  };
+  // Kernels come paired in A's execution order, nearly always sorted already: moving a
+  // comparison costs more than checking the order.
+  if (std::is_sorted(kernels->begin(), kernels->end(), before)) return;
+  std::stable_sort(kernels->begin(), kernels->end(), before);
 }
 
 void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& options,
@@ -207,11 +238,15 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
       }
     }
   }
+  std::map<std::pair<const StatisticCells*, const StatisticCells*>, compare_internal::StatisticPlan>
+      plans;
+  PlanTasks(&tasks, &plans);
   std::mutex mu;
   ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
               options.progress ? "compare: tensor pairs" : "", [&](size_t i) {
                 const TensorTask& t = tasks[i];
-                CompareTensor(t.a, t.b, options, &result->kernels[t.kernel].tensors[t.tensor],
+                CompareTensor(t.a, t.b, options, t.plan,
+                              &result->kernels[t.kernel].tensors[t.tensor],
                               &result->skipped, &mu);
               });
   const std::map<ScopeKey, double> forward = ForwardScopeErrors(result->kernels);

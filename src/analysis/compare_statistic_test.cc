@@ -108,5 +108,55 @@ TEST(CompareStatisticTest, ADifferenceBeyondThePrintedDigitsIsStillAnError) {
   EXPECT_EQ(OnlyTensor(p).verdict, Verdict::kPass) << OnlyTensor(p).reason;
 }
 
+// A one-kernel statistic dump whose statistic.csv has the statistic columns `titles` (after the
+// fixed ones) with the cells `cells`.
+DumpIndex StatisticCsvDump(const TempDir& dir, const std::string& titles,
+                           const std::string& cells) {
+  const std::string rank = dir.Sub("rank_0");
+  std::filesystem::create_directories(rank + "/Net/0/0");
+  testing::WriteFile(rank + "/Net/0/0/statistic.csv",
+                     "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,"
+                     "Shape," + titles + "\n"
+                     "Relu,Default_Relu-op0,0,0,1700000000000010,output,0,32,float32,\"(8)\"," +
+                         cells + "\n");
+  auto index = IndexDump(dir.path());
+  EXPECT_TRUE(index.ok()) << index.status().message();
+  return std::move(index).value();
+}
+
+// Two statistic.csv files with their columns in other orders, each with one the other lacks:
+// the columns are paired by title, listed in title order, and MD5 is never compared as a number.
+TEST(CompareStatisticTest, ColumnsArePairedByTitleWhateverTheirOrder) {
+  TempDir a_dir, b_dir;
+  const DumpIndex a = StatisticCsvDump(a_dir, "Min Value,MD5,Max Value,Norm Guess,NaN Count",
+                                       "0,aaaa,2,7,0");
+  const DumpIndex b = StatisticCsvDump(b_dir, "Max Value,Zero Count,Norm Guess,MD5,Min Value",
+                                       "2.5,1,7,bbbb,0");
+  const CompareResult r = Compare(a, b);
+  const TensorComparison& t = OnlyTensor(r);
+  std::vector<std::string> titles;
+  for (const auto& [title, diff] : t.stat_diffs) titles.push_back(title);
+  // A title the catalogue does not know is compared as a number too.
+  EXPECT_EQ(titles, (std::vector<std::string>{"Max Value", "Min Value", "Norm Guess"}));
+  EXPECT_EQ(t.verdict, Verdict::kError);
+  EXPECT_EQ(t.reason, "statistics differ: Max Value 2 vs 2.5");
+  EXPECT_DOUBLE_EQ(t.stat_diffs[0].second, 0.5 / (2.5 + 2.220446049250313e-16));
+
+  // The same MD5 on both sides: equal, whatever the other cells say.
+  TempDir c_dir, d_dir;
+  const DumpIndex c = StatisticCsvDump(c_dir, "MD5,Max Value", "abcd,1");
+  const DumpIndex d = StatisticCsvDump(d_dir, "Max Value,MD5", "9,abcd");
+  EXPECT_EQ(OnlyTensor(Compare(c, d)).reason, "statistics only: MD5 equal");
+
+  // No statistic in common; a cell that is no number is left out.
+  TempDir e_dir, f_dir;
+  const DumpIndex e = StatisticCsvDump(e_dir, "Max Value,Min Value", "n/a,1");
+  const DumpIndex f = StatisticCsvDump(f_dir, "Max Value,Avg Value", "3,1");
+  const CompareResult nothing = Compare(e, f);
+  const TensorComparison& none = OnlyTensor(nothing);
+  EXPECT_EQ(none.verdict, Verdict::kWarning);
+  EXPECT_EQ(none.reason, "no statistic column in common; nothing compared");
+}
+
 }  // namespace
 }  // namespace graphdump::analysis

@@ -33,27 +33,29 @@ std::string ShapeText(const TensorEntry& t, const MappedNpy* npy) {
 }
 
 
-// One statistic of one side: its value and how far the value can be from the tensor's true
-// statistic because it was read back from statistic.csv text (0 for a value computed here).
+// One statistic of one side: its value, and the statistic.csv text it was read from (empty for
+// a value computed here) with its catalogue entry, which say how far the value can be from the
+// tensor's true statistic (PrintedError).
 struct StatValue {
   double value = 0;
-  double printed_error = 0;
+  std::string_view text;
+  const StatisticInfo* info = nullptr;
 };
 
 // Half a unit in the last digit of a statistic.csv value. Values are printed with 6 significant
 // digits and trailing zeros dropped (docs/file-format.md): "1e+06" stands for 1.00000e+06, so
 // the precision is 6 digits, or the digits the text shows when it shows more (a dump written
-// with more digits). Counts are printed as integers: exact.
-double PrintedError(const StatisticInfo* column, std::string_view text, double value) {
-  const bool is_count = column && column->format == StatFormat::kCount;
-  if (is_count || value == 0 || !std::isfinite(value)) return 0;
+// with more digits). Counts are printed as integers: exact. A computed value: exact.
+double PrintedError(const StatValue& v) {
+  const bool is_count = v.info && v.info->format == StatFormat::kCount;
+  if (v.text.empty() || is_count || v.value == 0 || !std::isfinite(v.value)) return 0;
   int digits = 0;
-  for (char c : text) {
+  for (char c : v.text) {
     if (c == 'e' || c == 'E') break;
     if (c >= '0' && c <= '9' && (digits > 0 || c != '0')) ++digits;
   }
   const int shown = std::max(digits, 6);
-  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(v.value))));
   return 0.5 * std::pow(10.0, exponent - (shown - 1));
 }
 
@@ -82,7 +84,7 @@ Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
     const NanPropagatingStats s = acc.Finish();
     for (const StatisticInfo& info : StatisticCatalogue()) {
-      if (info.comparable && info.value != nullptr) out.push_back({info.title, {info.value(s)}});
+      if (info.comparable && info.value != nullptr) out.push_back({info.title, {info.value(s), {}, &info}});
     }
   } else if (t.stats) {
     out.reserve(t.stats->values.size());
@@ -90,7 +92,7 @@ Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
       const StatisticInfo* info = FindStatisticByTitle(column);
       if (info && !info->comparable) return;
       double v = 0;
-      if (CellNumber(cell, &v)) out.push_back({column, {v, PrintedError(info, cell, v)}});
+      if (CellNumber(cell, &v)) out.push_back({column, {v, cell, info}});
     });
   }
   // Titles are unique (a statistic.csv title given twice keeps its last cell). Insertion sort: a
@@ -101,10 +103,92 @@ Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
   return out;
 }
 
+// Judges the statistics of a tensor pair one column at a time, in title order, into `out`.
+class StatisticJudge {
+ public:
+  StatisticJudge(const CompareOptions& options, const PrecisionStandard& standard,
+                 TensorComparison* out)
+      : options_(options), standard_(standard), out_(out) {}
+
+  void Add(std::string_view column, const StatValue& a, const StatValue& b) {
+    const double va = a.value, vb = b.value;
+    const double diff = std::fabs(va - vb);
+    const double relative = diff / (std::fabs(vb) + kRelEps);
+    out_->stat_diffs.emplace_back(std::string(column), relative);
+    const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
+    if (same_special) return;
+    const double allowed = options_.user_tolerances
+                               ? options_.atol + options_.rtol * std::fabs(vb)
+                               : standard_.rtol * std::max(std::fabs(vb), standard_.small_value);
+    if (diff <= allowed) return;
+    // A value read from statistic.csv text may be off by its printing: that is no difference.
+    if (diff <= allowed + PrintedError(a) + PrintedError(b)) return;
+    if (!failures_.empty()) failures_ += "; ";
+    failures_ += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
+    // NaN against a number (a relative difference of NaN) is the largest.
+    if (out_->worst_statistic.empty() || std::isnan(relative) || relative > worst_) {
+      worst_ = std::isnan(relative) ? INFINITY : relative;
+      out_->worst_statistic = column;
+      out_->worst_statistic_a = va;
+      out_->worst_statistic_b = vb;
+    }
+  }
+
+  void Finish() {
+    if (out_->stat_diffs.empty()) {
+      out_->verdict = Verdict::kWarning;
+      out_->reason = "no statistic column in common; nothing compared";
+    } else if (!failures_.empty()) {
+      out_->verdict = Verdict::kError;
+      out_->reason = "statistics differ: " + failures_;
+    } else {
+      out_->reason = "statistics only: within tolerance";
+    }
+  }
+
+ private:
+  const CompareOptions& options_;
+  const PrecisionStandard& standard_;
+  TensorComparison* out_;
+  std::string failures_;
+  double worst_ = 0;
+};
+
+// A statistic.csv row's cells in its file's column order.
+void RowCells(const StatisticValues& values, std::vector<std::string_view>* cells) {
+  cells->clear();
+  values.ForEach([&](const std::string&, std::string_view cell) { cells->push_back(cell); });
+}
+
+// Both sides statistic.csv rows of the files `plan` pairs: each column found by position.
+void CompareStatisticRows(const StatisticValues& ra, const StatisticValues& rb,
+                          const StatisticPlan& plan, StatisticJudge* judge,
+                          TensorComparison* out) {
+  thread_local std::vector<std::string_view> cells_a, cells_b;
+  RowCells(ra, &cells_a);
+  RowCells(rb, &cells_b);
+  if (plan.md5_a && plan.md5_b && cells_a[*plan.md5_a] == cells_b[*plan.md5_b]) {
+    out->reason = "statistics only: MD5 equal";
+    return;
+  }
+  out->stat_diffs.reserve(plan.columns.size());
+  for (const StatisticPlan::Column& c : plan.columns) {
+    StatValue a{0, cells_a[c.a], c.info}, b{0, cells_b[c.b], c.info};
+    if (CellNumber(a.text, &a.value) && CellNumber(b.text, &b.value)) judge->Add(c.title, a, b);
+  }
+  judge->Finish();
+}
+
 void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorEntry& tb,
                        const MappedNpy* nb, const CompareOptions& options,
-                       const PrecisionStandard& standard, TensorComparison* out) {
+                       const PrecisionStandard& standard, const StatisticPlan* plan,
+                       TensorComparison* out) {
   out->mode = "statistic";
+  StatisticJudge judge(options, standard, out);
+  if (plan && !na && !nb) {
+    CompareStatisticRows(ta.stats->values, tb.stats->values, *plan, &judge, out);
+    return;
+  }
   const char* md5 = StatCategoryColumn(StatCategory::kMd5);
   if (ta.stats && tb.stats && ta.stats->values.count(md5) && tb.stats->values.count(md5) &&
       ta.stats->values.at(md5) == tb.stats->values.at(md5)) {
@@ -112,44 +196,13 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
     return;
   }
   const Stats sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
-  std::string failures;
-  double worst = 0;
   out->stat_diffs.reserve(sa.size());
   for (const auto& [column, a] : sa) {
     auto it = std::lower_bound(sb.begin(), sb.end(), column,
                                [](const auto& x, std::string_view title) { return x.first < title; });
-    if (it == sb.end() || it->first != column) continue;
-    const double va = a.value, vb = it->second.value;
-    const double diff = std::fabs(va - vb);
-    const double relative = diff / (std::fabs(vb) + kRelEps);
-    out->stat_diffs.push_back({std::string(column), relative});
-    const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
-    // A value read from statistic.csv text may be off by its printing: that is no difference.
-    const double allowed = (options.user_tolerances
-                                ? options.atol + options.rtol * std::fabs(vb)
-                                : standard.rtol * std::max(std::fabs(vb), standard.small_value)) +
-                           a.printed_error + it->second.printed_error;
-    if (!same_special && !(diff <= allowed)) {
-      if (!failures.empty()) failures += "; ";
-      failures += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
-      // NaN against a number (a relative difference of NaN) is the largest.
-      if (out->worst_statistic.empty() || std::isnan(relative) || relative > worst) {
-        worst = std::isnan(relative) ? INFINITY : relative;
-        out->worst_statistic = column;
-        out->worst_statistic_a = va;
-        out->worst_statistic_b = vb;
-      }
-    }
+    if (it != sb.end() && it->first == column) judge.Add(column, a, it->second);
   }
-  if (out->stat_diffs.empty()) {
-    out->verdict = Verdict::kWarning;
-    out->reason = "no statistic column in common; nothing compared";
-  } else if (!failures.empty()) {
-    out->verdict = Verdict::kError;
-    out->reason = "statistics differ: " + failures;
-  } else {
-    out->reason = "statistics only: within tolerance";
-  }
+  judge.Finish();
 }
 
 bool IsFloating(std::string_view lower) {
@@ -227,8 +280,30 @@ std::string Describe(const TensorComparison& t) {
   return fmt::format("{} {}", t.is_input ? "input" : "output", t.slot);
 }
 
+StatisticPlan PlanStatistics(const StatisticCells& a, const StatisticCells& b) {
+  StatisticPlan plan;
+  const std::string_view md5 = StatCategoryColumn(StatCategory::kMd5);
+  for (size_t i = 0; i < a.titles.size(); ++i) {
+    if (a.titles[i] == md5) plan.md5_a = i;
+  }
+  for (size_t j = 0; j < b.titles.size(); ++j) {
+    if (b.titles[j] == md5) plan.md5_b = j;
+  }
+  for (size_t i = 0; i < a.titles.size(); ++i) {
+    const StatisticInfo* info = FindStatisticByTitle(a.titles[i]);
+    if (info && !info->comparable) continue;
+    const auto j = std::find(b.titles.begin(), b.titles.end(), a.titles[i]);
+    if (j == b.titles.end()) continue;
+    plan.columns.push_back({i, static_cast<size_t>(j - b.titles.begin()), info, a.titles[i]});
+  }
+  std::sort(plan.columns.begin(), plan.columns.end(),
+            [](const auto& x, const auto& y) { return x.title < y.title; });
+  return plan;
+}
+
 void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
-                   TensorComparison* out, std::vector<Skipped>* skipped, std::mutex* mu) {
+                   const StatisticPlan* plan, TensorComparison* out, std::vector<Skipped>* skipped,
+                   std::mutex* mu) {
   out->dtype_a = ta->dtype ? std::string(DTypeName(*ta->dtype)) : ta->dtype_name;
   out->dtype_b = tb->dtype ? std::string(DTypeName(*tb->dtype)) : tb->dtype_name;
   out->path_a = ta->path;
@@ -260,7 +335,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     return;
   }
   if (!na || !nb) {
-    CompareStatistics(*ta, na.get(), *tb, nb.get(), options, standard, out);
+    CompareStatistics(*ta, na.get(), *tb, nb.get(), options, standard, plan, out);
     return;
   }
   out->mode = "tensor";

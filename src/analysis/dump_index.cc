@@ -114,12 +114,13 @@ void GraphEntry::SetIrText(std::string text) {
   ir_->text = std::move(text);
 }
 
-std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& full_name) const {
-  const auto& traces = graph.source_traces();
-  auto it = traces.find(full_name);
-  if (it == traces.end()) return "";
-  const SourceLocation* loc = UserFrame(it->second);
+std::string SourceLineOf(const std::vector<SourceLocation>& trace) {
+  const SourceLocation* loc = UserFrame(trace);
   return loc ? loc->file + ":" + std::to_string(loc->line) : "";
+}
+
+std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& full_name) const {
+  return SourceLineOf(SourceTrace(graph, full_name));
 }
 
 const std::vector<SourceLocation>& DumpIndex::SourceTrace(const GraphEntry& graph,

@@ -213,6 +213,9 @@ struct DumpIndex {
                                                  const std::string& full_name) const;
 };
 
+// SourceLine's "file:line" of a trace, or empty.
+std::string SourceLineOf(const std::vector<SourceLocation>& trace);
+
 // The tensor an entry names, ready to read: a mapped .npy file, or the tensor read out of an
 // Ascend dump file (only its own bytes, where the index recorded them: reading every tensor of
 // a file costs one pass over the file, not one header parse per tensor). Errors name the file.

@@ -8,11 +8,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "graphdump/analysis/compare.h"
 #include "graphdump/analysis/dump_index.h"
+#include "graphdump/statistic_catalogue.h"
 
 namespace graphdump::analysis::compare_internal {
 
@@ -57,10 +59,25 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
 // call, execution order; stable.
 void SortKernels(std::vector<KernelComparison>* kernels);
 
+// How the statistic columns of two statistic.csv files pair up. The rows of a file share its
+// titles, so this is found once per pair of files and used for each of their row pairs.
+struct StatisticPlan {
+  struct Column {
+    size_t a = 0, b = 0;                  // the column's position in each file's titles
+    const StatisticInfo* info = nullptr;  // its catalogue entry; null for a title it lacks
+    std::string_view title;               // views A's file's title
+  };
+  std::vector<Column> columns;  // the comparable titles both files hold, sorted by title
+  std::optional<size_t> md5_a, md5_b;
+};
+StatisticPlan PlanStatistics(const StatisticCells& a, const StatisticCells& b);
+
 // One tensor pair: maps the files (when both exist) and fills metrics or statistics.
-// Unreadable files are added to `skipped` under `mu`.
+// Unreadable files are added to `skipped` under `mu`. `plan`: PlanStatistics of the two
+// tensors' statistic.csv files, when both have a row there (null: found here).
 void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
-                   TensorComparison* out, std::vector<Skipped>* skipped, std::mutex* mu);
+                   const StatisticPlan* plan, TensorComparison* out, std::vector<Skipped>* skipped,
+                   std::mutex* mu);
 
 // Backward kernels (Gradients/{forward scope}/{Node}-op{N}) compute from tensors the forward
 // pass saved, which are not dumped as their inputs. Their inherited error therefore also counts
