@@ -64,7 +64,8 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
                    const GraphEntry& gb, int64_t iteration, const DumpIndex& index_a,
                    const DumpIndex& index_b, CompareResult* result,
                    std::vector<TensorTask>* tasks) {
-  KernelComparison k;
+  const size_t kernel_index = result->kernels.size();
+  KernelComparison& k = result->kernels.emplace_back();  // tasks name it by index, not address
   k.rank = ra.rank;
   k.graph_id = ga.graph_id;
   k.iteration = iteration;
@@ -86,7 +87,6 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
     k.source_line = SourceLineOf(*trace);
   }
   k.source_trace = *trace;
-  const size_t kernel_index = result->kernels.size();
   std::vector<bool> used_b(p.b->tensors.size());
   // B's tensors by (io, slot), the first of each: pairing is linear in the kernel's tensors
   // (an Ascend dump file may hold 100,000 of one kernel).
@@ -141,7 +141,6 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
     tc.dtype_b = p.b->tensors[j].dtype_name;
     k.tensors.push_back(std::move(tc));
   }
-  result->kernels.push_back(std::move(k));
 }
 
 template <typename T, typename Key>
