@@ -208,5 +208,26 @@ TEST(TraceTest, ParseFileLine) {
   EXPECT_FALSE(ParseFileLine(":3", &file, &line).ok());
 }
 
+// trace lists a line's kernels in the execution order, then the traced kernels the order does
+// not list (in name order).
+TEST(TraceTest, KernelsInExecutionOrderThenTracedKernelsTheOrderLacks) {
+  DumpIndex index;
+  GraphEntry& g = index.ranks.emplace_back().graphs.emplace_back();
+  g.execution_order = {"Default/Mul-op2", "Default/Add-op1", "Default/Sub-op3"};
+  std::string ir;
+  for (const char* name : {"Default/Add-op1", "Default/Div-op4", "Default/Mul-op2",
+                           "Default/Abs-op0", "Default/Sub-op3"}) {
+    ir += std::string("  %1(x) = Op(%0)\n      # Fullname with scope: (") + name +
+          ")\n      # In file /home/u/model.py(7)/        x = f(x)/\n";
+  }
+  g.SetIrText(ir);
+  std::vector<std::string> names;
+  for (const TraceMatch& m : TraceLine(index, "model.py", 7)) names.push_back(m.full_name);
+  EXPECT_EQ(names, (std::vector<std::string>{"Default/Mul-op2", "Default/Add-op1",
+                                             "Default/Sub-op3", "Default/Abs-op0",
+                                             "Default/Div-op4"}));
+  EXPECT_TRUE(TraceLine(index, "model.py", 8).empty());
+}
+
 }  // namespace
 }  // namespace graphdump::analysis

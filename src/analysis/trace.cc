@@ -1,7 +1,9 @@
 // trace: script line -> kernels (from the .ir source traces) -> dumped files.
 #include "graphdump/analysis/trace.h"
 
-#include <algorithm>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
 
 namespace graphdump::analysis {
 namespace {
@@ -36,12 +38,18 @@ std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& fil
   std::vector<TraceMatch> matches;
   for (const RankEntry& r : index.ranks) {
     for (const GraphEntry& g : r.graphs) {
-      // Kernels in execution order, then any traced kernel the order does not list.
-      std::vector<std::string> names = g.execution_order;
+      // Kernels in execution order, then any traced kernel the order does not list (found
+      // through a hash set: a graph has tens of thousands of kernels).
+      const std::unordered_set<std::string_view> ordered(g.execution_order.begin(),
+                                                         g.execution_order.end());
+      std::vector<const std::string*> listed;
+      listed.reserve(g.execution_order.size());
+      for (const std::string& name : g.execution_order) listed.push_back(&name);
       for (const auto& [name, trace] : g.source_traces()) {
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+        if (!ordered.count(name)) listed.push_back(&name);
       }
-      for (const std::string& name : names) {
+      for (const std::string* listed_name : listed) {
+        const std::string& name = *listed_name;
         auto trace = g.source_traces().find(name);
         if (trace == g.source_traces().end()) continue;
         for (const SourceLocation& loc : trace->second) {
