@@ -326,7 +326,10 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     *npy = std::move(opened).value();
   }
   out->shape_a = ShapeText(*ta, na.get());
-  out->shape_b = ShapeText(*tb, nb.get());
+  // Two statistic rows of one shape (nearly all pairs): its text once.
+  const bool same_rows =
+      !na && !nb && ta->stats && tb->stats && ta->stats->shape == tb->stats->shape;
+  out->shape_b = same_rows ? out->shape_a : ShapeText(*tb, nb.get());
   if (!out->shape_a.empty() && !out->shape_b.empty() && out->shape_a != out->shape_b) {
     out->mode = na && nb ? "tensor" : "statistic";
     out->verdict = Verdict::kError;
