@@ -1,5 +1,6 @@
 // compare: which kernel of B each kernel of A is compared with (docs/analysis.md, "Pairing
 // kernels").
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <string>
@@ -7,7 +8,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "graphdump/internal/ascii.h"
 #include "graphdump/internal/compare_parts.h"
 
 namespace graphdump::analysis::compare_internal {
@@ -65,18 +65,27 @@ std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
     pairs.push_back({&a[i], &b[j], Pairing::kNameWithoutOpId});
     used_a[i] = used_b[j] = true;
   }
+  // By execution order: each kernel of A left takes B's first kernel left after the last one
+  // taken this way with its op type (in any case) and call. B's kernels left are listed by (op
+  // type, call) in order, so that each is found by a binary search, not by a scan from the
+  // cursor (two runs whose names all differ would make that quadratic).
+  using TypeKey = std::pair<std::string, uint32_t>;  // (lower-cased op type, call)
+  std::map<TypeKey, std::vector<size_t>> b_by_type;
+  for (size_t j = 0; j < b.size(); ++j) {
+    if (!used_b[j] && !b[j].is_parameter) b_by_type[{Lower(b[j].op_type), b[j].call}].push_back(j);
+  }
   size_t cursor = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (used_a[i] || a[i].is_parameter) continue;
-    for (size_t j = cursor; j < b.size(); ++j) {
-      if (used_b[j] || b[j].is_parameter || b[j].call != a[i].call ||
-          !graphdump::internal::EqualsIgnoringCase(b[j].op_type, a[i].op_type))
-        continue;
-      pairs.push_back({&a[i], &b[j], Pairing::kExecutionOrder});
-      used_a[i] = used_b[j] = true;
-      cursor = j + 1;
-      break;
-    }
+    auto it = b_by_type.find({Lower(a[i].op_type), a[i].call});
+    if (it == b_by_type.end()) continue;
+    // Every kernel of B taken here lies before the cursor: the first one at or after it is free.
+    auto next = std::lower_bound(it->second.begin(), it->second.end(), cursor);
+    if (next == it->second.end()) continue;
+    const size_t j = *next;
+    pairs.push_back({&a[i], &b[j], Pairing::kExecutionOrder});
+    used_a[i] = used_b[j] = true;
+    cursor = j + 1;
   }
   for (size_t i = 0; i < a.size(); ++i)
     if (!used_a[i]) only_a->push_back(&a[i]);

@@ -84,7 +84,9 @@ Stats StatsOf(const TensorEntry& t, const MappedNpy* npy) {
     acc.Update(npy->data(), npy->info().data_bytes, npy->NumElements());
     const NanPropagatingStats s = acc.Finish();
     for (const StatisticInfo& info : StatisticCatalogue()) {
-      if (info.comparable && info.value != nullptr) out.push_back({info.title, {info.value(s), {}, &info}});
+      if (info.comparable && info.value != nullptr) {
+        out.push_back({info.title, {info.value(s), {}, &info}});
+      }
     }
   } else if (t.stats) {
     out.reserve(t.stats->values.size());
@@ -198,8 +200,9 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
   const Stats sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
   out->stat_diffs.reserve(sa.size());
   for (const auto& [column, a] : sa) {
-    auto it = std::lower_bound(sb.begin(), sb.end(), column,
-                               [](const auto& x, std::string_view title) { return x.first < title; });
+    auto it = std::lower_bound(
+        sb.begin(), sb.end(), column,
+        [](const auto& x, std::string_view title) { return x.first < title; });
     if (it != sb.end() && it->first == column) judge.Add(column, a, it->second);
   }
   judge.Finish();
