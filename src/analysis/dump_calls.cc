@@ -25,15 +25,27 @@ TensorEntry StatisticOnly(StatisticRow row) {
 // timestamp first, then in order to the tensors left without a row; the rest become
 // statistic-only tensors.
 void AttachRows(std::vector<StatisticRow>& rows, std::vector<TensorEntry>* tensors) {
+  // The tensors without a row by (timestamp, position), and per timestamp how many of them are
+  // taken (kept at the timestamp's first entry): a row finds its tensor by a binary search, not
+  // by a scan (a kernel called 100,000 times in a step would make that quadratic).
+  std::vector<std::pair<uint64_t, size_t>> free;
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    if (!(*tensors)[i].stats) free.emplace_back((*tensors)[i].timestamp, i);
+  }
+  std::sort(free.begin(), free.end());
+  std::vector<size_t> taken(free.size());
   std::vector<bool> used(rows.size());
   for (size_t r = 0; r < rows.size(); ++r) {
     if (rows[r].timestamp == 0) continue;
-    for (TensorEntry& t : *tensors) {
-      if (t.stats || t.timestamp != rows[r].timestamp) continue;
-      t.stats = std::move(rows[r]);
-      used[r] = true;
-      break;
-    }
+    const auto first = std::lower_bound(free.begin(), free.end(),
+                                        std::make_pair(rows[r].timestamp, size_t{0}));
+    if (first == free.end() || first->first != rows[r].timestamp) continue;
+    const size_t group = static_cast<size_t>(first - free.begin());
+    const size_t k = group + taken[group];
+    if (k == free.size() || free[k].first != rows[r].timestamp) continue;  // all taken
+    ++taken[group];
+    (*tensors)[free[k].second].stats = std::move(rows[r]);
+    used[r] = true;
   }
   size_t next = 0;
   for (size_t r = 0; r < rows.size(); ++r) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/analysis/watch.h"
@@ -81,6 +83,37 @@ TEST(SplitCallsTest, StatisticOnlyRowsAreCallsAndUntimedRowsFollowTheFiles) {
   EXPECT_EQ(calls[1].tensors[0].stats->values.at("NaN Count"), "2");
   EXPECT_TRUE(calls[2].tensors[0].path.empty());
   EXPECT_EQ(calls[2].tensors[0].stats->values.at("NaN Count"), "3");
+}
+
+// Files of one timestamp take its rows in file order, a row more of that timestamp pairs with a
+// file left without one; and each of many calls (rows in reverse order) gets its own file's row.
+TEST(SplitCallsTest, RowsOfOneTimestampTakeItsFilesInOrder) {
+  KernelEntry k;
+  k.tensors = {File(false, 0, 5, "a"), File(false, 0, 5, "b"), File(false, 0, 9, "c")};
+  std::vector<KernelEntry> calls =
+      SplitCalls(k, {Row(false, 0, 5, "1"), Row(false, 0, 5, "2"), Row(false, 0, 5, "3")});
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].tensors[0].path, "a");
+  EXPECT_EQ(calls[0].tensors[0].stats->values.at("NaN Count"), "1");
+  EXPECT_EQ(calls[1].tensors[0].path, "b");
+  EXPECT_EQ(calls[1].tensors[0].stats->values.at("NaN Count"), "2");
+  EXPECT_EQ(calls[2].tensors[0].path, "c");
+  EXPECT_EQ(calls[2].tensors[0].stats->values.at("NaN Count"), "3");
+
+  KernelEntry loop;
+  std::vector<StatisticRow> rows;
+  const uint64_t n = 5000;
+  for (uint64_t i = 0; i < n; ++i) {
+    loop.tensors.push_back(File(false, 0, 1000 + i, "f" + std::to_string(i)));
+    rows.push_back(Row(false, 0, 1000 + (n - 1 - i), std::to_string(n - 1 - i)));
+  }
+  calls = SplitCalls(loop, std::move(rows));
+  ASSERT_EQ(calls.size(), n);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(calls[i].tensors.size(), 1u);
+    EXPECT_EQ(calls[i].tensors[0].path, "f" + std::to_string(i));
+    EXPECT_EQ(calls[i].tensors[0].stats->values.at("NaN Count"), std::to_string(i));
+  }
 }
 
 // A graphdump statistic dump of a module called twice in the step, the first call making NaN:
