@@ -13,7 +13,10 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path, 
   GRAPHDUMP_ASSIGN_OR_RETURN(ReadableFile opened, OpenRegularFile(path));
   std::unique_ptr<MappedFile> file(new MappedFile());
   file->size_ = static_cast<size_t>(opened.size());
-  if (file->size_ > 0) {
+  if (file->size_ > 0 && file->size_ <= kReadLimit) {
+    GRAPHDUMP_RETURN_IF_ERROR(opened.Read(0, file->size_, &file->read_));
+    file->data_ = reinterpret_cast<const uint8_t*>(file->read_.data());
+  } else if (file->size_ > 0) {
     void* map = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0),
                        opened.fd(), 0);
     if (map == MAP_FAILED) {
@@ -22,12 +25,13 @@ StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path, 
     }
     ::madvise(map, file->size_, MADV_SEQUENTIAL);
     file->data_ = static_cast<const uint8_t*>(map);
+    file->mapped_ = true;
   }
   return file;
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace graphdump::analysis

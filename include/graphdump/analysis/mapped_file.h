@@ -1,4 +1,5 @@
-// A whole file mapped read-only into memory: the one place the analysis tools map files.
+// A whole file in memory, read-only: mapped, or read when small (the one place the analysis
+// tools map files).
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,10 @@ class MappedFile {
   // kInvalidArgument, without blocking). kNotFound when it does not exist, kIOError (naming the
   // file and the system's reason) when it cannot be opened or mapped. `populate` reads the
   // pages in at once. A file that shrinks while mapped is the caller's risk (SIGBUS), as with
-  // any mapping; dump files are read-only and never rewritten in place.
+  // any mapping; dump files are read-only and never rewritten in place. A file of up to
+  // kReadLimit bytes is read instead: making and undoing a mapping costs more than copying a few
+  // pages (a dump of many iterations has a small statistic.csv in each).
+  static constexpr size_t kReadLimit = 256 * 1024;
   static StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path, bool populate = false);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
@@ -30,6 +34,8 @@ class MappedFile {
   MappedFile() = default;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;
+  std::string read_;  // the bytes of a file read, not mapped
   uint8_t empty_ = 0;
 };
 
