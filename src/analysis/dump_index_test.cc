@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "graphdump/analysis/trace.h"
 #include "graphdump/analysis/watch.h"
@@ -221,11 +224,33 @@ TEST(TraceTest, KernelsInExecutionOrderThenTracedKernelsTheOrderLacks) {
           ")\n      # In file /home/u/model.py(7)/        x = f(x)/\n";
   }
   g.SetIrText(ir);
+  // Each match lists its kernel's files, iteration by iteration.
+  for (int64_t i : {3, 4}) {
+    IterationEntry& it = g.iterations.emplace_back();
+    it.iteration = i;
+    for (const char* name : {"Default/Abs-op0", "Default/Mul-op2"}) {
+      KernelEntry& k = it.kernels.emplace_back();
+      k.full_name = name;
+      for (uint32_t slot : {0u, 1u}) {
+        TensorEntry& t = k.tensors.emplace_back();
+        t.slot = slot;
+        t.path = std::string(name).substr(8) + "." + std::to_string(i) + "." + std::to_string(slot);
+      }
+    }
+  }
   std::vector<std::string> names;
-  for (const TraceMatch& m : TraceLine(index, "model.py", 7)) names.push_back(m.full_name);
+  std::map<std::string, std::vector<std::string>> files;
+  for (const TraceMatch& m : TraceLine(index, "model.py", 7)) {
+    names.push_back(m.full_name);
+    for (const TraceFile& f : m.files) files[m.full_name].push_back(f.path);
+  }
   EXPECT_EQ(names, (std::vector<std::string>{"Default/Mul-op2", "Default/Add-op1",
                                              "Default/Sub-op3", "Default/Abs-op0",
                                              "Default/Div-op4"}));
+  EXPECT_EQ(files["Default/Mul-op2"], (std::vector<std::string>{"Mul-op2.3.0", "Mul-op2.3.1",
+                                                                "Mul-op2.4.0", "Mul-op2.4.1"}));
+  EXPECT_EQ(files["Default/Abs-op0"].size(), 4u);
+  EXPECT_TRUE(files["Default/Add-op1"].empty());
   EXPECT_TRUE(TraceLine(index, "model.py", 8).empty());
 }
 

@@ -2,6 +2,7 @@
 #include "graphdump/analysis/trace.h"
 
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -48,34 +49,40 @@ std::vector<TraceMatch> TraceLine(const DumpIndex& index, const std::string& fil
       for (const auto& [name, trace] : g.source_traces()) {
         if (!ordered.count(name)) listed.push_back(&name);
       }
+      // The matches' files are gathered in one pass over the graph's kernels afterwards, not
+      // in a pass per match (a line inside a loop or a repeated block matches thousands).
+      std::unordered_map<std::string_view, std::vector<size_t>> by_name;  // -> matches
       for (const std::string* listed_name : listed) {
         const std::string& name = *listed_name;
         auto trace = g.source_traces().find(name);
         if (trace == g.source_traces().end()) continue;
         for (const SourceLocation& loc : trace->second) {
           if (loc.line != line || !SameFile(loc.file, file)) continue;
-          TraceMatch m;
+          TraceMatch& m = matches.emplace_back();
           m.rank = r.rank;
           m.graph_id = g.graph_id;
           m.full_name = name;
           m.location = loc.file + ":" + std::to_string(loc.line);
           m.code = loc.code;
           m.source_trace = trace->second;
-          for (const IterationEntry& it : g.iterations) {
-            if (iteration && it.iteration != *iteration) continue;
-            for (const KernelEntry& k : it.kernels) {
-              if (k.full_name != name) continue;
-              for (const TensorEntry& t : k.tensors) {
-                m.files.push_back({it.iteration, k.call, k.calls,
-                                   t.path.empty() ? it.dir + "/statistic.csv (" +
-                                                        (t.is_input ? "input " : "output ") +
-                                                        std::to_string(t.slot) + ")"
-                                                  : t.path});
-              }
-            }
-          }
-          matches.push_back(std::move(m));
+          by_name[name].push_back(matches.size() - 1);
           break;
+        }
+      }
+      if (by_name.empty()) continue;
+      for (const IterationEntry& it : g.iterations) {
+        if (iteration && it.iteration != *iteration) continue;
+        for (const KernelEntry& k : it.kernels) {
+          auto found = by_name.find(k.full_name);
+          if (found == by_name.end()) continue;
+          for (const TensorEntry& t : k.tensors) {
+            const TraceFile where{it.iteration, k.call, k.calls,
+                                  t.path.empty() ? it.dir + "/statistic.csv (" +
+                                                       (t.is_input ? "input " : "output ") +
+                                                       std::to_string(t.slot) + ")"
+                                                 : t.path};
+            for (size_t m : found->second) matches[m].files.push_back(where);
+          }
         }
       }
     }
