@@ -43,12 +43,12 @@ const StatisticCells* CellsOf(const TensorEntry& t) {
 void PlanTasks(std::vector<TensorTask>* tasks,
                std::map<std::pair<const StatisticCells*, const StatisticCells*>,
                         compare_internal::StatisticPlan>* plans) {
-  std::pair<const StatisticCells*, const StatisticCells*> last{};
+  std::pair<const StatisticCells*, const StatisticCells*> last{};  // never a task's key
   const compare_internal::StatisticPlan* last_plan = nullptr;
   for (TensorTask& t : *tasks) {
     const std::pair key{CellsOf(*t.a), CellsOf(*t.b)};
     if (!key.first || !key.second) continue;
-    if (key != last || !last_plan) {
+    if (key != last) {
       auto it = plans->find(key);
       if (it == plans->end()) {
         it = plans->emplace(key, compare_internal::PlanStatistics(*key.first, *key.second)).first;

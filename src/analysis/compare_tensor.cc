@@ -9,9 +9,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "graphdump/analysis/precision_verdict.h"
 #include "graphdump/internal/compare_parts.h"
@@ -156,6 +158,9 @@ class StatisticJudge {
   double worst_ = 0;
 };
 
+// The reason of a pair whose statistic.csv rows give the same MD5.
+constexpr char kMd5Equal[] = "statistics only: MD5 equal";
+
 // A statistic.csv row's cells in its file's column order.
 void RowCells(const StatisticValues& values, std::vector<std::string_view>* cells) {
   cells->clear();
@@ -170,7 +175,7 @@ void CompareStatisticRows(const StatisticValues& ra, const StatisticValues& rb,
   RowCells(ra, &cells_a);
   RowCells(rb, &cells_b);
   if (plan.md5_a && plan.md5_b && cells_a[*plan.md5_a] == cells_b[*plan.md5_b]) {
-    out->reason = "statistics only: MD5 equal";
+    out->reason = kMd5Equal;
     return;
   }
   out->stat_diffs.reserve(plan.columns.size());
@@ -194,7 +199,7 @@ void CompareStatistics(const TensorEntry& ta, const MappedNpy* na, const TensorE
   const char* md5 = StatCategoryColumn(StatCategory::kMd5);
   if (ta.stats && tb.stats && ta.stats->values.count(md5) && tb.stats->values.count(md5) &&
       ta.stats->values.at(md5) == tb.stats->values.at(md5)) {
-    out->reason = "statistics only: MD5 equal";
+    out->reason = kMd5Equal;
     return;
   }
   const Stats sa = StatsOf(ta, na), sb = StatsOf(tb, nb);
@@ -284,20 +289,23 @@ std::string Describe(const TensorComparison& t) {
 }
 
 StatisticPlan PlanStatistics(const StatisticCells& a, const StatisticCells& b) {
+  // Where `title` is in `titles` (a file's titles are unique).
+  auto position = [](const std::vector<std::string>& titles,
+                     std::string_view title) -> std::optional<size_t> {
+    const auto it = std::find(titles.begin(), titles.end(), title);
+    if (it == titles.end()) return std::nullopt;
+    return static_cast<size_t>(it - titles.begin());
+  };
   StatisticPlan plan;
   const std::string_view md5 = StatCategoryColumn(StatCategory::kMd5);
-  for (size_t i = 0; i < a.titles.size(); ++i) {
-    if (a.titles[i] == md5) plan.md5_a = i;
-  }
-  for (size_t j = 0; j < b.titles.size(); ++j) {
-    if (b.titles[j] == md5) plan.md5_b = j;
-  }
+  plan.md5_a = position(a.titles, md5);
+  plan.md5_b = position(b.titles, md5);
   for (size_t i = 0; i < a.titles.size(); ++i) {
     const StatisticInfo* info = FindStatisticByTitle(a.titles[i]);
     if (info && !info->comparable) continue;
-    const auto j = std::find(b.titles.begin(), b.titles.end(), a.titles[i]);
-    if (j == b.titles.end()) continue;
-    plan.columns.push_back({i, static_cast<size_t>(j - b.titles.begin()), info, a.titles[i]});
+    if (const std::optional<size_t> j = position(b.titles, a.titles[i])) {
+      plan.columns.push_back({i, *j, info, a.titles[i]});
+    }
   }
   std::sort(plan.columns.begin(), plan.columns.end(),
             [](const auto& x, const auto& y) { return x.title < y.title; });
