@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <ostream>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -61,8 +63,7 @@ void PlanTasks(std::vector<TensorTask>* tasks,
 }
 
 void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& ga,
-                   const GraphEntry& gb, int64_t iteration, const DumpIndex& index_a,
-                   const DumpIndex& index_b, CompareResult* result,
+                   const GraphEntry& gb, int64_t iteration, CompareResult* result,
                    std::vector<TensorTask>* tasks) {
   const size_t kernel_index = result->kernels.size();
   KernelComparison& k = result->kernels.emplace_back();  // tasks name it by index, not address
@@ -80,13 +81,12 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
            : iteration < 0    ? KernelRole::kConstant
                               : KernelRole::kParameter;
   // A's source line, else B's: the trace it came from goes with it.
-  const std::vector<SourceLocation>* trace = &index_a.SourceTrace(ga, k.name_a);
-  k.source_line = SourceLineOf(*trace);
+  k.source_trace = SharedTrace(ga.SharedSourceTrace(k.name_a));
+  k.source_line = SourceLineOf(k.source_trace);
   if (k.source_line.empty()) {
-    trace = &index_b.SourceTrace(gb, k.name_b);
-    k.source_line = SourceLineOf(*trace);
+    k.source_trace = SharedTrace(gb.SharedSourceTrace(k.name_b));
+    k.source_line = SourceLineOf(k.source_trace);
   }
-  k.source_trace = *trace;
   std::vector<bool> used_b(p.b->tensors.size());
   // B's tensors by (io, slot), the first of each: pairing is linear in the kernel's tensors
   // (an Ascend dump file may hold 100,000 of one kernel).
@@ -151,6 +151,25 @@ const T* FindMatching(const std::vector<T>& items, const T& like, Key key) {
 }
 
 }  // namespace
+
+StatisticTitle::StatisticTitle(std::string_view title) {
+  // Never freed: the titles' views outlive any result that names them.
+  static std::mutex mu;
+  static auto* titles = new std::set<std::string, std::less<>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = titles->find(title);
+  if (it == titles->end()) it = titles->emplace(title).first;
+  text_ = *it;
+}
+
+std::ostream& operator<<(std::ostream& out, const StatisticTitle& title) {
+  return out << title.view();
+}
+
+const std::vector<SourceLocation>& SharedTrace::None() {
+  static const std::vector<SourceLocation> none;
+  return none;
+}
 
 const char* KernelRoleName(KernelRole r) {
   switch (r) {
@@ -221,7 +240,7 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
         if (ib == gb->iterations.end()) continue;
         std::vector<const KernelEntry*> only_a, only_b;
         for (const KernelPair& p : PairKernels(ia.kernels, ib->kernels, &only_a, &only_b)) {
-          AddKernelPair(p, ra, ga, *gb, ia.iteration, *pair.a, *pair.b, result, &tasks);
+          AddKernelPair(p, ra, ga, *gb, ia.iteration, result, &tasks);
           if (p.a->call == 0 && p.a->calls != p.b->calls) {
             result->call_count_differences.push_back({ra.rank, ga.graph_id, ia.iteration,
                                                       p.a->full_name, p.b->full_name,
@@ -262,7 +281,7 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
 
 KernelComparison KernelWithoutTensors(KernelComparison& k) {
   std::vector<TensorComparison> tensors = std::move(k.tensors);
-  std::vector<SourceLocation> trace = std::move(k.source_trace);
+  SharedTrace trace = std::move(k.source_trace);
   KernelComparison light = k;
   k.tensors = std::move(tensors);
   k.source_trace = std::move(trace);

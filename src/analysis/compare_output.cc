@@ -155,7 +155,7 @@ nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelCom
     }
     if (!t.stat_diffs.empty()) {
       json diffs = json::object();
-      for (const auto& [name, v] : t.stat_diffs) diffs[name] = Finite(v);
+      for (const auto& [name, v] : t.stat_diffs) diffs[std::string(name.view())] = Finite(v);
       jt["statistic_rel_diffs"] = diffs;
     }
     tensors.push_back(std::move(jt));

@@ -135,7 +135,7 @@ TEST(CompareStatisticTest, ColumnsArePairedByTitleWhateverTheirOrder) {
   const CompareResult r = Compare(a, b);
   const TensorComparison& t = OnlyTensor(r);
   std::vector<std::string> titles;
-  for (const auto& [title, diff] : t.stat_diffs) titles.push_back(title);
+  for (const auto& [title, diff] : t.stat_diffs) titles.emplace_back(title.view());
   // A title the catalogue does not know is compared as a number too.
   EXPECT_EQ(titles, (std::vector<std::string>{"Max Value", "Min Value", "Norm Guess"}));
   EXPECT_EQ(t.verdict, Verdict::kError);

@@ -114,11 +114,11 @@ class StatisticJudge {
                  TensorComparison* out)
       : options_(options), standard_(standard), out_(out) {}
 
-  void Add(std::string_view column, const StatValue& a, const StatValue& b) {
+  void Add(StatisticTitle column, const StatValue& a, const StatValue& b) {
     const double va = a.value, vb = b.value;
     const double diff = std::fabs(va - vb);
     const double relative = diff / (std::fabs(vb) + kRelEps);
-    out_->stat_diffs.emplace_back(std::string(column), relative);
+    out_->stat_diffs.emplace_back(column, relative);
     const bool same_special = (std::isnan(va) && std::isnan(vb)) || va == vb;
     if (same_special) return;
     const double allowed = options_.user_tolerances
@@ -128,11 +128,11 @@ class StatisticJudge {
     // A value read from statistic.csv text may be off by its printing: that is no difference.
     if (diff <= allowed + PrintedError(a) + PrintedError(b)) return;
     if (!failures_.empty()) failures_ += "; ";
-    failures_ += fmt::format("{} {:.6g} vs {:.6g}", column, va, vb);
+    failures_ += fmt::format("{} {:.6g} vs {:.6g}", column.view(), va, vb);
     // NaN against a number (a relative difference of NaN) is the largest.
     if (out_->worst_statistic.empty() || std::isnan(relative) || relative > worst_) {
       worst_ = std::isnan(relative) ? INFINITY : relative;
-      out_->worst_statistic = column;
+      out_->worst_statistic = column.view();
       out_->worst_statistic_a = va;
       out_->worst_statistic_b = vb;
     }

@@ -109,6 +109,14 @@ const std::map<std::string, std::vector<SourceLocation>>& GraphEntry::source_tra
   return ir_->traces;
 }
 
+std::shared_ptr<const std::vector<SourceLocation>> GraphEntry::SharedSourceTrace(
+    const std::string& full_name) const {
+  const auto& traces = source_traces();
+  const auto it = traces.find(full_name);
+  if (it == traces.end()) return nullptr;
+  return std::shared_ptr<const std::vector<SourceLocation>>(ir_, &it->second);  // aliasing ir_
+}
+
 void GraphEntry::SetIrText(std::string text) {
   ir_ = std::make_shared<IrTraces>();
   ir_->text = std::move(text);

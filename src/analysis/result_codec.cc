@@ -10,6 +10,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(SourceLocation, file, line, column, code)
 
 namespace graphdump::analysis {
 
+void to_json(nlohmann::json& j, const StatisticTitle& title) { j = title.view(); }
+void from_json(const nlohmann::json& j, StatisticTitle& title) {
+  title = StatisticTitle(j.get_ref<const std::string&>());
+}
+void to_json(nlohmann::json& j, const SharedTrace& trace) { j = trace.get(); }
+void from_json(const nlohmann::json& j, SharedTrace& trace) {
+  trace = SharedTrace(j.get<std::vector<SourceLocation>>());
+}
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Skipped, path, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WatchHit, rank, graph_id, iteration, call, calls, timestamp,
                                    sequence, order, kernel, is_input, slot, check, detail,

@@ -66,7 +66,7 @@ TEST(StatisticCatalogueAnalysisTest, CompareJudgesEveryComparableColumn) {
     EXPECT_EQ(t.mode, "statistic");
     EXPECT_EQ(t.verdict, Verdict::kPass) << t.reason;
     std::set<std::string> judged;
-    for (const auto& [title, diff] : t.stat_diffs) judged.insert(title);
+    for (const auto& [title, diff] : t.stat_diffs) judged.emplace(title.view());
     EXPECT_EQ(judged, comparable);
     EXPECT_EQ(r.errors, 0);
   }

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphdump/analysis/dump_index.h"
@@ -53,6 +56,48 @@ const char* VerdictName(Verdict v);
 enum class Pairing { kFullName, kNameWithoutOpId, kExecutionOrder };
 const char* PairingName(Pairing p);
 
+// A statistic column's title ("Max Value"), its text kept once for the whole process: a dump
+// names a few titles, and millions of tensor comparisons name them. Reads as its text.
+class StatisticTitle {
+ public:
+  StatisticTitle() = default;
+  StatisticTitle(std::string_view title);  // implicit, as the text it stands for
+  StatisticTitle(const char* title) : StatisticTitle(std::string_view(title)) {}
+  StatisticTitle(const std::string& title) : StatisticTitle(std::string_view(title)) {}
+  std::string_view view() const { return text_; }
+  operator std::string_view() const { return text_; }
+  friend bool operator==(const StatisticTitle& a, std::string_view b) { return a.text_ == b; }
+  friend bool operator<(const StatisticTitle& a, const StatisticTitle& b) {
+    return a.text_ < b.text_;
+  }
+
+ private:
+  std::string_view text_;
+};
+std::ostream& operator<<(std::ostream& out, const StatisticTitle& title);
+
+// A kernel's source trace (innermost frame first), shared by the index it came from and every
+// comparison of the kernel rather than copied into each. Reads as the frames' vector.
+class SharedTrace {
+ public:
+  SharedTrace() = default;
+  SharedTrace(std::vector<SourceLocation> frames)  // implicit, as the frames it holds
+      : frames_(std::make_shared<const std::vector<SourceLocation>>(std::move(frames))) {}
+  explicit SharedTrace(std::shared_ptr<const std::vector<SourceLocation>> frames)
+      : frames_(std::move(frames)) {}
+  const std::vector<SourceLocation>& get() const { return frames_ ? *frames_ : None(); }
+  operator const std::vector<SourceLocation>&() const { return get(); }
+  bool empty() const { return get().empty(); }
+  size_t size() const { return get().size(); }
+  const SourceLocation& operator[](size_t i) const { return get()[i]; }
+  auto begin() const { return get().begin(); }
+  auto end() const { return get().end(); }
+
+ private:
+  static const std::vector<SourceLocation>& None();
+  std::shared_ptr<const std::vector<SourceLocation>> frames_;
+};
+
 struct TensorComparison {
   bool is_input = false;
   uint32_t slot = 0;
@@ -62,7 +107,7 @@ struct TensorComparison {
   std::string mode;  // "tensor", "statistic", "missing"
   PairMetrics metrics;
   // statistic mode: relative differences of the statistic columns both sides hold
-  std::vector<std::pair<std::string, double>> stat_diffs;
+  std::vector<std::pair<StatisticTitle, double>> stat_diffs;
   // statistic mode, verdict error: the statistic outside the standard by the largest relative
   // difference ("Max Value"), with its value on each side; empty otherwise.
   std::string worst_statistic;
@@ -99,7 +144,7 @@ struct KernelComparison {
   std::string op_type;
   Pairing pairing = Pairing::kFullName;
   std::string source_line;  // the user's "file:line" from A (or B) .ir, may be empty
-  std::vector<SourceLocation> source_trace;  // the whole trace it came from (--json)
+  SharedTrace source_trace;  // the whole trace it came from (--json)
   std::vector<TensorComparison> tensors;
   // pass / warning / error and why. An operator kernel is an error only when it adds error
   // (below; an output whose shape or NaN/Inf positions differ from agreeing inputs does) or an

@@ -172,6 +172,10 @@ struct GraphEntry {
   // use, with the execution order's names (ParseIrSourceTraces): most commands look up the
   // sources of a few kernels, or of none. Thread-safe; copies of the entry share the result.
   const std::map<std::string, std::vector<SourceLocation>>& source_traces() const;
+  // The source trace of `full_name`, sharing the parsed traces (they live while it does); null
+  // when none is recorded.
+  std::shared_ptr<const std::vector<SourceLocation>> SharedSourceTrace(
+      const std::string& full_name) const;
   // Keeps the .ir's text for source_traces().
   void SetIrText(std::string text);
   // Kernels that write infinities on purpose, by full name (from graphs/*.pb; none without it).

@@ -65,7 +65,7 @@ struct StatisticPlan {
   struct Column {
     size_t a = 0, b = 0;                  // the column's position in each file's titles
     const StatisticInfo* info = nullptr;  // its catalogue entry; null for a title it lacks
-    std::string_view title;               // views A's file's title
+    StatisticTitle title;                 // A's file's title
   };
   std::vector<Column> columns;  // the comparable titles both files hold, sorted by title
   std::optional<size_t> md5_a, md5_b;
