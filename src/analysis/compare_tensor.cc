@@ -312,6 +312,22 @@ StatisticPlan PlanStatistics(const StatisticCells& a, const StatisticCells& b) {
   return plan;
 }
 
+namespace {
+
+// StandardFor, remembering the last pair of dtypes on this thread: a dump's tensors come in runs
+// of one dtype.
+const PrecisionStandard& StandardOfPair(const std::string& dtype_a, const std::string& dtype_b) {
+  thread_local std::optional<std::pair<std::string, std::string>> last_dtypes;
+  thread_local PrecisionStandard last;
+  if (!last_dtypes || last_dtypes->first != dtype_a || last_dtypes->second != dtype_b) {
+    last = StandardFor(dtype_a, dtype_b);
+    last_dtypes.emplace(dtype_a, dtype_b);
+  }
+  return last;
+}
+
+}  // namespace
+
 void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
                    const StatisticPlan* plan, TensorComparison* out, std::vector<Skipped>* skipped,
                    std::mutex* mu) {
@@ -320,7 +336,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   out->path_a = ta->path;
   out->path_b = tb->path;
   out->error = kNaN;
-  const PrecisionStandard standard = StandardFor(out->dtype_a, out->dtype_b);
+  const PrecisionStandard standard = StandardOfPair(out->dtype_a, out->dtype_b);
   out->standard = options.user_tolerances ? "user" : standard.dtype;
   std::unique_ptr<MappedNpy> na, nb;
   for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {

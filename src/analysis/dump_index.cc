@@ -99,22 +99,30 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor) {
   return MappedNpy::Open(tensor.path);
 }
 
-const std::map<std::string, std::vector<SourceLocation>>& GraphEntry::source_traces() const {
-  static const std::map<std::string, std::vector<SourceLocation>> kNone;
-  if (!ir_) return kNone;
+const GraphEntry::IrTraces* GraphEntry::ParsedIr() const {
+  if (!ir_) return nullptr;
   std::call_once(ir_->parsed, [&] {
     ir_->traces = ParseIrSourceTraces(ir_->text, execution_order);
     ir_->text = std::string();
+    ir_->by_name.reserve(ir_->traces.size());
+    for (const auto& [name, trace] : ir_->traces) ir_->by_name.emplace(name, &trace);
   });
-  return ir_->traces;
+  return ir_.get();
+}
+
+const std::map<std::string, std::vector<SourceLocation>>& GraphEntry::source_traces() const {
+  static const std::map<std::string, std::vector<SourceLocation>> kNone;
+  const IrTraces* ir = ParsedIr();
+  return ir ? ir->traces : kNone;
 }
 
 std::shared_ptr<const std::vector<SourceLocation>> GraphEntry::SharedSourceTrace(
     const std::string& full_name) const {
-  const auto& traces = source_traces();
-  const auto it = traces.find(full_name);
-  if (it == traces.end()) return nullptr;
-  return std::shared_ptr<const std::vector<SourceLocation>>(ir_, &it->second);  // aliasing ir_
+  const IrTraces* ir = ParsedIr();
+  if (!ir) return nullptr;
+  const auto it = ir->by_name.find(full_name);
+  if (it == ir->by_name.end()) return nullptr;
+  return std::shared_ptr<const std::vector<SourceLocation>>(ir_, it->second);  // shares ir_
 }
 
 void GraphEntry::SetIrText(std::string text) {
@@ -134,9 +142,8 @@ std::string DumpIndex::SourceLine(const GraphEntry& graph, const std::string& fu
 const std::vector<SourceLocation>& DumpIndex::SourceTrace(const GraphEntry& graph,
                                                          const std::string& full_name) const {
   static const std::vector<SourceLocation> kNone;
-  const auto& traces = graph.source_traces();
-  auto it = traces.find(full_name);
-  return it == traces.end() ? kNone : it->second;
+  const auto trace = graph.SharedSourceTrace(full_name);  // the graph keeps it alive
+  return trace ? *trace : kNone;
 }
 
 StatusOr<DumpRanks> ListDumpRanks(const std::string& dir) {

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "graphdump/analysis/ascend_dump.h"
@@ -186,7 +187,11 @@ struct GraphEntry {
     std::string text;
     std::once_flag parsed;
     std::map<std::string, std::vector<SourceLocation>> traces;
+    // traces' entries by name, for lookups: a model's names share long prefixes, which an
+    // ordered search compares again at every level.
+    std::unordered_map<std::string_view, const std::vector<SourceLocation>*> by_name;
   };
+  const IrTraces* ParsedIr() const;  // null without an .ir
   std::shared_ptr<IrTraces> ir_;
 };
 
