@@ -224,7 +224,17 @@ void SortKernels(std::vector<KernelComparison>* kernels) {
 
 void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& options,
                   CompareResult* result) {
+  // A's kernels bound the pairs, and nearly all have two tensors: room for them at once, where
+  // growing a vector of 100,000 comparisons moves each of them many times over.
+  size_t kernels = result->kernels.size();
+  for (const RankPair& pair : pairs) {
+    for (const GraphEntry& g : pair.ra->graphs) {
+      for (const IterationEntry& it : g.iterations) kernels += it.kernels.size();
+    }
+  }
+  result->kernels.reserve(kernels);
   std::vector<TensorTask> tasks;
+  tasks.reserve(2 * (kernels - result->kernels.size()));
   for (const RankPair& pair : pairs) {
     const RankEntry& ra = *pair.ra;
     const RankEntry& rb = *pair.rb;
