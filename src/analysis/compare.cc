@@ -81,13 +81,26 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
            : iteration < 0    ? KernelRole::kConstant
                               : KernelRole::kParameter;
   // A's source line, else B's: the trace it came from goes with it.
-  k.source_trace = SharedTrace(ga.SharedSourceTrace(k.name_a));
+  k.source_trace = SharedTrace(ga.SharedSourceTrace(k.name_a, p.a->order));
   k.source_line = SourceLineOf(k.source_trace);
   if (k.source_line.empty()) {
-    k.source_trace = SharedTrace(gb.SharedSourceTrace(k.name_b));
+    k.source_trace = SharedTrace(gb.SharedSourceTrace(k.name_b, p.b->order));
     k.source_line = SourceLineOf(k.source_trace);
   }
-  std::vector<bool> used_b(p.b->tensors.size());
+  // B's tensors paired so far: bits of one word for a kernel of up to 64 (nearly all: no
+  // allocation per kernel), else a vector.
+  uint64_t used_few = 0;
+  std::vector<bool> used_many(p.b->tensors.size() > 64 ? p.b->tensors.size() : 0);
+  auto mark = [&](size_t j) {
+    if (used_many.empty()) {
+      used_few |= uint64_t{1} << j;
+    } else {
+      used_many[j] = true;
+    }
+  };
+  auto used = [&](size_t j) {
+    return used_many.empty() ? (used_few >> j & 1) != 0 : static_cast<bool>(used_many[j]);
+  };
   // B's tensors by (io, slot), the first of each: pairing is linear in the kernel's tensors
   // (an Ascend dump file may hold 100,000 of one kernel).
   // A kernel of a few tensors (nearly all) is searched in place.
@@ -111,7 +124,8 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   };
   k.tensors.reserve(p.a->tensors.size());
   for (const TensorEntry& ta : p.a->tensors) {
-    TensorComparison tc;
+    const size_t at = k.tensors.size();
+    TensorComparison& tc = k.tensors.emplace_back();  // room for every tensor is reserved
     tc.is_input = ta.is_input;
     tc.slot = ta.slot;
     const std::optional<size_t> found = partner(ta);
@@ -123,14 +137,13 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
       tc.path_a = ta.path;
       tc.dtype_a = ta.dtype_name;
     } else {
-      used_b[*found] = true;
-      tasks->push_back({kernel_index, k.tensors.size(), &ta, &p.b->tensors[*found]});
+      mark(*found);
+      tasks->push_back({kernel_index, at, &ta, &p.b->tensors[*found]});
     }
-    k.tensors.push_back(std::move(tc));
   }
   for (size_t j = 0; j < p.b->tensors.size(); ++j) {
-    if (used_b[j]) continue;
-    TensorComparison tc;
+    if (used(j)) continue;
+    TensorComparison& tc = k.tensors.emplace_back();
     tc.is_input = p.b->tensors[j].is_input;
     tc.slot = p.b->tensors[j].slot;
     tc.mode = "missing";
@@ -139,7 +152,6 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
     tc.reason = Describe(tc) + " only in B";
     tc.path_b = p.b->tensors[j].path;
     tc.dtype_b = p.b->tensors[j].dtype_name;
-    k.tensors.push_back(std::move(tc));
   }
 }
 

@@ -106,6 +106,11 @@ const GraphEntry::IrTraces* GraphEntry::ParsedIr() const {
     ir_->text = std::string();
     ir_->by_name.reserve(ir_->traces.size());
     for (const auto& [name, trace] : ir_->traces) ir_->by_name.emplace(name, &trace);
+    ir_->by_order.reserve(execution_order.size());
+    for (const std::string& name : execution_order) {
+      const auto it = ir_->by_name.find(name);
+      ir_->by_order.push_back(it == ir_->by_name.end() ? nullptr : it->second);
+    }
   });
   return ir_.get();
 }
@@ -123,6 +128,18 @@ std::shared_ptr<const std::vector<SourceLocation>> GraphEntry::SharedSourceTrace
   const auto it = ir->by_name.find(full_name);
   if (it == ir->by_name.end()) return nullptr;
   return std::shared_ptr<const std::vector<SourceLocation>>(ir_, it->second);  // shares ir_
+}
+
+std::shared_ptr<const std::vector<SourceLocation>> GraphEntry::SharedSourceTrace(
+    const std::string& full_name, int64_t order) const {
+  const IrTraces* ir = ParsedIr();
+  if (!ir) return nullptr;
+  const size_t at = static_cast<size_t>(order);
+  if (order < 0 || at >= ir->by_order.size() || execution_order[at] != full_name) {
+    return SharedSourceTrace(full_name);
+  }
+  if (!ir->by_order[at]) return nullptr;
+  return std::shared_ptr<const std::vector<SourceLocation>>(ir_, ir->by_order[at]);
 }
 
 void GraphEntry::SetIrText(std::string text) {

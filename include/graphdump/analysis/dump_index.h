@@ -177,6 +177,10 @@ struct GraphEntry {
   // when none is recorded.
   std::shared_ptr<const std::vector<SourceLocation>> SharedSourceTrace(
       const std::string& full_name) const;
+  // SharedSourceTrace of a kernel at `order` in the execution order (KernelEntry::order; -1:
+  // none): found by its position, without hashing its name.
+  std::shared_ptr<const std::vector<SourceLocation>> SharedSourceTrace(const std::string& full_name,
+                                                                       int64_t order) const;
   // Keeps the .ir's text for source_traces().
   void SetIrText(std::string text);
   // Kernels that write infinities on purpose, by full name (from graphs/*.pb; none without it).
@@ -190,6 +194,8 @@ struct GraphEntry {
     // traces' entries by name, for lookups: a model's names share long prefixes, which an
     // ordered search compares again at every level.
     std::unordered_map<std::string_view, const std::vector<SourceLocation>*> by_name;
+    // The trace of each name of the execution order, by position (null: none).
+    std::vector<const std::vector<SourceLocation>*> by_order;
   };
   const IrTraces* ParsedIr() const;  // null without an .ir
   std::shared_ptr<IrTraces> ir_;
