@@ -120,17 +120,18 @@ void Attribute(const CompareOptions& options, double saved_error, KernelComparis
   // measured; a measured output's failure is judged below.
   for (const TensorComparison& t : k->tensors) {
     Verdict v = t.verdict;
-    std::string why = t.reason;
+    bool inherited = false;
     if (v == Verdict::kError && t.is_input) {
       if (!std::isnan(out)) continue;
       v = Verdict::kWarning;
-      why = "inherited (no output compared): " + why;
+      inherited = true;
     } else if (v == Verdict::kError && !std::isnan(t.error)) {
       continue;
     }
     if (v > k->verdict || (k->reason.empty() && v == k->verdict && v != Verdict::kPass)) {
       k->verdict = v;
-      k->reason = Describe(t) + ": " + why;
+      k->reason = Describe(t) + ": " + (inherited ? "inherited (no output compared): " : "") +
+                  t.reason;
     }
   }
   if (!failing) return;
@@ -176,8 +177,16 @@ size_t RunEnd(const std::vector<KernelComparison>& ks, size_t begin) {
 // order: a kernel that adds error is its own origin; any other takes the origin of the earlier
 // operator that made its input of largest error (matched by reference values). An inheriting
 // kernel's reason then names it.
-void TraceErrorOrigins(CompareResult* r) {
+void TraceErrorOrigins(CompareResult* r, bool fingerprints) {
   auto& ks = r->kernels;
+  if (!fingerprints) {  // no tensor to match an input to the kernel that made it
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (ks[i].role == KernelRole::kOperator && ks[i].adds_error) {
+        ks[i].error_origin = static_cast<int64_t>(i);
+      }
+    }
+    return;
+  }
   size_t begin = 0;
   while (begin < ks.size()) {
     const size_t end = RunEnd(ks, begin);
@@ -235,7 +244,14 @@ void Summarize(CompareResult* r) {
   });
   for (size_t i = 0; i < r->contributors.size(); ++i)
     r->kernels[r->contributors[i]].contribution_rank = static_cast<int>(i + 1);
-  TraceErrorOrigins(r);
+  // Fingerprints (reference values) come from compared tensor files only: a statistics-only
+  // comparison has none, and the passes that match them are skipped.
+  bool fingerprints = false;
+  for (size_t i = 0; i < ks.size() && !fingerprints; ++i) {
+    for (const TensorComparison& t : ks[i].tensors) fingerprints = fingerprints || FingerprintOf(t);
+  }
+  TraceErrorOrigins(r, fingerprints);
+  if (!fingerprints) return;
   // Graph inputs: operator inputs whose reference values no earlier operator of the same
   // iteration output and no parameter or constant of the graph holds.
   std::map<std::tuple<uint32_t, uint32_t>, std::set<Fingerprint>> constants;
