@@ -3,10 +3,7 @@
 // One pass over the file's text with fields as views into it: no string per field, and the
 // statistic cells of every row in one string shared by the rows (StatisticCells).
 #include <algorithm>
-#include <bit>
 #include <charconv>
-#include <cstdint>
-#include <cstring>
 #include <string_view>
 
 #include "dump_index_parts.h"
@@ -16,25 +13,6 @@
 
 namespace graphdump::analysis {
 namespace {
-
-// The first ',' or '"' of [p, end), or end: eight bytes at a time, as a row's names are long.
-// In each word, a byte equal to the one sought becomes zero after the XOR, and (x - 1) & ~x sets
-// the high bit of the lowest zero byte exactly (a borrow may only mark bytes above it), so the
-// lowest marked byte of either test is the first match (x86 and ARM read words little-endian).
-const char* FindFieldEnd(const char* p, const char* end) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
-  constexpr uint64_t kCommas = kOnes * ',', kQuotes = kOnes * '"';
-  static_assert(std::endian::native == std::endian::little);
-  for (; end - p >= 8; p += 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    const uint64_t comma = word ^ kCommas, quote = word ^ kQuotes;
-    const uint64_t found = (((comma - kOnes) & ~comma) | ((quote - kOnes) & ~quote)) & kHighs;
-    if (found) return p + (std::countr_zero(found) >> 3);
-  }
-  while (p < end && *p != ',' && *p != '"') ++p;
-  return p;
-}
 
 // Splits `line` at commas outside quotes into `fields`, quote characters removed. Fields are
 // views into `line`; a field whose quotes do not enclose it whole (`a"b,c"d`) is a view into
@@ -56,8 +34,8 @@ void SplitCsvLine(std::string_view line, std::string* scratch,
         continue;
       }
     } else {
-      const size_t end = static_cast<size_t>(
-          FindFieldEnd(line.data() + start, line.data() + line.size()) - line.data());
+      size_t end = start;
+      while (end < line.size() && line[end] != ',' && line[end] != '"') ++end;
       if (end == line.size()) {
         fields->push_back(line.substr(start));
         return;
