@@ -170,6 +170,33 @@ TEST(StatisticCsvTest, QuotesAnywhereInAFieldAreRemovedAndProtectCommas) {
   EXPECT_EQ((*rows)[2].values.at("Note"), "plain");
 }
 
+// Fields end at their comma whatever their length: names of every length from 0 to 40 (with
+// bytes above 0x7f, as UTF-8 names have), and quoted parts at every offset of a long field.
+TEST(StatisticCsvTest, FieldsOfEveryLengthEndAtTheirComma) {
+  std::string text = "Op Type,Op Name,IO,Slot,Note\n";
+  std::vector<std::string> names, notes;
+  for (size_t length = 0; length <= 40; ++length) {
+    std::string name;
+    for (size_t i = 0; i < length; ++i) {
+      name += i % 7 == 3 ? '\xc3' : static_cast<char>('a' + i % 26);
+    }
+    names.push_back(name);
+    const std::string prefix(length % 20, 'p');
+    notes.push_back(prefix + "q,r" + name);
+    text += "Add," + name + ",output," + std::to_string(length) + "," + prefix + "\"q,r\"" + name +
+            "\n";
+  }
+  auto rows = ParseStatisticCsvText(text, "lengths.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ((*rows)[i].op_type, "Add");
+    EXPECT_EQ((*rows)[i].op_name, names[i]) << "length " << i;
+    EXPECT_EQ((*rows)[i].slot, i);
+    EXPECT_EQ((*rows)[i].values.at("Note"), notes[i]) << "length " << i;
+  }
+}
+
 TEST(IndexDumpTest, MissingAndNonDumpDirectories) {
   testing::TempDir dir;
   auto missing = IndexDump(dir.Sub("nope"));
