@@ -158,5 +158,16 @@ TEST(CompareStatisticTest, ColumnsArePairedByTitleWhateverTheirOrder) {
   EXPECT_EQ(none.reason, "no statistic column in common; nothing compared");
 }
 
+// Millions of comparisons name a few titles: each title's text is held once for the process.
+TEST(StatisticTitleTest, EachTitleIsHeldOnce) {
+  const std::string text = "Max Value";
+  const StatisticTitle a(text), b("Max Value"), c("Min Value");
+  EXPECT_EQ(a.view().data(), b.view().data());
+  EXPECT_NE(a.view().data(), c.view().data());
+  EXPECT_EQ(a, "Max Value");
+  EXPECT_EQ(c.view(), "Min Value");
+  EXPECT_TRUE(a < c);
+}
+
 }  // namespace
 }  // namespace graphdump::analysis

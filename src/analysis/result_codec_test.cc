@@ -22,11 +22,14 @@ TEST(ResultCodecTest, CompareResultRoundTripsWithNonFiniteValues) {
   k.pairing = Pairing::kExecutionOrder;
   k.growth = std::numeric_limits<double>::infinity();
   k.input_error = 0.1 + 0.2;  // not a short decimal: must come back bit for bit
+  k.source_trace =
+      std::vector<SourceLocation>{{"model.py", 12, 4, "y = f(x)"}, {"run.py", 3, 0, ""}};
   TensorComparison t;
   t.is_input = true;
   t.slot = 3;
   t.mode = "statistic";
-  t.stat_diffs = {{"Max Value", -std::numeric_limits<double>::infinity()}};
+  t.stat_diffs = {{"Max Value", -std::numeric_limits<double>::infinity()},
+                  {"A Title Of Its Own", 0.5}};  // a title the catalogue lacks
   t.metrics.cosine = std::nan("");
   t.metrics.nan_a = 5;
   k.tensors.push_back(t);
@@ -52,6 +55,12 @@ TEST(ResultCodecTest, CompareResultRoundTripsWithNonFiniteValues) {
   EXPECT_EQ(b.tensors.at(0).metrics.nan_a, 5);
   EXPECT_EQ(b.tensors.at(0).stat_diffs.at(0).first, "Max Value");
   EXPECT_EQ(b.tensors.at(0).stat_diffs.at(0).second, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(b.tensors.at(0).stat_diffs.at(1).first, "A Title Of Its Own");
+  ASSERT_EQ(b.source_trace.size(), 2u);
+  EXPECT_EQ(b.source_trace[0].file, "model.py");
+  EXPECT_EQ(b.source_trace[0].line, 12);
+  EXPECT_EQ(b.source_trace[0].code, "y = f(x)");
+  EXPECT_EQ(b.source_trace[1].file, "run.py");
   EXPECT_EQ(back->unpaired.at(0).side, 'B');
   EXPECT_EQ(back->skipped.at(0).reason, "a.npy: truncated");
   EXPECT_EQ(back->differing_graph_inputs, r.differing_graph_inputs);
