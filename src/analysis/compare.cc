@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -41,13 +42,14 @@ const StatisticCells* CellsOf(const TensorEntry& t) {
   return t.stats ? t.stats->values.cells() : nullptr;
 }
 
+using Plans = std::map<std::pair<const StatisticCells*, const StatisticCells*>,
+                       compare_internal::StatisticPlan>;
+
 // Gives each task whose tensors both have a statistic.csv row the plan of their two files.
-void PlanTasks(std::vector<TensorTask>* tasks,
-               std::map<std::pair<const StatisticCells*, const StatisticCells*>,
-                        compare_internal::StatisticPlan>* plans) {
+void PlanTasks(std::span<TensorTask> tasks, Plans* plans) {
   std::pair<const StatisticCells*, const StatisticCells*> last{};  // never a task's key
   const compare_internal::StatisticPlan* last_plan = nullptr;
-  for (TensorTask& t : *tasks) {
+  for (TensorTask& t : tasks) {
     const std::pair key{CellsOf(*t.a), CellsOf(*t.b)};
     if (!key.first || !key.second) continue;
     if (key != last) {
@@ -246,7 +248,17 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
   }
   result->kernels.reserve(kernels);
   std::vector<TensorTask> tasks;
-  tasks.reserve(2 * (kernels - result->kernels.size()));
+  Plans plans;
+  std::mutex mu;
+  auto compare = [&](const TensorTask& t) {
+    CompareTensor(t.a, t.b, options, t.plan, &result->kernels[t.kernel].tensors[t.tensor],
+                  &result->skipped, &mu);
+  };
+  // On one thread, a kernel's tensors are compared as soon as it is paired, while both sides'
+  // entries are in the processor's cache; on more, every pair is spread over the threads after.
+  const int threads = options.threads > 0 ? options.threads : DefaultThreads();
+  const bool at_once = threads == 1 && !options.progress;
+  if (!at_once) tasks.reserve(2 * (kernels - result->kernels.size()));
   for (const RankPair& pair : pairs) {
     const RankEntry& ra = *pair.ra;
     const RankEntry& rb = *pair.rb;
@@ -262,7 +274,13 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
         if (ib == gb->iterations.end()) continue;
         std::vector<const KernelEntry*> only_a, only_b;
         for (const KernelPair& p : PairKernels(ia.kernels, ib->kernels, &only_a, &only_b)) {
+          const size_t first = tasks.size();
           AddKernelPair(p, ra, ga, *gb, ia.iteration, result, &tasks);
+          if (at_once) {
+            PlanTasks(std::span<TensorTask>(tasks).subspan(first), &plans);
+            for (size_t i = first; i < tasks.size(); ++i) compare(tasks[i]);
+            tasks.resize(first);
+          }
           if (p.a->call == 0 && p.a->calls != p.b->calls) {
             result->call_count_differences.push_back({ra.rank, ga.graph_id, ia.iteration,
                                                       p.a->full_name, p.b->full_name,
@@ -278,17 +296,9 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
       }
     }
   }
-  std::map<std::pair<const StatisticCells*, const StatisticCells*>, compare_internal::StatisticPlan>
-      plans;
-  PlanTasks(&tasks, &plans);
-  std::mutex mu;
-  ParallelFor(tasks.size(), options.threads > 0 ? options.threads : DefaultThreads(),
-              options.progress ? "compare: tensor pairs" : "", [&](size_t i) {
-                const TensorTask& t = tasks[i];
-                CompareTensor(t.a, t.b, options, t.plan,
-                              &result->kernels[t.kernel].tensors[t.tensor],
-                              &result->skipped, &mu);
-              });
+  PlanTasks(tasks, &plans);
+  ParallelFor(tasks.size(), threads, options.progress ? "compare: tensor pairs" : "",
+              [&](size_t i) { compare(tasks[i]); });
   const std::map<ScopeKey, double> forward = ForwardScopeErrors(result->kernels);
   for (KernelComparison& k : result->kernels) {
     Attribute(options, SavedTensorError(forward, k), &k);
