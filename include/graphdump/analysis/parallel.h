@@ -36,7 +36,8 @@ class Progress {
 // Tells malloc to keep what it frees for reuse rather than hand it back to the kernel: analysis
 // builds and frees one rank's index after another, and with glibc's defaults every rank's pages
 // are unmapped and faulted in again (about half of `watch`'s time). Process-wide; call once at
-// start (the CLI's main does).
+// start (the CLI's main does). No effect where mimalloc replaces malloc (the CLI, when built
+// with it: tools/mimalloc_tuning.cc sets its own delay).
 void ReuseFreedMemory();
 
 // Default worker count: the hardware threads (at least 1).
