@@ -129,6 +129,7 @@ void AddRank(const DumpIndex& index, Part* c) {
   // A statistic.csv's titles are looked up once per file (its rows share them).
   const analysis::StatisticCells* titled = nullptr;
   std::vector<size_t> columns;
+  std::vector<int64_t> row_dims;  // a statistic row's shape, as shape_ids holds shapes
   for (const auto& r : index.ranks) {
     for (const auto& g : r.graphs) {
       const int32_t net = c->nets.Id(g.net_name);
@@ -168,8 +169,9 @@ void AddRank(const DumpIndex& index, Part* c) {
             c->io.push_back(t.is_input ? 0 : 1);
             c->slot.push_back(t.slot);
             c->dtype.push_back(c->dtypes.Id(t.dtype_name));
-            static const std::vector<int64_t> kNoShape;
-            const std::vector<int64_t>* dims = t.stats ? &t.stats->shape : &kNoShape;
+            row_dims.clear();
+            if (t.stats) row_dims.assign(t.stats->shape.begin(), t.stats->shape.end());
+            const std::vector<int64_t>* dims = &row_dims;
             std::unique_ptr<analysis::MappedNpy> npy;
             if (!t.stats && !t.path.empty() && !t.in_dump_file) {
               if (auto opened = analysis::MappedNpy::Open(t.path); opened.ok()) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,7 @@ void CopyContiguousTo(const TensorView& view, uint8_t* out);
 template <typename Visit>
 void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& visit);
 
-std::string ShapeToString(const std::vector<int64_t>& shape);  // "(2,3)", "()" for a scalar
+std::string ShapeToString(std::span<const int64_t> shape);  // "(2,3)", "()" for a scalar
 
 }  // namespace graphdump
 

@@ -159,5 +159,77 @@ TEST(SplitCallsTest, IndexAndWatchSeeEveryCall) {
   EXPECT_EQ(result.hits[0].detail, "8 NaN of 8 elements");
 }
 
+// The index finds each statistic.csv row's kernel in the execution order: rows in that order
+// (the common case, read without hashing names) and the same rows shuffled give the same
+// kernels, full names, positions and calls, including a name the order lists twice, a kernel it
+// lacks, a second call and a second operator under one name.
+TEST(SplitCallsTest, RowsInAnyOrderFindTheirExecutionOrderPosition) {
+  const std::vector<std::string> rows = {
+      "Parameter,Parameter_w,0,0,1700000000000009,output,0,32,float32,\"(8)\",1,0\n",
+      "Sqrt,Default_Sqrt-op0,0,0,1700000000000010,output,0,32,float32,\"(8)\",1,0\n",
+      "Relu,Default_Relu-op1,0,0,1700000000000011,output,0,32,float32,\"(8)\",1,0\n",
+      "Add,Default_Add-op3,0,0,1700000000000012,output,0,32,float32,\"(8)\",1,0\n",
+      "Cast,Default_Cast-op9,0,0,1700000000000013,output,0,32,float32,\"(8)\",1,0\n",
+      "Mul,Default_Mul-op4,0,0,1700000000000014,output,0,32,float32,\"(8)\",1,0\n",
+      "Sqrt,Default_Sqrt-op0,0,0,1700000000000015,output,0,32,float32,\"(8)\",1,0\n",
+      "Gelu,Default_Relu-op1,0,0,1700000000000016,output,0,32,float32,\"(8)\",1,0\n",
+  };
+  struct Seen {
+    std::string op_type, op_name, full_name;
+    int64_t order;
+    uint32_t call, calls;
+    bool operator==(const Seen&) const = default;
+  };
+  auto index_rows = [&](const std::vector<size_t>& order) {
+    testing::TempDir dir;
+    const std::string rank = dir.Sub("rank_0");
+    std::filesystem::create_directories(rank + "/Net/0/0");
+    std::filesystem::create_directories(rank + "/execution_order");
+    std::filesystem::create_directories(rank + "/.dump_metadata");
+    testing::WriteFile(rank + "/.dump_metadata/config.json",
+                       "{\"graphdump_version\": \"0.1.0\"}\n");
+    testing::WriteFile(rank + "/execution_order/ms_execution_order_graph_0.csv",
+                       "NodeExecutionOrder-FullNameWithScope\nDefault/Sqrt-op0\nDefault/Relu-op1\n"
+                       "Default/Sqrt-op0\nDefault/Add-op3\nDefault/Mul-op4\n");
+    std::string csv =
+        "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,Max Value,"
+        "Min Value\n";
+    for (size_t i : order) csv += rows[i];
+    testing::WriteFile(rank + "/Net/0/0/statistic.csv", csv);
+    auto index = IndexDump(dir.path());
+    EXPECT_TRUE(index.ok()) << index.status().message();
+    std::vector<Seen> seen;
+    if (!index.ok()) return seen;
+    EXPECT_TRUE(index->skipped.empty());
+    for (const KernelEntry& k : index->ranks[0].graphs[0].iterations[0].kernels) {
+      seen.push_back({k.op_type, k.op_name, k.full_name, k.order, k.call, k.calls});
+    }
+    return seen;
+  };
+  const std::vector<Seen> expected = {
+      {"Parameter", "Parameter_w", "Parameter_w", -1, 0, 1},
+      {"Sqrt", "Default_Sqrt-op0", "Default/Sqrt-op0", 0, 0, 2},
+      {"Relu", "Default_Relu-op1", "Default/Relu-op1", 1, 0, 1},
+      {"Gelu", "Default_Relu-op1", "Default/Relu-op1", 1, 0, 1},
+      {"Add", "Default_Add-op3", "Default/Add-op3", 3, 0, 1},
+      {"Mul", "Default_Mul-op4", "Default/Mul-op4", 4, 0, 1},
+      {"Cast", "Default_Cast-op9", "Default_Cast-op9", -1, 0, 1},
+      {"Sqrt", "Default_Sqrt-op0", "Default/Sqrt-op0", 0, 1, 2},
+  };
+  auto describe = [](const std::vector<Seen>& v) {
+    std::string text;
+    for (const Seen& s : v) {
+      text += s.op_type + " " + s.op_name + " " + s.full_name + " " + std::to_string(s.order) +
+              " " + std::to_string(s.call) + "/" + std::to_string(s.calls) + "\n";
+    }
+    return text;
+  };
+  for (const std::vector<size_t>& order :
+       {std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7}, std::vector<size_t>{5, 3, 7, 1, 4, 0, 6, 2},
+        std::vector<size_t>{7, 6, 5, 4, 3, 2, 1, 0}}) {
+    EXPECT_EQ(describe(index_rows(order)), describe(expected));
+  }
+}
+
 }  // namespace
 }  // namespace graphdump::analysis

@@ -104,11 +104,20 @@ struct GraphContext {
   // The file form of each name of the execution order, in its order.
   std::vector<std::string> file_names;
   PositionTable by_file_name;  // file_names' positions, by name (the first of equal names)
+  std::vector<char> first_of_name;  // by position: no earlier name of the order is equal
 
   // The execution order position of the kernel whose file-form name is `name`.
   std::optional<size_t> Position(std::string_view name) const {
     return by_file_name.Find(std::hash<std::string_view>()(name),
                              [&](uint32_t at) { return file_names[at] == name; });
+  }
+  // Position(name), tried first at `guess`: a statistic.csv lists kernels in execution order,
+  // and the next kernel's name is then compared once instead of hashed and looked up.
+  std::optional<size_t> Position(std::string_view name, size_t guess) const {
+    if (guess < file_names.size() && first_of_name[guess] && file_names[guess] == name) {
+      return guess;
+    }
+    return Position(name);
   }
 };
 
@@ -118,6 +127,9 @@ struct KernelParts {
   KernelEntry kernel;
   uint32_t id = 0;       // its place in the KernelMap
   bool dropped = false;  // its statistic.csv could not be read and it has no file
+  // Its execution order position, when found while reading statistic.csv (-1: none); nullopt
+  // when not looked up yet.
+  std::optional<int64_t> position;
 };
 
 // An iteration's statistic.csv rows, each with the id of its kernel (KernelParts::id), in file
@@ -164,17 +176,26 @@ class KernelMap {
  public:
   using Key = std::pair<std::string_view, std::string_view>;
   KernelParts& operator[](Key key) {
+    HashNames();
     const size_t hash = Hash(key);
     const std::optional<uint32_t> found = by_name_.Find(hash, [&](uint32_t at) {
       const KernelEntry& k = parts_[at].kernel;
       return k.op_name == key.second && k.op_type == key.first;
     });
     if (found) return parts_[*found];
-    KernelParts& parts = parts_.emplace_back();
-    parts.id = static_cast<uint32_t>(parts_.size() - 1);
-    parts.kernel.op_type = key.first;
-    parts.kernel.op_name = key.second;
+    KernelParts& parts = Add(key);
     by_name_.Insert(hash, parts.id);
+    return parts;
+  }
+  // operator[] for a kernel at execution order position `position`. While every kernel comes
+  // this way at a position past the last one (a statistic.csv in execution order), a kernel is
+  // new without a lookup: the same name has the same position. Names are hashed from the first
+  // kernel out of that order on.
+  KernelParts& At(Key key, int64_t position) {
+    if (hashed_ || position <= last_position_) return (*this)[key];
+    last_position_ = position;
+    KernelParts& parts = Add(key);
+    parts.position = position;
     return parts;
   }
   // f(parts) for every kernel, in the order they were first named; f may move the kernel out
@@ -184,9 +205,26 @@ class KernelMap {
     for (KernelParts& parts : parts_) f(parts);
   }
   size_t size() const { return parts_.size(); }
-  void reserve(size_t kernels) { by_name_.reserve(kernels); }
+  // Room for `kernels` names in the table, when names are hashed.
+  void reserve(size_t kernels) { reserve_ = kernels; }
 
  private:
+  KernelParts& Add(Key key) {
+    KernelParts& parts = parts_.emplace_back();
+    parts.id = static_cast<uint32_t>(parts_.size() - 1);
+    parts.kernel.op_type = key.first;
+    parts.kernel.op_name = key.second;
+    return parts;
+  }
+  // Hashes the names of the kernels so far, once.
+  void HashNames() {
+    if (hashed_) return;
+    hashed_ = true;
+    by_name_.reserve(std::max(reserve_, parts_.size()));
+    for (const KernelParts& p : parts_) {
+      by_name_.Insert(Hash({p.kernel.op_type, p.kernel.op_name}), p.id);
+    }
+  }
   static size_t Hash(const Key& k) {
     const size_t a = std::hash<std::string_view>()(k.first);
     return a ^ (std::hash<std::string_view>()(k.second) + 0x9e3779b97f4a7c15ULL + (a << 6) +
@@ -194,6 +232,9 @@ class KernelMap {
   }
   std::deque<KernelParts> parts_;
   PositionTable by_name_;
+  bool hashed_ = false;        // by_name_ holds every kernel
+  int64_t last_position_ = -1;  // At's last position
+  size_t reserve_ = 0;
 };
 
 // The tensors of an Ascend dump file (file_format "bin" in MindSpore's layout); `name` is the
@@ -267,6 +308,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     // rows, and its file-form name made once.
     std::string type, raw_name, sanitized;
     KernelParts* parts = nullptr;
+    size_t next_position = 0;  // where the next row's kernel likely is in the execution order
     Status parsed = Status::Ok();
     StatusOr<std::unique_ptr<MappedFile>> mapped = MappedFile::Open(csv.string(), true);
     if (mapped.ok()) {
@@ -282,7 +324,18 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
               // sanitized form.
               std::string_view name = raw_name;
               if (NeedsSanitizing(raw_name)) name = sanitized = FileKernelName(raw_name);
-              parts = &kernels[{type, name}];
+              if (type == "Parameter") {
+                parts = &kernels[{type, name}];
+              } else {
+                const std::optional<size_t> at = ctx.Position(name, next_position);
+                if (at) {
+                  next_position = *at + 1;
+                  parts = &kernels.At({type, name}, static_cast<int64_t>(*at));
+                } else {
+                  parts = &kernels[{type, name}];
+                }
+                parts->position = at ? static_cast<int64_t>(*at) : -1;
+              }
             }
             rows.Add(parts->id, std::move(row));
           });
@@ -303,9 +356,13 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     if (p.dropped) return;
     KernelEntry& k = p.kernel;
     k.is_parameter = k.op_type == "Parameter";
-    if (const std::optional<size_t> at = k.is_parameter ? std::nullopt : ctx.Position(k.op_name)) {
-      k.full_name = (*ctx.execution_order)[*at];
-      k.order = static_cast<int64_t>(*at);
+    if (!k.is_parameter && !p.position) {
+      const std::optional<size_t> at = ctx.Position(k.op_name);
+      p.position = at ? static_cast<int64_t>(*at) : -1;
+    }
+    if (!k.is_parameter && *p.position >= 0) {
+      k.full_name = (*ctx.execution_order)[static_cast<size_t>(*p.position)];
+      k.order = *p.position;
     } else {
       k.full_name = k.op_name;
     }
@@ -332,16 +389,23 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   }
   // Parameters first, then by call: the execution order, then kernels the order does not list,
   // by time. Sorted as positions, then moved once.
-  std::vector<uint32_t> sorted(calls.size());
-  for (uint32_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
-  std::sort(sorted.begin(), sorted.end(), [&](uint32_t a, uint32_t b) {
-    auto key = [&](const KernelEntry& k) {
+  auto before = [](const KernelEntry& a, const KernelEntry& b) {
+    auto key = [](const KernelEntry& k) {
       return std::tuple<bool, uint32_t, bool, int64_t, uint64_t, const std::string&,
                         const std::string&>(!k.is_parameter, k.call, k.order < 0, k.order,
                                             k.first_timestamp, k.op_name, k.op_type);
     };
-    return key(calls[a]) < key(calls[b]);
-  });
+    return key(a) < key(b);
+  };
+  // Kernels read in execution order are in order already.
+  if (std::is_sorted(calls.begin(), calls.end(), before)) {
+    entry.kernels = std::move(calls);
+    return entry;
+  }
+  std::vector<uint32_t> sorted(calls.size());
+  for (uint32_t i = 0; i < sorted.size(); ++i) sorted[i] = i;
+  std::sort(sorted.begin(), sorted.end(),
+            [&](uint32_t a, uint32_t b) { return before(calls[a], calls[b]); });
   entry.kernels.reserve(calls.size());
   for (uint32_t i : sorted) entry.kernels.push_back(std::move(calls[i]));
   return entry;
@@ -372,10 +436,12 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
     ctx.file_names.push_back(FileKernelName(name));
   }
   ctx.by_file_name.reserve(graph.execution_order.size());
+  ctx.first_of_name.assign(ctx.file_names.size(), 0);
   for (size_t i = 0; i < ctx.file_names.size(); ++i) {
     if (!ctx.Position(ctx.file_names[i])) {
       ctx.by_file_name.Insert(std::hash<std::string_view>()(ctx.file_names[i]),
                               static_cast<uint32_t>(i));
+      ctx.first_of_name[i] = 1;
     }
   }
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");

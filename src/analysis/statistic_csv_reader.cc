@@ -65,25 +65,37 @@ void SplitCsvLine(std::string_view line, std::string* scratch,
 }
 
 // "(2,3)", "()"; every dimension a non-negative integer and the element count within int64_t.
-bool ParseShapeText(std::string_view text, std::vector<int64_t>* shape) {
-  shape->clear();
+bool ParseShapeText(std::string_view text, RowShape* shape) {
   if (text.size() < 2 || text.front() != '(' || text.back() != ')') return false;
   text = text.substr(1, text.size() - 2);
+  // The dimensions in place; past RowShape::kInPlace of them, in `many`.
+  int64_t few[RowShape::kInPlace];
+  std::vector<int64_t> many;
+  size_t n = 0;
   size_t start = 0;
   while (start < text.size()) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view dim = text.substr(start, comma - start);
     start = comma + 1;
-    const size_t first = dim.find_first_not_of(' ');
-    if (first == std::string_view::npos) continue;
-    dim = dim.substr(first, dim.find_last_not_of(' ') + 1 - first);
+    while (!dim.empty() && dim.front() == ' ') dim.remove_prefix(1);
+    while (!dim.empty() && dim.back() == ' ') dim.remove_suffix(1);
+    if (dim.empty()) continue;
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
     if (ec != std::errc() || ptr != dim.data() + dim.size() || value < 0) return false;
-    shape->push_back(value);
+    if (n < RowShape::kInPlace) {
+      few[n] = value;
+    } else {
+      if (n == RowShape::kInPlace) many.assign(few, few + n);
+      many.push_back(value);
+    }
+    ++n;
   }
-  return ShapeElements(*shape).has_value();
+  const int64_t* dims = n <= RowShape::kInPlace ? few : many.data();
+  if (!ShapeElements(std::span<const int64_t>(dims, n))) return false;
+  shape->Assign(dims, n);
+  return true;
 }
 
 bool ParseUnsigned(std::string_view text, uint64_t* out) {

@@ -513,10 +513,10 @@ TEST(StatisticCsvTest, RowFormat) {
 }
 
 TEST(StatisticCsvTest, ShapeToString) {
-  EXPECT_EQ(ShapeToString({2, 3}), "(2,3)");
-  EXPECT_EQ(ShapeToString({}), "()");
-  EXPECT_EQ(ShapeToString({5}), "(5)");
-  EXPECT_EQ(ShapeToString({0, 1, 7}), "(0,1,7)");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{2, 3}), "(2,3)");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{}), "()");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{5}), "(5)");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{0, 1, 7}), "(0,1,7)");
 }
 
 }  // namespace

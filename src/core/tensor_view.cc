@@ -101,7 +101,7 @@ void CopyContiguousTo(const TensorView& view, uint8_t* out) {
   });
 }
 
-std::string ShapeToString(const std::vector<int64_t>& shape) {
+std::string ShapeToString(std::span<const int64_t> shape) {
   // MindSpore joins the dimensions with ',' and no trailing comma: "(5)" for 1-D, not "(5,)".
   std::string text = "(";
   for (size_t i = 0; i < shape.size(); ++i) {

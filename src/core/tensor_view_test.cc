@@ -75,9 +75,9 @@ TEST(TensorViewTest, ChunksEndOnElementBoundaries) {
 }
 
 TEST(TensorViewTest, ShapeToString) {
-  EXPECT_EQ(ShapeToString({2, 3}), "(2,3)");
-  EXPECT_EQ(ShapeToString({}), "()");
-  EXPECT_EQ(ShapeToString({5}), "(5)");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{2, 3}), "(2,3)");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{}), "()");
+  EXPECT_EQ(ShapeToString(std::vector<int64_t>{5}), "(5)");
 }
 
 }  // namespace

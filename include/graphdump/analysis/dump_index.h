@@ -4,9 +4,11 @@
 // names and small text files are read here; tensor data is read later, file by file.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -94,13 +96,80 @@ class StatisticValues {
   size_t offset_ = 0;
 };
 
+// A statistic.csv row's Shape: its dimensions, held in place up to kInPlace of them (nearly every
+// tensor), else on the heap. An index holds millions of rows, and a vector would allocate for
+// each.
+class RowShape {
+ public:
+  static constexpr uint32_t kInPlace = 5;
+  RowShape() = default;
+  RowShape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), dims.size()); }
+  RowShape(const RowShape& other) { Assign(other.data(), other.size_); }
+  RowShape(RowShape&& other) noexcept { Take(other); }
+  RowShape& operator=(const RowShape& other) {
+    if (this != &other) {
+      Release();
+      Assign(other.data(), other.size_);
+    }
+    return *this;
+  }
+  RowShape& operator=(RowShape&& other) noexcept {
+    if (this != &other) {
+      Release();
+      Take(other);
+    }
+    return *this;
+  }
+  ~RowShape() { Release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const int64_t* data() const { return size_ <= kInPlace ? dims_.in_place : dims_.heap; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  operator std::span<const int64_t>() const { return {data(), size_}; }
+  std::vector<int64_t> ToVector() const { return {begin(), end()}; }
+  // Sets the dimensions.
+  void Assign(const int64_t* dims, size_t n) {
+    Release();
+    size_ = static_cast<uint32_t>(n);
+    int64_t* to = dims_.in_place;
+    if (n > kInPlace) to = dims_.heap = new int64_t[n];
+    std::copy(dims, dims + n, to);
+  }
+  friend bool operator==(const RowShape& a, const RowShape& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const RowShape& a, const std::vector<int64_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  void Release() {
+    if (size_ > kInPlace) delete[] dims_.heap;
+    size_ = 0;
+  }
+  void Take(RowShape& other) {
+    size_ = other.size_;
+    dims_ = other.dims_;
+    other.size_ = 0;
+  }
+  union Dims {
+    int64_t in_place[kInPlace];
+    int64_t* heap;
+  };
+  Dims dims_{};
+  uint32_t size_ = 0;
+};
+
 // One row of statistic.csv, as the index keeps it under its kernel (whose names it does not
 // repeat).
 struct StatisticRow {
   bool is_input = false;
   uint32_t slot = 0;
   std::string dtype;  // as written ("float32")
-  std::vector<int64_t> shape;
+  RowShape shape;
   uint64_t data_size = 0;
   uint64_t timestamp = 0;                     // the Timestamp column; 0 when absent or not a number
   StatisticValues values;                     // statistic columns by title
