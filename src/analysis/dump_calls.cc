@@ -10,12 +10,23 @@ namespace {
 
 using Slot = std::pair<bool, uint32_t>;  // (is_input, slot)
 
+// DTypeFromName, remembering the last name: a statistic.csv names a few dtypes, row after row.
+std::optional<DType> RowDType(const std::string& name) {
+  thread_local std::string last_name;
+  thread_local std::optional<DType> last = DTypeFromName("");
+  if (name != last_name) {
+    last_name = name;
+    last = DTypeFromName(name);
+  }
+  return last;
+}
+
 TensorEntry StatisticOnly(StatisticRow row) {
   TensorEntry t;
   t.is_input = row.is_input;
   t.slot = row.slot;
   t.dtype_name = row.dtype;
-  t.dtype = DTypeFromName(row.dtype);
+  t.dtype = RowDType(row.dtype);
   t.timestamp = row.timestamp;
   t.stats = std::move(row);
   return t;

@@ -146,6 +146,50 @@ TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
             std::string::npos);
 }
 
+TEST(StatisticCsvTest, ShapesOfAnyRankAndTheirElementCountLimit) {
+  const std::string header = "Op Type,Op Name,IO,Slot,Shape\n";
+  auto shape_of = [&](const std::string& shape) {
+    return ParseStatisticCsvText(header + "Add,x,output,0,\"" + shape + "\"\n", "s.csv");
+  };
+  // Up to five dimensions are held in place, more on the heap: both read back whole.
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{7}, std::vector<int64_t>{1, 2, 3, 4, 5},
+        std::vector<int64_t>{1, 2, 3, 4, 5, 6}, std::vector<int64_t>{2, 1, 2, 1, 2, 1, 2, 1, 2}}) {
+    std::string text = "(";
+    for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+    auto rows = shape_of(text + ")");
+    ASSERT_TRUE(rows.ok()) << text << ": " << rows.status().message();
+    EXPECT_EQ((*rows)[0].shape.ToVector(), dims) << text;
+    // Copies and moves keep the dimensions.
+    RowShape copy = (*rows)[0].shape;
+    RowShape moved = std::move(copy);
+    copy = moved;
+    EXPECT_EQ(moved.ToVector(), dims) << text;
+    EXPECT_EQ(copy.ToVector(), dims) << text;
+    EXPECT_TRUE(copy == moved);
+  }
+  auto spaced = shape_of("( 2 , 3 )");
+  ASSERT_TRUE(spaced.ok()) << spaced.status().message();
+  EXPECT_EQ((*spaced)[0].shape.ToVector(), (std::vector<int64_t>{2, 3}));
+  // 2^32 x 2^32 elements do not fit int64_t; with a 0 dimension the tensor holds nothing.
+  auto wide = shape_of("(4294967296,4294967296)");
+  ASSERT_FALSE(wide.ok());
+  EXPECT_EQ(wide.status().message(),
+            "s.csv:2: Shape is '(4294967296,4294967296)' (expected \"(d0,d1,...)\" of "
+            "non-negative integers whose product fits int64)");
+  auto empty = shape_of("(0,4294967296,4294967296)");
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ((*empty)[0].shape.size(), 3u);
+  EXPECT_FALSE(shape_of("(2,-3)").ok());
+  EXPECT_FALSE(shape_of("(2,3").ok());
+  // A Slot beyond uint64_t is no integer.
+  auto slot =
+      ParseStatisticCsvText(header + "Add,x,output,18446744073709551616,\"()\"\n", "s.csv");
+  ASSERT_FALSE(slot.ok());
+  EXPECT_EQ(slot.status().message(),
+            "s.csv:2: Slot is '18446744073709551616' (expected an integer)");
+}
+
 TEST(StatisticCsvTest, QuotesAnywhereInAFieldAreRemovedAndProtectCommas) {
   // A field quoted whole, one with quotes inside it (`Op"x,y"` is one field `Opx,y`), a doubled
   // quote (read as two quote characters: nothing left), and a quoted last field.

@@ -9,7 +9,6 @@
 #include "dump_index_parts.h"
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/file_system.h"
-#include "graphdump/shape.h"
 
 namespace graphdump::analysis {
 namespace {
@@ -72,6 +71,9 @@ bool ParseShapeText(std::string_view text, RowShape* shape) {
   int64_t few[RowShape::kInPlace];
   std::vector<int64_t> many;
   size_t n = 0;
+  // The element count must fit int64_t, as ShapeElements says: a 0 dimension makes any shape fit.
+  int64_t elements = 1;
+  bool zero = false, overflow = false;
   size_t start = 0;
   while (start < text.size()) {
     size_t comma = text.find(',', start);
@@ -84,6 +86,8 @@ bool ParseShapeText(std::string_view text, RowShape* shape) {
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
     if (ec != std::errc() || ptr != dim.data() + dim.size() || value < 0) return false;
+    zero = zero || value == 0;
+    overflow = overflow || __builtin_mul_overflow(elements, value, &elements);
     if (n < RowShape::kInPlace) {
       few[n] = value;
     } else {
@@ -92,19 +96,24 @@ bool ParseShapeText(std::string_view text, RowShape* shape) {
     }
     ++n;
   }
-  const int64_t* dims = n <= RowShape::kInPlace ? few : many.data();
-  if (!ShapeElements(std::span<const int64_t>(dims, n))) return false;
-  shape->Assign(dims, n);
+  if (overflow && !zero) return false;
+  shape->Assign(n <= RowShape::kInPlace ? few : many.data(), n);
   return true;
 }
 
+// Digits only, within uint64_t; `*out` is left alone otherwise.
 bool ParseUnsigned(std::string_view text, uint64_t* out) {
   if (text.empty()) return false;
+  uint64_t value = 0;
   for (char c : text) {
-    if (c < '0' || c > '9') return false;
+    const unsigned digit = static_cast<unsigned char>(c) - unsigned{'0'};
+    if (digit > 9 || __builtin_mul_overflow(value, uint64_t{10}, &value) ||
+        __builtin_add_overflow(value, uint64_t{digit}, &value)) {
+      return false;
+    }
   }
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size();
+  *out = value;
+  return true;
 }
 
 // The next line of `text` from `*pos` (without its '\n' and a '\r' before it); false at the end.
