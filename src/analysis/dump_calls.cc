@@ -11,7 +11,7 @@ namespace {
 using Slot = std::pair<bool, uint32_t>;  // (is_input, slot)
 
 // DTypeFromName, remembering the last name: a statistic.csv names a few dtypes, row after row.
-std::optional<DType> RowDType(const std::string& name) {
+std::optional<DType> RowDType(std::string_view name) {
   thread_local std::string last_name;
   thread_local std::optional<DType> last = DTypeFromName("");
   if (name != last_name) {

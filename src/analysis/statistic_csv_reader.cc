@@ -4,6 +4,8 @@
 // statistic cells of every row in one string shared by the rows (StatisticCells).
 #include <algorithm>
 #include <charconv>
+#include <mutex>
+#include <set>
 #include <string_view>
 
 #include "dump_index_parts.h"
@@ -159,6 +161,15 @@ void StatisticValues::Set(const std::string& column, std::string_view cell) {
   offset_ = 0;
 }
 
+std::string_view InternDTypeName(std::string_view name) {
+  static std::mutex mu;
+  static std::set<std::string, std::less<>> names;  // nodes never move
+  std::lock_guard<std::mutex> lock(mu);
+  auto found = names.find(name);
+  if (found == names.end()) found = names.emplace(name).first;
+  return *found;
+}
+
 Status ParseStatisticRows(std::string_view text, const std::string& path,
                           const StatisticRowSink& each) {
   size_t pos = 0;
@@ -204,6 +215,7 @@ Status ParseStatisticRows(std::string_view text, const std::string& path,
   // The cells take about what the lines take.
   cells->bytes.reserve(pos < text.size() ? text.size() - pos : 0);
   const std::shared_ptr<const StatisticCells> shared = cells;
+  std::string_view dtype = InternDTypeName("");
   for (int line_no = 2; NextLine(text, &pos, &line); ++line_no) {
     if (line.empty()) continue;
     SplitCsvLine(line, &scratch, &f);
@@ -230,7 +242,10 @@ Status ParseStatisticRows(std::string_view text, const std::string& path,
       return Status::Corrupt(where() + "Data Size is '" + std::string(f[c_size]) +
                              "' (expected an integer)");
     }
-    if (c_dtype >= 0) row.dtype = f[c_dtype];
+    if (c_dtype >= 0) {
+      if (f[c_dtype] != dtype) dtype = InternDTypeName(f[c_dtype]);  // the last row's, mostly
+      row.dtype = dtype;
+    }
     // A timestamp that is not a number only loses the match by time (docs/analysis.md).
     if (c_time >= 0 && !ParseUnsigned(f[c_time], &row.timestamp)) row.timestamp = 0;
     if (c_shape >= 0 && !ParseShapeText(f[c_shape], &row.shape)) {

@@ -168,12 +168,17 @@ class RowShape {
 struct StatisticRow {
   bool is_input = false;
   uint32_t slot = 0;
-  std::string dtype;  // as written ("float32")
+  // As written ("float32"); text that lives as long as the process (InternDTypeName), so that
+  // moving a row copies no characters.
+  std::string_view dtype;
   RowShape shape;
   uint64_t data_size = 0;
   uint64_t timestamp = 0;                     // the Timestamp column; 0 when absent or not a number
   StatisticValues values;                     // statistic columns by title
 };
+
+// `name` held once for the process: the few dtype names of statistic.csv rows.
+std::string_view InternDTypeName(std::string_view name);
 
 // A statistic.csv row with its kernel's names (ParseStatisticCsv).
 struct NamedStatisticRow : StatisticRow {
