@@ -141,6 +141,17 @@ class StatisticRows {
     kernels_.push_back(kernel);
     rows_.push_back(std::move(row));
   }
+  // Room for about the rows of a statistic.csv of `text`, guessed from its first row's length
+  // (counting lines would read the text twice): the array is not moved as it grows.
+  void ReserveFor(std::string_view text) {
+    const size_t header = text.find('\n');
+    if (header == std::string_view::npos) return;
+    const size_t row = text.find('\n', header + 1);
+    if (row == std::string_view::npos) return;
+    const size_t guess = text.size() / std::max<size_t>(row - header, 32) + 1;
+    rows_.reserve(guess);
+    kernels_.reserve(guess);
+  }
   void clear() {
     rows_.clear();
     kernels_.clear();
@@ -314,6 +325,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
     if (mapped.ok()) {
       const std::string_view text(reinterpret_cast<const char*>((*mapped)->data()),
                                   (*mapped)->size());
+      rows.ReserveFor(text);
       parsed = ParseStatisticRows(
           text, csv.string(),
           [&](std::string_view op_type, std::string_view op_name, StatisticRow row) {
