@@ -73,6 +73,7 @@ std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
   std::optional<std::unordered_set<std::string_view>> known;
   std::map<std::string, std::vector<SourceLocation>> traces;
   std::string current;
+  std::vector<SourceLocation>* into = nullptr;  // current's trace, once it has a line
   std::string_view node_line;  // the last node line, while its kernel is not known yet
   static constexpr std::string_view kFullname = "Fullname with scope: (";
   static constexpr std::string_view kInFile = "# In file ";
@@ -92,6 +93,7 @@ std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
       current = close != std::string_view::npos && close > open
                     ? line.substr(open, close - open)
                     : std::string_view();
+      into = nullptr;
       node_line = {};
       continue;
     }
@@ -100,11 +102,15 @@ std::map<std::string, std::vector<SourceLocation>> ParseIrSourceTraces(
       if (node_line.data()) {
         if (!known) known.emplace(known_names.begin(), known_names.end());
         current = FindKnownName(node_line, *known);
+        into = nullptr;
         node_line = {};
       }
       SourceLocation loc;
       if (!current.empty() && ParseInFile(line.substr(in_file + kInFile.size()), &loc)) {
-        traces[current].push_back(std::move(loc));
+        // A kernel's trace lines follow each other: its entry is found once (a map's entries
+        // stay where they are).
+        if (!into) into = &traces[current];
+        into->push_back(std::move(loc));
       }
       continue;
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -85,7 +86,7 @@ class HitSpreadBuilder {
   HitSpread Take() { return std::move(spread_); }
 
  private:
-  std::set<std::string_view> seen_;
+  std::unordered_set<std::string_view> seen_;  // kernels named so far
   size_t shown_;
   HitSpread spread_;
 };
