@@ -188,27 +188,25 @@ class KernelMap {
   using Key = std::pair<std::string_view, std::string_view>;
   KernelParts& operator[](Key key) {
     HashNames();
-    const size_t hash = Hash(key);
-    const std::optional<uint32_t> found = by_name_.Find(hash, [&](uint32_t at) {
-      const KernelEntry& k = parts_[at].kernel;
-      return k.op_name == key.second && k.op_type == key.first;
-    });
-    if (found) return parts_[*found];
-    KernelParts& parts = Add(key);
-    by_name_.Insert(hash, parts.id);
-    return parts;
+    return Find(key);
   }
+
   // operator[] for a kernel at execution order position `position`. While every kernel comes
   // this way at a position past the last one (a statistic.csv in execution order), a kernel is
   // new without a lookup: the same name has the same position. Names are hashed from the first
   // kernel out of that order on.
   KernelParts& At(Key key, int64_t position) {
-    if (hashed_ || position <= last_position_) return (*this)[key];
+    if (!in_order_ || position <= last_position_) return (*this)[key];
     last_position_ = position;
     KernelParts& parts = Add(key);
     parts.position = position;
+    unhashed_.push_back(parts.id);
     return parts;
   }
+  // operator[] for a kernel with no execution order position: a parameter (which At never
+  // adds) or a name the order lacks. Such a key names none of At's kernels, which stay
+  // unhashed (a graphdump statistic.csv lists the parameters first).
+  KernelParts& Unpositioned(Key key) { return Find(key); }
   // f(parts) for every kernel, in the order they were first named; f may move the kernel out
   // (the map is not used after).
   template <typename F>
@@ -227,14 +225,27 @@ class KernelMap {
     parts.kernel.op_name = key.second;
     return parts;
   }
-  // Hashes the names of the kernels so far, once.
+  // The kernel named `key` among the hashed ones, added (and hashed) when new.
+  KernelParts& Find(Key key) {
+    const size_t hash = Hash(key);
+    const std::optional<uint32_t> found = by_name_.Find(hash, [&](uint32_t at) {
+      const KernelEntry& k = parts_[at].kernel;
+      return k.op_name == key.second && k.op_type == key.first;
+    });
+    if (found) return parts_[*found];
+    KernelParts& parts = Add(key);
+    by_name_.Insert(hash, parts.id);
+    return parts;
+  }
+  // Hashes At's kernels, once: every kernel is in the table from here on.
   void HashNames() {
-    if (hashed_) return;
-    hashed_ = true;
+    if (!in_order_) return;
+    in_order_ = false;
     by_name_.reserve(std::max(reserve_, parts_.size()));
-    for (const KernelParts& p : parts_) {
-      by_name_.Insert(Hash({p.kernel.op_type, p.kernel.op_name}), p.id);
+    for (uint32_t id : unhashed_) {
+      by_name_.Insert(Hash({parts_[id].kernel.op_type, parts_[id].kernel.op_name}), id);
     }
+    unhashed_ = {};
   }
   static size_t Hash(const Key& k) {
     const size_t a = std::hash<std::string_view>()(k.first);
@@ -243,8 +254,9 @@ class KernelMap {
   }
   std::deque<KernelParts> parts_;
   PositionTable by_name_;
-  bool hashed_ = false;        // by_name_ holds every kernel
-  int64_t last_position_ = -1;  // At's last position
+  bool in_order_ = true;           // At adds kernels without hashing them
+  std::vector<uint32_t> unhashed_;  // the kernels At added, while in_order_
+  int64_t last_position_ = -1;     // At's last position
   size_t reserve_ = 0;
 };
 
@@ -337,14 +349,14 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
               std::string_view name = raw_name;
               if (NeedsSanitizing(raw_name)) name = sanitized = FileKernelName(raw_name);
               if (type == "Parameter") {
-                parts = &kernels[{type, name}];
+                parts = &kernels.Unpositioned({type, name});
               } else {
                 const std::optional<size_t> at = ctx.Position(name, next_position);
                 if (at) {
                   next_position = *at + 1;
                   parts = &kernels.At({type, name}, static_cast<int64_t>(*at));
                 } else {
-                  parts = &kernels[{type, name}];
+                  parts = &kernels.Unpositioned({type, name});
                 }
                 parts->position = at ? static_cast<int64_t>(*at) : -1;
               }
