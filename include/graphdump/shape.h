@@ -11,8 +11,13 @@
 
 namespace graphdump {
 
-// a * b, or nullopt when either is negative or the product exceeds INT64_MAX.
-std::optional<int64_t> CheckedMul(int64_t a, int64_t b);
+// a * b, or nullopt when either is negative or the product exceeds INT64_MAX. Inline: the
+// analysis checks the shape of every statistic.csv row (millions) with ShapeElements.
+inline std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product)) return std::nullopt;
+  return product;
+}
 
 // The number of elements of `shape` (1 for a scalar, 0 when a dimension is 0), or nullopt when
 // a dimension is negative or the count exceeds INT64_MAX.

@@ -11,6 +11,7 @@
 #include "dump_index_parts.h"
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/file_system.h"
+#include "graphdump/shape.h"
 
 namespace graphdump::analysis {
 namespace {
@@ -73,9 +74,6 @@ bool ParseShapeText(std::string_view text, RowShape* shape) {
   int64_t few[RowShape::kInPlace];
   std::vector<int64_t> many;
   size_t n = 0;
-  // The element count must fit int64_t, as ShapeElements says: a 0 dimension makes any shape fit.
-  int64_t elements = 1;
-  bool zero = false, overflow = false;
   size_t start = 0;
   while (start < text.size()) {
     size_t comma = text.find(',', start);
@@ -88,8 +86,6 @@ bool ParseShapeText(std::string_view text, RowShape* shape) {
     int64_t value = 0;
     auto [ptr, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), value);
     if (ec != std::errc() || ptr != dim.data() + dim.size() || value < 0) return false;
-    zero = zero || value == 0;
-    overflow = overflow || __builtin_mul_overflow(elements, value, &elements);
     if (n < RowShape::kInPlace) {
       few[n] = value;
     } else {
@@ -98,8 +94,9 @@ bool ParseShapeText(std::string_view text, RowShape* shape) {
     }
     ++n;
   }
-  if (overflow && !zero) return false;
-  shape->Assign(n <= RowShape::kInPlace ? few : many.data(), n);
+  const int64_t* dims = n <= RowShape::kInPlace ? few : many.data();
+  if (!ShapeElements(std::span<const int64_t>(dims, n))) return false;
+  shape->Assign(dims, n);
   return true;
 }
 

@@ -2,12 +2,6 @@
 
 namespace graphdump {
 
-std::optional<int64_t> CheckedMul(int64_t a, int64_t b) {
-  int64_t product = 0;
-  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product)) return std::nullopt;
-  return product;
-}
-
 std::optional<int64_t> ShapeElements(std::span<const int64_t> shape) {
   bool empty = false;
   for (int64_t d : shape) {
