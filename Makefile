@@ -5,30 +5,37 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
-PYTHON ?= /usr/bin/python3
+# The project's Python environment (scripts/venv): torch==2.13.0 and the test packages, pinned
+# in python/requirements-dev.txt. Every build, test, demo and bench uses its Python.
+VENV ?= $(CURDIR)/.venv
+PYTHON := $(VENV)/bin/python
+# ccache, where installed (scripts/install-deps installs it), keeps the torch-heavy objects of
+# earlier builds, shared between checkouts (paths are hashed relative to the checkout).
+LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR ?= $(CURDIR)
+export CCACHE_NOHASHDIR ?= 1
+CONFIGURE = cmake -S . -G Ninja -DGRAPHDUMP_PYTHON=$(PYTHON) $(LAUNCHER)
 
-.PHONY: all deps build install deb test test-unit test-sanitize fuzz-build fuzz demo bench clean format
+.PHONY: all deps venv build install test test-unit test-sanitize fuzz-build fuzz demo bench clean format
 
 all: build
 
 deps:
 	@scripts/install-deps
+	@scripts/venv $(VENV)
 
 $(BUILD)/build.ninja: CMakeLists.txt | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	$(CONFIGURE) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 # graphdump and graphdump-torch into $(PREFIX)/bin, the Python package into
-# $(PREFIX)/lib/python3.N/dist-packages (where Debian's python3 finds it); DESTDIR stages it.
+# $(PREFIX)/lib/python3.N/site-packages; DESTDIR stages it. To install into your own Python
+# environment, use pip instead (docs/README.md, "Install").
 PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
-
-# A Debian package (prefix /usr) in $(BUILD): install it with `apt install ./build/graphdump_*.deb`.
-deb: build
-	cd $(BUILD) && cpack -G DEB
 
 # Every test: unit tests, NumPy checks and end-to-end runs, then under AddressSanitizer and
 # UndefinedBehaviorSanitizer: the core and analysis tests, each fuzzer for a few seconds from
@@ -42,14 +49,14 @@ test: build
 test-sanitize: fuzz-build
 	cd $(FUZZ_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) \
 	  -R '^(core_tests|analysis_tests|core_stats_sse2|fuzz_.*)$$'
-	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAPHDUMP_SANITIZE=ON \
+	$(CONFIGURE) -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGRAPHDUMP_SANITIZE=ON \
 	  -DGRAPHDUMP_WITH_TORCH=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS) --target graphdump-torch
 	cd $(ASAN_BUILD) && ctest --output-on-failure -R '^torch_sanitize$$'
 
 # The clang build with ASan, UBSan and libFuzzer coverage: core and analysis tests, fuzzers.
 fuzz-build: deps
-	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+	$(CONFIGURE) -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
 	  -DGRAPHDUMP_SANITIZE=ON -DGRAPHDUMP_FUZZ=ON -DGRAPHDUMP_WITH_TORCH=OFF
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target core_tests analysis_tests fuzzers
 
@@ -70,15 +77,15 @@ fuzz: fuzz-build
 	if [ -n "$$failed" ]; then echo "fuzz: findings in:$$failed (see $(FUZZ_BUILD)/fuzz-findings)"; exit 1; fi
 
 demo: build
-	scripts/demo $(BUILD)
+	PYTHON=$(PYTHON) scripts/demo $(BUILD)
 
 bench: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHDUMP_BUILD_BENCH=ON
+	$(CONFIGURE) -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAPHDUMP_BUILD_BENCH=ON
 	cmake --build $(BUILD) -j $(JOBS)
-	scripts/bench $(BUILD)
+	PYTHON=$(PYTHON) scripts/bench $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.h' '*.cc')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)  # the environment .venv stays

@@ -1,6 +1,6 @@
 // graphdump bisect: find a small set of kernels that must run in float32 for a bf16 or fp16 run
 // to match the float32 run (docs/precision.md, "Bisect"). The search is BisectPrecision
-// (src/torch/bisect.cc); this file parses flags, prints each round and the result.
+// (src/torch/replay/bisect.cc); this file parses flags, prints each round and the result.
 #include <torch/script.h>
 
 #include <CLI/CLI.hpp>

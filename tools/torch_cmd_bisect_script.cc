@@ -1,4 +1,4 @@
-// graphdump bisect -- SCRIPT ARGS: the search of BisectSearch (src/torch/bisect.cc) over runs of
+// graphdump bisect -- SCRIPT ARGS: the search of BisectSearch (src/torch/replay/bisect.cc) over runs of
 // the user's own script (docs/precision.md, "Bisecting a script"). Each round is one
 // `graphdump python --precision P --keep-fp32 ... -- SCRIPT ARGS` in a child process, which
 // writes its output (output_{i}.npy: the floating tensors of the last call of the first module

@@ -1,6 +1,6 @@
 // graphdump replay: re-executes one dumped kernel from its dumped inputs and says whether its
 // error is its own, its conditioning's or inherited (docs/precision.md, "Replay"). The logic
-// lives in src/torch/replay.cc; this file parses flags and prints.
+// lives in src/torch/replay/replay.cc; this file parses flags and prints.
 #include <signal.h>
 #include <unistd.h>
 

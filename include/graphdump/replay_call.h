@@ -4,7 +4,7 @@
 // untrusted: the operator must be ATen's operator of the kernel's own op type and one of a fixed
 // list of operators without side effects (no file, process or random operators), and every
 // argument literal is bounded in size and nesting before it is parsed. The LibTorch half
-// (src/torch/replay.cc) then binds the literals to the operator's schema.
+// (src/torch/replay/replay.cc) then binds the literals to the operator's schema.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // Everything in graphdump that depends on LibTorch internals whose shape changes between
 // releases: the inlined call stack, source ranges, operator lookup, autograd hook signatures and
-// scalar types. Written against LibTorch 1.13 (Debian); a newer LibTorch is adapted here only.
+// scalar types. Written against torch 2.13 (the pip wheel; 2.11 to 2.14 supported); another
+// release is adapted here only.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -21,6 +22,11 @@
 #include "graphdump/graph.h"
 
 namespace graphdump::torch_compat {
+
+// How autograd holds its graph's nodes: intrusive pointers since torch 2.x (a tensor's grad_fn,
+// an edge's function), shared pointers before.
+using AutogradNodePtr = c10::intrusive_ptr<torch::autograd::Node>;
+using WeakAutogradNodePtr = c10::weak_intrusive_ptr<torch::autograd::Node>;
 
 // One module on a node's inlined call path: the attribute it is stored under in its parent
 // ("features", "0") and its class name ("Sequential", "Conv2d").

@@ -1,4 +1,4 @@
-// Replay's memory budget (src/torch/replay_execute.h): inside a ReplayMemoryScope an allocation
+// Replay's memory budget (src/torch/replay/replay_execute.h): inside a ReplayMemoryScope an allocation
 // that would take replay's tensors over the budget throws before anything is allocated; freed
 // tensors give their bytes back; other scopes of code allocate as before.
 #include <ATen/ATen.h>
@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "replay_execute.h"
+#include "replay/replay_execute.h"
 
 namespace graphdump::torch_internal {
 namespace {

@@ -5,7 +5,7 @@
 //   - a TorchScript module's forward runs through graphdump's executor (ModelFor, Call);
 //   - a plain module (eager PyTorch) runs as it is, and its operators are seen at the
 //     dispatcher (AddEagerGraph, EnterModule/ExitModule around each module call; the capture
-//     is src/torch/eager_capture.h), named like the executor's kernels.
+//     is src/torch/eager/eager_capture.h), named like the executor's kernels.
 // For both, the host
 //   - names and dumps the autograd nodes of the backward passes it is told about (HookBackward)
 //     as kernels of the graphs that produced them;

@@ -8,8 +8,8 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "graphdump/session.h"
-#include "host_kernels.h"
-#include "tensor_views.h"
+#include "host/host_kernels.h"
+#include "host/tensor_views.h"
 
 namespace graphdump {
 namespace {

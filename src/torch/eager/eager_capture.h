@@ -34,7 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "eager_graph.h"
+#include "eager/eager_graph.h"
 #include "graphdump/graph.h"
 
 namespace graphdump::torch_internal {

@@ -1,8 +1,8 @@
-#include "graph_executor.h"
+#include "torchscript/graph_executor.h"
 
 #include <algorithm>
 
-#include "tensor_views.h"
+#include "host/tensor_views.h"
 
 namespace graphdump::torch_internal {
 namespace {

@@ -1,4 +1,4 @@
-#include "eager_precision.h"
+#include "eager/eager_precision.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
@@ -10,8 +10,8 @@
 #include <atomic>
 #include <unordered_set>
 
-#include "eager_capture.h"
-#include "eager_graph.h"
+#include "eager/eager_capture.h"
+#include "eager/eager_graph.h"
 #include "graphdump/internal/kernel_entry.h"
 #include "graphdump/layout.h"
 #include "torch_compat.h"

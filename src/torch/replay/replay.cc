@@ -16,7 +16,7 @@
 #include <sstream>
 #include <variant>
 
-#include "graph_compiler.h"
+#include "torchscript/graph_compiler.h"
 #include "graphdump/analysis/dump_index.h"
 #include "graphdump/analysis/npy_file.h"
 #include "graphdump/analysis/precision_verdict.h"
@@ -25,8 +25,8 @@
 #include "graphdump/graph_files.h"
 #include "graphdump/npy.h"
 #include "graphdump/torch/scalar_type.h"
-#include "replay_execute.h"
-#include "replay_parts.h"
+#include "replay/replay_execute.h"
+#include "replay/replay_parts.h"
 #include "torch_compat.h"
 
 namespace graphdump {

@@ -1,4 +1,4 @@
-#include "eager_capture.h"
+#include "eager/eager_capture.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -9,9 +9,9 @@
 #include <exception>
 #include <sstream>
 
-#include "graph_compiler.h"
+#include "torchscript/graph_compiler.h"
 #include "graphdump/selector.h"
-#include "tensor_views.h"
+#include "host/tensor_views.h"
 #include "torch_compat.h"
 
 namespace graphdump::torch_internal {

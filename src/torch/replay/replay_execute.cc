@@ -1,4 +1,4 @@
-#include "replay_execute.h"
+#include "replay/replay_execute.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/InferenceMode.h>
@@ -45,7 +45,7 @@ class BudgetAllocator final : public c10::Allocator {
     g_inner_free = inner->raw_deleter();
   }
 
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) override {
     if (t_scopes == 0 || g_inner_free == nullptr) return inner_->allocate(n);
     const size_t budget = ReplayMemoryBudget();
     const size_t used = g_in_use.load();
@@ -62,6 +62,10 @@ class BudgetAllocator final : public c10::Allocator {
     }
     g_in_use += n;
     return {raw, raw, &Release, data.device()};
+  }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
   }
 
   // raw_allocate's memory may come from either path: Release tells them apart.

@@ -3,9 +3,9 @@
 // the executor's own precision (TorchModel::SetPrecision), one list of --keep-fp32 entries.
 #include <nlohmann/json.hpp>
 
-#include "eager_capture.h"
-#include "eager_graph.h"
-#include "eager_precision.h"
+#include "eager/eager_capture.h"
+#include "eager/eager_graph.h"
+#include "eager/eager_precision.h"
 #include "graphdump/analysis/source_json.h"
 #include "graphdump/dtype.h"
 #include "graphdump/torch/host.h"

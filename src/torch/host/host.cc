@@ -2,11 +2,11 @@
 
 #include <cstdio>
 
-#include "eager_capture.h"
-#include "eager_graph.h"
-#include "eager_precision.h"
-#include "host_kernels.h"
-#include "tensor_views.h"
+#include "eager/eager_capture.h"
+#include "eager/eager_graph.h"
+#include "eager/eager_precision.h"
+#include "host/host_kernels.h"
+#include "host/tensor_views.h"
 
 namespace graphdump {
 

@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <map>
 
-#include "graph_compiler.h"
-#include "graph_executor.h"
+#include "torchscript/graph_compiler.h"
+#include "torchscript/graph_executor.h"
 #include "graphdump/internal/kernel_entry.h"
 #include "graphdump/layout.h"
 #include "graphdump/selector.h"
-#include "tensor_views.h"
+#include "host/tensor_views.h"
 
 namespace graphdump {
 

@@ -1,4 +1,4 @@
-#include "graph_compiler.h"
+#include "torchscript/graph_compiler.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>

@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "graph_compiler.h"
+#include "torchscript/graph_compiler.h"
 #include "graphdump/session.h"
 #include "graphdump/status.h"
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "graphdump/torch/host_graph.h"
+#include "torch_compat.h"
 
 namespace graphdump::torch_internal {
 
@@ -48,7 +49,7 @@ class BackwardKernels {
 
    private:
     friend class BackwardKernels;
-    std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
+    std::vector<std::pair<torch_compat::AutogradNodePtr, uintptr_t>> hooks_;
   };
 
   // Remembers `kernel` of `model` as the producer of the grad_fn of each tensor in `outputs`.
@@ -74,14 +75,15 @@ class BackwardKernels {
 
  private:
   struct Producer {
-    std::weak_ptr<torch::autograd::Node> node;  // expired: the address was reused
+    // expired: the address was reused (null: a node no forward kernel produced)
+    torch_compat::WeakAutogradNodePtr node{torch_compat::AutogradNodePtr()};
     HostGraph* model = nullptr;
     std::string scope;  // "Default/fc1-Linear"
     std::string module_path;
     int64_t kernel = -1;  // the forward kernel's index in `model`'s graph; -1 when none
   };
 
-  const Producer* ProducerOf(const std::shared_ptr<torch::autograd::Node>& node) const;
+  const Producer* ProducerOf(const torch_compat::AutogradNodePtr& node) const;
   void OnNode(const Producer& where, const std::string& key, const std::string& name,
               const std::vector<at::Tensor>& received, const std::vector<at::Tensor>& produced);
 

@@ -1,0 +1,214 @@
+// The shared host's backward and optimizer capture (host_kernels.h): every front end's
+// backward passes and optimizer updates become kernels here.
+#include "host/host_kernels.h"
+
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "host/tensor_views.h"
+#include "torch_compat.h"
+
+namespace graphdump {
+namespace torch_internal {
+
+using torch::autograd::Node;
+
+std::string Underscored(std::string name) {
+  for (char& c : name) {
+    if (c == '.' || c == '/' || c == '\\' || c == ' ') c = '_';
+  }
+  return name;
+}
+
+std::string ModuleOfParameter(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? "" : name.substr(0, dot);
+}
+
+namespace {
+
+// The scope of a kernel: its full name without the last segment.
+std::string ScopeOfFullName(const std::string& full_name) {
+  return full_name.substr(0, full_name.rfind('/'));
+}
+
+// Views of the defined tensors, each keeping its index as its slot: a backward node's
+// undefined gradients (none for an input that needs none) leave gaps, so a slot always names
+// the same gradient (the input or output index).
+std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors) {
+  std::vector<TensorView> views;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (!tensors[i].defined()) continue;
+    TensorView view;
+    if (MakeView(tensors[i].detach(), /*logical_layout=*/true, &view)) {
+      view.slot = static_cast<int32_t>(i);
+      views.push_back(std::move(view));
+    }
+  }
+  return views;
+}
+
+}  // namespace
+
+std::vector<TensorView> DefinedViews(const std::vector<at::Tensor>& tensors) {
+  std::vector<TensorView> views;
+  for (const at::Tensor& t : tensors) {
+    TensorView view;
+    if (t.defined() && MakeView(t.detach(), /*logical_layout=*/true, &view)) {
+      views.push_back(std::move(view));
+    }
+  }
+  return views;
+}
+
+BackwardKernels::Hooks::~Hooks() {
+  for (auto& [node, handle] : hooks_) torch_compat::RemoveObserver(*node, handle);
+}
+
+void BackwardKernels::NoteForward(HostGraph* model, const KernelInfo& kernel,
+                                  const std::vector<c10::IValue>& outputs) {
+  if (!at::GradMode::is_enabled()) return;
+  auto note = [&](const at::Tensor& t) {
+    if (!t.defined() || !t.grad_fn()) return;
+    Producer& p = producers_[t.grad_fn().get()];
+    if (p.model != nullptr && !p.node.expired()) return;  // the first producer wins
+    p = Producer{torch_compat::WeakAutogradNodePtr(t.grad_fn()), model, ScopeOfFullName(kernel.full_name), kernel.module_path,
+                 static_cast<int64_t>(kernel.index)};
+  };
+  for (const auto& v : outputs) {
+    if (v.isTensor()) note(v.toTensor());
+    if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) note(t);
+    }
+  }
+}
+
+void BackwardKernels::NoteNode(const at::Tensor& tensor, HostGraph* model,
+                               const std::string& scope, const std::string& module_path) {
+  if (tensor.defined() && tensor.grad_fn()) {
+    producers_[tensor.grad_fn().get()] =
+        Producer{torch_compat::WeakAutogradNodePtr(tensor.grad_fn()), model, scope, module_path};
+  }
+}
+
+void BackwardKernels::AddParameter(const at::Tensor& param, HostGraph* model,
+                                   const std::string& name) {
+  parameters_.emplace(param.unsafeGetTensorImpl(), std::make_pair(model, name));
+}
+
+void BackwardKernels::ForgetDeadNodes() {
+  for (auto it = producers_.begin(); it != producers_.end();) {
+    it = it->second.node.expired() ? producers_.erase(it) : std::next(it);
+  }
+}
+
+const BackwardKernels::Producer* BackwardKernels::ProducerOf(
+    const torch_compat::AutogradNodePtr& node) const {
+  auto it = producers_.find(node.get());
+  if (it == producers_.end() || it->second.node.expired()) return nullptr;
+  return &it->second;
+}
+
+std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<at::Tensor>& roots,
+                                                              HostGraph* fallback) {
+  auto hooks = std::make_unique<Hooks>();
+  // Nodes no forward kernel produced inherit from the node that reaches them.
+  std::unordered_map<const Node*, Producer> inherited;
+  std::unordered_set<const Node*> seen;
+  std::deque<torch_compat::AutogradNodePtr> queue;
+  for (const at::Tensor& root : roots) {
+    if (!root.defined() || !root.grad_fn() || !seen.insert(root.grad_fn().get()).second) continue;
+    Producer& root_producer = inherited[root.grad_fn().get()];
+    root_producer.model = fallback;
+    root_producer.scope = "Default";
+    queue.push_back(root.grad_fn());
+  }
+  std::unordered_map<std::string, int> ordinals;
+  while (!queue.empty()) {
+    torch_compat::AutogradNodePtr node = queue.front();
+    queue.pop_front();
+    const Producer* known = ProducerOf(node);
+    Producer where = known ? *known : inherited[node.get()];
+    const std::string name = torch_compat::BackwardNodeName(*node);
+    if (const at::TensorImpl* var = torch_compat::AccumulatedVariable(*node)) {
+      auto it = parameters_.find(var);
+      if (it != parameters_.end()) {
+        where.model = it->second.first;
+        where.module_path = ModuleOfParameter(it->second.second);
+        where.scope =
+            where.model->ScopeOf(where.module_path) + "/" + Underscored(it->second.second);
+        where.kernel = -1;
+      }
+    }
+    const std::string base = "Gradients/" + where.scope + "/" + name;
+    const std::string key = base + "#" + std::to_string(ordinals[base]++);
+    uintptr_t handle = torch_compat::AddObserver(
+        *node, [this, where, key, name](const std::vector<at::Tensor>& produced,
+                                        const std::vector<at::Tensor>& received) {
+          OnNode(where, key, name, received, produced);
+        });
+    hooks->hooks_.emplace_back(node, handle);
+    for (const auto& edge : node->next_edges()) {
+      if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
+      // A node nobody produced inherits the scope, not the source line.
+      Producer& next = inherited[edge.function.get()];
+      next.model = where.model;
+      next.scope = where.scope;
+      next.module_path = where.module_path;
+      queue.push_back(edge.function);
+    }
+  }
+  return hooks;
+}
+
+void BackwardKernels::OnNode(const Producer& where, const std::string& key,
+                             const std::string& name, const std::vector<at::Tensor>& received,
+                             const std::vector<at::Tensor>& produced) {
+  HostWork host_work;  // the views' operators are not the program's
+  auto it = kernels_.find({where.model, key});
+  if (it == kernels_.end()) {
+    std::vector<SourceLocation> trace;
+    if (where.kernel >= 0) trace = where.model->graph().kernels[where.kernel].source_trace;
+    KernelInfo kernel = where.model->AddHostKernel("Gradients/" + where.scope, name,
+                                                   where.module_path, std::move(trace));
+    it = kernels_.emplace(std::make_pair(where.model, key), std::move(kernel)).first;
+  }
+  DumpSession* session = where.model->session();
+  if (session && session->Wants(it->second)) {
+    session->OnKernelDone(it->second, SlotViews(received), SlotViews(produced));
+  }
+}
+
+UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
+                             const at::Tensor& param, const at::Tensor& grad,
+                             const std::vector<at::Tensor>& state)
+    : session_(session && session->Wants(kernel) ? session : nullptr), kernel_(kernel) {
+  if (!session_) return;
+  HostWork host_work;
+  // The inputs the update writes, as they are before it (copies, unless not read).
+  auto add_before_update = [&](const at::Tensor& original) {
+    TensorView view;
+    if (original.defined() && MakeViewBeforeWrite(*session_, kernel_, original.detach(),
+                                                  /*logical_layout=*/true, &view)) {
+      inputs_.push_back(std::move(view));
+    }
+  };
+  add_before_update(param);
+  for (TensorView& view : DefinedViews({grad})) inputs_.push_back(std::move(view));
+  for (const at::Tensor& s : state) add_before_update(s);
+}
+
+void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor>& state) {
+  if (!session_) return;
+  HostWork host_work;
+  std::vector<at::Tensor> outputs{param};
+  outputs.insert(outputs.end(), state.begin(), state.end());
+  session_->OnKernelDone(kernel_, inputs_, DefinedViews(outputs));
+  session_ = nullptr;
+}
+
+}  // namespace torch_internal
+
+}  // namespace graphdump
