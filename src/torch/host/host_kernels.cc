@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "eager/eager_capture.h"
 #include "host/tensor_views.h"
 #include "torch_compat.h"
 
