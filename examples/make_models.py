@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Makes the TorchScript models graphdump's demo and tests run.
 
-usage: /usr/bin/python3 examples/make_models.py OUT_DIR [NAME...]
+usage: python3 examples/make_models.py OUT_DIR [NAME...]
 
 Writes OUT_DIR/{NAME}.pt for each NAME (all models when none is given). Every model is made
 from a fixed seed, so the same command always writes the same weights. Models are scripted

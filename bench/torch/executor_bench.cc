@@ -47,7 +47,8 @@ int main() {
   const std::string source = Env("GRAPHDUMP_SOURCE_DIR", ".");
   const std::string dir = build + "/bench_models";
   const std::string path = dir + "/resnet18.pt";
-  if (std::system(("test -f " + path + " || /usr/bin/python3 " + source +
+  const std::string python = Env("GRAPHDUMP_PYTHON", "python3");
+  if (std::system(("test -f " + path + " || " + python + " " + source +
                    "/examples/make_models.py " + dir + " resnet18 >/dev/null")
                       .c_str()) != 0) {
     std::fprintf(stderr, "executor_bench: could not make %s\n", path.c_str());

@@ -1,4 +1,4 @@
-"""Helpers for graphdump's end-to-end tests (run with Debian's /usr/bin/python3)."""
+"""Helpers for graphdump's end-to-end tests (run with the project's Python, .venv/bin/python)."""
 import glob
 import json
 import os
