@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Models and inputs for the precision-debugging tests (docs/precision.md), made from fixed seeds.
 
-usage: /usr/bin/python3 tests/e2e/precision_models.py OUT_DIR
+usage: .venv/bin/python tests/e2e/precision_models.py OUT_DIR
 
   dot_net      linear -> relu -> dot -> mul -> add -> tanh. On the CPU, LibTorch 1.13's
                bfloat16 dot accumulates in bfloat16: over 4096 terms it is wrong by ~10%, while
