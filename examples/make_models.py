@@ -19,8 +19,10 @@ traced (torch.jit.trace) to exercise stack-text parsing.
   traced_mlp     mlp traced instead of scripted
   channels_last  produces channels-last and transposed (non-contiguous) tensors (trans_flag)
 """
+import contextlib
 import os
 import sys
+import warnings
 
 import torch
 import torch.nn as nn
@@ -188,12 +190,29 @@ def eager(name):
     return builders[name]()
 
 
+# What torch.jit.script, trace, save and load warn since torch 2.10: "`torch.jit.script` is
+# deprecated. ..." (a DeprecationWarning, a FutureWarning from torch 2.14; "... is not supported
+# in Python 3.14+ ..." there). These models exist to be TorchScript, so the warning says nothing
+# to whoever makes them; any other warning shows as usual.
+TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.\w+` is (deprecated|not supported in Python)"
+
+
+@contextlib.contextmanager
+def torchscript_deprecation_silenced():
+    """Within it, TorchScript's deprecation warnings are not shown; other warnings are."""
+    with warnings.catch_warnings():
+        for category in (DeprecationWarning, FutureWarning):
+            warnings.filterwarnings("ignore", TORCHSCRIPT_DEPRECATION, category)
+        yield
+
+
 def make(name):
     """The model as a TorchScript module (traced for traced_mlp, scripted otherwise)."""
     module = eager(name)
-    if name == "traced_mlp":
-        return torch.jit.trace(module, torch.randn(2, 12))
-    return torch.jit.script(module)
+    with torchscript_deprecation_silenced():
+        if name == "traced_mlp":
+            return torch.jit.trace(module, torch.randn(2, 12))
+        return torch.jit.script(module)
 
 
 MODELS = ["alexnet", "demo_alexnet", "resnet18", "mobilenet_v2", "ifloop", "failing",

@@ -108,4 +108,8 @@ def make(out_dir):
 
 
 if __name__ == "__main__":
+    import warnings  # here, so that the models' lines stay where docs/precision.md shows them
+    # torch.jit's deprecation warnings (torch >= 2.10) say nothing to a script whose models exist
+    # to be TorchScript; other warnings show as usual.
+    warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is (deprecated|not supported in Python)")
     make(sys.argv[1])
