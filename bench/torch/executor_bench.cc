@@ -4,7 +4,8 @@
 // the ratio is of the median round times.
 //   bench: executor_vs_forward ratio=X      (target <= 1.03)
 // Environment: GRAPHDUMP_BENCH_IMAGE (default 224), GRAPHDUMP_BENCH_ROUNDS (default 7),
-// GRAPHDUMP_BUILD_DIR / GRAPHDUMP_SOURCE_DIR (where the model is made).
+// GRAPHDUMP_BUILD_DIR / GRAPHDUMP_SOURCE_DIR (where the model is made), GRAPHDUMP_PYTHON (the
+// Python that makes it, default python3).
 #include <torch/script.h>
 
 #include <algorithm>
@@ -47,6 +48,7 @@ int main() {
   const std::string source = Env("GRAPHDUMP_SOURCE_DIR", ".");
   const std::string dir = build + "/bench_models";
   const std::string path = dir + "/resnet18.pt";
+  // The Python of the project's environment (scripts/venv), the one with torch.
   const std::string python = Env("GRAPHDUMP_PYTHON", "python3");
   if (std::system(("test -f " + path + " || " + python + " " + source +
                    "/examples/make_models.py " + dir + " resnet18 >/dev/null")

@@ -1,14 +1,19 @@
-"""Helpers for graphdump's end-to-end tests (run with the project's Python, .venv/bin/python)."""
+"""Helpers for graphdump's end-to-end tests (ctest runs them with the Python of the project's
+environment, .venv/bin/python)."""
 import glob
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 BIN = os.environ.get("GRAPHDUMP_BIN", "graphdump")
 SOURCE_DIR = os.environ.get("GRAPHDUMP_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 BUILD_DIR = os.environ.get("GRAPHDUMP_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
+# The Python for the tests' own scripts (models, references): $GRAPHDUMP_PYTHON, else the one
+# running the tests.
+PYTHON = os.environ.get("GRAPHDUMP_PYTHON") or sys.executable
 
 def run(*args, env=None, check=None, cwd=None, timeout=600):
     """Runs the graphdump CLI; returns (exit code, stdout, stderr)."""

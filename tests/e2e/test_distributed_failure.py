@@ -6,7 +6,6 @@ Also: ranks that exit with an error (a batch of 7 rows cannot be split over 2 ra
 reported with their exit status."""
 import os
 import subprocess
-import sys
 
 import numpy as np
 
@@ -14,7 +13,7 @@ import gdtest
 
 
 def test_killed_rank_and_failing_rank_are_named(scratch):
-    subprocess.run([sys.executable,
+    subprocess.run([gdtest.PYTHON,
                     os.path.join(gdtest.SOURCE_DIR, "examples", "make_models.py"), scratch,
                     "small_cnn"], check=True, capture_output=True)
     model = os.path.join(scratch, "small_cnn.pt")

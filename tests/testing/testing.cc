@@ -83,7 +83,7 @@ std::string SourceDir() {
   return dir ? dir : ".";
 }
 
-std::string PythonExecutable() {
+std::string Python() {
   const char* python = std::getenv("GRAPHDUMP_PYTHON");
   return python && *python ? python : "python3";
 }
@@ -92,7 +92,7 @@ CommandResult RunPython(const std::string& code, const std::vector<std::string>&
   TempDir dir;
   std::string script = dir.Sub("check.py");
   WriteFile(script, code);
-  std::string command = PythonExecutable() + " " + script;
+  std::string command = Python() + " " + script;
   for (const std::string& a : args) command += " '" + a + "'";
   return RunCommand(command);
 }

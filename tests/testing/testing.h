@@ -1,5 +1,5 @@
 // Helpers for graphdump's tests: temporary directories, files, and NumPy checks run with
-// the project's Python (the environment users read dumps with).
+// Debian's /usr/bin/python3 (the interpreter users read dumps with).
 #pragma once
 
 #include <cstdint>
@@ -36,13 +36,13 @@ struct CommandResult {
 // Runs `command` through /bin/sh and captures its output.
 CommandResult RunCommand(const std::string& command);
 
-// Runs a Python snippet with $GRAPHDUMP_PYTHON (default python3 on PATH); `args` become
-// sys.argv[1:]. The script should print what the test then checks.
-CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
+// The Python of the project's environment: $GRAPHDUMP_PYTHON (CMake sets it for the tests that
+// need it), else `python3` on PATH.
+std::string Python();
 
-// The Python the tests run: $GRAPHDUMP_PYTHON (ctest sets it to the project's environment),
-// else python3 on PATH.
-std::string PythonExecutable();
+// Runs a Python snippet with Python(); `args` become sys.argv[1:]. The script should print what
+// the test then checks.
+CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
 
 // A host TensorView of `data` (strides in elements; empty means C-contiguous).
 TensorView MakeView(DType dtype, std::vector<int64_t> shape, std::vector<int64_t> strides,
