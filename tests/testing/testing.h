@@ -1,5 +1,5 @@
 // Helpers for graphdump's tests: temporary directories, files, and NumPy checks run with
-// Debian's /usr/bin/python3 (the interpreter users read dumps with).
+// the project's Python (the environment users read dumps with).
 #pragma once
 
 #include <cstdint>
