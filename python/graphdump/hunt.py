@@ -344,6 +344,9 @@ def _after_pass1(h, status, pass2_child):
                                          f"{frame.get('line')}"):
             answer["source_code"] = frame.get("code", "")
             break
+    caller = hunt_answer.caller_frame(trace)
+    answer["caller_line"] = f"{caller['file']}:{caller['line']}" if caller else None
+    answer["caller_code"] = caller.get("code", "") if caller else None
     if persistent:
         answer["verdict"] = "persistent"
         answer["verdict_detail"] = (
