@@ -6,6 +6,7 @@ threads that exist only in the parent)."""
 import glob
 import os
 import subprocess
+import sys
 
 import pytest
 
