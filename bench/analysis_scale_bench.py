@@ -140,7 +140,7 @@ def run_compare_ranks(binary, root, rows, bad_name, build, out_dir):
 
 
 def run_load(binary, root, rows, bad_name, build, out_dir):
-    load = measure(["/usr/bin/python3", "-c",
+    load = measure([sys.executable, "-c",
                     "import sys, graphdump; print(len(graphdump.load(sys.argv[1])))", root],
                    {"PYTHONPATH": os.path.join(build, "python")})
     if load[3] != 0 or int(load[2].split()[-1]) != rows:
@@ -149,7 +149,7 @@ def run_load(binary, root, rows, bad_name, build, out_dir):
 
 
 def run_load_one_rank(binary, root, rows, bad_name, build, out_dir):
-    one = measure(["/usr/bin/python3", "-c",
+    one = measure([sys.executable, "-c",
                    "import sys, graphdump\n"
                    "print(len(graphdump.load(sys.argv[1], ranks=0)))", root],
                   {"PYTHONPATH": os.path.join(build, "python")})

@@ -1,9 +1,9 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """compare over one kernel with many tensors (an Ascend dump file of N outputs, in A and B):
 time per N. Pairing a kernel's tensors is linear in N (it was quadratic: a search of B's
 tensors for each of A's).
 
-usage: GRAPHDUMP_BIN=build/tools/graphdump /usr/bin/python3 bench/compare_tensors_bench.py [N...]
+usage: GRAPHDUMP_BIN=build/tools/graphdump .venv/bin/python bench/compare_tensors_bench.py [N...]
 """
 import os
 import shutil

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """graphdump convert vs. a NumPy reshape/transpose converter on FRACTAL_Z / NC1HWC0 float16.
 
 Writes Ascend dump files (docs/ascend.md) holding float16 NC1HWC0 activations and FRACTAL_Z conv

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Step time of 2-rank data-parallel training with a statistic dump of every kernel, against the
 same training without dump.
 

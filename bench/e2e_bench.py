@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The dump's speed and memory targets, timed end to end: whole `graphdump` processes as a user
 runs them, the two sides of each ratio alternating, BENCH_ROUNDS rounds, medians printed.
 
@@ -105,7 +105,7 @@ np.isnan(x).sum(); (x == -np.inf).sum(); (x == np.inf).sum(); (x == 0).sum()
 np.sqrt(np.square(x, dtype=np.float64).sum())
 print(time.perf_counter() - t)
 """
-    p = subprocess.run(["/usr/bin/python3", "-c", code, x_path], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", code, x_path], capture_output=True, text=True,
                        check=True)
     return float(p.stdout)
 
@@ -118,7 +118,7 @@ def main():
     alexnet = benchutil.make_model(work, "demo_alexnet")
     wide = benchutil.make_model(work, "wide_mlp")
     x = os.path.join(work, "x.npy")
-    subprocess.run(["/usr/bin/python3", "-c",
+    subprocess.run([sys.executable, "-c",
                     "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(0)"
                     ".standard_normal((8192, 8192), dtype=np.float32))", x], check=True)
     nothing, nothing_dir = config(work, "nothing", dump_mode=1, kernels=["no_such_kernel"])

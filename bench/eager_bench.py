@@ -1,13 +1,14 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """An eager user's training script (no torch.jit) under `graphdump python`, against the same
-script run by plain python3: whole processes as a user runs them, sides alternating, median of
+script run by plain python (the Python running this bench: the project's venv, whose torch
+`graphdump python` runs): whole processes as a user runs them, sides alternating, median of
 rounds.
 
 The script (bench/lib/eager_lm_training.py: a transformer language model, AdamW, a warmup
 schedule, clipping) prints its step times; each run's step time is the median over steps
 3..N. Per round, back to back:
 
-  1. plain:     /usr/bin/python3 eager_lm_training.py
+  1. plain:     python eager_lm_training.py (the Python running the bench)
   2. off:       graphdump python with a configuration that selects nothing (an iteration the
                 run never reaches): the module calls are bracketed, no operator is captured;
   3. statistic: graphdump python with a statistic dump (default categories) of every forward,
@@ -109,7 +110,7 @@ def main():
 
     off_r, stat_r, dd_r, async_r, per_op, alone_r = [], [], [], [], [], []
     for r in range(ROUNDS):
-        plain = statistics.median(step_times(["/usr/bin/python3", *args], work)[2:])
+        plain = statistics.median(step_times([sys.executable, *args], work)[2:])
         never, _ = config("statistic", str(10 ** 6))
         off = statistics.median(step_times([BIN, "python", "--config", never, *args], work)[2:])
         stat, _ = config("statistic", "all")
@@ -120,7 +121,7 @@ def main():
         size, written = benchutil.npy_bytes(dump), benchutil.npy_unique_bytes(dump)
         files_alone = benchutil.write_same_files(dump, os.path.join(work, f"files{r}"))
         os.sync()
-        plain_tail = seconds_from_tensor_step_to_end(["/usr/bin/python3", *short], work)
+        plain_tail = seconds_from_tensor_step_to_end([sys.executable, *short], work)
         tensor_async, _ = config("tensor", str(TENSOR_STEP), asynchronous=True)
         async_tail = seconds_from_tensor_step_to_end(
             [BIN, "python", "--config", tensor_async, *short], work)

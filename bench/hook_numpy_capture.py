@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """graphdump's kernel dump against the capture a PyTorch user writes by hand.
 
 The hand-written capture: the same model (the eager module examples/make_models.py scripts,

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """graphdump hunt's time to the answer against the plain run's time to the failing step: whole
 processes as a user runs them, sides alternating, median of rounds.
 
@@ -6,7 +6,7 @@ The training (bench/lib/hunt_nan_training.py: a masked-mean sequence classifier,
 at least 50 ms) goes NaN at step 20 (iteration 20: an all-padding sequence makes 0/0). Per
 round, back to back:
 
-  1. plain: /usr/bin/python3 hunt_nan_training.py --steps 21: the run up to and including the
+  1. plain: python hunt_nan_training.py --steps 21: the run up to and including the
             failing step, as the user's run that went NaN got there;
   2. hunt:  graphdump hunt hunt_nan_training.py --steps 40: both passes (pass 1 stops after
             step 20), watch, the explanation and the report, to the printed answer.
@@ -36,7 +36,7 @@ PLANT = 20
 
 
 def plain(work):
-    p, wall = benchutil.run_graphdump("hunt_bench", ["/usr/bin/python3", SCRIPT, "--steps",
+    p, wall = benchutil.run_graphdump("hunt_bench", [sys.executable, SCRIPT, "--steps",
                                                      str(PLANT + 1), "--plant", str(PLANT)], work)
     return wall, json.loads(p.stdout.strip().splitlines()[-1])["median_step_s"]
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Training with every kernel dumped, against plain training and against `dd`.
 
 Trains the demo AlexNet (examples/make_models.py) with `graphdump train` three ways, side by

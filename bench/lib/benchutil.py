@@ -14,7 +14,7 @@ SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR",
 
 def make_model(work, name):
     """Makes model `name` with examples/make_models.py into `work`; returns the .pt path."""
-    subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "examples", "make_models.py"), work,
+    subprocess.run([sys.executable, os.path.join(SOURCE, "examples", "make_models.py"), work,
                     name], check=True, capture_output=True)
     return os.path.join(work, name + ".pt")
 

@@ -1,5 +1,5 @@
-"""``graphdump python`` (and ``python3 -m graphdump``): runs your own PyTorch script unchanged,
-dumping the kernels of the TorchScript modules it calls (docs/python.md)."""
+"""``graphdump python`` (and ``python -m graphdump``): runs your own PyTorch script unchanged,
+dumping the kernels of the modules it calls (docs/python.md)."""
 import os
 import runpy
 import signal
@@ -11,9 +11,10 @@ USAGE = "usage: graphdump python [--config FILE] [--overwrite] [--nproc N] SCRIP
         "[--config FILE] SCRIPT [ARGS...]\n"
 
 HELP = USAGE + """
-Runs SCRIPT with Debian's python3 exactly as `python3 SCRIPT ARGS` would, with dumping on:
-every TorchScript module it calls (torch.jit.script, torch.jit.trace, torch.jit.load) runs its
-forward through graphdump's executor, one graph per module in first-call order; the backward
+Runs SCRIPT with the Python graphdump was built for (the environment whose torch it uses)
+exactly as `python SCRIPT ARGS` would, with dumping on: every TorchScript module it calls
+(torch.jit.script, torch.jit.trace, torch.jit.load) runs its forward through graphdump's
+executor, one graph per module in first-call order; the backward
 passes it runs (loss.backward()) are dumped as Gradients/... kernels; each step() of a
 torch.optim optimizer dumps one update kernel per parameter and ends an iteration (without an
 optimizer, each call of the first module starts one). Plain nn.Modules run as they are, their
@@ -29,7 +30,7 @@ options:
   --nproc N       start N ranks of the script on this machine, as torchrun does: each gets
                   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, its output lines
                   prefixed [rank k]; when one fails the others are stopped
-  -m MODULE       run a library module as a script, as python3 -m MODULE
+  -m MODULE       run a library module as a script, as python -m MODULE
   --precision P   a precision run (bf16 or fp16): every floating kernel the script calls
                   computes in P, the modules' floating parameters and buffers are cast to P in
                   place and float32 data is rounded to P where a kernel reads it, as a real P
