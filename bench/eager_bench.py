@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """An eager user's training script (no torch.jit) under `graphdump python`, against the same
-script run by plain python3: whole processes as a user runs them, sides alternating, median of
+script run by plain python (the Python running this bench: the project's venv, whose torch
+`graphdump python` runs): whole processes as a user runs them, sides alternating, median of
 rounds.
 
 The script (bench/lib/eager_lm_training.py: a transformer language model, AdamW, a warmup
 schedule, clipping) prints its step times; each run's step time is the median over steps
 3..N. Per round, back to back:
 
-  1. plain:     python3 eager_lm_training.py
+  1. plain:     python eager_lm_training.py (the Python running the bench)
   2. off:       graphdump python with a configuration that selects nothing (an iteration the
                 run never reaches): the module calls are bracketed, no operator is captured;
   3. statistic: graphdump python with a statistic dump (default categories) of every forward,

@@ -6,7 +6,7 @@ The training (bench/lib/hunt_nan_training.py: a masked-mean sequence classifier,
 at least 50 ms) goes NaN at step 20 (iteration 20: an all-padding sequence makes 0/0). Per
 round, back to back:
 
-  1. plain: python3 hunt_nan_training.py --steps 21: the run up to and including the
+  1. plain: python hunt_nan_training.py --steps 21: the run up to and including the
             failing step, as the user's run that went NaN got there;
   2. hunt:  graphdump hunt hunt_nan_training.py --steps 40: both passes (pass 1 stops after
             step 20), watch, the explanation and the report, to the printed answer.

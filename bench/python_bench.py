@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """A user's own training script under `graphdump python`, against the same script run by plain
-python3, whole processes as a user runs them.
+python, whole processes as a user runs them.
 
 The script (bench/lib/user_training.py: a TorchScript CNN, a DataLoader, a custom loss, AdamW,
 a scheduler, gradient clipping) prints its step times. Three runs of it per round, back to back:
 
-  1. plain: python3 user_training.py
+  1. plain: python user_training.py (the Python running the bench)
   2. off:   graphdump python user_training.py, no configuration: the modules run through
             graphdump's executor and nothing is dumped;
   3. statistic: graphdump python --config (saved_data "statistic", default categories, every

@@ -1,5 +1,5 @@
 """``graphdump python`` (and ``python -m graphdump``): runs your own PyTorch script unchanged,
-dumping the kernels of the TorchScript modules it calls (docs/python.md)."""
+dumping the kernels of the modules it calls (docs/python.md)."""
 import os
 import runpy
 import signal

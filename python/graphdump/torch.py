@@ -436,9 +436,11 @@ class Dump:
             return out
 
         # An LR scheduler created later wraps this bound method again (it needs __func__); one
-        # created before marked its wrapper, and checks that the mark is still there.
-        if hasattr(original, "_with_counter"):
-            step._with_counter = original._with_counter
+        # created before marked its wrapper, and warns at its first step() when the mark is
+        # gone ("optimizer.step() has been overridden after learning rate scheduler
+        # initialization"; the mark was `_with_counter` before torch 2).
+        if hasattr(original, "_wrapped_by_lr_sched"):
+            step._wrapped_by_lr_sched = original._wrapped_by_lr_sched
         optimizer.step = types.MethodType(step, optimizer)
 
     def _warn_unowned(self, params):

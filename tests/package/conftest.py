@@ -43,11 +43,12 @@ def graphdump(*args, env=None, timeout=300, cwd=None, check=None):
 
 
 def python(*args, env=None, timeout=300, cwd=None, check=None):
-    """Runs Debian's python3 without graphdump; returns the CompletedProcess (text)."""
+    """Runs the project's Python (the one running the tests, whose torch `graphdump python`
+    runs too) without graphdump; returns the CompletedProcess (text)."""
     p = subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True,
                        env=clean_env(env), timeout=timeout, cwd=cwd)
     if check is not None:
-        assert p.returncode == check, f"python3 {args} exited {p.returncode}:\n{p.stderr}"
+        assert p.returncode == check, f"python {args} exited {p.returncode}:\n{p.stderr}"
     return p
 
 

@@ -3,6 +3,7 @@ traced module, and every configuration feature, checked on the files as a user r
 import glob
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -269,3 +270,26 @@ def test_two_forward_calls_then_their_backward_passes(tmp_path):
     files = os.listdir(tmp_path / "dump" / "rank_0" / "Net" / "0" / "0")
     tanh = [f for f in files if f.startswith("TanhBackward0.") and ".output.0." in f]
     assert len(tanh) == 2 and all("Gradients_Default_1-Tanh_" in f for f in tanh), tanh
+
+
+def test_a_scheduler_made_before_track_keeps_counting_steps(tmp_path):
+    # torch 2's LRScheduler marks the optimizer.step it wraps (_wrapped_by_lr_sched) and warns at
+    # its first step() when the mark is gone; track() wraps that step once more and keeps it.
+    config = write_config(tmp_path / "d.json", tmp_path / "dump")
+    torch.manual_seed(0)
+    net = nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with gd.Dump(config) as dump:
+            dump.wrap(net)
+            dump.track(optimizer)
+            for _ in range(2):
+                net(torch.ones(2, 3)).sum().backward()
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+    assert not [str(w.message) for w in caught if "optimizer.step()" in str(w.message)]
+    assert optimizer.param_groups[0]["lr"] == 0.25 and dump.summary["optimizer_steps"] == 2
+    assert global_order(tmp_path / "dump" / "rank_0") == [0, 1]
