@@ -82,8 +82,7 @@ def original_name(path):
 
 def _g6(x):
     """A number as statistic.csv prints it (C++'s default stream: 6 significant digits)."""
-    text = f"{x:.6g}"
-    return text
+    return f"{x:.6g}"
 
 
 def _close_6_digits(cell, expected):
@@ -101,7 +100,7 @@ def _close_6_digits(cell, expected):
 
 def numpy_statistics(a):
     """What statistic.csv's categories hold for the array `a`, by NumPy in double precision."""
-    x = a.astype(np.float64).ravel() if a.dtype != bool else a.astype(np.float64).ravel()
+    x = a.astype(np.float64).ravel()  # bool as 0/1, integers and floats exactly
     finite = x[~np.isnan(x)]
     out = {"Count": x.size, "NaN Count": int(np.isnan(x).sum()),
            "Negative Inf Count": int(np.isneginf(x).sum()),
