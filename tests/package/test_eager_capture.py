@@ -46,7 +46,9 @@ def test_forward_kernels_inside_and_outside_modules(lm):
     names = set(order)
     # The root's own operators (the mask), modules outside the blocks, inside the blocks.
     assert order[0] == "Default/ones-op0"
-    assert "Default/embed-Embedding/embedding-op8" in names
+    # op6: torch 2.13 records the mask indexing before it (mask[:, None, None, :] == 0) as
+    # unsqueeze, unsqueeze, eq, three kernels fewer than LibTorch 1.13 recorded there.
+    assert "Default/embed-Embedding/embedding-op6" in names
     assert any(re.fullmatch(r"Default/blocks-ModuleList/1-Block/attn-Attention/qkv-Linear/"
                             r"linear-op\d+", k) for k in order)
     assert any(re.fullmatch(r"Default/norm-LayerNorm/layer_norm-op\d+", k) for k in order)
@@ -75,7 +77,7 @@ def test_each_call_is_dumped_and_ordered(lm):
     assert global_order(lm["rank"]) == [0, 0, 1, 1, 1, 2, 2, 2, 3]
     base = lm["rank"] / "Net" / "0"
     for iteration, calls in ((0, 2), (1, 3), (3, 1)):
-        files = glob.glob(f"{base}/{iteration}/embedding.Default_embed-Embedding_embedding-op8"
+        files = glob.glob(f"{base}/{iteration}/embedding.Default_embed-Embedding_embedding-op6"
                           ".*.output.0.*.npy")
         assert len(files) == calls, (iteration, files)
         stamps = {os.path.basename(f).split(".")[4] for f in files}
@@ -102,7 +104,7 @@ def test_backward_and_optimizer_kernels_named_after_parameters(lm):
 
 def test_source_lines_and_graph_files(lm):
     ir = open(lm["rank"] / "graphs" / "ms_output_trace_code_graph_0.ir").read()
-    block = ir[ir.index("(Default/embed-Embedding/embedding-op8)"):]
+    block = ir[ir.index("(Default/embed-Embedding/embedding-op6)"):]
     block = block[:block.index("\n  %")]
     assert f"In file {LM}(69)/x = self.embed(input_ids)/" in block
     # Dataflow: the embedding reads the parameter and the input ids; the first layer norm of
