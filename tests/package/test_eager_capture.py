@@ -47,7 +47,7 @@ def test_forward_kernels_inside_and_outside_modules(lm):
     # The root's own operators (the mask), modules outside the blocks, inside the blocks.
     assert order[0] == "Default/ones-op0"
     # op6: torch 2.13 records the mask indexing before it (mask[:, None, None, :] == 0) as
-    # unsqueeze, unsqueeze, eq, three kernels fewer than LibTorch 1.13 recorded there.
+    # unsqueeze, unsqueeze, eq: two kernels fewer than LibTorch 1.13 recorded before it.
     assert "Default/embed-Embedding/embedding-op6" in names
     assert any(re.fullmatch(r"Default/blocks-ModuleList/1-Block/attn-Attention/qkv-Linear/"
                             r"linear-op\d+", k) for k in order)
