@@ -107,11 +107,15 @@ def make_env(path, with_pip=False):
     return site
 
 
-def build_python():
-    """The Python the build was configured with (GRAPHDUMP_PYTHON in its CMakeCache.txt): the
-    one graphdump python falls back on."""
+def build_setting(name):
+    """A setting of the build, as its CMakeCache.txt holds it (NAME:TYPE=value)."""
     with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
         for line in f:
-            if line.startswith("GRAPHDUMP_PYTHON:FILEPATH="):
+            if line.startswith(name + ":"):
                 return line.split("=", 1)[1].strip()
-    raise AssertionError(f"{BUILD_DIR}/CMakeCache.txt names no GRAPHDUMP_PYTHON")
+    raise AssertionError(f"{BUILD_DIR}/CMakeCache.txt has no {name}")
+
+
+def build_python():
+    """The Python the build was configured with: the one graphdump python falls back on."""
+    return build_setting("GRAPHDUMP_PYTHON")
