@@ -1,5 +1,5 @@
-"""`graphdump bisect` (docs/precision.md, "Bisect"): on dot_net (a bfloat16 dot that is ~10% wrong)
-and naive_var (E[x^2] - E[x]^2 cancelling) it finds the kernels that must run in float32; the set
+"""`graphdump bisect` (docs/precision.md, "Bisect"): on sum_net (a bfloat16 index_add that is ~45%
+wrong) and naive_var (E[x^2] - E[x]^2 cancelling) it finds the kernels that must run in float32; the set
 meets the tolerance, removing any one of its kernels does not (checked with separate `graphdump
 run` processes), and the printed `graphdump run ... --keep-fp32 ...` command, run with
 --save-output, reproduces the error bisect reported, checked with NumPy against the float32
@@ -92,24 +92,24 @@ def check_model(work, model_name, inputs, tolerance, expected_ops):
 
 
 @pytest.fixture(scope="module")
-def dot(module_scratch):
-    """bisect's JSON result on dot_net, checked by check_model."""
-    return check_model(module_scratch, "dot_net", ["dot_x.npy"], 0.01, ["dot"])
+def summed(module_scratch):
+    """bisect's JSON result on sum_net, checked by check_model."""
+    return check_model(module_scratch, "sum_net", ["sum_x.npy"], 0.01, ["index_add"])
 
 
-def test_dot_net_keeps_the_dot(dot):
-    k = dot["keep"][0]
-    assert k["source_line"] == f"{p.SCRIPT}:{p.source_line('DOT_LINE')}", (
-        "the kept dot's user source line")
-    assert "torch.dot(h, self.w)" in k["code"], f"its code: {k['code']}"
+def test_sum_net_keeps_the_index_add(summed):
+    k = summed["keep"][0]
+    assert k["source_line"] == f"{p.SCRIPT}:{p.source_line('SUM_LINE')}", (
+        "the kept index_add's user source line")
+    assert "self.total.index_add(0, self.segment, h)" in k["code"], f"its code: {k['code']}"
 
 
-def test_text_output(dot):
-    k = dot["keep"][0]
+def test_text_output(summed):
+    k = summed["keep"][0]
     # The text output: rounds, the set with source lines, and the command, which runs as is.
-    code, out, err = bisect(p.model("dot_net"), "--input", p.data("dot_x.npy"), "--precision",
+    code, out, err = bisect(p.model("sum_net"), "--input", p.data("sum_x.npy"), "--precision",
                             "bf16")
-    assert code == 0, f"bisect dot_net (text): {err}"
+    assert code == 0, f"bisect sum_net (text): {err}"
     lines = out.splitlines()
     assert lines[0].startswith("graphdump bisect:") and "tolerance 0.01" in lines[0], (
         f"header: {lines[0]}")
@@ -118,12 +118,12 @@ def test_text_output(dot):
     assert any(line.startswith("round  2  all") and "pass" in line for line in lines), (
         f"round 2 keeps every candidate and passes: {out}")
     assert "result: 1 kernel must run in float32" in out, f"result line: {out}"
-    assert (f"  {k['full_name']} (dot)  {p.SCRIPT}:{p.source_line('DOT_LINE')}  s = torch.dot"
-            in out), (
+    assert (f"  {k['full_name']} (index_add)  {p.SCRIPT}:{p.source_line('SUM_LINE')}  "
+            "s = self.total.index_add" in out), (
         f"the kernel with its source line: {out}")
     command = lines[-1].split("reproduce: ", 1)[-1]
     assert lines[-1].startswith("reproduce: graphdump run "), f"the last line: {lines[-1]}"
-    assert command == dot["command"], "text and JSON print the same command"
+    assert command == summed["command"], "text and JSON print the same command"
     assert f"--keep-fp32 '{k['full_name']}'" in command, f"quoted full name: {command}"
 
 
@@ -135,32 +135,32 @@ def test_naive_var_keeps_the_subtraction(module_scratch):
         f"the cancelling subtraction is kept: {var['keep']}")
 
 
-def test_random_inputs(module_scratch, dot):
-    k = dot["keep"][0]
+def test_random_inputs(module_scratch, summed):
+    k = summed["keep"][0]
     # Random inputs (--input-shape, --seed): the command repeats them, and reproduces the error.
-    code, out, err = bisect(p.model("dot_net"), "--input-shape", "16", "--seed", "3",
+    code, out, err = bisect(p.model("sum_net"), "--input-shape", "16", "--seed", "3",
                             "--precision", "bf16", "--json")
     assert code == 0, f"bisect with a random input: {err}"
     r = json.loads(out)
     assert ("--input-shape 16 --seed 3 --precision bf16 --keep-fp32" in r["command"]
             and r["keep"][0]["full_name"] == k["full_name"]), (
         f"random input: {r['command']}")
-    ref = run_output(module_scratch, "dot_net", [], "random_fp32", "--input-shape", "16",
+    ref = run_output(module_scratch, "sum_net", [], "random_fp32", "--input-shape", "16",
                      "--seed", "3", "--precision", "fp32")
     got = p.norm_rel(reproduce(module_scratch, r["command"], "random_fixed"), ref)
     assert abs(got - r["error"]) <= 1e-9, f"random input reproduced: {got} vs {r['error']}"
 
 
-def test_target(dot):
-    k = dot["keep"][0]
-    # --target: the error of one kernel's outputs. The dot's own output needs the dot.
-    code, out, err = bisect(p.model("dot_net"), "--input", p.data("dot_x.npy"), "--precision",
-                            "bf16", "--target", "dot", "--json")
-    assert code == 0, f"--target dot: {err}"
+def test_target(summed):
+    k = summed["keep"][0]
+    # --target: the error of one kernel's outputs. The sum's own output needs the sum.
+    code, out, err = bisect(p.model("sum_net"), "--input", p.data("sum_x.npy"), "--precision",
+                            "bf16", "--target", "index_add", "--json")
+    assert code == 0, f"--target index_add: {err}"
     r = json.loads(out)
     assert (r["target"] == k["full_name"] and [x["full_name"] for x in r["keep"]] ==
             [k["full_name"]] and r["error_none"] > 0.05), (
-        f"--target dot: {r}")
+        f"--target index_add: {r}")
     # The target's output is measured, not the model's: mul's input rounding is not seen.
     code, out, err = bisect(p.model("naive_var"), "--input", p.data("var_x.npy"), "--precision",
                             "bf16", "--target", "name-regex(.*/sub-op[0-9]+)", "--json")
@@ -173,12 +173,12 @@ def test_target(dot):
 
 def test_already_matching_model():
     # A model that already matches: exit 0, nothing to keep.
-    code, out, err = bisect(p.model("dot_net"), "--input", p.data("dot_x.npy"), "--precision",
+    code, out, err = bisect(p.model("sum_net"), "--input", p.data("sum_x.npy"), "--precision",
                             "bf16", "--tolerance", "0.5")
     assert (code == 0 and "already matches the float32 run" in out
             and "nothing needs float32" in out and "reproduce" not in out), (
         f"already matching: {code} {out} {err}")
-    code, out, err = bisect(p.model("dot_net"), "--input", p.data("dot_x.npy"), "--precision",
+    code, out, err = bisect(p.model("sum_net"), "--input", p.data("sum_x.npy"), "--precision",
                             "bf16", "--tolerance", "0.5", "--json")
     r = json.loads(out)
     assert (code == 0 and r["outcome"] == "already_matches" and r["keep"] == []
@@ -188,7 +188,7 @@ def test_already_matching_model():
 
 def test_unreachable_tolerance():
     # A tolerance even the all-float32 run misses (the output itself is rounded to bf16): exit 1.
-    code, out, err = bisect(p.model("dot_net"), "--input", p.data("dot_x.npy"), "--precision",
+    code, out, err = bisect(p.model("sum_net"), "--input", p.data("sum_x.npy"), "--precision",
                             "bf16", "--tolerance", "1e-6")
     assert (code == 1 and "no set of kernels can meet it" in err and "--tolerance above" in err
             and "round  2  all" in out and "reproduce" not in out), (
@@ -197,7 +197,7 @@ def test_unreachable_tolerance():
 
 def test_usage_errors(module_scratch):
     # Usage errors: exit 2 and a message naming the flag.
-    base = [p.model("dot_net"), "--input", p.data("dot_x.npy")]
+    base = [p.model("sum_net"), "--input", p.data("sum_x.npy")]
     for args, words in [
         ([], ["no --precision", "bf16 or fp16"]),
         (["--precision", "fp32"], ["--precision fp32", "bf16 or fp16"]),

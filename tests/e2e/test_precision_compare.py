@@ -1,6 +1,6 @@
 """compare on precision runs (docs/precision.md): each model of precision_models.py run in
 float32 and with --precision bf16; compare (bf16 under test, float32 the reference) names the
-kernel that adds the error at its source line (dot_net: the bfloat16 dot; naive_var: the
+kernel that adds the error at its source line (sum_net: the bfloat16 index_add; naive_var: the
 subtraction that cancels), as the first divergence and the top contributor, not its inputs,
 parameters or the kernels around it; --out, --json and the text agree, and the CSV's
 attribution columns follow from its own metrics and from NumPy on the dumped files."""
@@ -18,7 +18,7 @@ import pytest
 import gdtest as t
 import precision_fixture as p
 
-CASES = (("dot_net", ["dot_x.npy"], "dot", "DOT_LINE", "inaccurate"),
+CASES = (("sum_net", ["sum_x.npy"], "index_add", "SUM_LINE", "inaccurate"),
          ("naive_var", ["var_x.npy"], "sub", "VAR_LINE", "ill-conditioned"))
 BF16_RTOL = 2.0 ** -8
 BF16_SMALL = 2.0 ** -8
@@ -103,10 +103,16 @@ def test_compare_names_the_kernel_adding_error(module_scratch, runs, model, inpu
         f"{model}: {target}: {k['reason']}")
     assert k["growth"] >= 10, f"{model}: {target} grows the error >= 10x: {k['growth']}"
     for tensor in k["tensors"]:
+        if tensor["dtype_b"] == "int64":  # sum_net's index_add reads its index: compared exactly
+            assert (tensor["dtype_a"], tensor["standard"]) == ("int64", "exact"), (
+                f"{model}: an int64 input is judged exactly: {tensor}")
+            continue
         assert tensor["standard"] == "bfloat16", (
             f"{model}: bfloat16 vs float32 is judged by bfloat16")
         assert (tensor["dtype_a"], tensor["dtype_b"]) == ("bfloat16", "float32"), (
             f"{model}: the file names' dtypes")
+    assert sum(t["standard"] == "bfloat16" for t in k["tensors"]) >= 2, (
+        f"{model}: {target}'s floating tensors are compared: {k['tensors']}")
 
     # With --atol 1e-2 --rtol 1e-2 the elementwise rule changes ("user"), the
     # attribution does not: the same kernel adds the error.
@@ -151,7 +157,7 @@ def test_compare_names_the_kernel_adding_error(module_scratch, runs, model, inpu
     assert output_err > 0.05 and inputs_err < 0.01, (
         f"{model}: inputs {inputs_err}, output {output_err}")
 
-    # --replay 1 replays the top contributor: the dot computes inaccurately in bfloat16, the
+    # --replay 1 replays the top contributor: the sum computes inaccurately in bfloat16, the
     # subtraction is ill-conditioned (docs/precision.md, "Replay").
     code, out, err = t.run("compare", bf16, fp32, "-q", "--replay", "1", "--json")
     assert code == 1, f"{model}: compare --replay exits as compare does: {err}"

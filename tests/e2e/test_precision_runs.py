@@ -16,11 +16,11 @@ import precision_fixture as p
 
 @pytest.fixture(scope="module")
 def runs(module_scratch):
-    """The fp32 and bf16 runs of dot_net: (fp32 dump, bf16 dump, the bf16 run's output,
+    """The fp32 and bf16 runs of sum_net: (fp32 dump, bf16 dump, the bf16 run's output,
     its --save-output file, the fp32 run's kernel names)."""
-    fp32, _, _ = p.dump_run(module_scratch, "fp32", "dot_net", ["dot_x.npy"])
+    fp32, _, _ = p.dump_run(module_scratch, "fp32", "sum_net", ["sum_x.npy"])
     out_bf16 = os.path.join(module_scratch, "out_bf16.npy")
-    bf16, out, _ = p.dump_run(module_scratch, "bf16", "dot_net", ["dot_x.npy"],
+    bf16, out, _ = p.dump_run(module_scratch, "bf16", "sum_net", ["sum_x.npy"],
                               "--precision", "bf16", "--save-output", out_bf16)
     names = p.kernel_names(fp32)
     return fp32, bf16, out, out_bf16, names
@@ -33,8 +33,8 @@ def test_bf16_run_is_named_and_computed_as_eager_bf16(runs):
 
     # The model, its parameters and its float32 input are cast; the result equals the eager
     # module cast with .to(torch.bfloat16) on the input cast the same way.
-    x = np.load(p.data("dot_x.npy"))
-    module = torch.jit.load(p.model("dot_net")).to(torch.bfloat16)
+    x = np.load(p.data("sum_x.npy"))
+    module = torch.jit.load(p.model("sum_net")).to(torch.bfloat16)
     with torch.no_grad():
         expected = module(torch.from_numpy(x).bfloat16()).float().numpy()
     saved = np.load(out_bf16)
@@ -52,53 +52,55 @@ def test_bf16_run_is_named_and_computed_as_eager_bf16(runs):
 
 def test_keep_fp32_computes_the_kept_kernel_in_float32(module_scratch, runs):
     fp32, bf16, _, _, names = runs
-    dot = p.find(names, "dot")
+    add = p.find(names, "index_add")
     mul = p.find(names, "mul")
-    # --keep-fp32 dot: the dot computes in float32 on its inputs cast up.
-    keep, _, _ = p.dump_run(module_scratch, "keep", "dot_net", ["dot_x.npy"], "--precision", "bf16",
-                            "--keep-fp32", dot)
+    # --keep-fp32 index_add: the sum computes in float32 on its inputs cast up.
+    keep, _, _ = p.dump_run(module_scratch, "keep", "sum_net", ["sum_x.npy"], "--precision",
+                            "bf16", "--keep-fp32", add)
     assert p.kernel_names(keep) == names, "--keep-fp32 renames nothing"
-    h = p.load(keep, dot, "input", 0)
-    w = p.load(keep, dot, "input", 1)
-    s = p.load(keep, dot, "output", 0)
-    assert ([p.dtype_of(p.tensor_file(keep, dot, io, i)) for io, i in
-             (("input", 0), ("input", 1), ("output", 0))] == ["float32"] * 3), (
-        "a kept kernel computes on float32 inputs and keeps a float32 output")
+    total, index, h = (p.load(keep, add, "input", i) for i in range(3))
+    s = p.load(keep, add, "output", 0)
+    assert ([p.dtype_of(p.tensor_file(keep, add, io, i)) for io, i in
+             (("input", 0), ("input", 1), ("input", 2), ("output", 0))]
+            == ["float32", "int64", "float32", "float32"]), (
+        "a kept kernel computes on float32 inputs (its index stays int64) and keeps a float32 "
+        "output")
     assert np.array_equal(h, torch.from_numpy(h).bfloat16().float().numpy()), (
         "its float32 inputs hold bfloat16 values (cast up exactly)")
-    assert np.array_equal(s, torch.dot(torch.from_numpy(h), torch.from_numpy(w)).numpy()), (
-        "the kept dot's output is float32 arithmetic on its inputs, bit for bit")
+    expected = torch.from_numpy(total).index_add(0, torch.from_numpy(index), torch.from_numpy(h))
+    assert np.array_equal(s, expected.numpy()), (
+        "the kept index_add's output is float32 arithmetic on its inputs, bit for bit")
     assert p.dtype_of(p.tensor_file(keep, mul, "input", 0)) == "bfloat16", (
         "the next kernel, not kept, reads the float32 result cast to bfloat16")
     assert (np.array_equal(p.load(keep, mul, "input", 0),
                            torch.from_numpy(s).bfloat16().float().numpy())), (
         "... rounded from the kept kernel's float32 output")
-    ref = p.load(fp32, dot, "output", 0)
+    ref = p.load(fp32, add, "output", 0)
     kept_err = p.norm_rel(s, ref)
-    plain_err = p.norm_rel(p.load(bf16, dot, "output", 0), ref)
+    plain_err = p.norm_rel(p.load(bf16, add, "output", 0), ref)
     assert kept_err < 0.01 and plain_err > 0.1, (
-        f"dot error against fp32: {kept_err} kept, {plain_err} in bfloat16")
+        f"index_add error against fp32: {kept_err} kept, {plain_err} in bfloat16")
     final_keep = p.norm_rel(p.load(keep, p.find(names, "tanh"), "output", 0),
                             p.load(fp32, p.find(names, "tanh"), "output", 0))
-    assert final_keep < 0.02, f"keeping the dot fixes the model's output: {final_keep}"
+    assert final_keep < 0.02, f"keeping the sum fixes the model's output: {final_keep}"
 
 
 def test_bad_flags_are_usage_errors():
     # Bad flags: exit 2 and a message naming the option, what was given and what is allowed.
-    code, _, err = t.run("run", p.model("dot_net"), "--input", p.data("dot_x.npy"),
+    code, _, err = t.run("run", p.model("sum_net"), "--input", p.data("sum_x.npy"),
                          "--precision", "bf16", "--keep-fp32", "nosuchop")
     assert (code == 2 and "--keep-fp32 'nosuchop' selects no kernel" in err
             and "--list-kernels" in err), (
         f"unknown --keep-fp32 entry: {code} {err}")
-    code, _, err = t.run("run", p.model("dot_net"), "--input", p.data("dot_x.npy"),
-                         "--keep-fp32", "dot")
+    code, _, err = t.run("run", p.model("sum_net"), "--input", p.data("sum_x.npy"),
+                         "--keep-fp32", "index_add")
     assert code == 2 and "--keep-fp32" in err and "--precision bf16 or fp16" in err, (
         f"--keep-fp32 without --precision: {code} {err}")
-    code, _, err = t.run("run", p.model("dot_net"), "--precision", "fp8")
+    code, _, err = t.run("run", p.model("sum_net"), "--precision", "fp8")
     assert code == 2 and "--precision" in err and "bf16" in err and "fp16" in err, (
         f"--precision fp8: {code} {err}")
-    code, _, err = t.run("run", p.model("dot_net"), "--input", p.data("dot_x.npy"),
-                         "--precision", "bf16", "--keep-fp32", "name-regex(dot")
+    code, _, err = t.run("run", p.model("sum_net"), "--input", p.data("sum_x.npy"),
+                         "--precision", "bf16", "--keep-fp32", "name-regex(index_add")
     assert code == 2 and "name-regex(" in err, f"malformed regex entry: {code} {err}"
 
 

@@ -1,9 +1,9 @@
-"""graphdump replay (docs/precision.md, "Replay"): dot_net's bfloat16 dot is inaccurate, naive_var's
-subtraction ill-conditioned (its own error is nil), the kernels after them inherit; the three
-numbers equal float64 arithmetic in NumPy on the dumped inputs; conv2d, linear, matmul, softmax,
-layer_norm and add replay bit for bit in float32 and bfloat16; the graph files record schemas and
-arguments; random kernels, run-time arguments, backward and optimizer kernels are refused saying
-why; bad names, iterations and ranks are usage errors listing what exists."""
+"""graphdump replay (docs/precision.md, "Replay"): sum_net's bfloat16 index_add is inaccurate,
+naive_var's subtraction ill-conditioned (its own error is nil), the kernels after them inherit;
+the three numbers equal float64 arithmetic in NumPy on the dumped inputs; conv2d, linear, matmul,
+softmax, layer_norm and add replay bit for bit in float32 and bfloat16; the graph files record
+schemas and arguments; random kernels, run-time arguments, backward and optimizer kernels are
+refused saying why; bad names, iterations and ranks are usage errors listing what exists."""
 import json
 import os
 import sys
@@ -45,15 +45,15 @@ def close(x, y, what):
 
 
 @pytest.fixture(scope="module")
-def dot_runs(module_scratch):
-    """dot_net in float32 and bfloat16: (fp32 dump, bf16 dump, names, dot, mul, tanh)."""
-    # dot_net: the bfloat16 dot accumulates in bfloat16.
-    fp32, _, _ = p.dump_run(module_scratch, "dot_fp32", "dot_net", ["dot_x.npy"])
-    low, _, _ = p.dump_run(module_scratch, "dot_bf16", "dot_net", ["dot_x.npy"],
+def sum_runs(module_scratch):
+    """sum_net in float32 and bfloat16: (fp32 dump, bf16 dump, names, index_add, mul, tanh)."""
+    # sum_net: the bfloat16 index_add accumulates in bfloat16.
+    fp32, _, _ = p.dump_run(module_scratch, "sum_fp32", "sum_net", ["sum_x.npy"])
+    low, _, _ = p.dump_run(module_scratch, "sum_bf16", "sum_net", ["sum_x.npy"],
                            "--precision", "bf16")
     names = p.kernel_names(fp32)
-    dot, mul, tanh = p.find(names, "dot"), p.find(names, "mul"), p.find(names, "tanh")
-    return fp32, low, names, dot, mul, tanh
+    add, mul, tanh = p.find(names, "index_add"), p.find(names, "mul"), p.find(names, "tanh")
+    return fp32, low, names, add, mul, tanh
 
 
 @pytest.fixture(scope="module")
@@ -68,39 +68,46 @@ def var_runs(module_scratch):
     return vfp32, vlow, vnames, sub
 
 
-def test_dot_net_dot_is_inaccurate(dot_runs):
-    fp32, low, names, dot, mul, tanh = dot_runs
-    r = replay_json(low, dot, "--reference", fp32)
-    assert (r["kernel"], r["verdict"], r["dtype"], r["replayable"]) == (dot, "inaccurate", "bfloat16", True), (
-        "dot_net's dot in bfloat16")
-    assert r["reproduces"], f"the replayed dot equals the dumped one bit for bit: {r}"
-    assert r["schema"].startswith("aten::dot(Tensor self, Tensor tensor) -> Tensor"), (
-        f"schema recorded: {r['schema']}")
-    h, w = p.load(low, dot, "input", 0), p.load(low, dot, "input", 1)
-    exact = float(np.dot(h.astype(np.float64), w.astype(np.float64)))
-    close(r["own"]["rel_l2"], rel(p.load(low, dot, "output", 0), [exact]), "own = |dot - f64|/|f64|")
+# The kernel that is inaccurate in bfloat16 was a torch.dot, which LibTorch 1.13 accumulated in
+# bfloat16 on the CPU; torch 2 accumulates it in float32 (accurate to its output's rounding), so
+# the test's model sums with index_add, which still accumulates in its tensor's dtype.
+def test_sum_net_index_add_is_inaccurate(sum_runs):
+    fp32, low, names, add, mul, tanh = sum_runs
+    r = replay_json(low, add, "--reference", fp32)
+    assert ((r["kernel"], r["verdict"], r["dtype"], r["replayable"])
+            == (add, "inaccurate", "bfloat16", True)), "sum_net's index_add in bfloat16"
+    assert r["reproduces"], f"the replayed index_add equals the dumped one bit for bit: {r}"
+    assert r["schema"].startswith(
+        "aten::index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1)"
+        " -> Tensor"), f"schema recorded: {r['schema']}"
+    # Inputs: self (the zero total), index (int64, all 0: one segment), source (h).
+    total, index, h = (p.load(low, add, "input", i) for i in range(3))
+    assert index.dtype == np.int64 and not index.any(), "one segment"
+    exact = float(total.astype(np.float64).sum() + h.astype(np.float64).sum())
+    close(r["own"]["rel_l2"], rel(p.load(low, add, "output", 0), [exact]),
+          "own = |sum - f64|/|f64|")
     close(r["rounding"], rel(bf16([exact]), [exact]), "rounding = output rounded to bfloat16")
     assert r["own"]["rel_l2"] > 0.05 and r["own"]["rel_l2"] > 10 * r["rounding"], (
-        f"the dot's own error dwarfs its output's rounding: {r['own']} {r['rounding']}")
-    hr, wr = p.load(fp32, dot, "input", 0), p.load(fp32, dot, "input", 1)
-    ref_exact = float(np.dot(hr.astype(np.float64), wr.astype(np.float64)))
-    ref_rounded = float(np.dot(bf16(hr), bf16(wr)))
+        f"the sum's own error dwarfs its output's rounding: {r['own']} {r['rounding']}")
+    hr = p.load(fp32, add, "input", 2)
+    ref_exact = float(hr.astype(np.float64).sum())
+    ref_rounded = float(bf16(hr).sum())
     close(r["conditioning"]["rel_l2"], rel([ref_rounded], [ref_exact]),
           "conditioning = f64(rounded ref inputs) vs f64(ref inputs)")
     close(r["inherited"]["rel_l2"], rel([exact], [ref_rounded], [ref_exact]),
           "inherited = f64(inputs) vs f64(rounded ref inputs), over |f64(ref inputs)|")
     assert r["conditioning"]["rel_l2"] < 0.01 and r["inherited"]["rel_l2"] < 0.01, (
-        f"a dot of positive terms is well-conditioned, its inputs close: {r}")
+        f"a sum of non-negative terms is well-conditioned, its inputs close: {r}")
     assert (r["reason"].startswith("inaccurate at bfloat16: its own error (")
             and "times what rounding its output to bfloat16 gives" in r["reason"]), (
         f"verdict in words: {r['reason']}")
-    _, text, _ = replay(low, "dot", "--reference", fp32)
-    assert ("verdict    inaccurate at bfloat16" in text and f"kernel     {dot}" in text
+    _, text, _ = replay(low, "index_add", "--reference", fp32)
+    assert ("verdict    inaccurate at bfloat16" in text and f"kernel     {add}" in text
             and "precision_models.py:" in text), (
         f"text output names kernel, line, verdict:\n{text}")
     for neighbour in (mul, tanh):
         r = replay_json(low, neighbour, "--reference", fp32)
-        assert r["verdict"] == "inherits", f"{neighbour} after the dot: {r['reason']}"
+        assert r["verdict"] == "inherits", f"{neighbour} after the sum: {r['reason']}"
         assert (r["input_difference"] > 0.05 and r["reason"].startswith(
                 "inherits: its inputs already differ from the reference run's by")), (
             f"{r}")
@@ -112,8 +119,8 @@ def test_dot_net_dot_is_inaccurate(dot_runs):
     close(r["inherited"]["rel_l2"], rel(f64(s) * f64(scale), bf16(sr) * bf16(scaler), ref_exact),
           "mul's inherited error")
     close(r["input_difference"], max(rel(s, sr), rel(scale, scaler)), "mul's input difference")
-    r = replay_json(low, dot)  # no reference: own only
-    assert (r["verdict"], "conditioning" in r) == ("inaccurate", False), "dot without reference"
+    r = replay_json(low, add)  # no reference: own only
+    assert (r["verdict"], "conditioning" in r) == ("inaccurate", False), "sum without reference"
 
 
 def test_naive_var_subtraction_is_ill_conditioned(var_runs):
@@ -209,22 +216,22 @@ def test_training_kernels(module_scratch):
     assert code == 3 and "it is an optimizer update" in err, f"optimizer: {code} {err}"
 
 
-def test_usage_errors(module_scratch, dot_runs, var_runs):
-    fp32, low, names, dot, mul, tanh = dot_runs
+def test_usage_errors(module_scratch, sum_runs, var_runs):
+    fp32, low, names, add, mul, tanh = sum_runs
     vfp32 = var_runs[0]
     # Usage errors: exit 2, naming what was given and the candidates.
     code, _, err = replay(low, "op", check=None)
-    assert code == 2 and "'op' matches 6 kernels" in err and dot in err, f"ambiguous: {err}"
+    assert code == 2 and "'op' matches 6 kernels" in err and add in err, f"ambiguous: {err}"
     code, _, err = replay(low, "nosuch", check=None)
-    assert code == 2 and "no kernel of" in err and "'nosuch'" in err and dot in err, (
+    assert code == 2 and "no kernel of" in err and "'nosuch'" in err and add in err, (
         f"unknown kernel: {err}")
-    code, _, err = replay(low, dot, "--iteration", "7", check=None)
+    code, _, err = replay(low, add, "--iteration", "7", check=None)
     assert code == 2 and "--iteration 7" in err and "iterations 0" in err, f"iteration: {err}"
-    code, _, err = replay(low, dot, "--rank", "3", check=None)
+    code, _, err = replay(low, add, "--rank", "3", check=None)
     assert code == 2 and "--rank 3" in err and "holds ranks 0" in err, f"rank: {err}"
-    code, _, err = replay(low, dot, "--reference", vfp32, check=None)
-    assert code == 2 and "the reference" in err and dot in err, f"reference lacks it: {err}"
-    code, _, err = replay(os.path.join(module_scratch, "missing"), dot, check=None)
+    code, _, err = replay(low, add, "--reference", vfp32, check=None)
+    assert code == 2 and "the reference" in err and add in err, f"reference lacks it: {err}"
+    code, _, err = replay(os.path.join(module_scratch, "missing"), add, check=None)
     assert code == 2 and "missing" in err, f"missing dump: {err}"
     code, out, _ = t.run("replay", "--help")
     assert (code == 0 and "graphdump replay bf16/ dot --reference fp32/" in out

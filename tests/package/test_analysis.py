@@ -78,24 +78,24 @@ def test_compare_is_the_cli_table(dumps, tmp_path):
 
 
 def test_compare_attributes_the_error_to_the_kernel_that_adds_it(tmp_path):
-    """dot_net in float32 and bfloat16 (tests/e2e/precision_models.py): the bfloat16 dot adds
-    the error; Python returns what compare --json and --out say about it."""
+    """sum_net in float32 and bfloat16 (tests/e2e/precision_models.py): the bfloat16 index_add
+    adds the error; Python returns what compare --json and --out say about it."""
     import precision_fixture as p
     dumps = {}
     for name, extra in (("fp32", []), ("bf16", ["--precision", "bf16"])):
         config = write_config(tmp_path / f"{name}.json", tmp_path / name, {"net_name": "Net"})
-        cli("run", p.model("dot_net"), "--input", p.data("dot_x.npy"), "--config", config,
+        cli("run", p.model("sum_net"), "--input", p.data("sum_x.npy"), "--config", config,
             *extra, check=0)
         dumps[name] = tmp_path / name
-    dot = p.find(p.kernel_names(tmp_path / "fp32" / "rank_0"), "dot")
+    add = p.find(p.kernel_names(tmp_path / "fp32" / "rank_0"), "index_add")
     result = graphdump.compare(dumps["bf16"], dumps["fp32"])
     report = json.loads(cli("compare", dumps["bf16"], dumps["fp32"], "--json", "-q").stdout)
     assert result.first_divergence == report["first_adding_error"]
-    assert result.first_divergence["kernel"] == dot
+    assert result.first_divergence["kernel"] == add
     assert result.first_divergence["source_line"].endswith(
-        f"precision_models.py:{p.source_line('DOT_LINE')}")
+        f"precision_models.py:{p.source_line('SUM_LINE')}")
     assert result.contributors == report["contributors"]
-    assert [c["kernel"] for c in result.contributors] == [dot]
+    assert [c["kernel"] for c in result.contributors] == [add]
     assert result.contributors[0]["contribution_rank"] == 1
     assert result.contributors[0]["growth"] >= 10
     assert result.differing_sources == [] and result.differing_graph_inputs == []
@@ -104,10 +104,12 @@ def test_compare_attributes_the_error_to_the_kernel_that_adds_it(tmp_path):
                    "growth", "added_error", "adds_error", "contribution_rank"):
         assert column in table.columns
     assert table["adds_error"].dtype == bool
-    assert set(table[table.adds_error].kernel_a) == {dot}
-    assert set(table[table.contribution_rank == 1].kernel_a) == {dot}
-    rows = table[table.kernel_a == dot]
-    assert (rows.standard == "bfloat16").all()
+    assert set(table[table.adds_error].kernel_a) == {add}
+    assert set(table[table.contribution_rank == 1].kernel_a) == {add}
+    rows = table[table.kernel_a == add]
+    # Its index (int64) is compared exactly, its floating tensors by the bfloat16 standard.
+    assert list(rows.standard[rows.dtype_b == "int64"]) == ["exact"]
+    assert (rows.standard[rows.dtype_b != "int64"] == "bfloat16").all()
     assert rows.growth.iloc[0] == pytest.approx(
         rows.output_error.iloc[0] / max(rows.input_error.iloc[0], 2 ** -8))
     assert {"operator", "parameter"} <= set(table.role) <= {"operator", "parameter", "constant"}
@@ -119,9 +121,9 @@ def test_compare_attributes_the_error_to_the_kernel_that_adds_it(tmp_path):
     # atol/rtol switch every pair to the elementwise rule: standard "user".
     user = graphdump.compare(dumps["bf16"], dumps["fp32"], atol=1e-2, rtol=1e-2)
     assert set(user.table.standard) == {"user"}
-    # replay: the dot computes inaccurately in bfloat16; Python returns what the CLI prints.
-    replayed = graphdump.replay(dumps["bf16"], dot, reference=dumps["fp32"])
-    printed = json.loads(cli("replay", dumps["bf16"], dot, "--reference", dumps["fp32"],
+    # replay: the sum computes inaccurately in bfloat16; Python returns what the CLI prints.
+    replayed = graphdump.replay(dumps["bf16"], add, reference=dumps["fp32"])
+    printed = json.loads(cli("replay", dumps["bf16"], add, "--reference", dumps["fp32"],
                              "--json").stdout)
     assert replayed == printed
     assert replayed["verdict"] == "inaccurate" and replayed["reproduces"]
@@ -129,7 +131,7 @@ def test_compare_attributes_the_error_to_the_kernel_that_adds_it(tmp_path):
     with pytest.raises((ValueError, FileNotFoundError), match="no_such_kernel"):
         graphdump.replay(dumps["bf16"], "no_such_kernel")
     with pytest.raises(ValueError, match="iteration"):
-        graphdump.replay(dumps["bf16"], dot, iteration=-1)
+        graphdump.replay(dumps["bf16"], add, iteration=-1)
 
 
 def first_row_is_int(hits):
