@@ -14,6 +14,8 @@ PYTHON := $(VENV)/bin/python
 LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 export CCACHE_BASEDIR ?= $(CURDIR)
 export CCACHE_NOHASHDIR ?= 1
+# The torch units' precompiled header (src/torch/CMakeLists.txt) is cached too.
+export CCACHE_SLOPPINESS ?= pch_defines,time_macros,include_file_mtime,include_file_ctime
 CONFIGURE = cmake -S . -G Ninja -DGRAPHDUMP_PYTHON=$(PYTHON) $(LAUNCHER)
 
 .PHONY: all deps venv build install test test-unit test-sanitize fuzz-build fuzz demo bench clean format

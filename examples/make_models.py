@@ -1,17 +1,17 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Makes the TorchScript models graphdump's demo and tests run.
 
-usage: /usr/bin/python3 examples/make_models.py OUT_DIR [NAME...]
+usage: .venv/bin/python examples/make_models.py OUT_DIR [NAME...]
 
 Writes OUT_DIR/{NAME}.pt for each NAME (all models when none is given). Every model is made
 from a fixed seed, so the same command always writes the same weights. Models are scripted
 (torch.jit.script) so that graphdump's source traces name exact Python lines; `traced_mlp` is
 traced (torch.jit.trace) to exercise stack-text parsing.
 
-  alexnet        torchvision AlexNet, 10 classes (inputs >= 63x63)
+  alexnet        AlexNet, torchvision's layers (classifier width 4096), 10 classes (inputs >= 63x63)
   demo_alexnet   AlexNet as in MindSpore's dump tutorial, defined below (classifier width 1024)
-  resnet18       torchvision resnet18, 10 classes
-  mobilenet_v2   torchvision mobilenet_v2, 10 classes
+  resnet18       ResNet-18 with torchvision's layers, 10 classes (vision_models.py)
+  mobilenet_v2   MobileNetV2 with torchvision's layers, 10 classes (vision_models.py)
   ifloop         data-dependent if and a loop (scripted control flow)
   failing        fails at a known kernel (its matmul line) for exception dump
   small_cnn      conv/relu/pool/linear, no dropout: training parity with torch.optim
@@ -19,17 +19,19 @@ traced (torch.jit.trace) to exercise stack-text parsing.
   traced_mlp     mlp traced instead of scripted
   channels_last  produces channels-last and transposed (non-contiguous) tensors (trans_flag)
 """
+import contextlib
 import os
 import sys
+import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torchvision
+import vision_models  # beside this file: ResNet-18 and MobileNetV2 in plain torch.nn
 
 
 class AlexNet(nn.Module):
-    """AlexNet (Krizhevsky et al.), the network MindSpore's dump tutorial trains."""
+    """AlexNet (Krizhevsky et al.): torchvision's with hidden 4096, MindSpore's tutorial's 1024."""
 
     def __init__(self, num_classes: int = 10, hidden: int = 1024):
         super().__init__()
@@ -170,10 +172,10 @@ def eager(name):
     """The model as an eager nn.Module, made from the fixed seed."""
     torch.manual_seed(0)
     builders = {
-        "alexnet": lambda: torchvision.models.alexnet(num_classes=10).eval(),
+        "alexnet": lambda: AlexNet(hidden=4096).eval(),
         "demo_alexnet": lambda: AlexNet(),
-        "resnet18": lambda: torchvision.models.resnet18(num_classes=10).eval(),
-        "mobilenet_v2": lambda: torchvision.models.mobilenet_v2(num_classes=10).eval(),
+        "resnet18": lambda: vision_models.ResNet18(num_classes=10).eval(),
+        "mobilenet_v2": lambda: vision_models.MobileNetV2(num_classes=10).eval(),
         "ifloop": lambda: IfLoop().eval(),
         "failing": lambda: Failing().eval(),
         "small_cnn": lambda: SmallCnn(),
@@ -188,12 +190,29 @@ def eager(name):
     return builders[name]()
 
 
+# What torch.jit.script, trace, save and load warn since torch 2.10: "`torch.jit.script` is
+# deprecated. ..." (a DeprecationWarning, a FutureWarning from torch 2.14; "... is not supported
+# in Python 3.14+ ..." there). These models exist to be TorchScript, so the warning says nothing
+# to whoever makes them; any other warning shows as usual.
+TORCHSCRIPT_DEPRECATION = r"`torch\.jit\.\w+` is (deprecated|not supported in Python)"
+
+
+@contextlib.contextmanager
+def torchscript_deprecation_silenced():
+    """Within it, TorchScript's deprecation warnings are not shown; other warnings are."""
+    with warnings.catch_warnings():
+        for category in (DeprecationWarning, FutureWarning):
+            warnings.filterwarnings("ignore", TORCHSCRIPT_DEPRECATION, category)
+        yield
+
+
 def make(name):
     """The model as a TorchScript module (traced for traced_mlp, scripted otherwise)."""
     module = eager(name)
-    if name == "traced_mlp":
-        return torch.jit.trace(module, torch.randn(2, 12))
-    return torch.jit.script(module)
+    with torchscript_deprecation_silenced():
+        if name == "traced_mlp":
+            return torch.jit.trace(module, torch.randn(2, 12))
+        return torch.jit.script(module)
 
 
 MODELS = ["alexnet", "demo_alexnet", "resnet18", "mobilenet_v2", "ifloop", "failing",

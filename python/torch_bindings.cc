@@ -108,16 +108,44 @@ bool IsPackageFile(const std::string& file) {
          file.find("/torch/nn/modules/module.py") != std::string::npos;
 }
 
+// Is `file` library code rather than the user's own: an installed package (site-packages,
+// dist-packages: transformers, accelerate, torch) or Python's standard library? (hunt's
+// caller line, python/graphdump/hunt_answer.py library_file, reads traces the same way.)
+// REQUIRES: the GIL.
+bool IsInstalledFile(const std::string& file) {
+  if (file.find("/site-packages/") != std::string::npos ||
+      file.find("/dist-packages/") != std::string::npos) {
+    return true;
+  }
+  static const std::vector<std::string> stdlib = [] {
+    std::vector<std::string> roots;
+    try {
+      py::dict paths = py::module_::import("sysconfig").attr("get_paths")();
+      for (const char* key : {"stdlib", "platstdlib"}) {
+        if (paths.contains(key)) roots.push_back(paths[key].cast<std::string>() + "/");
+      }
+    } catch (const py::error_already_set&) {
+    }
+    return roots;
+  }();
+  for (const std::string& root : stdlib) {
+    if (file.rfind(root, 0) == 0) return true;
+  }
+  return false;
+}
+
 // The calling thread's Python frames, innermost first, for an eager kernel's source trace: the
-// frames up to the first one outside PyTorch's files (the user's line), then up to three of its
-// callers; graphdump's glue and nn.Module's call machinery are left out.
+// frames up to the first one outside PyTorch's files (the kernel's line: the user's, or a
+// library's such as a transformers model's), on to the first one outside every installed
+// package and the standard library (the user's own line that called into the library), then
+// up to three of its callers; graphdump's glue and nn.Module's call machinery are left out.
 std::vector<SourceLocation> PythonSourceTrace() {
   py::gil_scoped_acquire gil;
   std::vector<SourceLocation> trace;
   PyFrameObject* frame = PyEval_GetFrame();
   Py_XINCREF(frame);
-  int callers_left = -1;  // set once the user's frame is found
-  while (frame != nullptr && trace.size() < 16 && callers_left != 0) {
+  int callers_left = -1;  // set once the user's own frame is found
+  while (frame != nullptr && trace.size() < 32 && callers_left != 0) {
     PyCodeObject* code = PyFrame_GetCode(frame);
     SourceLocation loc;
     loc.file = py::reinterpret_borrow<py::str>(code->co_filename).cast<std::string>();
@@ -138,10 +166,10 @@ std::vector<SourceLocation> PythonSourceTrace() {
     } catch (const py::error_already_set&) {
       loc.code.clear();
     }
-    const bool user = !IsTorchLibraryFile(loc.file);
+    const bool own = !IsTorchLibraryFile(loc.file) && !IsInstalledFile(loc.file);
     trace.push_back(std::move(loc));
     if (callers_left > 0) --callers_left;
-    if (user && callers_left < 0) callers_left = 3;
+    if (own && callers_left < 0) callers_left = 3;
   }
   Py_XDECREF(frame);
   return trace;

@@ -24,8 +24,8 @@ int RunConvert(int argc, char** argv);
 int RunDemoSynthetic(int argc, char** argv);
 int RunRun(int argc, char** argv);         // torch_exec.cc: executes graphdump-torch run
 int RunTrain(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch train
-int RunPython(int argc, char** argv);      // torch_exec.cc: executes python3 -m graphdump
-int RunHunt(int argc, char** argv);        // torch_exec.cc: executes python3 -m graphdump.hunt_cli
+int RunPython(int argc, char** argv);      // torch_exec.cc: executes PYTHON -m graphdump
+int RunHunt(int argc, char** argv);        // torch_exec.cc: executes PYTHON graphdump/hunt_cli.py
 int RunTorchRun(int argc, char** argv);    // torch_cmd_run.cc, in graphdump-torch
 int RunTorchTrain(int argc, char** argv);  // torch_cmd_train.cc, in graphdump-torch
 int RunReplay(int argc, char** argv);       // torch_exec.cc: executes graphdump-torch replay

@@ -4,7 +4,11 @@ about 50-100 ms on a 2-core machine), AdamW, a
 warmup schedule, gradient clipping. Prints {"steps": [seconds per step], "starts": [each step's
 start on time.monotonic()]} as its last line.
 
-    python3 eager_lm_training.py STEPS [LAYERS WIDTH SEQ BATCH]
+    python3 eager_lm_training.py STEPS [LAYERS WIDTH SEQ BATCH] [--msprobe CONFIG]
+
+--msprobe CONFIG instruments the loop as msprobe (mindstudio-probe, the peer bench/msprobe_bench.py
+measures) documents it: PrecisionDebugger(config_path=CONFIG), start(model) before each step's
+forward, stop() and step() after its optimizer step.
 """
 import json
 import sys
@@ -54,8 +58,15 @@ class LM(nn.Module):
 
 
 def main():
-    steps = int(sys.argv[1])
-    layers, width, seq, batch = (int(a) for a in (sys.argv[2:6] or (2, 128, 64, 8)))
+    args = sys.argv[1:]
+    debugger = None
+    if "--msprobe" in args:
+        at = args.index("--msprobe")
+        from msprobe.pytorch import PrecisionDebugger
+        debugger = PrecisionDebugger(config_path=args[at + 1])
+        del args[at:at + 2]
+    steps = int(args[0])
+    layers, width, seq, batch = (int(a) for a in (args[1:5] or (2, 128, 64, 8)))
     vocab = 512
     torch.manual_seed(0)
     model = LM(vocab, layers, width, seq)
@@ -67,6 +78,8 @@ def main():
         ids = torch.randint(0, vocab, (batch, seq), generator=g)
         starts.append(time.monotonic())
         start = time.perf_counter()
+        if debugger:
+            debugger.start(model)
         optimizer.zero_grad()
         logits = model(ids)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, vocab), ids[:, 1:].reshape(-1))
@@ -74,6 +87,9 @@ def main():
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
+        if debugger:
+            debugger.stop()
+            debugger.step()
         times.append(time.perf_counter() - start)
     print(json.dumps({"steps": times, "starts": starts}))
 

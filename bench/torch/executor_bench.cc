@@ -4,7 +4,8 @@
 // the ratio is of the median round times.
 //   bench: executor_vs_forward ratio=X      (target <= 1.03)
 // Environment: GRAPHDUMP_BENCH_IMAGE (default 224), GRAPHDUMP_BENCH_ROUNDS (default 7),
-// GRAPHDUMP_BUILD_DIR / GRAPHDUMP_SOURCE_DIR (where the model is made).
+// GRAPHDUMP_BUILD_DIR / GRAPHDUMP_SOURCE_DIR (where the model is made), GRAPHDUMP_PYTHON (the
+// Python that makes it, default python3).
 #include <torch/script.h>
 
 #include <algorithm>
@@ -47,7 +48,9 @@ int main() {
   const std::string source = Env("GRAPHDUMP_SOURCE_DIR", ".");
   const std::string dir = build + "/bench_models";
   const std::string path = dir + "/resnet18.pt";
-  if (std::system(("test -f " + path + " || /usr/bin/python3 " + source +
+  // The Python of the project's environment (scripts/venv), the one with torch.
+  const std::string python = Env("GRAPHDUMP_PYTHON", "python3");
+  if (std::system(("test -f " + path + " || " + python + " " + source +
                    "/examples/make_models.py " + dir + " resnet18 >/dev/null")
                       .c_str()) != 0) {
     std::fprintf(stderr, "executor_bench: could not make %s\n", path.c_str());

@@ -1,7 +1,7 @@
 """Reading a dump from Python (docs/python.md): what was saved, the first NaN or overflow, and
 a tensor as a NumPy array.
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/analyse.py \\
+    PYTHONPATH=build/python .venv/bin/python examples/python/analyse.py \\
         /tmp/graphdump_python_demo/dump
 """
 import sys

@@ -2,7 +2,7 @@
 it wants dumped, tracks its optimizer, and marks one submodule with set_dump (dump_mode 2 in
 data_dump_set_dump.json).
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/explicit.py \\
+    PYTHONPATH=build/python .venv/bin/python examples/python/explicit.py \\
         examples/python/data_dump_set_dump.json
 """
 import sys

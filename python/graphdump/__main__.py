@@ -5,23 +5,31 @@ import runpy
 import signal
 import sys
 
-USAGE = "usage: graphdump python [--config FILE] [--overwrite] [--nproc N] SCRIPT [ARGS...]\n" \
-        "       graphdump python [--config FILE] [--overwrite] [--nproc N] -m MODULE [ARGS...]\n" \
+USAGE = "usage: graphdump python [--python PATH] [--config FILE] [--overwrite] [--nproc N] " \
+        "SCRIPT [ARGS...]\n" \
+        "       graphdump python [--python PATH] [--config FILE] [--overwrite] [--nproc N] " \
+        "-m MODULE [ARGS...]\n" \
         "       graphdump python --precision bf16|fp16 [--keep-fp32 ENTRY...] [--steps N] " \
         "[--config FILE] SCRIPT [ARGS...]\n"
 
 HELP = USAGE + """
-Runs SCRIPT with the Python graphdump was built for (the environment whose torch it uses)
-exactly as `python SCRIPT ARGS` would, with dumping on: every TorchScript module it calls
-(torch.jit.script, torch.jit.trace, torch.jit.load) runs its forward through graphdump's
-executor, one graph per module in first-call order; the backward
-passes it runs (loss.backward()) are dumped as Gradients/... kernels; each step() of a
-torch.optim optimizer dumps one update kernel per parameter and ends an iteration (without an
-optimizer, each call of the first module starts one). Plain nn.Modules run as they are, their
-ATen operators seen at the dispatcher. What the training computes is not changed, unless
---precision asks for a precision run.
+Runs SCRIPT with your environment's Python exactly as `python SCRIPT ARGS` would, with
+dumping on: every TorchScript module it calls (torch.jit.script, torch.jit.trace,
+torch.jit.load) runs its forward through graphdump's executor, one graph per module in
+first-call order; the backward passes it runs (loss.backward()) are dumped as Gradients/...
+kernels; each step() of a torch.optim optimizer dumps one update kernel per parameter and ends
+an iteration (without an optimizer, each call of the first module starts one). Plain
+nn.Modules run as they are, their ATen operators seen at the dispatcher. What the training
+computes is not changed, unless --precision asks for a precision run.
+
+The Python is --python's; else the python3 beside the graphdump executable, which is your
+environment's when graphdump is installed into it (pip install, or make install into the
+environment's prefix: a virtual or conda environment's bin/); else the Python graphdump was
+built with.
 
 options:
+  --python PATH   run the script with this Python (its environment's torch and packages); an
+                  error (exit 2) when PATH is not an executable file
   --config FILE   data_dump.json (default: $GRAPHDUMP_CONFIG, else $MINDSPORE_DUMP_CONFIG;
                   neither set: the script runs with dumping off)
   --overwrite     replace an earlier dump in the dump path (each rank's rank_{id} directory)

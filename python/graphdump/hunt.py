@@ -157,6 +157,10 @@ class _Hunt:
         loaded, before the script runs) for go(): pass 2 starts beside pass 1, so its start-up
         is paid while pass 1 runs."""
         command = [self.binary, "python", "--config", os.path.join(self.state, f"{name}.json")]
+        # The passes run with the Python that runs the hunt (graphdump hunt --python's, or the
+        # one graphdump.hunt() is called from): the script sees the same environment.
+        if sys.executable:
+            command += ["--python", sys.executable]
         if self.overwrite:
             command.append("--overwrite")
         if self.nproc:
@@ -340,6 +344,9 @@ def _after_pass1(h, status, pass2_child):
                                          f"{frame.get('line')}"):
             answer["source_code"] = frame.get("code", "")
             break
+    caller = hunt_answer.caller_frame(trace)
+    answer["caller_line"] = f"{caller['file']}:{caller['line']}" if caller else None
+    answer["caller_code"] = caller.get("code", "") if caller else None
     if persistent:
         answer["verdict"] = "persistent"
         answer["verdict_detail"] = (

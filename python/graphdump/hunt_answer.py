@@ -6,6 +6,8 @@ import csv
 import glob
 import os
 import re
+import sys
+import sysconfig
 
 import numpy
 
@@ -23,6 +25,39 @@ OVERWRITING = ("copy_", "fill_", "zero_")
 def overwritten_input(io, slot, op_type):
     """Is this tensor the old contents of memory an operator overwrites unread?"""
     return io == "input" and int(slot) == 0 and op_type in OVERWRITING
+
+
+def _installed_roots():
+    """Where this Python's standard library and installed packages lie (with a venv's base
+    installation's), as path prefixes ending in '/'."""
+    roots = set()
+    for scheme_vars in ({}, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        paths = sysconfig.get_paths(vars=scheme_vars or None)
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            if paths.get(key):
+                roots.add(os.path.join(os.path.realpath(paths[key]), ""))
+    return tuple(sorted(roots))
+
+
+def library_file(file):
+    """Is `file` (a source trace's frame) library code rather than the user's own: an installed
+    package (site-packages, dist-packages), Python's standard library, a frozen module, or
+    TorchScript's generated code?"""
+    if not file or file.startswith("<") or file.startswith("code/__torch__"):
+        return True
+    if "/site-packages/" in file or "/dist-packages/" in file:
+        return True
+    return os.path.realpath(file).startswith(_installed_roots())
+
+
+def caller_frame(trace):
+    """The user's own line that called into the library where a kernel ran: the innermost
+    frame of `trace` (a source trace, innermost first: {file, line, code}) outside library code
+    (library_file), when the innermost frames are the library's (a transformers model's
+    forward); None when the kernel's own line is the user's, or no frame of the trace is."""
+    if not trace or not library_file(trace[0].get("file", "")):
+        return None
+    return next((f for f in trace if not library_file(f.get("file", ""))), None)
 
 
 def computed_hits(watch):

@@ -1,11 +1,11 @@
-"""``graphdump hunt`` (python3 PACKAGE/graphdump/hunt_cli.py, run as a script so that the hunt
-itself never imports torch; python3 -m graphdump.hunt_cli works too): the command line of
+"""``graphdump hunt`` (python PACKAGE/graphdump/hunt_cli.py, run as a script so that the hunt
+itself never imports torch; python -m graphdump.hunt_cli works too): the command line of
 graphdump.hunt() (docs/hunt.md)."""
 import os
 import sys
 
 USAGE = ("usage: graphdump hunt [--checks LIST] [--config FILE] [--dump-path DIR] [--nproc N] "
-         "[--overwrite] SCRIPT [ARGS...]\n"
+         "[--overwrite] [--python PATH] SCRIPT [ARGS...]\n"
          "       graphdump hunt [options] -m MODULE [ARGS...]\n")
 
 HELP = USAGE + """
@@ -35,7 +35,11 @@ options:
                    go (default: the configuration's path, else ./graphdump_hunt)
   --nproc N        start N ranks of the script on this machine, as graphdump python --nproc
   --overwrite      replace an earlier hunt in DIR
-  -m MODULE        run a library module as a script, as python3 -m MODULE
+  --python PATH    run the hunt and both passes of the script with this Python, as graphdump
+                   python --python (default: the python3 beside the graphdump executable, your
+                   environment's when graphdump is installed into it, else the Python
+                   graphdump was built with)
+  -m MODULE        run a library module as a script, as python -m MODULE
   -h, --help       this help
 Options go before SCRIPT; everything after it is the script's.
 

@@ -66,9 +66,11 @@ def answer_lines(answer):
              f"kernel: {answer['kernel']} ({answer['io']} {answer['slot']}"
              + (f", call {answer['call']}" if answer.get("call") else "") + ")",
              f"line: {answer['source_line'] or '(not recorded)'}"
-             + (f": {answer['source_code']}" if answer.get("source_code") else ""),
-             f"bad values: {answer['detail']}",
-             f"first bad element: {_position(answer)}"]
+             + (f": {answer['source_code']}" if answer.get("source_code") else "")]
+    if answer.get("caller_line"):
+        lines.append(f"called from: {answer['caller_line']}"
+                     + (f": {answer['caller_code']}" if answer.get("caller_code") else ""))
+    lines += [f"bad values: {answer['detail']}", f"first bad element: {_position(answer)}"]
     if answer["verdict"] == "persistent":
         lines.append(f"origin: {answer['origin']}: {answer['origin_detail']}")
         chain = answer.get("chain") or []

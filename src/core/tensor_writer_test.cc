@@ -1,5 +1,5 @@
 // WriteTensor end to end: files written to a temporary directory are read back with NumPy
-// (/usr/bin/python3), the way users read dumps.
+// (the project's Python, $GRAPHDUMP_PYTHON), the way users read dumps.
 #include "graphdump/internal/tensor_writer.h"
 
 #include <gtest/gtest.h>

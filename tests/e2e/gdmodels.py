@@ -20,7 +20,7 @@ def model_path(name):
     with open(os.path.join(MODELS_DIR, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(path) or os.path.getmtime(path) < os.path.getmtime(script):
-            subprocess.run(["/usr/bin/python3", script, MODELS_DIR, name], check=True,
+            subprocess.run([gdtest.PYTHON, script, MODELS_DIR, name], check=True,
                            capture_output=True)
     return path
 

@@ -23,7 +23,7 @@ def models_dir():
     with open(os.path.join(MODELS_DIR, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(marker) or os.path.getmtime(marker) < os.path.getmtime(SCRIPT):
-            subprocess.run(["/usr/bin/python3", SCRIPT, MODELS_DIR], check=True,
+            subprocess.run([t.PYTHON, SCRIPT, MODELS_DIR], check=True,
                            capture_output=True)
     return MODELS_DIR
 

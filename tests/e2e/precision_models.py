@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Models and inputs for the precision-debugging tests (docs/precision.md), made from fixed seeds.
 
-usage: /usr/bin/python3 tests/e2e/precision_models.py OUT_DIR
+usage: .venv/bin/python tests/e2e/precision_models.py OUT_DIR
 
   dot_net      linear -> relu -> dot -> mul -> add -> tanh. On the CPU, LibTorch 1.13's
                bfloat16 dot accumulates in bfloat16: over 4096 terms it is wrong by ~10%, while
@@ -108,4 +108,8 @@ def make(out_dir):
 
 
 if __name__ == "__main__":
+    import warnings  # here, so that the models' lines stay where docs/precision.md shows them
+    # torch.jit's deprecation warnings (torch >= 2.10) say nothing to a script whose models exist
+    # to be TorchScript; other warnings show as usual.
+    warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is (deprecated|not supported in Python)")
     make(sys.argv[1])

@@ -3,7 +3,7 @@
 rank's directory alone, whatever order the ranks are indexed in. The dump is made here: 7 ranks
 (more than the cores, so ranks are indexed in parallel and finish out of order), statistics only,
 each rank's values its own, a source trace per kernel, and in B one rank whose kernel differs.
-Run with Debian's /usr/bin/python3 (pytest, or plain: it runs pytest on itself)."""
+Run with the project's Python (.venv/bin/python; pytest, or plain: it runs pytest on itself)."""
 import json
 import os
 import re

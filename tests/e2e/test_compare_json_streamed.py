@@ -7,7 +7,7 @@ order); --out beside --json writes the CSV the text's --out writes. The dumps ar
 ranks of a 6-kernel net, two iterations; ranks 0 and 1 agree, ranks 2 and 4 (the same data)
 carry the same error in kernel 1, rank 3 a larger one in kernel 2, rank 7 a smaller one in kernel
 3 and an extra kernel in A; rank 5's parameter differs and rank 6's graph input.
-Run with Debian's /usr/bin/python3 (pytest, or plain: it runs pytest on itself)."""
+Run with the project's Python (.venv/bin/python; pytest, or plain: it runs pytest on itself)."""
 import json
 import os
 import shutil

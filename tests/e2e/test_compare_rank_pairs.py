@@ -5,7 +5,7 @@ contribution ranks must rank the kernels adding error over every rank. The dumps
 9 ranks (more than the cores, so pairs finish out of order), tensor files, and in B of each rank
 but one a kernel whose output carries an error of its own size (so the ranking interleaves the
 ranks), a differing parameter on one rank and an extra kernel on another.
-Run with Debian's /usr/bin/python3 (pytest, or plain: it runs pytest on itself)."""
+Run with the project's Python (.venv/bin/python; pytest, or plain: it runs pytest on itself)."""
 import csv
 import io
 import json

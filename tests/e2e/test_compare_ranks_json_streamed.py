@@ -4,7 +4,7 @@ CSV must say what comparing each rank alone with the reference says, merged in t
 graph, iteration, execution order and rank. The dump is made here: 6 ranks of a data-parallel
 net (5 kernels, an AllReduce, a parameter; three iterations); ranks 3 and 5 have their AllReduce
 output off from iteration 1 on (rank 5 by more), rank 2 its parameter in iteration 2.
-Run with Debian's /usr/bin/python3 (pytest, or plain: it runs pytest on itself)."""
+Run with the project's Python (.venv/bin/python; pytest, or plain: it runs pytest on itself)."""
 import copy
 import csv
 import json

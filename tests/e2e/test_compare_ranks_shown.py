@@ -4,7 +4,7 @@ not pass, the first 20 unpaired kernels and the first disagreement must still be
 whole result, which --json gives. The dump is made here, statistics only: 7 ranks of 30
 AllReduce kernels in two iterations; ranks 3 and 5 disagree from kernel 4 of iteration 1 on (52
 errors, interleaved by kernel), and rank 6 lacks kernels 5 to 29 (50 unpaired).
-Run with Debian's /usr/bin/python3 (pytest, or plain: it runs pytest on itself)."""
+Run with the project's Python (.venv/bin/python; pytest, or plain: it runs pytest on itself)."""
 import json
 import os
 import sys

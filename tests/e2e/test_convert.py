@@ -7,6 +7,7 @@ error naming the file and the field.
 """
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -54,7 +55,7 @@ def compare_dirs(expected_dir, actual_dir):
 @pytest.fixture(scope="module")
 def tmp(module_scratch):
     """The generator's dump (with corrupt files and the expected conversions), made once."""
-    subprocess.run(["/usr/bin/python3", GEN, module_scratch, "--corrupt"], check=True)
+    subprocess.run([sys.executable, GEN, module_scratch, "--corrupt"], check=True)
     return module_scratch
 
 

@@ -27,7 +27,7 @@ STEPS = 3
 def make_model(work):
     model = os.path.join(work, "small_cnn.pt")
     import subprocess
-    subprocess.run(["/usr/bin/python3", os.path.join(gdtest.SOURCE_DIR, "examples", "make_models.py"),
+    subprocess.run([gdtest.PYTHON, os.path.join(gdtest.SOURCE_DIR, "examples", "make_models.py"),
                     work, "small_cnn"], check=True, capture_output=True)
     return model
 

@@ -13,7 +13,7 @@ import gdtest
 
 
 def test_killed_rank_and_failing_rank_are_named(scratch):
-    subprocess.run(["/usr/bin/python3",
+    subprocess.run([gdtest.PYTHON,
                     os.path.join(gdtest.SOURCE_DIR, "examples", "make_models.py"), scratch,
                     "small_cnn"], check=True, capture_output=True)
     model = os.path.join(scratch, "small_cnn.pt")

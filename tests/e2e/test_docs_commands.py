@@ -111,7 +111,7 @@ def doc_commands():
 
 
 def make_workspace(work):
-    py = "/usr/bin/python3"
+    py = gdtest.PYTHON
     with open(os.path.join(work, "model.py"), "w") as f:
         f.write(MODEL_PY)
     with open(os.path.join(work, "train.py"), "w") as f:

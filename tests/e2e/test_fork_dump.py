@@ -6,6 +6,7 @@ threads that exist only in the parent)."""
 import glob
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -47,7 +48,7 @@ def test_fork_dump(scratch, mode, synchronous):
     cfg = t.write_config(os.path.join(scratch, mode + ".json"), dump, {"saved_data": "full"},
                          {"enable": synchronous})
     try:
-        p = subprocess.run(["/usr/bin/python3", script, cfg, dump], capture_output=True,
+        p = subprocess.run([sys.executable, script, cfg, dump], capture_output=True,
                            text=True, env=env, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{mode}: the child or the parent hangs")

@@ -20,6 +20,7 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import numpy as np
 
@@ -114,7 +115,7 @@ def test_transient(scratch):
     program = ("import json, sys, graphdump\n"
                f"a = graphdump.hunt(sys.argv[1], sys.argv[2:], dump_path={root!r})\n"
                "print(json.dumps(a))\n")
-    p = subprocess.run(["/usr/bin/python3", "-c", program, SCRIPT, "--plant", "2",
+    p = subprocess.run([sys.executable, "-c", program, SCRIPT, "--plant", "2",
                         "--transient", marker, "--steps", "5"],
                        capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, f"graphdump.hunt() ran\n{p.stderr}"

@@ -43,7 +43,7 @@ def check_installed(prefix, work, what):
          f"{p.stdout}{p.stderr}")
     assert len(t.files(os.path.join(dump, "**", "*.npy"))) > 0, \
         f"{what}: graphdump python dumped the scripted module"
-    p = subprocess.run(["/usr/bin/python3", "-c",
+    p = subprocess.run([sys.executable, "-c",
                         "import graphdump; print(graphdump.__file__, graphdump.__version__)"],
                        capture_output=True, text=True, cwd=work, env=dict(CLEAN, PYTHONPATH=site))
     assert (p.returncode == 0 and p.stdout.startswith(site + "/graphdump/__init__.py") and
@@ -58,7 +58,7 @@ def test_make_install(scratch):
                        env=dict(os.environ, DESTDIR=stage), capture_output=True, text=True)
     assert p.returncode == 0, f"cmake --install: {p.stdout}{p.stderr}"
     # Debian's python3 looks in {prefix}/lib/python3.N/dist-packages for /usr/local (and /usr).
-    p = subprocess.run(["/usr/bin/python3", "-c", "import sys; print('\\n'.join(sys.path))"],
+    p = subprocess.run([sys.executable, "-c", "import sys; print('\\n'.join(sys.path))"],
                        capture_output=True, text=True, cwd=scratch)
     assert ("/usr/local/" + PYTHONDIR in p.stdout.split() and
             "/usr/" + PYTHONDIR in p.stdout.split()), \

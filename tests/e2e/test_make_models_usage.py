@@ -23,7 +23,7 @@ def call(*args):
 def test_usage_and_bad_arguments(scratch):
     code, out, _ = call("--help")
     assert code == 0, "--help exit code"
-    assert "usage: /usr/bin/python3 examples/make_models.py OUT_DIR [NAME...]" in out, \
+    assert "usage: .venv/bin/python examples/make_models.py OUT_DIR [NAME...]" in out, \
         f"--help prints the usage: {out[:200]!r}"
     assert "demo_alexnet" in out, "--help lists the models"
     assert not os.path.exists("--help"), "--help is not taken for a directory"

@@ -42,7 +42,7 @@ def replay_cli(rank_dir, kernel, cwd=None):
 
 def replay_python(rank_dir, kernel, cwd=None):
     env = dict(os.environ, PYTHONPATH=os.path.join(t.BUILD_DIR, "python"), OMP_NUM_THREADS="1")
-    p = subprocess.run(["/usr/bin/python3", "-c", PYTHON_REPLAY, rank_dir, kernel],
+    p = subprocess.run([t.PYTHON, "-c", PYTHON_REPLAY, rank_dir, kernel],
                        capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
     return p.returncode, (json.loads(p.stdout) if p.returncode == 0 else None), p.stderr
 

@@ -1,7 +1,8 @@
-"""Fidelity of `graphdump run`: for scripted torchvision alexnet, resnet18, mobilenet_v2 and a
-scripted if/loop model, the dumped output of the last kernel of each leaf module equals, bit for
-bit, that module's output captured in Python with a forward hook (eager module, weights of the
-same .pt, same input); the final output equals the TorchScript module's forward."""
+"""Fidelity of `graphdump run`: for scripted alexnet, resnet18, mobilenet_v2 (torchvision's
+architectures, defined in examples/) and a scripted if/loop model, the dumped output of the last
+kernel of each leaf module equals, bit for bit, that module's output captured in Python with a
+forward hook (eager module, weights of the same .pt, same input); the final output equals the
+TorchScript module's forward."""
 import glob
 import os
 import re

@@ -5,7 +5,7 @@ statistics only: 9 ranks (rank_0 to rank_7 and rank_12) of 40 kernels in three i
 rank's clock different; rank 5 makes a NaN at kernel 10 of iteration 0 that an AllReduce at
 kernel 11 spreads to every rank (all later kernels NaN), rank 2 alone also has an infinity at
 kernel 3 of iteration 0, rank 7 hits nothing, and rank_6's last statistic.csv is unreadable.
-Run with Debian's /usr/bin/python3 (pytest, or plain: it runs pytest on itself)."""
+Run with the project's Python (.venv/bin/python; pytest, or plain: it runs pytest on itself)."""
 import json
 import os
 import sys
@@ -133,7 +133,7 @@ def test_package_watch_lists_the_same_hits(dump):
               "print(json.dumps([[int(r), k, int(i)] for r, k, i in "
               "zip(f['rank'], f['kernel'], f['iteration'])]))\n"
               "print(len(f.attrs['skipped']))\n")
-    p = subprocess.run(["/usr/bin/python3", "-c", script, dump], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", script, dump], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=package))
     assert p.returncode == 0, p.stderr
     rows, skipped = p.stdout.splitlines()

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes the fuzzers' seed corpora (tests/fuzz/corpus/<target>/) from the repository's own
 examples and test generators: examples/*.json, a `graphdump demo-synthetic` dump (its .npy files,
 statistic.csv and .ir), tests/python/make_ascend_dump.py's dump files (good and corrupt), and

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Independent generator of Ascend asynchronous dump files (docs/ascend.md) for graphdump's tests.
 
 It shares no code with graphdump: the DumpData message comes from proto/dump_data.proto

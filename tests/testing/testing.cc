@@ -83,12 +83,16 @@ std::string SourceDir() {
   return dir ? dir : ".";
 }
 
-CommandResult RunPython(const std::string& code, const std::vector<std::string>& args) {
+std::string Python() {
   const char* python = std::getenv("GRAPHDUMP_PYTHON");
+  return python && *python ? python : "python3";
+}
+
+CommandResult RunPython(const std::string& code, const std::vector<std::string>& args) {
   TempDir dir;
   std::string script = dir.Sub("check.py");
   WriteFile(script, code);
-  std::string command = std::string(python && *python ? python : "/usr/bin/python3") + " " + script;
+  std::string command = Python() + " " + script;
   for (const std::string& a : args) command += " '" + a + "'";
   return RunCommand(command);
 }

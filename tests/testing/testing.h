@@ -1,5 +1,5 @@
 // Helpers for graphdump's tests: temporary directories, files, and NumPy checks run with
-// Debian's /usr/bin/python3 (the interpreter users read dumps with).
+// the project's Python (the environment users read dumps with).
 #pragma once
 
 #include <cstdint>
@@ -36,8 +36,12 @@ struct CommandResult {
 // Runs `command` through /bin/sh and captures its output.
 CommandResult RunCommand(const std::string& command);
 
-// Runs a Python snippet with $GRAPHDUMP_PYTHON (default /usr/bin/python3); `args` become
-// sys.argv[1:]. The script should print what the test then checks.
+// The Python of the project's environment: $GRAPHDUMP_PYTHON (CMake sets it for the tests that
+// need it), else `python3` on PATH.
+std::string Python();
+
+// Runs a Python snippet with Python(); `args` become sys.argv[1:]. The script should print what
+// the test then checks.
 CommandResult RunPython(const std::string& code, const std::vector<std::string>& args = {});
 
 // A host TensorView of `data` (strides in elements; empty means C-contiguous).

@@ -1,5 +1,5 @@
 // Tests of the graph compiler, executor and trainer against a recording DumpSession double.
-// Models come from examples/make_models.py (run with /usr/bin/python3).
+// Models come from examples/make_models.py (run with testing::Python()).
 #include <ATen/record_function.h>
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -88,7 +88,7 @@ std::string ModelPath(const std::string& name) {
   static testing::TempDir* dir = new testing::TempDir();
   const std::string path = dir->Sub(name + ".pt");
   if (!std::ifstream(path)) {
-    auto r = testing::RunCommand("/usr/bin/python3 " + testing::SourceDir() +
+    auto r = testing::RunCommand(testing::Python() + " " + testing::SourceDir() +
                                  "/examples/make_models.py " + dir->path() + " " + name);
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }

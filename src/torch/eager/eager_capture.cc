@@ -180,7 +180,11 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
   }
   uint32_t op_id = 0;
   if (!self->OperatorOf(fn, &op_id)) {
-    if (torch_compat::IsAutogradEvaluation(fn)) ++self->backward_depth_;
+    if (torch_compat::IsAutogradEvaluation(fn)) {
+      ++self->backward_depth_;
+    } else {
+      self->NoteFunction(fn);
+    }
     return nullptr;
   }
   const bool outermost = self->op_depth_++ == 0;
@@ -223,6 +227,23 @@ void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx)
     }
   }
   if (self->op_depth_ > 0) --self->op_depth_;
+}
+
+void EagerCapture::NoteFunction(const at::RecordFunction& fn) {
+  // torch.autograd.Function.apply records its class's name with the sequence number its
+  // backward node is about to take (THPFunction_apply); labels carry none.
+  if (!callbacks_.function || fn.seqNr() < 0 || op_depth_ != 0 || t_host_work > 0 ||
+      InBackward() || !at::GradMode::is_enabled()) {
+    return;
+  }
+  const Frame& frame = frames_.empty() ? script_frame_ : frames_.back();
+  EagerGraph* graph = frames_.empty() ? script_graph_ : frame.graph;
+  if (graph == nullptr) return;
+  try {
+    callbacks_.function(graph, frame.scope, frame.module_path,
+                        static_cast<uint64_t>(fn.seqNr()), fn.threadId());
+  } catch (const std::exception&) {
+  }
 }
 
 std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordFunction& fn,

@@ -59,6 +59,13 @@ class EagerCapture {
     std::function<std::vector<SourceLocation>()> source_trace;
     // Every kernel's outputs as it finishes, when grad mode is on (backward naming).
     std::function<void(EagerGraph*, const KernelInfo&, const std::vector<c10::IValue>&)> forward;
+    // A torch.autograd.Function applied where the capture is (a library's Python Function,
+    // such as torch.utils.checkpoint's CheckpointFunction), when grad mode is on: its backward
+    // node will have sequence number `sequence_nr` on the watched thread `thread_id`, and has
+    // no forward kernel to be named after (backward naming).
+    std::function<void(EagerGraph*, const std::string& scope, const std::string& module_path,
+                       uint64_t sequence_nr, uint64_t thread_id)>
+        function;
   };
 
   // Registers the callback, inactive. The calling thread is the one watched.
@@ -120,6 +127,9 @@ class EagerCapture {
                              uint32_t occurrence, const at::RecordFunction& fn);
   // Is `fn` an operator call (not a label)? Sets its operator's id, interning it when new.
   bool OperatorOf(const at::RecordFunction& fn, uint32_t* op_id);
+  // `fn`, not an operator, is an autograd Function's apply when it carries a sequence number:
+  // tells callbacks_.function the scope it runs in.
+  void NoteFunction(const at::RecordFunction& fn);
   uint32_t ScopeId(const std::string& scope);
   // Turns the callback on while the capture dumps or names.
   void Switch(bool active, bool naming);

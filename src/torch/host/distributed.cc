@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -41,12 +42,42 @@ std::chrono::milliseconds TimeoutFromEnv(std::chrono::milliseconds fallback) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+// The one use of ProcessGroupGloo: builds the gloo backend of rank `env.rank` over `store`;
+// everything else talks to it through c10d::Backend. Why so little: the wheel compiles gloo
+// into libtorch_cpu and ships no gloo headers, so ProcessGroupGloo.hpp includes those of
+// Debian's libgloo-dev (0.0~git20220518), an older gloo than the wheel's (its
+// rendezvous::Store lacks the "v2" methods the wheel's exports). Only names are shared: the
+// options and the process group hold gloo objects through std::shared_ptr and unique_ptr (so
+// their sizes do not depend on gloo's), and the device factories, the constructor and every
+// collective are compiled in libtorch_cpu, so no gloo class layout or inline gloo code of
+// those headers is compiled here (tests/torch/gloo_abi_check.sh checks that no gloo symbol is
+// defined in graphdump's code and that nothing links Debian's libgloo). Throws what c10d
+// throws.
+c10::intrusive_ptr<c10d::Backend> ConnectGloo(const c10::intrusive_ptr<c10d::Store>& store,
+                                              const RankEnvironment& env,
+                                              std::chrono::milliseconds timeout) {
+  auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // Ranks on one machine talk over loopback; across machines, GLOO_SOCKET_IFNAME names the
+  // interface, as with torch.distributed.
+  const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (interface != nullptr && *interface != '\0') {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
+  } else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  } else {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  options->threads = 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(env.rank),
+                                                     static_cast<int>(env.world_size), options);
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
   RankEnvironment env;
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;  // null for a group of one
+  c10::intrusive_ptr<c10d::Backend> backend;  // gloo (ConnectGloo); null for a group of one
 
   std::string Who() const {
     return "rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);
@@ -79,7 +110,7 @@ struct ProcessGroup::Impl {
         return Status::Unsupported(Who() + ": all-reduce needs defined dense CPU tensors");
       }
     }
-    if (!gloo) return Status::Ok();  // one rank: the sum and the mean are the tensor itself
+    if (!backend) return Status::Ok();  // one rank: the sum and the mean are the tensor itself
     for (auto& [dtype, indexes] : ByDtype(tensors)) {
       std::vector<at::Tensor> flat_parts;
       for (size_t i : indexes) flat_parts.push_back(tensors[i].detach().reshape({-1}));
@@ -87,7 +118,7 @@ struct ProcessGroup::Impl {
       GRAPHDUMP_RETURN_IF_ERROR(Run("all-reduce of " + std::to_string(indexes.size()) +
                                         " tensors (" + std::to_string(buffer[0].numel()) +
                                         " elements)",
-                                    [&] { return gloo->allreduce(buffer); }));
+                                    [&] { return backend->allreduce(buffer); }));
       if (mean) buffer[0].div_(static_cast<double>(env.world_size));
       int64_t offset = 0;
       at::NoGradGuard no_grad;
@@ -124,20 +155,7 @@ StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const RankEnvironm
                            " the rendezvous store at " + where + ": " + ErrorText(e));
   }
   try {
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-    // Ranks on one machine talk over loopback; across machines, GLOO_SOCKET_IFNAME names the
-    // interface, as with torch.distributed.
-    const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
-    if (interface != nullptr && *interface != '\0') {
-      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
-    } else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
-      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    } else {
-      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    gloo_options->threads = 2;
-    impl->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        impl->store, static_cast<int>(env.rank), static_cast<int>(env.world_size), gloo_options);
+    impl->backend = ConnectGloo(impl->store, env, timeout);
   } catch (const std::exception& e) {
     return Status::IOError(impl->Who() + ": cannot connect the gloo process group through " +
                            where + ": " + ErrorText(e));
@@ -161,7 +179,7 @@ Status ProcessGroup::Broadcast(std::vector<at::Tensor>& tensors, uint32_t root) 
     return Status::InvalidArgument(impl_->Who() + ": broadcast root " + std::to_string(root) +
                                    " is not a rank");
   }
-  if (!impl_->gloo) return Status::Ok();
+  if (!impl_->backend) return Status::Ok();
   at::NoGradGuard no_grad;
   for (auto& [dtype, indexes] : Impl::ByDtype(tensors)) {
     std::vector<at::Tensor> flat_parts;
@@ -170,7 +188,7 @@ Status ProcessGroup::Broadcast(std::vector<at::Tensor>& tensors, uint32_t root) 
     c10d::BroadcastOptions options;
     options.rootRank = static_cast<int64_t>(root);
     GRAPHDUMP_RETURN_IF_ERROR(impl_->Run("broadcast from rank " + std::to_string(root),
-                                         [&] { return impl_->gloo->broadcast(buffer, options); }));
+                                         [&] { return impl_->backend->broadcast(buffer, options); }));
     int64_t offset = 0;
     for (size_t i : indexes) {
       at::Tensor& t = tensors[i];
@@ -182,8 +200,8 @@ Status ProcessGroup::Broadcast(std::vector<at::Tensor>& tensors, uint32_t root) 
 }
 
 Status ProcessGroup::Barrier() {
-  if (!impl_->gloo) return Status::Ok();
-  return impl_->Run("barrier", [&] { return impl_->gloo->barrier(); });
+  if (!impl_->backend) return Status::Ok();
+  return impl_->Run("barrier", [&] { return impl_->backend->barrier(); });
 }
 
 StatusOr<std::pair<int64_t, int64_t>> ShardRows(int64_t batch, uint32_t rank, uint32_t world_size) {

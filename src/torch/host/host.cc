@@ -150,6 +150,11 @@ void DumpHost::EnsureCapture() {
                              const std::vector<c10::IValue>& outputs) {
     backward_->NoteForward(g, kernel, outputs);
   };
+  callbacks.function = [this](EagerGraph* g, const std::string& scope,
+                              const std::string& module_path, uint64_t sequence_nr,
+                              uint64_t thread_id) {
+    backward_->NoteFunction(g, scope, module_path, sequence_nr, thread_id);
+  };
   capture_ = std::make_unique<EagerCapture>(std::move(callbacks));
   UpdateEagerActive();
 }

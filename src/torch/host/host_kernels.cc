@@ -94,6 +94,22 @@ void BackwardKernels::NoteNode(const at::Tensor& tensor, HostGraph* model,
   }
 }
 
+void BackwardKernels::NoteFunction(HostGraph* model, const std::string& scope,
+                                   const std::string& module_path, uint64_t sequence_nr,
+                                   uint64_t thread_id) {
+  Producer& p = functions_[{thread_id, sequence_nr}];
+  p.model = model;
+  p.scope = scope;
+  p.module_path = module_path;
+  // Sequence numbers grow: the first entries are the oldest Functions.
+  while (functions_.size() > kMaxFunctions) functions_.erase(functions_.begin());
+}
+
+const BackwardKernels::Producer* BackwardKernels::FunctionOf(const Node& node) const {
+  auto it = functions_.find({node.thread_id(), node.sequence_nr()});
+  return it == functions_.end() ? nullptr : &it->second;
+}
+
 void BackwardKernels::AddParameter(const at::Tensor& param, HostGraph* model,
                                    const std::string& name) {
   parameters_.emplace(param.unsafeGetTensorImpl(), std::make_pair(model, name));
@@ -130,7 +146,11 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
   while (!queue.empty()) {
     torch_compat::AutogradNodePtr node = queue.front();
     queue.pop_front();
-    const Producer* known = ProducerOf(node);
+    // A Python autograd Function's node is named where the Function was applied, even when a
+    // later forward kernel returned its output unchanged (RMSNorm's `.to(float32)` of a float32
+    // tensor) and was noted as producing it.
+    const Producer* known = FunctionOf(*node);
+    if (known == nullptr) known = ProducerOf(node);
     Producer where = known ? *known : inherited[node.get()];
     const std::string name = torch_compat::BackwardNodeName(*node);
     if (const at::TensorImpl* var = torch_compat::AccumulatedVariable(*node)) {

@@ -4,7 +4,8 @@
 // models whose forward kernels produced them (docs/executor.md):
 //   Gradients/<forward kernel's scope>/<BackwardNode>-op{N}     e.g. ConvolutionBackward0
 //   Gradients/<module scope>/<parameter>/AccumulateGrad-op{N}   one per parameter
-// A node no forward kernel produced (a loss computed outside the models) takes the scope of the
+// A Python autograd Function's node is named where the Function was applied (NoteFunction). A
+// node no forward kernel produced (a loss computed outside the models) takes the scope of the
 // node that reaches it in the backward graph; a root nobody produced is "Gradients/Default" of
 // the fallback model. A node carries the source trace of the forward kernel that produced it,
 // so a script line leads to its backward kernels too. Each kernel is registered once
@@ -61,6 +62,11 @@ class BackwardKernels {
   // own forward kernel, such as the CLI trainer's loss.
   void NoteNode(const at::Tensor& tensor, HostGraph* model, const std::string& scope,
                 const std::string& module_path);
+  // Attributes the backward node with `sequence_nr` made on thread `thread_id` (a Python
+  // autograd Function's, which no forward kernel produced) to `scope` of `model`, where the
+  // Function was applied. The most recent kMaxFunctions are kept.
+  void NoteFunction(HostGraph* model, const std::string& scope, const std::string& module_path,
+                    uint64_t sequence_nr, uint64_t thread_id);
   // Names the AccumulateGrad node of `param` after `name`, its path in `model`.
   void AddParameter(const at::Tensor& param, HostGraph* model, const std::string& name);
   // Forgets the forward producers (after each backward pass: the nodes are gone).
@@ -84,10 +90,15 @@ class BackwardKernels {
   };
 
   const Producer* ProducerOf(const torch_compat::AutogradNodePtr& node) const;
+  // The Function NoteFunction attributed `node` to, or null.
+  const Producer* FunctionOf(const torch::autograd::Node& node) const;
   void OnNode(const Producer& where, const std::string& key, const std::string& name,
               const std::vector<at::Tensor>& received, const std::vector<at::Tensor>& produced);
 
   std::unordered_map<const torch::autograd::Node*, Producer> producers_;
+  // Sequence numbers never repeat on a thread: an old entry can name no later node.
+  static constexpr size_t kMaxFunctions = 1 << 14;
+  std::map<std::pair<uint64_t, uint64_t>, Producer> functions_;  // by (thread, sequence_nr)
   std::unordered_map<const at::TensorImpl*, std::pair<HostGraph*, std::string>> parameters_;
   std::map<std::pair<HostGraph*, std::string>, KernelInfo> kernels_;  // registered, by key
 };

@@ -147,17 +147,21 @@ inline void AppendViews(const c10::IValue& value, bool logical_layout,
 
 // Appends views of a kernel's arguments `args` (its operator's stack: tensors, tensor lists and
 // other values, which are skipped). An argument whose index is in `written` is one the kernel
-// writes in place: it is viewed as it is now, before the write (MakeViewBeforeWrite).
+// writes in place: it is viewed as it is now, before the write (MakeViewBeforeWrite), a tensor
+// or each tensor of a tensor list (`Tensor(a!)[] self` of the _foreach_ operators, such as the
+// _foreach_mul_ of clip_grad_norm_).
 template <typename Args, typename Indices>
 void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args& args,
                       const Indices& written, bool logical_layout, std::vector<TensorView>* views) {
   for (size_t i = 0; i < args.size(); ++i) {
     const bool writes = std::find(written.begin(), written.end(), i) != written.end();
-    if (writes && args[i].isTensor()) {
-      TensorView view;
-      if (MakeViewBeforeWrite(session, kernel, args[i].toTensor(), logical_layout, &view)) {
-        views->push_back(std::move(view));
-      }
+    if (writes && (args[i].isTensor() || args[i].isTensorList())) {
+      ForEachTensor(args[i], [&](const at::Tensor& t) {
+        TensorView view;
+        if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view)) {
+          views->push_back(std::move(view));
+        }
+      });
     } else {
       AppendViews(args[i], logical_layout, views);
     }

@@ -85,7 +85,8 @@ struct Trainer::Impl {
     }
   }
 
-  // One parameter update exactly as torch.optim (1.13, single-tensor path) computes it.
+  // One parameter update exactly as torch.optim computes it on the CPU (torch 2.x's
+  // single-tensor path: foreach kernels are the default only on accelerators).
   void Update(size_t i) {
     at::Tensor& p = params[i];
     at::Tensor grad = p.grad();
@@ -116,12 +117,15 @@ struct Trainer::Impl {
           state2[i] = at::zeros_like(w, at::MemoryFormat::Preserve);
         }
         const double step = static_cast<double>(adam_step);
-        state1[i].mul_(options.beta1).add_(grad, 1 - options.beta1);
+        // torch 2 moves the first moment with lerp_ (1.13: mul_(beta1).add_(grad, 1 - beta1),
+        // which rounds differently) and takes the square root as `bias_correction2**0.5`,
+        // Python's pow.
+        state1[i].lerp_(grad, 1 - options.beta1);
         state2[i].mul_(options.beta2).addcmul_(grad, grad.conj(), 1 - options.beta2);
         const double bias_correction1 = 1 - std::pow(options.beta1, step);
         const double bias_correction2 = 1 - std::pow(options.beta2, step);
         const double step_size = options.lr / bias_correction1;
-        const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+        const double bias_correction2_sqrt = std::pow(bias_correction2, 0.5);
         at::Tensor denom = (state2[i].sqrt() / bias_correction2_sqrt).add_(options.eps);
         w.addcdiv_(state1[i], denom, -step_size);
         break;
