@@ -91,7 +91,7 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     tensor has no row). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
     (file: str objects); numbers are NumPy integer, bool and float columns; a statistic column
     is int64 when every row has an integer, float64 when every cell is a number, else objects
-    (MD5).
+    (text alone, such as MD5, is pandas' str dtype from pandas 3).
     Files the index could not use are listed in ``df.attrs['skipped']`` as (path, reason) pairs.
 
     Names and fields hold bytes that are not UTF-8 replaced by U+FFFD, as the CLI's ``--json``;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
@@ -13,6 +14,7 @@
 #include <torch/csrc/jit/ir/scope.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -248,6 +250,18 @@ inline std::string BackwardNodeName(const torch::autograd::Node& node) {
 inline const at::TensorImpl* AccumulatedVariable(torch::autograd::Node& node) {
   auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(&node);
   return acc ? acc->variable.unsafeGetTensorImpl() : nullptr;
+}
+
+// Is `fn` the autograd engine's record of one node's evaluation? The engine labels each node it
+// runs "autograd::engine::evaluate_function: <Node>" (RecordScope::FUNCTION, no operator). The
+// node's own apply is inside a BACKWARD_FUNCTION record, but the engine's operators around it
+// are only inside this label: in torch 2 a gradient is reduced to its input's shape
+// (validate_outputs: `sum`, `view`) and accumulated into the next node's input buffer (`add`,
+// `add_`) there, and these are not operators of the program's forward.
+inline bool IsAutogradEvaluation(const at::RecordFunction& fn) {
+  static constexpr char kPrefix[] = "autograd::engine::evaluate_function: ";
+  const char* name = fn.name();
+  return name != nullptr && std::strncmp(name, kPrefix, sizeof(kPrefix) - 1) == 0;
 }
 
 // Called after a backward node ran with (gradients it produced, gradients it received).

@@ -20,6 +20,11 @@ from conftest import (BIN, HERE, clean_env, every_npy_loads, execution_order, gl
 LM = os.path.join(HERE, "eager_lm.py")
 SMALL = os.path.join(HERE, "eager_small.py")
 STEPS = 3
+# The embedding is the root's seventh operator: ones, triu, then the padding mask
+# `attention_mask[:, None, None, :] == 0` as unsqueeze, unsqueeze, eq, and `mask | ...`
+# (__or__). torch 2 indexes without the full-range slices `:` (LibTorch 1.13 called aten::slice
+# for each, which made it op8).
+EMBEDDING = "Default/embed-Embedding/embedding-op6"
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +51,20 @@ def test_forward_kernels_inside_and_outside_modules(lm):
     names = set(order)
     # The root's own operators (the mask), modules outside the blocks, inside the blocks.
     assert order[0] == "Default/ones-op0"
-    # op6: torch 2.13 records the mask indexing before it (mask[:, None, None, :] == 0) as
-    # unsqueeze, unsqueeze, eq: two kernels fewer than LibTorch 1.13 recorded before it.
-    assert "Default/embed-Embedding/embedding-op6" in names
+    assert EMBEDDING in names
+    assert [k.rsplit("/", 1)[1] for k in order[:6]] == [
+        "ones-op0", "triu-op1", "unsqueeze-op2", "unsqueeze-op3", "eq-op4", "__or__-op5"]
     assert any(re.fullmatch(r"Default/blocks-ModuleList/1-Block/attn-Attention/qkv-Linear/"
                             r"linear-op\d+", k) for k in order)
     assert any(re.fullmatch(r"Default/norm-LayerNorm/layer_norm-op\d+", k) for k in order)
     assert any(re.fullmatch(r"Default/head-Linear/linear-op\d+", k) for k in order)
     assert any(re.fullmatch(r"Default/cross_entropy_loss-op\d+", k) for k in order)
-    # The script's own operators: the loss division and clip_grad_norm_.
+    # The script's own operators: the loss division and clip_grad_norm_. torch 2 takes the
+    # gradients' norms in one _foreach_norm and scales them in one _foreach_mul_, on the CPU
+    # too (LibTorch 1.13 called norm and mul_ per gradient).
     assert any(re.fullmatch(r"Default/script/div-op\d+", k) for k in order)
-    assert any(re.fullmatch(r"Default/script/norm-op\d+", k) for k in order)
+    assert any(re.fullmatch(r"Default/script/_foreach_norm-op\d+", k) for k in order)
+    assert any(re.fullmatch(r"Default/script/_foreach_mul_-op\d+", k) for k in order)
     # Outermost calls only: linear, never the addmm inside it.
     assert not any("addmm" in k and not k.startswith("Gradients/") for k in order)
 
@@ -104,13 +112,13 @@ def test_backward_and_optimizer_kernels_named_after_parameters(lm):
 
 def test_source_lines_and_graph_files(lm):
     ir = open(lm["rank"] / "graphs" / "ms_output_trace_code_graph_0.ir").read()
-    block = ir[ir.index("(Default/embed-Embedding/embedding-op6)"):]
+    block = ir[ir.index(f"({EMBEDDING})"):]
     block = block[:block.index("\n  %")]
     assert f"In file {LM}(69)/x = self.embed(input_ids)/" in block
     # Dataflow: the embedding reads the parameter and the input ids; the first layer norm of
-    # block 0 reads the embedding's output (%8).
-    assert re.search(r"%8\(embedding\) = embedding\(%embed\.weight, %input1\)", ir)
-    assert re.search(r"= layer_norm\(%8, %blocks\.0\.norm1\.weight, %blocks\.0\.norm1\.bias\)", ir)
+    # block 0 reads the embedding's output (%6).
+    assert re.search(r"%6\(embedding\) = embedding\(%embed\.weight, %input1\)", ir)
+    assert re.search(r"= layer_norm\(%6, %blocks\.0\.norm1\.weight, %blocks\.0\.norm1\.bias\)", ir)
     assert "# Schema: aten::embedding(Tensor weight, Tensor indices" in ir
 
 

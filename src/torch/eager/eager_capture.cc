@@ -8,6 +8,7 @@
 #include <atomic>
 #include <exception>
 #include <sstream>
+#include <string_view>
 
 #include "torchscript/graph_compiler.h"
 #include "graphdump/selector.h"
@@ -21,6 +22,8 @@ namespace {
 std::atomic<EagerCapture*> g_capture{nullptr};
 // HostWork scopes open on this thread.
 thread_local int t_host_work = 0;
+// The scope prefix of a module run again by a backward pass.
+constexpr std::string_view kRecompute = "Recompute/";
 
 // Calls of an operator inside one scope are counted under one key.
 uint64_t OccurrenceKey(uint32_t scope_id, uint32_t op_id) {
@@ -122,8 +125,9 @@ void EagerCapture::PushModule(EagerGraph* graph, const std::string& module_path,
   frame.module_path = module_path;
   // A module run again by a backward pass recomputes what its forward computed.
   const bool recompute = InBackward() || (!frames_.empty() &&
-                                          frames_.back().scope.rfind("Recompute/", 0) == 0);
-  frame.scope = recompute && scope.rfind("Recompute/", 0) != 0 ? "Recompute/" + scope : scope;
+                                          frames_.back().scope.starts_with(kRecompute));
+  frame.scope =
+      recompute && !scope.starts_with(kRecompute) ? std::string(kRecompute) + scope : scope;
   frame.scope_id = ScopeId(frame.scope);
   frames_.push_back(std::move(frame));
 }
@@ -176,7 +180,11 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
   }
   uint32_t op_id = 0;
   if (!self->OperatorOf(fn, &op_id)) {
-    self->NoteFunction(fn);
+    if (torch_compat::IsAutogradEvaluation(fn)) {
+      ++self->backward_depth_;
+    } else {
+      self->NoteFunction(fn);
+    }
     return nullptr;
   }
   const bool outermost = self->op_depth_++ == 0;
@@ -187,7 +195,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
   // Operators inside an autograd node belong to the backward pass, unless a module is being
   // recomputed there.
   if (self->InBackward() && (self->frames_.empty() ||
-                             self->frames_.back().scope.rfind("Recompute/", 0) != 0)) {
+                             !self->frames_.back().scope.starts_with(kRecompute))) {
     return nullptr;
   }
   try {
@@ -205,7 +213,12 @@ void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx)
     return;
   }
   uint32_t op_id = 0;
-  if (!self->OperatorOf(fn, &op_id)) return;
+  if (!self->OperatorOf(fn, &op_id)) {
+    if (torch_compat::IsAutogradEvaluation(fn) && self->backward_depth_ > 0) {
+      --self->backward_depth_;
+    }
+    return;
+  }
   if (ctx != nullptr) {
     try {
       // Operators graphdump runs here (a view's copy) are nested in this one: not kernels.
@@ -336,6 +349,10 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
   const KernelInfo& kernel = call.graph->kernel(call.index);
   DumpSession* session = call.session;
   if (std::uncaught_exceptions() > call.exceptions) {
+    // A recomputation reruns calls that succeeded in the forward: one that raises is
+    // torch.utils.checkpoint ending it early (use_reentrant=False stops once every saved
+    // tensor is back, raising from its saved-tensor hook inside the next operator).
+    if (kernel.full_name.starts_with(kRecompute)) return;
     failure_ = "kernel " + kernel.full_name + " (aten::" + kernel.op_type + ") failed at " +
                DescribeSource(kernel);
     if (session) session->OnKernelFailed(kernel, call.inputs, failure_);

@@ -7,8 +7,10 @@
 //   - A kernel is an outermost operator call: `aten::linear`, not the `aten::addmm` inside it.
 //     Nested calls only count depth. Records that are not operators (a custom autograd
 //     Function's apply, profiler labels) are transparent.
-//   - Backward: operators inside an autograd node (RecordScope::BACKWARD_FUNCTION) are not
-//     forward kernels; the backward capture (host_kernels.h) dumps the nodes themselves.
+//   - Backward: operators inside an autograd node (RecordScope::BACKWARD_FUNCTION), and those
+//     the autograd engine runs around a node (inside its "evaluate_function" label: reducing
+//     and accumulating gradients), are not forward kernels; the backward capture
+//     (host_kernels.h) dumps the nodes themselves.
 //   - Module scopes come from module frames the host pushes around each module call
 //     (DumpHost::EnterModule, called by the Python package's nn.Module.__call__ wrapper). A
 //     module entered during backward is recomputation (activation checkpointing): its kernels'
@@ -143,7 +145,7 @@ class EagerCapture {
   KernelCall* starting_call_ = nullptr;  // alive until its end callback
   KernelCall* taken_call_ = nullptr;     // the one TakeKernel handed out last
   int op_depth_ = 0;        // operator calls open on the watched thread
-  int backward_depth_ = 0;  // autograd nodes being evaluated on it
+  int backward_depth_ = 0;  // autograd node records (and engine evaluations) open on it
   std::vector<Frame> frames_;
   Frame script_frame_;
   EagerGraph* script_graph_ = nullptr;
