@@ -1,12 +1,15 @@
 """Two ranks of a user's DistributedDataParallel script (user_ddp.py: gloo, a TorchScript model
 in DDP) under graphdump python, started torchrun-style: per-rank dumps, parameters equal across
-ranks after every step, and the gradient all-reduce dumped as kernels."""
+ranks and equal to the same script's without graphdump after every step, and the gradient
+all-reduce dumped as kernels."""
 import glob
 import os
 import socket
 import subprocess
+import sys
 
 import numpy as np
+import pytest
 
 from conftest import BIN, HERE, clean_env, every_npy_loads, global_order, graphdump, write_config
 
@@ -18,7 +21,41 @@ def saved(prefix, rank):
     return np.load(f"{prefix}.rank{rank}.npz")
 
 
-def test_two_ranks_with_nproc(tmp_path):
+def start_ranks(command, port):
+    """Starts `command` (argv without the interpreter or CLI) as ranks 0 and 1, as torchrun
+    would; returns the two processes."""
+    processes = []
+    for rank in (0, 1):
+        env = clean_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+    return processes
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    """The parameters after every step of user_ddp.py run by the environment's Python without
+    graphdump (torch's own DDP reduction): what a dumped run must train to. Equal ranks alone
+    would not catch a reduction that is off by a constant factor (DDP divides by the world size
+    while copying into its bucket only when no communication hook is registered, and graphdump
+    registers one)."""
+    prefix = tmp_path_factory.mktemp("plain") / "out"
+    processes = start_ranks([sys.executable, os.path.join(HERE, "user_ddp.py"), str(prefix)],
+                            free_port())
+    outputs = [p.communicate(timeout=120) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    return saved(prefix, 0)
+
+
+def assert_trains_as_plain(ranks, plain):
+    assert sorted(ranks[0].files) == sorted(plain.files)
+    for key in plain.files:  # every parameter after every step
+        np.testing.assert_allclose(ranks[0][key], plain[key], rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{key}: the dumped run trains as plain DDP")
+
+
+def test_two_ranks_with_nproc(tmp_path, plain):
     config = write_config(tmp_path / "d.json", tmp_path / "dump")
     run = graphdump("python", "--config", config, "--nproc", 2,
                     os.path.join(HERE, "user_ddp.py"), tmp_path / "out", check=0)
@@ -26,6 +63,7 @@ def test_two_ranks_with_nproc(tmp_path):
     ranks = [saved(tmp_path / "out", r) for r in (0, 1)]
     for key in ranks[0].files:  # every parameter after every step
         assert np.array_equal(ranks[0][key], ranks[1][key]), key
+    assert_trains_as_plain(ranks, plain)
     for rank in (0, 1):
         root = tmp_path / "dump" / f"rank_{rank}"
         assert global_order(root) == list(range(STEPS))
@@ -54,20 +92,13 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_support_device_and_own_hook_with_ranks_started_by_hand(tmp_path):
+def test_support_device_and_own_hook_with_ranks_started_by_hand(tmp_path, plain):
     # The ranks a launcher starts, here by hand with torchrun's variables; only rank 1 dumps,
     # and the ranks still train alike (rank 0 runs through the executor without dumping). The
     # script registers its own communication hook: it does the reduction, and is dumped.
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"support_device": [1]})
-    port = free_port()
-    processes = []
-    for rank in (0, 1):
-        env = clean_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-                         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-        processes.append(subprocess.Popen(
-            [BIN, "python", "--config", config, os.path.join(HERE, "user_ddp.py"),
-             str(tmp_path / "out"), "--hook"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True))
+    processes = start_ranks([BIN, "python", "--config", config, os.path.join(HERE, "user_ddp.py"),
+                             str(tmp_path / "out"), "--hook"], free_port())
     outputs = [p.communicate(timeout=120) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
     assert "dump: off (rank 0 is not in support_device [1]" in outputs[0][1]
@@ -75,6 +106,7 @@ def test_support_device_and_own_hook_with_ranks_started_by_hand(tmp_path):
     ranks = [saved(tmp_path / "out", r) for r in (0, 1)]
     for key in ranks[0].files:
         assert np.array_equal(ranks[0][key], ranks[1][key]), key
+    assert_trains_as_plain(ranks, plain)  # allreduce_hook divides by the world size itself
     for it in range(STEPS):
         files = os.listdir(tmp_path / "dump" / "rank_1" / "Net" / "0" / str(it))
         assert sum(f.startswith("AllReduce.") and ".output.0." in f for f in files) == 4
