@@ -1,7 +1,10 @@
 """Helpers the benchmark scripts of bench/ share (scripts/bench runs only bench/*.py, not this)."""
+import csv
+import glob
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -10,6 +13,30 @@ import time
 # this file).
 SOURCE = os.environ.get("GRAPHDUMP_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# The graphdump CLI the benchmarks run (GRAPHDUMP_BIN).
+BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
+# This folder: the training scripts the benchmarks run.
+LIB = os.path.dirname(os.path.abspath(__file__))
+# The eager language-model training of eager_bench.py and msprobe_bench.py, and its size
+# ("LAYERS WIDTH SEQ BATCH", BENCH_MODEL).
+EAGER_LM = os.path.join(LIB, "eager_lm_training.py")
+EAGER_LM_MODEL = "2 128 64 8"
+
+
+def env_int(name, default, least):
+    """The whole number in environment variable `name` (else `default`), at least `least`."""
+    return max(least, int(os.environ.get(name, str(default))))
+
+
+def rounds(default=3):
+    """BENCH_ROUNDS, at least 1."""
+    return env_int("BENCH_ROUNDS", default, 1)
+
+
+def alternate(r, sides):
+    """`sides` in the order round `r` runs them: as given in even rounds, reversed in odd ones,
+    so that neither side always runs first."""
+    return list(sides) if r % 2 == 0 else list(reversed(sides))
 
 
 def make_model(work, name):
@@ -34,6 +61,18 @@ def run_graphdump(name, args, work):
     return p, wall
 
 
+def printed(p):
+    """The JSON object a training script printed as its last line (CompletedProcess `p`)."""
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def median_step(name, command, work):
+    """Runs `command` as run_graphdump does; returns (the median of the step times the script
+    printed ("steps"), steps 3..N: the first two warm up; the process's wall seconds)."""
+    p, wall = run_graphdump(name, command, work)
+    return statistics.median(printed(p)["steps"][2:]), wall
+
+
 def dd_write(path, size, block):
     """Writes at least `size` zero bytes to `path` with dd, in blocks of `block` bytes: the
     baseline the write benchmarks compare against (no sync, like graphdump by default)."""
@@ -41,13 +80,15 @@ def dd_write(path, size, block):
                     f"count={max(1, -(-size // block))}"], check=True, capture_output=True)
 
 
-def write_dump_config(path, dump_path, saved_data, iteration, devices=(0,), asynchronous=False):
+def write_dump_config(path, dump_path, saved_data, iteration, devices=(0,), asynchronous=False,
+                      **common):
     """Writes a data_dump.json that dumps every kernel's inputs and outputs (dump_mode 0) of
-    `iteration` to `dump_path`; `asynchronous` sets e2e_dump_settings.enable false."""
+    `iteration` to `dump_path`; `asynchronous` sets e2e_dump_settings.enable false, and `common`
+    sets further common_dump_settings (dump_mode=1, kernels=[...]; statistic_category=[...])."""
     config = {"common_dump_settings": {
         "dump_mode": 0, "path": dump_path, "net_name": "Net", "iteration": iteration,
         "saved_data": saved_data, "input_output": 0, "kernels": [],
-        "support_device": list(devices)}}
+        "support_device": list(devices), **common}}
     if asynchronous:
         config["e2e_dump_settings"] = {"enable": False}
     with open(path, "w") as f:
@@ -109,6 +150,60 @@ def write_same_files(root, into):
         for name in names[1:]:
             os.link(first, os.path.join(into, name))
     return time.monotonic() - start
+
+
+def read_bandwidth(repetitions=5, mib=256):
+    """Bytes a second one core reads: NumPy reducing (max, min, sum) a `mib` MiB float32 array
+    resident in memory (far larger than the caches), in a child process; the best of
+    `repetitions` rounds of each, so that the floor it gives is never flattering."""
+    code = f"""
+import time, numpy as np
+x = np.ones({mib} << 18, dtype=np.float32)
+best = float("inf")
+for _ in range({repetitions}):
+    for reduce in (np.max, np.min, np.sum):
+        start = time.perf_counter()
+        reduce(x)
+        best = min(best, time.perf_counter() - start)
+print(x.nbytes / best)
+"""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env=env)
+    return float(p.stdout)
+
+
+FLOATING = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+def distinct_tensors(dump, iteration):
+    """What one iteration of the statistic dump `dump` (made with the md5 category) summarised:
+    {"rows", "kernels", "float_rows", "float_tensors", "float_bytes", "other_tensors",
+    "other_bytes"}. Tensors are told apart by (dtype, shape, md5) alone, so two tensors of the
+    same contents count once: a lower bound of the distinct tensors and of their bytes."""
+    rows = kernels = 0
+    seen = {True: {}, False: {}}
+    float_rows = 0
+    for path in glob.glob(os.path.join(dump, "rank_*", "*", "*", str(iteration),
+                                       "statistic.csv")):
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader)
+            column = {name: i for i, name in enumerate(header)}
+            names = set()
+            for row in reader:
+                rows += 1
+                if row[column["Op Type"]] != "Parameter":  # a parameter's row is no kernel
+                    names.add(row[column["Op Name"]])
+                dtype = row[column["Data Type"]]
+                floating = dtype in FLOATING
+                float_rows += floating
+                key = (dtype, row[column["Shape"]], row[column["MD5"]])
+                seen[floating][key] = int(row[column["Data Size"]])
+            kernels += len(names)
+    return {"rows": rows, "kernels": kernels, "float_rows": float_rows,
+            "float_tensors": len(seen[True]), "float_bytes": sum(seen[True].values()),
+            "other_tensors": len(seen[False]), "other_bytes": sum(seen[False].values())}
 
 
 def remove_tree(path):
