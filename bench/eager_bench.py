@@ -52,7 +52,6 @@ capture on with a `kernels` entry that selects none, against no configuration):
 Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 10), BENCH_ROUNDS (3), BENCH_MODEL
 ("LAYERS WIDTH SEQ BATCH", default "2 128 64 8"), BENCH_DIR (default a temporary directory).
 """
-import json
 import os
 import statistics
 import sys

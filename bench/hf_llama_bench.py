@@ -22,7 +22,6 @@ Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 12), BENCH_ROUNDS (3)
 ("BATCH SEQ", default "4 64"), BENCH_DIR (default a temporary directory).
 """
 import glob
-import json
 import os
 import statistics
 import sys
@@ -31,18 +30,16 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import benchutil  # noqa: E402
 
-BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
-STEPS = max(5, int(os.environ.get("BENCH_STEPS", "12")))
-ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
+BIN = benchutil.BIN
+STEPS = benchutil.env_int("BENCH_STEPS", 12, 5)
+ROUNDS = benchutil.rounds()
 BATCH, SEQ = os.environ.get("BENCH_MODEL", "4 64").split()
 SCRIPT = os.path.join(benchutil.SOURCE, "tests", "package", "hf_llama_train.py")
 
 
 def run(command, work):
     """(the script's median step time over steps 3..N, the process's wall seconds)."""
-    p, wall = benchutil.run_graphdump("hf_llama_bench", command, work)
-    steps = json.loads(p.stdout.strip().splitlines()[-1])["steps"]
-    return statistics.median(steps[2:]), wall
+    return benchutil.median_step("hf_llama_bench", command, work)
 
 
 def rows_of_one_step(dump):
@@ -66,9 +63,7 @@ def main():
                                              os.path.join(work, f"dump{r}"), "statistic", "all")
         sides = [("plain", [sys.executable, *args]),
                  ("statistic", [BIN, "python", "--config", config, *args])]
-        if r % 2:
-            sides.reverse()  # alternate which side runs first
-        measured = {name: run(command, work) for name, command in sides}
+        measured = {name: run(command, work) for name, command in benchutil.alternate(r, sides)}
         (plain, plain_wall), (stat, stat_wall) = measured["plain"], measured["statistic"]
         step_r.append(stat / plain)
         process_r.append(stat_wall / plain_wall)

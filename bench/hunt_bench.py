@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,16 +30,16 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import benchutil  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump"))
-ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "hunt_nan_training.py")
+BIN = os.path.abspath(benchutil.BIN)
+ROUNDS = benchutil.rounds()
+SCRIPT = os.path.join(benchutil.LIB, "hunt_nan_training.py")
 PLANT = 20
 
 
 def plain(work):
     p, wall = benchutil.run_graphdump("hunt_bench", [sys.executable, SCRIPT, "--steps",
                                                      str(PLANT + 1), "--plant", str(PLANT)], work)
-    return wall, json.loads(p.stdout.strip().splitlines()[-1])["median_step_s"]
+    return wall, benchutil.printed(p)["median_step_s"]
 
 
 def hunt(work):
@@ -47,7 +48,6 @@ def hunt(work):
     env = dict(os.environ)
     for key in ("GRAPHDUMP_CONFIG", "MINDSPORE_DUMP_CONFIG"):
         env.pop(key, None)
-    import subprocess
     start = time.monotonic()
     p = subprocess.run([BIN, "hunt", "--dump-path", root, SCRIPT, "--steps", str(2 * PLANT),
                         "--plant", str(PLANT)], capture_output=True, text=True, env=env, cwd=work)
@@ -66,9 +66,8 @@ def main():
     ratios, steps = [], []
     try:
         for r in range(ROUNDS):
-            first, second = (plain, hunt) if r % 2 == 0 else (hunt, plain)
-            a, b = first(work), second(work)
-            (p_wall, step), (h_wall, times) = (a, b) if first is plain else (b, a)
+            measured = {side: side(work) for side in benchutil.alternate(r, (plain, hunt))}
+            (p_wall, step), (h_wall, times) = measured[plain], measured[hunt]
             ratios.append(h_wall / p_wall)
             steps.append(step)
             print(f"round {r}: plain to step {PLANT} {p_wall:.2f} s (step {step * 1000:.1f} ms), "

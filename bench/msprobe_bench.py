@@ -34,11 +34,11 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import benchutil  # noqa: E402
 
-BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
-STEPS = max(5, int(os.environ.get("BENCH_STEPS", "10")))
-ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
-MODEL = os.environ.get("BENCH_MODEL", "2 128 64 8").split()
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "eager_lm_training.py")
+BIN = benchutil.BIN
+STEPS = benchutil.env_int("BENCH_STEPS", 10, 5)
+ROUNDS = benchutil.rounds()
+MODEL = os.environ.get("BENCH_MODEL", benchutil.EAGER_LM_MODEL).split()
+SCRIPT = benchutil.EAGER_LM
 VENV = os.environ.get("BENCH_MSPROBE_VENV",
                       os.path.join(benchutil.SOURCE, "build", "msprobe-venv"))
 PEER = ["torch==2.13.0", "mindstudio-probe==26.2.0"]
@@ -59,8 +59,7 @@ def peer_python():
 
 
 def median_step(command, work):
-    p, _ = benchutil.run_graphdump("msprobe_bench", command, work)
-    return statistics.median(json.loads(p.stdout.strip().splitlines()[-1])["steps"][2:])
+    return benchutil.median_step("msprobe_bench", command, work)[0]
 
 
 def main():
@@ -72,12 +71,8 @@ def main():
                    "rank": [], "step": [], "level": "L1",
                    "statistics": {"scope": [], "list": [], "data_mode": ["all"],
                                   "summary_mode": "statistics"}}, f)
-    config = os.path.join(work, "data_dump.json")
-    with open(config, "w") as f:
-        json.dump({"common_dump_settings": {
-            "dump_mode": 0, "path": os.path.join(work, "graphdump_dump"), "net_name": "Net",
-            "iteration": "all", "saved_data": "statistic", "input_output": 0, "kernels": [],
-            "support_device": [0]}, "e2e_dump_settings": {"enable": True}}, f)
+    config = benchutil.write_dump_config(os.path.join(work, "data_dump.json"),
+                                         os.path.join(work, "graphdump_dump"), "statistic", "all")
     args = [SCRIPT, str(STEPS), *MODEL]
     ratios = {"msprobe": [], "graphdump": [], "added": []}
     for r in range(ROUNDS):

@@ -20,29 +20,25 @@ rounds is printed:
 Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 12), BENCH_BATCH (16), BENCH_SIZE
 (64), BENCH_ROUNDS (5), BENCH_DIR (where to write; default a temporary directory).
 """
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import benchutil  # noqa: E402
 
-BIN = os.environ.get("GRAPHDUMP_BIN", "build/tools/graphdump")
-STEPS = max(4, int(os.environ.get("BENCH_STEPS", "12")))
+BIN = benchutil.BIN
+STEPS = benchutil.env_int("BENCH_STEPS", 12, 4)
 BATCH = os.environ.get("BENCH_BATCH", "16")
 SIZE = os.environ.get("BENCH_SIZE", "64")
-ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "5")))
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "user_training.py")
+ROUNDS = benchutil.rounds(5)
+SCRIPT = os.path.join(benchutil.LIB, "user_training.py")
 
 
 def step_time(command, work):
     """The median step time (steps 3..N) the script reports."""
-    p, _ = benchutil.run_graphdump("python_bench", command, work)
-    steps = json.loads(p.stdout.strip().splitlines()[-1])["steps"]
-    return statistics.median(steps[2:])
+    return benchutil.median_step("python_bench", command, work)[0]
 
 
 def main():
