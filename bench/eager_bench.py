@@ -51,6 +51,9 @@ capture on with a `kernels` entry that selects none, against no configuration):
 
 Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 10), BENCH_ROUNDS (3), BENCH_MODEL
 ("LAYERS WIDTH SEQ BATCH", default "2 128 64 8"), BENCH_DIR (default a temporary directory).
+The environment passes to every run, so OMP_NUM_THREADS=1 runs both sides on one intra-op
+thread: on a machine shared with other work, torch's OpenMP workers spin-wait for a descheduled
+peer and single steps of either side take seconds (seen on 2 shared cores).
 """
 import os
 import statistics
