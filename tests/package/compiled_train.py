@@ -8,6 +8,9 @@ usage: compiled_train.py MODE OUT.npz
   break    a model whose forward has a graph break (a Python-side value read with .item()
            between its two halves), compiled with torch.compile(model); step 3 feeds a longer
            sequence, so Dynamo compiles again
+  nan      a gated linear layer compiled with torch.compile(model) whose gate takes the log of
+           the input's first feature: step 3's batch has a negative one, so the fused kernel
+           of that line makes the first NaN
 OUT.npz gets every parameter after training and the losses (bit-identity checks).
 """
 import sys
@@ -51,6 +54,17 @@ class Halves(nn.Module):
         return torch.relu(self.second(h)) * scale  # line: second half
 
 
+class Gated(nn.Module):
+    def __init__(self, width=16):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        h = self.fc(x)
+        gate = torch.log(x[..., :1]) * 0.1 + 1.0  # line: gate
+        return h * gate
+
+
 def main():
     mode, out = sys.argv[1], sys.argv[2]
     torch.manual_seed(0)
@@ -60,6 +74,10 @@ def main():
     elif mode == "break":
         model = Halves()
         batches = [torch.randn(4, 6, 16), torch.randn(4, 6, 16), torch.randn(4, 9, 16)]
+    elif mode == "nan":
+        model = Gated()
+        batches = [torch.rand(4, 6, 16) + 0.1 for _ in range(3)]
+        batches[2][1, 2, 0] = -1.0
     else:
         sys.exit(f"unknown mode {mode}")
     compiled = torch.compile(model)

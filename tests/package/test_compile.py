@@ -188,3 +188,26 @@ def test_graph_break_and_recompilation_are_graphs_with_eager_code_between(runs):
     assert len(recompiled) == 1 and recompiled[0] != g1, (first, g1)
     shapes = {row["Shape"] for row in rows(rank, recompiled[0], 2) if row["IO"] == "input"}
     assert "(36,16)" in shapes, shapes
+
+
+def test_a_nan_made_inside_a_fused_kernel_is_named_by_watch_and_hunt(tmp_path):
+    gate = script_line("gate")
+    config = write_config(tmp_path / "stat.json", tmp_path / "dump", {"saved_data": "statistic"})
+    graphdump("python", "--config", config, SCRIPT, "nan", tmp_path / "out.npz", check=0)
+    watch = graphdump("watch", "--first", tmp_path / "dump", check=1)
+    first = re.search(r"first hit: (\S+) \(rank 0, graph (\d+), iteration 2, output 0\) at "
+                      r"(\S+):(\d+)", watch.stdout)
+    assert first, watch.stdout
+    kernel, graph = first.group(1), first.group(2)
+    assert re.fullmatch(r"Default/FusionOp_log_mul_add-op\d+", kernel), kernel
+    assert first.group(3) == SCRIPT and int(first.group(4)) in (gate, gate + 1)
+    # The .ir says which operators the kernel fused, the log on the gate's line among them.
+    ir = (tmp_path / "dump" / "rank_0" / "graphs" / f"ms_output_trace_code_graph_{graph}.ir")
+    block = ir.read_text().split(f"(Default/{kernel.split('/', 1)[1]})")[0].rsplit("\n  %", 1)[1]
+    assert f"aten.log.default (compiled_train.py:{gate})" in block, block
+    hunt = graphdump("hunt", "--dump-path", tmp_path / "hunt", SCRIPT, "nan",
+                     tmp_path / "hunted.npz", timeout=600, check=1)
+    assert "nan at iteration 2 (rank 0, graph" in hunt.stdout, hunt.stdout
+    assert f"kernel: {kernel} (output 0)" in hunt.stdout, hunt.stdout
+    assert f"created: {kernel} created them" in hunt.stdout, hunt.stdout
+    assert f"line: {SCRIPT}:" in hunt.stdout and "first at [1, 2, 0]" in hunt.stdout
