@@ -211,3 +211,25 @@ def test_a_nan_made_inside_a_fused_kernel_is_named_by_watch_and_hunt(tmp_path):
     assert f"kernel: {kernel} (output 0)" in hunt.stdout, hunt.stdout
     assert f"created: {kernel} created them" in hunt.stdout, hunt.stdout
     assert f"line: {SCRIPT}:" in hunt.stdout and "first at [1, 2, 0]" in hunt.stdout
+
+
+def test_configuration_selects_compiled_kernels_by_name_and_iteration(tmp_path):
+    config = write_config(tmp_path / "some.json", tmp_path / "dump",
+                          {"dump_mode": 1, "saved_data": "tensor", "iteration": "1",
+                           "kernels": ["name-regex(.*/FusionOp_[a-z_]*erf[a-z_]*-op\\d+)"]})
+    graphdump("python", "--config", config, SCRIPT, "block", tmp_path / "out.npz", check=0)
+    plain = python(SCRIPT, "block", tmp_path / "plain.npz", check=0)
+    a, b = np.load(tmp_path / "out.npz"), np.load(tmp_path / "plain.npz")
+    assert all(np.array_equal(a[k], b[k]) for k in b.files) and "losses" in b.files
+    rank = tmp_path / "dump" / "rank_0"
+    files = sorted(os.path.relpath(f, rank) for f in glob.glob(str(rank / "Net" / "*" / "*" /
+                                                                     "*.npy")))
+    # One forward GELU kernel (its input and output) and the backward kernels whose forward
+    # operators include the erf, in iteration 1 only; beside them the parameters as that
+    # iteration began.
+    assert any(f.startswith("Net/0/1/Parameter.") for f in files), files
+    files = [f for f in files if not f.startswith("Net/0/1/Parameter.")]
+    assert files, files
+    assert all(re.match(r"Net/[12]/1/FusionOp_[a-z_]*erf", f) for f in files), files
+    assert [f for f in files if f.startswith("Net/1/1/")] and len(
+        [f for f in files if f.startswith("Net/1/1/") and ".input." in f]) == 1, files
