@@ -46,8 +46,9 @@ _torch_compile = torch.compile
 
 
 def _compile(*args, **kwargs):
-    """torch.compile, with Inductor's code instrumented for the dump (graphdump/_compiled.py)."""
-    if _state.active is not None:
+    """torch.compile, with Inductor's code instrumented for the dump (graphdump/_compiled.py)
+    when it dumps in this process."""
+    if _state.active is not None and _state.active.enabled:
         _compiled.install()
     return _torch_compile(*args, **kwargs)
 _autograd_backward = torch.autograd.backward
