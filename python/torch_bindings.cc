@@ -5,8 +5,11 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bindings.h"
@@ -96,6 +99,25 @@ struct OptimizerStepHandle {
 struct AllReduceHandle {
   std::shared_ptr<DumpHost::AllReduceStep> step;
 };
+struct CompiledInputsHandle {
+  std::shared_ptr<std::vector<TensorView>> views;
+};
+// A kernel of a compiled graph as graphdump/_compiled.py describes it: full name without the
+// op id, op type, module path, source trace ((file, line, code), the kernel's own line first),
+// input names for the .ir, attributes.
+using CompiledKernelSpec =
+    std::tuple<std::string, std::string, std::string,
+               std::vector<std::tuple<std::string, int, std::string>>, std::vector<std::string>,
+               std::map<std::string, std::string>>;
+
+KernelInfo CompiledKernelOf(const CompiledKernelSpec& spec) {
+  KernelInfo k;
+  std::tie(k.full_name, k.op_type, k.module_path, std::ignore, k.input_names, k.attributes) = spec;
+  for (const auto& [file, line, code] : std::get<3>(spec)) {
+    k.source_trace.push_back(SourceLocation{file, line, 0, code});
+  }
+  return k;
+}
 struct EagerPauseHandle {
   std::shared_ptr<void> pause;
 };
@@ -217,6 +239,7 @@ void BindTorch(py::module_& m) {
   });
   py::class_<OptimizerStepHandle>(m, "OptimizerStep");
   py::class_<AllReduceHandle>(m, "AllReduceStep");
+  py::class_<CompiledInputsHandle>(m, "CompiledInputs");
   py::class_<EagerPauseHandle>(m, "EagerPause").def("close", [](EagerPauseHandle& h) {
     h.pause.reset();
   });
@@ -327,6 +350,39 @@ void BindTorch(py::module_& m) {
       .def(
           "pause_eager", [](DumpHost& host) { return EagerPauseHandle{host.PauseEager()}; },
           "Operators are not captured until the handle is closed.")
+      .def(
+          "add_compiled_graph",
+          [](DumpHost& host, const std::string& name,
+             const std::vector<CompiledKernelSpec>& kernels) {
+            std::vector<KernelInfo> infos;
+            for (const CompiledKernelSpec& spec : kernels) infos.push_back(CompiledKernelOf(spec));
+            return host.AddCompiledGraph(name, std::move(infos));
+          },
+          py::arg("name"), py::arg("kernels"),
+          "Registers a graph torch.compile generated: its kernels in execution order as "
+          "(name without op id, op type, module path, [(file, line, code)], input names, "
+          "attributes). Returns the graph id.")
+      .def("begin_compiled_call", &DumpHost::BeginCompiledCall,
+           "A call of a compiled graph begins.")
+      .def("end_compiled_call", &DumpHost::EndCompiledCall, "The compiled graph's call ended.")
+      .def(
+          "compiled_kernel_inputs",
+          [](DumpHost& host, uint32_t graph_id, uint32_t index,
+             const std::vector<at::Tensor>& inputs,
+             const std::vector<uint32_t>& written) -> std::optional<CompiledInputsHandle> {
+            auto views = host.CompiledKernelInputs(graph_id, index, inputs, written);
+            if (!views) return std::nullopt;
+            return CompiledInputsHandle{std::move(views)};
+          },
+          "Before a compiled kernel runs: its inputs when it dumps in this call (those it "
+          "writes, at `written`, copied first), else None.")
+      .def(
+          "compiled_kernel_done",
+          [](DumpHost& host, uint32_t graph_id, uint32_t index, const CompiledInputsHandle& in,
+             const std::vector<at::Tensor>& outputs) {
+            host.CompiledKernelDone(graph_id, index, *in.views, outputs);
+          },
+          "After the compiled kernel ran: dumps it with the buffers it wrote.")
       .def(
           "set_dump",
           [](DumpHost& host, const py::handle& module) {

@@ -4,7 +4,7 @@ backward passes, and, with auto, optimizer construction. DistributedDataParallel
 _torch_ddp.py's. Not an API."""
 import torch
 
-from . import _torch_ddp
+from . import _compiled, _torch_ddp
 from . import _torch_state as _state
 from ._torch_state import NOT_RUN as _NOT_RUN
 from ._torch_state import TRANSPARENT as _TRANSPARENT
@@ -26,11 +26,13 @@ def install(auto):
     _patch(torch.autograd, "backward", _backward)
     _patch(ddp, "__init__", _torch_ddp.ddp_init)
     _patch(ddp, "register_comm_hook", _torch_ddp.ddp_register_comm_hook)
+    _patch(torch, "compile", _compile)
     if auto:
         _patch(torch.optim.Optimizer, "__init__", _optimizer_init)
 
 
 def uninstall():
+    _compiled.uninstall()
     while _patches:
         owner, name, original = _patches.pop()
         if original is _MISSING:
@@ -40,11 +42,22 @@ def uninstall():
 
 
 _module_call = torch.nn.Module.__call__
+_torch_compile = torch.compile
+
+
+def _compile(*args, **kwargs):
+    """torch.compile, with Inductor's code instrumented for the dump (graphdump/_compiled.py)
+    when it dumps in this process."""
+    if _state.active is not None and _state.active.enabled:
+        _compiled.install()
+    return _torch_compile(*args, **kwargs)
 _autograd_backward = torch.autograd.backward
 _optimizer_init_original = torch.optim.Optimizer.__init__
 
 
 def _script_call(module, *args, **kwargs):
+    if torch.compiler.is_compiling():  # Dynamo traces the module's own call
+        return _module_call(module, *args, **kwargs)
     dump = _state.active
     if dump is not None and dump._precision is not None and not dump._precision.busy:
         out = dump._precision.root_call(module, _script_call, args, kwargs)
@@ -58,6 +71,8 @@ def _script_call(module, *args, **kwargs):
 
 
 def _eager_call(module, *args, **kwargs):
+    if torch.compiler.is_compiling():  # Dynamo traces the module's own call
+        return _module_call(module, *args, **kwargs)
     dump = _state.active
     if dump is not None and dump._precision is not None and not dump._precision.busy:
         out = dump._precision.root_call(module, _eager_call, args, kwargs)

@@ -52,6 +52,7 @@ namespace graphdump {
 
 namespace torch_internal {
 class BackwardKernels;
+class CompiledGraph;
 class EagerCapture;
 class EagerGraph;
 class EagerPrecision;
@@ -115,6 +116,24 @@ class DumpHost {
   // While the returned object lives, operators are not captured as eager kernels (the
   // program's optimizer step, which the host dumps as update kernels).
   std::shared_ptr<void> PauseEager();
+
+  // --- compiled front end (torch.compile; src/torch/compiled/compiled_graph.h) ---
+  // Registers a graph Inductor compiled: `kernels` in execution order, each with its full name
+  // without the "-op{N}" suffix. Returns its graph id.
+  uint32_t AddCompiledGraph(const std::string& name, std::vector<KernelInfo> kernels);
+  // A call of the compiled graph begins (starting an iteration when none is open) and ends.
+  void BeginCompiledCall(uint32_t graph_id);
+  void EndCompiledCall(uint32_t graph_id);
+  // Before kernel `index` of compiled graph `graph_id` runs: the views of its inputs when it
+  // dumps in this call (those at `written`, which it writes in place, copied first), else
+  // null.
+  std::shared_ptr<std::vector<TensorView>> CompiledKernelInputs(
+      uint32_t graph_id, uint32_t index, const std::vector<at::Tensor>& inputs,
+      const std::vector<uint32_t>& written);
+  // After it ran: dumps it with those inputs and the buffers it wrote.
+  void CompiledKernelDone(uint32_t graph_id, uint32_t index,
+                          const std::vector<TensorView>& inputs,
+                          const std::vector<at::Tensor>& outputs);
 
   // Runs one call of `model`'s forward (arguments without the module) in the current
   // iteration, starting one when none is open. Errors name the failing kernel and its source.
@@ -194,6 +213,10 @@ class DumpHost {
   std::unique_ptr<DumpSession> session_;
   std::vector<std::unique_ptr<TorchModel>> models_;
   std::vector<std::unique_ptr<torch_internal::EagerGraph>> eager_graphs_;
+  // Compiled graphs by graph id (null for the other kinds).
+  std::vector<torch_internal::CompiledGraph*> compiled_by_id_;
+  std::vector<std::unique_ptr<torch_internal::CompiledGraph>> compiled_graphs_;
+  torch_internal::CompiledGraph* Compiled(uint32_t graph_id) const;
   std::vector<HostGraph*> graphs_;  // both kinds, by graph id
   // Modules of eager graphs: key -> (graph, path).
   std::unordered_map<const void*, std::pair<torch_internal::EagerGraph*, std::string>> modules_;

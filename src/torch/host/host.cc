@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "compiled/compiled_graph.h"
 #include "eager/eager_capture.h"
 #include "eager/eager_graph.h"
 #include "eager/eager_precision.h"

@@ -1,0 +1,382 @@
+"""graphdump.torch's compiled front end: the graphs torch.compile runs, dumped kernel by kernel as
+Inductor generated them (docs/compile.md). Not an API.
+
+How it hooks in, while a Dump is on and once the script calls torch.compile:
+  - Inductor's CPU code generation gets a wrapper of graphdump's (register_backend_for_device):
+    the same kernels, with the same fusion decisions, and around each kernel call of the
+    generated Python code two lines that hand the kernel's buffers to the host (before: its
+    inputs, copied first where it writes them in place; after: the buffers it wrote). The
+    generated C++ kernels are not touched.
+  - Each generated graph (a forward, a backward) is a graph of the dump, registered with the
+    host at its first call; each of its kernels is described from Inductor's scheduler nodes and
+    the FX nodes they came from: the ATen operators it fused, their module path
+    (nn_module_stack; a backward node's forward's) and source lines (stack_trace).
+  - Inductor's caches are off for the run (a cached graph would be the plain code), and while
+    Dynamo or Inductor compiles, the eager capture sees nothing (compilation runs operators on
+    fake tensors).
+"""
+import itertools
+import re
+import threading
+
+import torch
+
+from . import _torch_state as _state
+from ._torch_state import dumping_host as _dumping_host
+
+_installed = None  # what install() changed, to put back
+_keys = itertools.count()
+_graphs = {}  # graph key -> _GraphSpec, for every graph generated in this process
+_ids = {}  # (id(host), graph key) -> the host's graph id
+_calls = {}  # graph key -> (host, graph id) while a call of it runs
+_lock = threading.Lock()
+
+
+class _GraphSpec:
+    def __init__(self, name):
+        self.name = name
+        self.kernels = []  # specs for DumpHost.add_compiled_graph
+
+
+# --- install -----------------------------------------------------------------------------------
+
+def install():
+    """Instruments Inductor's CPU code generation for the Dump that is on (idempotent)."""
+    global _installed
+    if _installed is not None:
+        return
+    from torch._dynamo.callback import callback_handler
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config as inductor_config
+    from torch._inductor.codegen import common
+
+    common.init_backend_registration()
+    previous = common.device_codegens.get("cpu")
+    wrapper_class, scheduling_factory = _codegen_classes()
+    common.register_backend_for_device(
+        "cpu", lambda scheduling: scheduling_factory(previous.scheduling, scheduling),
+        wrapper_class, previous.cpp_wrapper_codegen, previous.fx_wrapper_codegen)
+    caches = (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache)
+    inductor_config.fx_graph_cache = False
+    functorch_config.enable_autograd_cache = False
+    callback_handler.register_start_callback(_compile_started)
+    callback_handler.register_end_callback(_compile_ended)
+    _installed = (previous, caches)
+
+
+def uninstall():
+    global _installed
+    if _installed is None:
+        return
+    from torch._dynamo.callback import callback_handler
+    from torch._functorch import config as functorch_config
+    from torch._inductor import config as inductor_config
+    from torch._inductor.codegen import common
+
+    previous, caches = _installed
+    common.device_codegens["cpu"] = previous
+    inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache = caches
+    callback_handler.remove_start_callback(_compile_started)
+    callback_handler.remove_end_callback(_compile_ended)
+    _installed = None
+
+
+_compile_pause = []
+
+
+def _compile_started(args):
+    host = _dumping_host(_state.active)
+    _compile_pause.append(host.pause_eager() if host is not None else None)
+
+
+def _compile_ended(args):
+    if _compile_pause:
+        pause = _compile_pause.pop()
+        if pause is not None:
+            pause.close()
+
+
+# --- the generated code's calls ----------------------------------------------------------------
+
+def begin(key):
+    """A call of generated graph `key` starts; returns what end() needs, or None."""
+    host = _dumping_host(_state.active)
+    if host is None:
+        return None
+    with _lock:
+        gid = _ids.get((id(host), key))
+        if gid is None:
+            spec = _graphs[key]
+            gid = host.add_compiled_graph(spec.name, spec.kernels)
+            _ids[(id(host), key)] = gid
+    host.begin_compiled_call(gid)
+    _calls[key] = (host, gid)
+    return key, host, gid, host.pause_eager()
+
+
+def end(call):
+    if call is None:
+        return
+    key, host, gid, pause = call
+    _calls.pop(key, None)
+    pause.close()
+    host.end_compiled_call(gid)
+
+
+def before(key, index, inputs, written):
+    """Kernel `index` of graph `key` is about to run: its inputs when it dumps, else None."""
+    call = _calls.get(key)
+    if call is None:
+        return None
+    return call[0].compiled_kernel_inputs(call[1], index, _tensors(inputs), written)
+
+
+def after(key, index, inputs, outputs):
+    call = _calls.get(key)
+    if call is not None:
+        call[0].compiled_kernel_done(call[1], index, inputs, _tensors(outputs))
+
+
+def _tensors(values):
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            out.extend(_tensors(v))
+    return out
+
+
+# --- code generation ---------------------------------------------------------------------------
+
+def _codegen_classes():
+    from torch._inductor import ir
+    from torch._inductor.codegen.cpp import CppScheduling
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    from torch._inductor.utils import aggregate_origins
+    from torch._inductor.virtualized import V
+
+    class Wrapper(PythonWrapperCodegen):
+        """The Python wrapper with graphdump's two lines around each kernel call."""
+
+        def __init__(self):
+            self._gd_key = next(_keys)  # before the base class, which writes the prefix
+            self._gd_spec = _GraphSpec(_graph_name(V.graph))
+            self._gd_backward = bool(getattr(V.graph, "is_backward", False))
+            self._gd_producers = {}  # buffer name -> full name of the kernel that wrote it
+            self._gd_cpp = {}  # C++ kernel name -> (argument definitions, origins)
+            _graphs[self._gd_key] = self._gd_spec
+            super().__init__()
+            self.imports.writeline("from graphdump import _compiled as _graphdump")
+
+        @staticmethod
+        def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+            if is_subgraph:  # nested graphs (cond, while_loop) run as their parent's code
+                return PythonWrapperCodegen.create(is_subgraph, subgraph_name, parent_wrapper,
+                                                   partition_signatures)
+            return Wrapper()
+
+        def generate_return(self, output_refs):
+            if self._gd_spec.kernels:
+                self.wrapper_call.writeline("_graphdump.end(_graphdump_call)")
+            super().generate_return(output_refs)
+
+        def _gd_kernel(self, origins, kind, reads, writes, written):
+            """Adds a kernel reading buffers `reads` and writing `writes` (code expressions,
+            names first) and emits the line before its call; returns the line after it."""
+            index = len(self._gd_spec.kernels)
+            if index == 0:  # the call's first kernel: the graph's call begins
+                self.writeline(f"_graphdump_call = _graphdump.begin({self._gd_key})")
+            spec = _kernel_spec(origins, kind, self._gd_backward,
+                                [self._gd_producers.get(_name(r), _name(r)) for r in reads])
+            self._gd_spec.kernels.append(spec)
+            for w in writes:
+                self._gd_producers[_name(w)] = f"{spec[0]}-op{index}"
+            self.writeline(f"_graphdump_in = _graphdump.before({self._gd_key}, {index}, "
+                           f"({''.join(r + ', ' for r in reads)}), {tuple(written)!r})")
+            return (f"if _graphdump_in is not None: _graphdump.after({self._gd_key}, {index}, "
+                    f"_graphdump_in, ({''.join(w + ', ' for w in writes)}))")
+
+        def generate_kernel_call(self, kernel_name, call_args, **kwargs):
+            known = self._gd_cpp.get(kernel_name)
+            if known is None or kwargs.get("triton", True) is not False:
+                return super().generate_kernel_call(kernel_name, call_args, **kwargs)
+            definitions, origins = known
+            reads, writes, written = [], [], []
+            for definition, arg in zip(definitions, call_args):
+                pointer = re.search(r"\b(in_out_ptr|in_ptr|out_ptr)\d+$", definition)
+                if pointer is None or not isinstance(arg, str):
+                    continue  # a size or a scalar
+                if pointer.group(1) != "out_ptr":
+                    if pointer.group(1) == "in_out_ptr":
+                        written.append(len(reads))
+                    reads.append(arg)
+                if pointer.group(1) != "in_ptr":
+                    writes.append(arg)
+            line = self._gd_kernel(origins, kernel_name, reads, writes, written)
+            super().generate_kernel_call(kernel_name, call_args, **kwargs)
+            self.writeline(line)
+
+        def _gd_extern(self, node, generate):
+            reads = [i.codegen_reference() for i in node.inputs if isinstance(i, ir.IRNode)]
+            line = self._gd_kernel(_extern_origins(node), node.get_kernel_name(), reads,
+                                   [node.get_name()], [])
+            generate(node)
+            self.writeline(line)
+
+        def generate_extern_kernel_out(self, node):
+            self._gd_extern(node, super().generate_extern_kernel_out)
+
+        def generate_extern_kernel_alloc(self, node):
+            self._gd_extern(node, super().generate_extern_kernel_alloc)
+
+        def generate_fallback_kernel(self, node):
+            self._gd_extern(node, super().generate_fallback_kernel)
+
+    def scheduling_factory(default, scheduler):
+        made = default(scheduler)
+        if type(made) is not CppScheduling:
+            return made  # another CPU backend (config.cpu_backend): not instrumented
+        return Scheduling(scheduler)
+
+    class Scheduling(CppScheduling):
+        """C++ kernels as Inductor defines them, remembering each one's arguments and origins."""
+
+        def define_kernel(self, src_code, nodes, kernel_args=None):
+            name = super().define_kernel(src_code, nodes, kernel_args)
+            wrapper = V.graph.wrapper_code
+            if isinstance(wrapper, Wrapper) and name not in wrapper._gd_cpp:
+                args = self.kernel_group.args if kernel_args is None else kernel_args
+                definitions = args.cpp_argdefs()[0]
+                wrapper._gd_cpp[name] = (definitions, list(aggregate_origins(nodes)))
+            return name
+
+    return Wrapper, scheduling_factory
+
+
+def _extern_origins(node):
+    """The FX nodes an extern call stands for: those of its operator, else its origin node,
+    else every origin (views folded into it included)."""
+    overload = getattr(node, "op_overload", None)
+    if overload is not None:
+        own = [n for n in node.origins if n.target is overload]
+        if own:
+            return own
+    origin = node.get_origin_node()
+    return [origin] if origin is not None else list(node.origins)
+
+
+def _graph_name(graph):
+    import torch._guards
+
+    context = torch._guards.TracingContext.try_get()
+    names = getattr(context, "aot_graph_name", None) if context is not None else None
+    name = "_".join(str(n) for n in names) if names else ""
+    return name or ("backward" if getattr(graph, "is_backward", False) else "forward")
+
+
+def _name(expr):
+    """The buffer an argument expression names: 'buf3' of 'reinterpret_tensor(buf3, ...)'."""
+    m = re.match(r"(?:reinterpret_tensor\()?\s*([A-Za-z_]\w*)", expr)
+    return m.group(1) if m else expr
+
+
+# --- what a kernel is called and where it comes from -------------------------------------------
+
+# Operators that only view or regroup data: left out of a fused kernel's name when it computes.
+_VIEWS = {"view", "reshape", "_reshape_alias", "_unsafe_view", "permute", "transpose", "t",
+          "expand", "squeeze", "unsqueeze", "split", "split_with_sizes", "getitem", "select",
+          "slice", "as_strided", "alias", "unbind", "clone", "contiguous"}
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n([^\n]*)')
+
+
+def _kernel_spec(origins, kind, backward, input_names):
+    """(name without op id, op type, module path, source trace, input names, attributes)."""
+    nodes = _ordered([n for n in origins if n is not None and n.op == "call_function"])
+    ops = []
+    for n in nodes:
+        op = _op_name(n.target)
+        if op not in ops:
+            ops.append(op)
+    computing = [op for op in ops if op not in _VIEWS]
+    ops = computing or ops
+    op_type = ops[0] if len(ops) == 1 else "FusionOp_" + "_".join(ops) if ops else "kernel"
+    stacks = [_module_stack(n, backward) for n in nodes]
+    common = _common_prefix(stacks) if stacks else []
+    scope = "/".join(["Gradients/Default" if backward else "Default"] +
+                     [f"{attr}-{cls}" for attr, _, cls in common])
+    module_path = common[-1][1] if common else ""
+    trace, seen = [], set()
+    for n in reversed(nodes):  # the kernel's own line first: its last operator's
+        loc = _user_frame(n.meta.get("stack_trace") or "")
+        if loc is not None and loc[:2] not in seen:
+            seen.add(loc[:2])
+            trace.append(loc)
+    fused = []
+    for n in nodes:
+        loc = _user_frame(n.meta.get("stack_trace") or "")
+        where = f" ({loc[0].rsplit('/', 1)[-1]}:{loc[1]})" if loc else ""
+        fused.append(f"{n.target}{where}")
+    attributes = {"inductor_kernel": kind, "fused_ops": "; ".join(fused)}
+    return (f"{scope}/{op_type}", op_type, module_path, trace, input_names, attributes)
+
+
+def _ordered(nodes):
+    """FX nodes in their graph's order (topological)."""
+    orders = {}
+
+    def position(n):
+        order = orders.get(id(n.graph))
+        if order is None:
+            order = orders[id(n.graph)] = {m: i for i, m in enumerate(n.graph.nodes)}
+        return order.get(n, 0)
+    return sorted(set(nodes), key=position)
+
+
+def _op_name(target):
+    name = getattr(target, "_opname", None) or getattr(target, "__name__", None) or str(target)
+    return re.sub(r"\W", "_", name)
+
+
+def _module_stack(node, backward):
+    """[(attribute, module path, class name)] from the root's child to the innermost module."""
+    stack = (node.meta.get("fwd_nn_module_stack") if backward else None) or \
+        node.meta.get("nn_module_stack") or {}
+    out = []
+    for value in stack.values():
+        path, cls = value[0], value[1]
+        path = _module_path(path)
+        if not path:
+            continue
+        name = cls.__name__ if isinstance(cls, type) else str(cls).rsplit(".", 1)[-1].strip("'>")
+        out.append((path.rsplit(".", 1)[-1], path, name))
+    return out
+
+
+def _module_path(dynamo_path):
+    """'layers.0.attn' of Dynamo's "L['self'].layers[0].attn" (or its _modules['...'] form)."""
+    path = re.sub(r"^L\['[^']*'\]\.?", "", dynamo_path)
+    path = re.sub(r"_modules\['([^']*)'\]", r"\1", path)
+    path = re.sub(r"\[(\d+)\]", r".\1", path)
+    path = re.sub(r"\['([^']*)'\]", r".\1", path)
+    return path.strip(".").replace("..", ".")
+
+
+def _common_prefix(stacks):
+    common = stacks[0]
+    for s in stacks[1:]:
+        n = 0
+        while n < min(len(common), len(s)) and common[n] == s[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def _user_frame(stack_trace):
+    """(file, line, code) of a stack trace's innermost frame, or None."""
+    frames = _FRAME.findall(stack_trace)
+    if not frames:
+        return None
+    file, line, code = frames[-1]
+    return (file, int(line), code.strip())
+

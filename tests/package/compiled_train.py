@@ -1,0 +1,99 @@
+"""A torch.compile'd training as users write it, for test_compile.py: run unchanged, plain and
+under `graphdump python`.
+
+usage: compiled_train.py MODE OUT.npz
+  block    a pre-norm transformer block (LayerNorm, attention through
+           F.scaled_dot_product_attention, a GELU MLP) compiled with torch.compile(model),
+           trained 3 steps by AdamW on a fixed batch
+  break    a model whose forward has a graph break (a Python-side value read with .item()
+           between its two halves), compiled with torch.compile(model); step 3 feeds a longer
+           sequence, so Dynamo compiles again
+  nan      a gated linear layer compiled with torch.compile(model) whose gate takes the log of
+           the input's first feature: step 3's batch has a negative one, so the fused kernel
+           of that line makes the first NaN
+OUT.npz gets every parameter after training and the losses (bit-identity checks).
+"""
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, width=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width)
+        self.up = nn.Linear(width, 4 * width)
+        self.down = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # line: attention
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
+        h = F.gelu(self.up(self.norm2(x)))  # line: mlp up
+        return x + self.down(h)
+
+
+class Halves(nn.Module):
+    def __init__(self, width=16):
+        super().__init__()
+        self.first = nn.Linear(width, width)
+        self.second = nn.Linear(width, width)
+
+    def forward(self, x):
+        h = torch.tanh(self.first(x)) * 0.5  # line: first half
+        scale = 1.0 + float(h.detach().abs().mean().item())  # graph break: a Python float
+        return torch.relu(self.second(h)) * scale  # line: second half
+
+
+class Gated(nn.Module):
+    def __init__(self, width=16):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        h = self.fc(x)
+        gate = torch.log(x[..., :1]) * 0.1 + 1.0  # line: gate
+        return h * gate
+
+
+def main():
+    mode, out = sys.argv[1], sys.argv[2]
+    torch.manual_seed(0)
+    if mode == "block":
+        model = Block()
+        batches = [torch.randn(2, 8, 32)] * 3
+    elif mode == "break":
+        model = Halves()
+        batches = [torch.randn(4, 6, 16), torch.randn(4, 6, 16), torch.randn(4, 9, 16)]
+    elif mode == "nan":
+        model = Gated()
+        batches = [torch.rand(4, 6, 16) + 0.1 for _ in range(3)]
+        batches[2][1, 2, 0] = -1.0
+    else:
+        sys.exit(f"unknown mode {mode}")
+    compiled = torch.compile(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for x in batches:
+        loss = compiled(x).pow(2).mean()  # line: loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    print("losses", " ".join(f"{v:.6f}" for v in losses))
+    arrays = {name: p.detach().numpy() for name, p in model.named_parameters()}
+    arrays["losses"] = np.array(losses)
+    np.savez(out, **arrays)
+
+
+if __name__ == "__main__":
+    main()
