@@ -4,7 +4,9 @@ about 50-100 ms on a 2-core machine), AdamW, a
 warmup schedule, gradient clipping. Prints {"steps": [seconds per step], "starts": [each step's
 start on time.monotonic()]} as its last line.
 
-    python3 eager_lm_training.py STEPS [LAYERS WIDTH SEQ BATCH] [--msprobe CONFIG]
+    python3 eager_lm_training.py STEPS [LAYERS WIDTH SEQ BATCH] [--msprobe CONFIG] [--compile]
+
+--compile trains torch.compile(model) instead (bench/compile_bench.py): the first step compiles.
 
 --msprobe CONFIG instruments the loop as msprobe (mindstudio-probe, the peer bench/msprobe_bench.py
 measures) documents it: PrecisionDebugger(config_path=CONFIG), start(model) before each step's
@@ -65,11 +67,15 @@ def main():
         from msprobe.pytorch import PrecisionDebugger
         debugger = PrecisionDebugger(config_path=args[at + 1])
         del args[at:at + 2]
+    compiled = "--compile" in args
+    if compiled:
+        args.remove("--compile")
     steps = int(args[0])
     layers, width, seq, batch = (int(a) for a in (args[1:5] or (2, 128, 64, 8)))
     vocab = 512
     torch.manual_seed(0)
     model = LM(vocab, layers, width, seq)
+    forward = torch.compile(model) if compiled else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 4))
     g = torch.Generator().manual_seed(1)
@@ -81,7 +87,7 @@ def main():
         if debugger:
             debugger.start(model)
         optimizer.zero_grad()
-        logits = model(ids)
+        logits = forward(ids)
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, vocab), ids[:, 1:].reshape(-1))
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
