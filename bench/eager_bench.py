@@ -65,9 +65,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import benchutil  # noqa: E402
 
 BIN = benchutil.BIN
-STEPS = benchutil.env_int("BENCH_STEPS", 10, 5)
-ROUNDS = benchutil.rounds()
-MODEL = os.environ.get("BENCH_MODEL", benchutil.EAGER_LM_MODEL).split()
+STEPS, ROUNDS, MODEL = benchutil.eager_lm_settings()
 SCRIPT = benchutil.EAGER_LM
 LOOP = os.path.join(benchutil.LIB, "eager_op_loop.py")
 LOOP_OPS = 20000

@@ -35,9 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import benchutil  # noqa: E402
 
 BIN = benchutil.BIN
-STEPS = benchutil.env_int("BENCH_STEPS", 10, 5)
-ROUNDS = benchutil.rounds()
-MODEL = os.environ.get("BENCH_MODEL", benchutil.EAGER_LM_MODEL).split()
+STEPS, ROUNDS, MODEL = benchutil.eager_lm_settings()
 SCRIPT = benchutil.EAGER_LM
 VENV = os.environ.get("BENCH_MSPROBE_VENV",
                       os.path.join(benchutil.SOURCE, "build", "msprobe-venv"))

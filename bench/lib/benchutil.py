@@ -33,6 +33,13 @@ def rounds(default=3):
     return env_int("BENCH_ROUNDS", default, 1)
 
 
+def eager_lm_settings():
+    """(BENCH_STEPS, at least 5, default 10; BENCH_ROUNDS; BENCH_MODEL's "LAYERS WIDTH SEQ BATCH"
+    as a list) for the benches that run the transformer LM of eager_lm_training.py."""
+    return (env_int("BENCH_STEPS", 10, 5), rounds(),
+            os.environ.get("BENCH_MODEL", EAGER_LM_MODEL).split())
+
+
 def alternate(r, sides):
     """`sides` in the order round `r` runs them: as given in even rounds, reversed in odd ones,
     so that neither side always runs first."""
