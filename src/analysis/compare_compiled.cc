@@ -97,11 +97,13 @@ const TensorEntry* LastOutputOf(const KernelEntry& k, int64_t n, Elements* eleme
   return found;
 }
 
-// A statistic row's identity (dtype, shape, every cell): an input equal to an earlier output.
+// A statistic row's identity (dtype, element count, every cell): an input equal to an earlier
+// output, maybe viewed in another shape ((16, 128) written, read as (2, 8, 128)).
 std::string RowKey(const TensorEntry& t) {
   if (!t.stats) return "";
-  std::string key = std::string(t.stats->dtype) + "|";
-  for (int64_t d : t.stats->shape) key += std::to_string(d) + ",";
+  int64_t n = 1;
+  for (int64_t d : t.stats->shape) n *= d;
+  std::string key = std::string(t.stats->dtype) + "|" + std::to_string(n);
   t.stats->values.ForEach([&](std::string_view title, std::string_view cell) {
     if (title == "Timestamp") return;
     key += "|" + std::string(cell);
@@ -179,8 +181,10 @@ std::vector<CompiledPair::Tensors> TensorPairs(
     if (auto p = by_name.find(name); p != by_name.end()) producer = p->second;
     if (!producer && !name.empty() && GraphInputName(name)) {
       for (const TensorEntry& u : e.kernel->tensors) {
+        // Of the same shape where both rows give it: addmm reads a Linear's weight transposed.
+        const bool shapes_differ = u.stats && t.stats && u.stats->shape != t.stats->shape;
         if (!u.is_input || taken.count(&u) || elements->Of(u) != elements->Of(t) ||
-            Lower(u.dtype_name) != Lower(t.dtype_name)) {
+            shapes_differ || Lower(u.dtype_name) != Lower(t.dtype_name)) {
           continue;
         }
         taken.insert(&u);

@@ -157,7 +157,7 @@ TEST(PairCompiledTest, EagerAsAPairsTheSame) {
 TEST(PairCompiledTest, NoKernelOfItsSizeLeavesItUnpairedAndParametersPairUnwrapped) {
   Dumps d = Block();
   d.compiled.graphs[0].iterations[0].kernels[1].tensors[1].stats->shape = {16, 64};
-  GraphEntry& g0 = d.compiled.graphs.emplace(d.compiled.graphs.begin());
+  GraphEntry& g0 = d.compiled.graphs.emplace_back();
   g0.graph_id = 0;
   IterationEntry& it0 = g0.iterations.emplace_back();
   KernelEntry param = Kernel("Parameter._orig_mod_up_weight", {Tensor(false, 0, {128, 32})}, 1);
