@@ -128,8 +128,11 @@ void PrintText(const CompareShown& r, const std::string& a, const std::string& b
   if (shown > 20) fmt::print("  ... (see --out for every tensor)\n");
   for (size_t i = 0; i < r.unpaired.size() && i < 20; ++i) {
     const auto& u = r.unpaired[i];
-    fmt::print("  unpaired: only in {}: iteration {}{} {}\n", u.side, u.iteration,
-               u.call > 0 ? fmt::format(" call {}", u.call) : "", u.full_name);
+    fmt::print("  unpaired: only in {}: iteration {}{} {}{}\n", u.side, u.iteration,
+               u.call > 0 ? fmt::format(" call {}", u.call) : "", u.full_name,
+               u.why == "intermediate"
+                   ? " (an intermediate value: the compiled side's fusion never materialises it)"
+                   : "");
   }
   for (size_t i = 0; i < r.call_count_differences.size() && i < 20; ++i) {
     const auto& d = r.call_count_differences[i];
@@ -146,6 +149,7 @@ void PrintText(const CompareShown& r, const std::string& a, const std::string& b
                f.rank, f.graph_id, f.iteration,
                f.calls > 1 ? fmt::format(", call {} of {}", f.call, f.calls) : "",
                f.source_line.empty() ? "" : " at " + f.source_line, f.reason);
+    if (!f.fused_ops.empty()) fmt::print("  fused operators: {}\n", f.fused_ops);
     if (f.adds_error) {
       fmt::print("{}", adding ? r.first_adding_error_chain : r.first_failure_chain);
     }

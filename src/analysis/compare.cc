@@ -3,6 +3,7 @@
 #include "graphdump/analysis/compare.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,7 @@ struct TensorTask {
   const TensorEntry* a;
   const TensorEntry* b;
   const compare_internal::StatisticPlan* plan = nullptr;
+  bool flat = false;  // CompareTensor's
 };
 
 // The statistic.csv file of a tensor's row; null when it has none.
@@ -157,6 +159,37 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
   }
 }
 
+// A compiled kernel and the eager kernel it stands for: their tensor pairs are given.
+void AddStandsForPair(const compare_internal::CompiledPair& p, const RankEntry& ra,
+                      CompareResult* result, std::vector<TensorTask>* tasks) {
+  const size_t kernel_index = result->kernels.size();
+  KernelComparison& k = result->kernels.emplace_back();
+  k.rank = ra.rank;
+  k.graph_id = p.graph_a->graph_id;
+  k.iteration = p.iteration;
+  k.call = p.a->call;
+  k.calls = p.a->calls;
+  k.order = p.a->order;
+  k.name_a = p.a->full_name;
+  k.name_b = p.b->full_name;
+  k.op_type = p.a->op_type;
+  k.pairing = p.pairing;
+  k.fused_ops = p.fused_ops;
+  k.source_trace = SharedTrace(p.graph_a->SharedSourceTrace(k.name_a, p.a->order));
+  k.source_line = SourceLineOf(k.source_trace);
+  if (k.source_line.empty()) {
+    k.source_trace = SharedTrace(p.graph_b->SharedSourceTrace(k.name_b, p.b->order));
+    k.source_line = SourceLineOf(k.source_trace);
+  }
+  k.tensors.reserve(p.tensors.size());
+  for (const compare_internal::CompiledPair::Tensors& t : p.tensors) {
+    TensorComparison& tc = k.tensors.emplace_back();  // room for every tensor is reserved
+    tc.is_input = t.is_input;
+    tc.slot = t.slot;
+    tasks->push_back({kernel_index, k.tensors.size() - 1, t.a, t.b, nullptr, true});
+  }
+}
+
 template <typename T, typename Key>
 const T* FindMatching(const std::vector<T>& items, const T& like, Key key) {
   for (const T& item : items)
@@ -217,6 +250,8 @@ const char* PairingName(Pairing p) {
       return "name-without-op-id";
     case Pairing::kExecutionOrder:
       return "execution-order";
+    case Pairing::kStandsFor:
+      return "stands-for";
   }
   return "?";
 }
@@ -252,7 +287,7 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
   std::mutex mu;
   auto compare = [&](const TensorTask& t) {
     CompareTensor(t.a, t.b, options, t.plan, &result->kernels[t.kernel].tensors[t.tensor],
-                  &result->skipped, &mu);
+                  &result->skipped, &mu, t.flat);
   };
   // On one thread, a kernel's tensors are compared as soon as it is paired, while both sides'
   // entries are in the processor's cache; on more, every pair is spread over the threads after.
@@ -262,6 +297,27 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
   for (const RankPair& pair : pairs) {
     const RankEntry& ra = *pair.ra;
     const RankEntry& rb = *pair.rb;
+    if (compare_internal::IsCompiled(ra) != compare_internal::IsCompiled(rb)) {
+      compare_internal::CompiledPairing paired =
+          compare_internal::PairCompiled(ra, rb, options.iteration);
+      for (const compare_internal::CompiledPair& p : paired.pairs) {
+        const size_t first = tasks.size();
+        if (p.pairing == Pairing::kStandsFor) {
+          AddStandsForPair(p, ra, result, &tasks);
+        } else {
+          AddKernelPair({p.a, p.b, p.pairing}, ra, *p.graph_a, *p.graph_b, p.iteration, result,
+                        &tasks);
+        }
+        if (at_once) {
+          PlanTasks(std::span<TensorTask>(tasks).subspan(first), &plans);
+          for (size_t i = first; i < tasks.size(); ++i) compare(tasks[i]);
+          tasks.resize(first);
+        }
+      }
+      std::move(paired.unpaired.begin(), paired.unpaired.end(),
+                std::back_inserter(result->unpaired));
+      continue;
+    }
     for (const GraphEntry& ga : ra.graphs) {
       const GraphEntry* gb =
           FindMatching(rb.graphs, ga, [](const GraphEntry& g) { return g.graph_id; });
@@ -289,10 +345,10 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
         }
         for (const KernelEntry* k : only_a)
           result->unpaired.push_back(
-              {'A', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name});
+              {'A', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name, ""});
         for (const KernelEntry* k : only_b)
           result->unpaired.push_back(
-              {'B', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name});
+              {'B', ra.rank, ga.graph_id, ia.iteration, k->call, k->full_name, ""});
       }
     }
   }

@@ -109,6 +109,7 @@ nlohmann::json BriefKernelJson(const CompareResult& result, const KernelComparis
             {"rank", f.rank},       {"order", f.order},
             {"op_type", f.op_type}, {"source_line", f.source_line},
             {"reason", f.reason},   {"source_trace", SourceTraceJson<json>(f.source_trace)}};
+  if (!f.fused_ops.empty()) o["fused_ops"] = f.fused_ops;
   AttributionJson(result, f, &o);
   if (f.adds_error) {
     const int64_t index = &f - result.kernels.data();
@@ -173,6 +174,7 @@ nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelCom
              {"source_trace", SourceTraceJson<json>(k.source_trace)},
              {"verdict", VerdictName(k.verdict)},
              {"reason", k.reason}};
+  if (!k.fused_ops.empty()) jk["fused_ops"] = k.fused_ops;
   // Moved, not copied: a kernel may hold 100,000 tensors (an initializer list copies).
   jk["tensors"] = std::move(tensors);
   AttributionJson(result, k, &jk);
@@ -215,7 +217,8 @@ nlohmann::json SkippedJson(const std::vector<Skipped>& skipped) {
 nlohmann::json UnpairedKernelJson(const UnpairedKernel& u) {
   return {{"side", std::string(1, u.side)}, {"rank", u.rank},
           {"graph_id", u.graph_id},         {"iteration", u.iteration},
-          {"call", u.call},                 {"kernel", u.full_name}};
+          {"call", u.call},                 {"kernel", u.full_name},
+          {"why", u.why}};
 }
 
 std::string CompareResultJson(const CompareResult& result) {

@@ -330,7 +330,7 @@ const PrecisionStandard& StandardOfPair(const std::string& dtype_a, const std::s
 
 void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
                    const StatisticPlan* plan, TensorComparison* out, std::vector<Skipped>* skipped,
-                   std::mutex* mu) {
+                   std::mutex* mu, bool flat) {
   out->dtype_a = ta->dtype ? std::string(DTypeName(*ta->dtype)) : ta->dtype_name;
   out->dtype_b = tb->dtype ? std::string(DTypeName(*tb->dtype)) : tb->dtype_name;
   out->path_a = ta->path;
@@ -357,7 +357,17 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   const bool same_rows =
       !na && !nb && ta->stats && tb->stats && ta->stats->shape == tb->stats->shape;
   out->shape_b = same_rows ? out->shape_a : ShapeText(*tb, nb.get());
-  if (!out->shape_a.empty() && !out->shape_b.empty() && out->shape_a != out->shape_b) {
+  auto elements = [](const TensorEntry& t, const MappedNpy* npy) -> int64_t {
+    if (npy) return npy->NumElements();
+    if (!t.stats) return -1;
+    int64_t n = 1;
+    for (int64_t d : t.stats->shape) n *= d;
+    return n;
+  };
+  const bool same_count = flat && elements(*ta, na.get()) >= 0 &&
+                          elements(*ta, na.get()) == elements(*tb, nb.get());
+  if (!out->shape_a.empty() && !out->shape_b.empty() && out->shape_a != out->shape_b &&
+      !same_count) {
     out->mode = na && nb ? "tensor" : "statistic";
     out->verdict = Verdict::kError;
     out->reason = "shape " + out->shape_a + " vs " + out->shape_b;

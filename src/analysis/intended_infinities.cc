@@ -1,4 +1,6 @@
-// Infinities a kernel writes on purpose (docs/analysis.md, "What counts as a hit").
+// What graphs/*.pb tells of a graph's kernels beyond their names: the infinities a kernel writes
+// on purpose (docs/analysis.md, "What counts as a hit") and the kernels Inductor generated
+// (docs/analysis.md, "Compiled against eager").
 #include <set>
 #include <string>
 
@@ -26,6 +28,21 @@ std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& grap
     if (!found.positive && !found.negative) continue;
     found.argument = k.op_type + "(" + found.argument + ")";
     out.emplace(k.full_name, std::move(found));
+  }
+  return out;
+}
+
+std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph) {
+  std::map<std::string, CompiledKernelInfo> out;
+  for (const KernelInfo& k : graph.kernels) {
+    auto kind = k.attributes.find("inductor_kernel");
+    if (kind == k.attributes.end()) continue;
+    CompiledKernelInfo& c = out[k.full_name];
+    c.inductor_kernel = kind->second;
+    if (auto fused = k.attributes.find("fused_ops"); fused != k.attributes.end()) {
+      c.fused_ops = fused->second;
+    }
+    c.input_names = k.input_names;
   }
   return out;
 }

@@ -479,6 +479,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
     StatusOr<GraphInfo> info = ParseGraphProto(ReadText(pb, skipped), pb.string());
     if (info.ok()) {
       graph.intended_infinities = IntendedInfinities(*info);
+      graph.compiled_kernels = CompiledKernels(*info);
     } else {
       skipped->push_back({pb.string(), info.status().message()});
     }

@@ -34,7 +34,7 @@ CompareResult Part(uint32_t rank) {
     (k.verdict == Verdict::kPass ? r.passed : r.errors) += 1;
     r.kernels.push_back(k);
   }
-  r.unpaired.push_back({'B', rank, 0, 1, 0, "net/extra-op9"});
+  r.unpaired.push_back({'B', rank, 0, 1, 0, "net/extra-op9", ""});
   return r;
 }
 

@@ -36,12 +36,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TensorComparison, is_input, slot, path_a, pat
                                    reason, first_index, standard, error, rounding)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelComparison, rank, graph_id, iteration, call, calls,
                                    order, name_a, name_b, op_type, pairing, source_line,
-                                   source_trace, tensors, verdict, reason, role, input_error,
+                                   source_trace, fused_ops, tensors, verdict, reason, role, input_error,
                                    output_error, growth, added_error, adds_error,
                                    contribution_rank, input_rounding, inputs_near_rounding,
                                    error_origin)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UnpairedKernel, side, rank, graph_id, iteration, call,
-                                   full_name)
+                                   full_name, why)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CallCountDifference, rank, graph_id, iteration, name_a,
                                    name_b, calls_a, calls_b)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CompareResult, kernels, unpaired, call_count_differences,

@@ -34,7 +34,7 @@ TEST(ResultCodecTest, CompareResultRoundTripsWithNonFiniteValues) {
   t.metrics.nan_a = 5;
   k.tensors.push_back(t);
   r.kernels.push_back(k);
-  r.unpaired.push_back({'B', 2, 1, 4, 1, "x"});
+  r.unpaired.push_back({'B', 2, 1, 4, 1, "x", "intermediate"});
   r.skipped.push_back({"a.npy", "a.npy: truncated"});
   r.first_failure = 0;
   r.differing_graph_inputs = {{0, 2}};
@@ -62,6 +62,7 @@ TEST(ResultCodecTest, CompareResultRoundTripsWithNonFiniteValues) {
   EXPECT_EQ(b.source_trace[0].code, "y = f(x)");
   EXPECT_EQ(b.source_trace[1].file, "run.py");
   EXPECT_EQ(back->unpaired.at(0).side, 'B');
+  EXPECT_EQ(back->unpaired.at(0).why, "intermediate");
   EXPECT_EQ(back->skipped.at(0).reason, "a.npy: truncated");
   EXPECT_EQ(back->differing_graph_inputs, r.differing_graph_inputs);
 }

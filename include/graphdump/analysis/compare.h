@@ -52,8 +52,9 @@ inline constexpr double kGrowthLimit = 10.0;
 enum class Verdict { kPass = 0, kWarning = 1, kError = 2 };
 const char* VerdictName(Verdict v);
 
-// How two kernels were paired.
-enum class Pairing { kFullName, kNameWithoutOpId, kExecutionOrder };
+// How two kernels were paired. kStandsFor: a compiled kernel with the eager kernel whose value it
+// stands for (docs/analysis.md, "Compiled against eager").
+enum class Pairing { kFullName, kNameWithoutOpId, kExecutionOrder, kStandsFor };
 const char* PairingName(Pairing p);
 
 // A statistic column's title ("Max Value"), its text kept once for the whole process: a dump
@@ -145,6 +146,9 @@ struct KernelComparison {
   Pairing pairing = Pairing::kFullName;
   std::string source_line;  // the user's "file:line" from A (or B) .ir, may be empty
   SharedTrace source_trace;  // the whole trace it came from (--json)
+  // A compiled kernel's (kStandsFor pairing; A's or B's) ATen operators with their lines, as
+  // CompiledKernelInfo::fused_ops; empty otherwise.
+  std::string fused_ops;
   std::vector<TensorComparison> tensors;
   // pass / warning / error and why. An operator kernel is an error only when it adds error
   // (below; an output whose shape or NaN/Inf positions differ from agreeing inputs does) or an
@@ -195,6 +199,10 @@ struct UnpairedKernel {
   int64_t iteration = 0;
   uint32_t call = 0;
   std::string full_name;
+  // Why it is unpaired where that is known, not a failure: "intermediate" for an eager
+  // kernel whose value a fusion of the compiled side never materialises (docs/analysis.md,
+  // "Compiled against eager"); empty otherwise.
+  std::string why;
 };
 
 // A paired kernel that ran a different number of times in one iteration on the two sides

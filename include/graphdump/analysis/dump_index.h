@@ -237,6 +237,16 @@ struct IntendedInfinity {
   std::string argument;                     // "masked_fill(value=-inf)"
 };
 
+// A kernel Inductor generated (docs/analysis.md, "Compiled against eager"), as graphs/*.pb
+// describes it: its KernelInfo attributes `inductor_kernel` and `fused_ops`, and the names of
+// the values it reads.
+struct CompiledKernelInfo {
+  std::string inductor_kernel;  // "cpp_fused_add_mul_relu_0", "extern_kernels.addmm"
+  // "aten.relu.default (script.py:7); aten.mul.Tensor (script.py:7)", topological order
+  std::string fused_ops;
+  std::vector<std::string> input_names;  // a producer kernel's full name, or a buffer's name
+};
+
 struct GraphEntry {
   uint32_t graph_id = 0;
   std::string net_name;
@@ -259,6 +269,8 @@ struct GraphEntry {
   void SetIrText(std::string text);
   // Kernels that write infinities on purpose, by full name (from graphs/*.pb; none without it).
   std::map<std::string, IntendedInfinity> intended_infinities;
+  // The kernels Inductor generated, by full name (from graphs/*.pb; none in an eager graph).
+  std::map<std::string, CompiledKernelInfo> compiled_kernels;
 
  private:
   struct IrTraces {
@@ -396,6 +408,9 @@ void SplitCalls(KernelEntry kernel, std::span<StatisticRow> rows, std::vector<Ke
 // masked_fill_, where, full, full_like, new_full, fill, fill_, index_fill, index_fill_) that is
 // inf or -inf (graph-proto.md's argument values), by full name.
 std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& graph);
+
+// The kernels of `graph` whose attributes hold `inductor_kernel`, by full name.
+std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph);
 
 // Parses a statistic.csv file (a regular file: OpenRegularFile). Errors are kCorrupt naming the
 // file and line; a Shape must hold non-negative dimensions whose product fits int64_t.

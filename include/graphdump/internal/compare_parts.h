@@ -39,6 +39,51 @@ std::vector<KernelPair> PairKernels(const std::vector<KernelEntry>& a,
                                     std::vector<const KernelEntry*>* only_a,
                                     std::vector<const KernelEntry*>* only_b);
 
+// Compiled against eager (compare_compiled.cc; docs/analysis.md, "Compiled against eager").
+
+// One operator of a compiled kernel's fused_ops: "aten.sub.Tensor (script.py:8)" -> {"sub",
+// "script.py:8"} (the line empty when the text names none).
+struct FusedOp {
+  std::string op;
+  std::string line;
+};
+// The operators of CompiledKernelInfo::fused_ops, in its order; malformed items are skipped.
+std::vector<FusedOp> ParseFusedOps(const std::string& text);
+
+// Does a graph of `rank` hold kernels Inductor generated (GraphEntry::compiled_kernels)?
+bool IsCompiled(const RankEntry& rank);
+
+// Two kernels of a compiled and an eager rank compared with each other. kStandsFor pairs give
+// their tensor pairs (A's, B's); the others pair their tensors as plain compare does.
+struct CompiledPair {
+  const KernelEntry* a = nullptr;
+  const KernelEntry* b = nullptr;
+  const GraphEntry* graph_a = nullptr;
+  const GraphEntry* graph_b = nullptr;
+  int64_t iteration = 0;
+  Pairing pairing = Pairing::kStandsFor;
+  std::string fused_ops;  // the compiled kernel's
+  struct Tensors {
+    const TensorEntry* a = nullptr;
+    const TensorEntry* b = nullptr;
+    bool is_input = false;  // the compiled kernel's input or output `slot`
+    uint32_t slot = 0;
+  };
+  std::vector<Tensors> tensors;
+};
+struct CompiledPairing {
+  std::vector<CompiledPair> pairs;       // in the compiled side's execution order, then the rest
+  std::vector<UnpairedKernel> unpaired;  // an eager kernel a fusion never materialised: why set
+};
+
+// Pairs the kernels of every graph of `a` and `b`, iteration by iteration (only `iteration`
+// when set): each compiled kernel with the eager kernel of its standing-for operator's line
+// and scope, of its operator where one is, with an output of one of its outputs' size; the
+// kernels that ran eagerly on the compiled side as PairKernels does, the compiled module's
+// wrapper (_orig_mod) left out of their names. REQUIRES: IsCompiled(a) != IsCompiled(b).
+CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
+                             std::optional<int64_t> iteration);
+
 // A rank of dump A and the rank of dump B it is compared with (the indexes they belong to give
 // the source lines).
 struct RankPair {
@@ -75,9 +120,11 @@ StatisticPlan PlanStatistics(const StatisticCells& a, const StatisticCells& b);
 // One tensor pair: maps the files (when both exist) and fills metrics or statistics.
 // Unreadable files are added to `skipped` under `mu`. `plan`: PlanStatistics of the two
 // tensors' statistic.csv files, when both have a row there (null: found here).
+// `flat`: tensors of different shapes but as many elements compare element for element (a
+// compiled kernel's (16, 96) buffer stands for an eager (2, 8, 96) output).
 void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOptions& options,
                    const StatisticPlan* plan, TensorComparison* out, std::vector<Skipped>* skipped,
-                   std::mutex* mu);
+                   std::mutex* mu, bool flat = false);
 
 // Backward kernels (Gradients/{forward scope}/{Node}-op{N}) compute from tensors the forward
 // pass saved, which are not dumped as their inputs. Their inherited error therefore also counts

@@ -1,0 +1,153 @@
+"""`graphdump compare` of a torch.compile'd dump against an eager one (docs/analysis.md,
+"Compiled against eager"): compiled_eager.py's bfloat16 model, dumped compiled and eager.
+
+Its "shift" line adds and subtracts 64: eager rounds h + 64 to bfloat16 (a step of 0.5 there),
+while Inductor fuses the line with the GELU before it into one kernel computing in float32, so
+that kernel's output departs from eager's by far more than the bfloat16 standard allows (what
+test_shift_departs measures on the files themselves); the layer norm and the first linear agree
+within it. Checked here:
+  - each compiled kernel is paired with the eager kernel whose value it stands for (>= 90% of
+    them), the fusion of GELU and the shift with eager's sub of the shift line;
+  - the first divergence is that fusion, at the shift line, with its fused operators and their
+    lines, and it adds error (its input, the first linear's output, agrees);
+  - the kernel after it inherits the error; eager's values the fusion never materialises (GELU's
+    output, h + 64) are unpaired intermediates, not failures.
+"""
+import glob
+import json
+import os
+import re
+
+import numpy as np
+import pytest
+
+from conftest import HERE, graphdump, write_config
+
+SCRIPT = os.path.join(HERE, "compiled_eager.py")
+
+
+def script_line(marker):
+    with open(SCRIPT) as f:
+        for number, text in enumerate(f, 1):
+            if f"# line: {marker}" in text:
+                return number
+    raise AssertionError(marker)
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compile_compare")
+    for mode in ("compiled", "eager"):
+        config = write_config(tmp / f"{mode}.json", tmp / mode, {"saved_data": "full"})
+        graphdump("python", "--config", config, SCRIPT, mode, tmp / f"{mode}.npz", check=0,
+                  timeout=600)
+    return tmp
+
+
+def compare(dumps, a, b):
+    p = graphdump("compare", dumps / a, dumps / b, "--json")
+    assert p.returncode in (0, 1), p.stderr
+    return json.loads(p.stdout)
+
+
+def compiled_kernels(rank):
+    """Full names of the kernels of the graphs Inductor generated (graph 1 on)."""
+    names = []
+    for csv in sorted(glob.glob(str(rank / "execution_order" / "ms_execution_order_graph_*.csv"))):
+        if csv.endswith("_graph_0.csv"):
+            continue
+        with open(csv) as f:
+            names += [line.strip() for line in f.readlines()[1:] if line.strip()]
+    return names
+
+
+def shift_fusion(names):
+    """The fusion of GELU and the shift: its last operator is the shift's sub."""
+    found = [n for n in names if re.search(r"/FusionOp_\w*_sub-op\d+$", n)]
+    assert len(found) == 1, names
+    return found[0]
+
+
+def kernel(result, name):
+    found = [k for k in result["kernels"] if k["kernel_a"] == name]
+    assert len(found) == 1, (name, [k["kernel_a"] for k in result["kernels"]])
+    return found[0]
+
+
+def output_file(rank, graph, full_name, slot):
+    name = full_name.replace("/", "_")
+    found = glob.glob(str(rank / "Net" / str(graph) / "0" / f"*.{name}.*.output.{slot}.*.npy"))
+    assert len(found) == 1, (full_name, found)
+    return np.load(found[0]).astype(np.float64).ravel()
+
+
+def test_shift_departs(dumps):
+    """The numerics the model is built on, measured on the dumped files: the compiled fusion of
+    the shift line differs from eager's sub by far more than bfloat16's rtol (2**-8), the
+    first linear's output by less."""
+    compiled, eager = dumps / "compiled" / "rank_0", dumps / "eager" / "rank_0"
+    names = compiled_kernels(compiled)
+    fusion = shift_fusion(names)
+    with open(eager / "execution_order" / "ms_execution_order_graph_0.csv") as f:
+        eager_order = f.read().split()[1:]  # under the header
+    sub = next(n for n in eager_order if n.rsplit("/", 1)[1].startswith("sub-op"))
+    a, b = output_file(compiled, 1, fusion, 0), output_file(eager, 0, sub, 0)
+    assert np.linalg.norm(a - b) / np.linalg.norm(b) > 0.05
+    up = next(n for n in names if n.startswith("Default/up-Linear/"))
+    linear = next(n for n in eager_order if n.startswith("Default/up-Linear/"))
+    a, b = output_file(compiled, 1, up, 0), output_file(eager, 0, linear, 0)
+    assert np.linalg.norm(a - b) / np.linalg.norm(b) < 2 ** -8
+
+
+def test_compiled_against_eager(dumps):
+    result = compare(dumps, "compiled", "eager")
+    names = compiled_kernels(dumps / "compiled" / "rank_0")
+    assert len(names) >= 4, names
+    by_name = {k["kernel_a"]: k for k in result["kernels"]}
+    paired = [n for n in names if n in by_name and by_name[n]["pairing"] == "stands-for"]
+    assert len(paired) >= 0.9 * len(names), (names, sorted(by_name))
+
+    shift, up = script_line("shift"), script_line("up")
+    fusion = shift_fusion(names)
+    k = kernel(result, fusion)
+    assert k["kernel_b"].rsplit("/", 1)[1].startswith("sub-op"), k["kernel_b"]
+    first = result["first_adding_error"]
+    assert first is not None and first["kernel"] == fusion, first
+    assert result["first_failure"]["kernel"] == fusion
+    assert first["source_line"].endswith(f"compiled_eager.py:{shift}"), first
+    assert first["reason"].startswith("adds error"), first["reason"]
+    assert f"aten.sub.Tensor (compiled_eager.py:{shift})" in first["fused_ops"]
+    assert f"aten.erf.default (compiled_eager.py:{up})" in first["fused_ops"]
+    # Its input is the first linear's output, compared with eager linear's, and agrees.
+    inputs = [t for t in k["tensors"] if t["io"] == "input"]
+    assert inputs and all(t["verdict"] == "pass" for t in inputs), inputs
+    assert k["verdict"] == "error"
+
+    # The layer norm and the first linear agree; the second linear inherits the error.
+    for n in names:
+        if n.startswith("Default/norm-LayerNorm/") or n.startswith("Default/up-Linear/"):
+            assert by_name[n]["verdict"] == "pass", by_name[n]
+    down = kernel(result, next(n for n in names if n.startswith("Default/down-Linear/")))
+    assert down["kernel_b"].startswith("Default/down-Linear/linear-op"), down["kernel_b"]
+    assert down["reason"].startswith("inherits error"), down["reason"]
+    assert fusion in down["reason"]  # the error was added upstream by the fusion
+
+    # What the fusion never materialises is unpaired, as an intermediate.
+    unpaired_b = {u["kernel"]: u["why"] for u in result["unpaired"] if u["side"] == "B"}
+    gelu = [n for n in unpaired_b if n.rsplit("/", 1)[1].startswith("gelu-op")]
+    add = [n for n in unpaired_b if n.rsplit("/", 1)[1].startswith("add-op")]
+    assert gelu and add, unpaired_b
+    assert all(unpaired_b[n] == "intermediate" for n in gelu + add), unpaired_b
+
+    text = graphdump("compare", dumps / "compiled", dumps / "eager").stdout
+    assert f"first divergence: {fusion}" in text, text
+    assert "fused operators: " in text and "an intermediate value" in text, text
+
+
+def test_eager_against_compiled(dumps):
+    """The eager dump as A: the same pairs seen from the other side."""
+    result = compare(dumps, "eager", "compiled")
+    first = result["first_adding_error"]
+    assert first is not None and first["kernel"].rsplit("/", 1)[1].startswith("sub-op"), first
+    assert first["reason"].startswith("adds error"), first["reason"]
+    assert "aten.sub.Tensor" in first["fused_ops"]
