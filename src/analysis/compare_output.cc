@@ -215,10 +215,11 @@ nlohmann::json SkippedJson(const std::vector<Skipped>& skipped) {
 }
 
 nlohmann::json UnpairedKernelJson(const UnpairedKernel& u) {
-  return {{"side", std::string(1, u.side)}, {"rank", u.rank},
-          {"graph_id", u.graph_id},         {"iteration", u.iteration},
-          {"call", u.call},                 {"kernel", u.full_name},
-          {"why", u.why}};
+  nlohmann::json j = {{"side", std::string(1, u.side)}, {"rank", u.rank},
+                      {"graph_id", u.graph_id},         {"iteration", u.iteration},
+                      {"call", u.call},                 {"kernel", u.full_name}};
+  if (!u.why.empty()) j["why"] = u.why;  // "intermediate": a value a fusion never materialises
+  return j;
 }
 
 std::string CompareResultJson(const CompareResult& result) {
