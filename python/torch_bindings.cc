@@ -364,6 +364,14 @@ void BindTorch(py::module_& m) {
           "attributes). Returns the graph id.")
       .def("begin_compiled_call", &DumpHost::BeginCompiledCall,
            "A call of a compiled graph begins.")
+      .def(
+          "step_dumps",
+          [](const DumpHost& host) {
+            const DumpSession* session = host.session();
+            return session != nullptr && session->IterationOpen() &&
+                   (session->StepDumps() || session->config().op_debug_mode == 4);
+          },
+          "Does the step begun last dump anything (or watch for exceptions, op_debug_mode 4)?")
       .def("end_compiled_call", &DumpHost::EndCompiledCall, "The compiled graph's call ended.")
       .def(
           "compiled_kernel_inputs",

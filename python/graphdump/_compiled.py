@@ -110,6 +110,9 @@ def begin(key):
             gid = host.add_compiled_graph(spec.name, spec.kernels)
             _ids[(id(host), key)] = gid
     host.begin_compiled_call(gid)
+    if not host.step_dumps():  # nothing of this call is dumped: its kernels run unobserved
+        host.end_compiled_call(gid)
+        return None
     _calls[key] = (host, gid)
     return key, host, gid, host.pause_eager()
 
@@ -192,8 +195,10 @@ def _codegen_classes():
             self._gd_spec.kernels.append(spec)
             for w in writes:
                 self._gd_producers[_name(w)] = f"{spec[0]}-op{index}"
+            # When the call dumps nothing, a kernel costs the check of _graphdump_call.
             self.writeline(f"_graphdump_in = _graphdump.before({self._gd_key}, {index}, "
-                           f"({''.join(r + ', ' for r in reads)}), {tuple(written)!r})")
+                           f"({''.join(r + ', ' for r in reads)}), {tuple(written)!r}) "
+                           "if _graphdump_call is not None else None")
             return (f"if _graphdump_in is not None: _graphdump.after({self._gd_key}, {index}, "
                     f"_graphdump_in, ({''.join(w + ', ' for w in writes)}))")
 
