@@ -65,6 +65,15 @@ def statistic_csv(kernels, titles, cells):
     return "".join(lines)
 
 
+def marked_line(script, marker):
+    """The number of the line of `script` that carries the comment `# line: {marker}`."""
+    with open(script) as f:
+        for number, text in enumerate(f, 1):
+            if f"# line: {marker}" in text:
+                return number
+    raise AssertionError(f"{script} has no line marked {marker!r}")
+
+
 def write_config(path, dump_path, common=None, e2e=None):
     """A data_dump.json with every kernel of every iteration, tensors, overridden by `common`
     and `e2e` (the end-to-end tests' writer); returns its path."""

@@ -22,17 +22,13 @@ import re
 import numpy as np
 import pytest
 
-from conftest import HERE, execution_order, graphdump, python, write_config
+from conftest import HERE, execution_order, graphdump, marked_line, python, write_config
 
 SCRIPT = os.path.join(HERE, "compiled_train.py")
 
 
 def script_line(marker):
-    with open(SCRIPT) as f:
-        for number, text in enumerate(f, 1):
-            if f"# line: {marker}" in text:
-                return number
-    raise AssertionError(marker)
+    return marked_line(SCRIPT, marker)
 
 
 @pytest.fixture(scope="module")

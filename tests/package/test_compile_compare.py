@@ -21,17 +21,13 @@ import re
 import numpy as np
 import pytest
 
-from conftest import HERE, graphdump, write_config
+from conftest import HERE, graphdump, marked_line, write_config
 
 SCRIPT = os.path.join(HERE, "compiled_eager.py")
 
 
 def script_line(marker):
-    with open(SCRIPT) as f:
-        for number, text in enumerate(f, 1):
-            if f"# line: {marker}" in text:
-                return number
-    raise AssertionError(marker)
+    return marked_line(SCRIPT, marker)
 
 
 @pytest.fixture(scope="module")
