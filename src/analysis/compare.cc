@@ -66,31 +66,40 @@ void PlanTasks(std::span<TensorTask> tasks, Plans* plans) {
   }
 }
 
+// A new comparison of A's kernel `a` (graph `ga`) with B's `b` (graph `gb`): names, position,
+// pairing, and A's source line, else B's (the trace it came from goes with it). Tasks name it
+// by its index in result->kernels, not by address.
+KernelComparison& AddKernel(const RankEntry& ra, const GraphEntry& ga, const GraphEntry& gb,
+                            int64_t iteration, const KernelEntry& a, const KernelEntry& b,
+                            Pairing pairing, CompareResult* result) {
+  KernelComparison& k = result->kernels.emplace_back();
+  k.rank = ra.rank;
+  k.graph_id = ga.graph_id;
+  k.iteration = iteration;
+  k.call = a.call;
+  k.calls = a.calls;
+  k.order = a.order;
+  k.name_a = a.full_name;
+  k.name_b = b.full_name;
+  k.op_type = a.op_type;
+  k.pairing = pairing;
+  k.source_trace = SharedTrace(ga.SharedSourceTrace(k.name_a, a.order));
+  k.source_line = SourceLineOf(k.source_trace);
+  if (k.source_line.empty()) {
+    k.source_trace = SharedTrace(gb.SharedSourceTrace(k.name_b, b.order));
+    k.source_line = SourceLineOf(k.source_trace);
+  }
+  return k;
+}
+
 void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& ga,
                    const GraphEntry& gb, int64_t iteration, CompareResult* result,
                    std::vector<TensorTask>* tasks) {
   const size_t kernel_index = result->kernels.size();
-  KernelComparison& k = result->kernels.emplace_back();  // tasks name it by index, not address
-  k.rank = ra.rank;
-  k.graph_id = ga.graph_id;
-  k.iteration = iteration;
-  k.call = p.a->call;
-  k.calls = p.a->calls;
-  k.order = p.a->order;
-  k.name_a = p.a->full_name;
-  k.name_b = p.b->full_name;
-  k.op_type = p.a->op_type;
-  k.pairing = p.pairing;
+  KernelComparison& k = AddKernel(ra, ga, gb, iteration, *p.a, *p.b, p.pairing, result);
   k.role = !p.a->is_parameter ? KernelRole::kOperator
            : iteration < 0    ? KernelRole::kConstant
                               : KernelRole::kParameter;
-  // A's source line, else B's: the trace it came from goes with it.
-  k.source_trace = SharedTrace(ga.SharedSourceTrace(k.name_a, p.a->order));
-  k.source_line = SourceLineOf(k.source_trace);
-  if (k.source_line.empty()) {
-    k.source_trace = SharedTrace(gb.SharedSourceTrace(k.name_b, p.b->order));
-    k.source_line = SourceLineOf(k.source_trace);
-  }
   // B's tensors paired so far: bits of one word for a kernel of up to 64 (nearly all: no
   // allocation per kernel), else a vector.
   uint64_t used_few = 0;
@@ -163,24 +172,9 @@ void AddKernelPair(const KernelPair& p, const RankEntry& ra, const GraphEntry& g
 void AddStandsForPair(const compare_internal::CompiledPair& p, const RankEntry& ra,
                       CompareResult* result, std::vector<TensorTask>* tasks) {
   const size_t kernel_index = result->kernels.size();
-  KernelComparison& k = result->kernels.emplace_back();
-  k.rank = ra.rank;
-  k.graph_id = p.graph_a->graph_id;
-  k.iteration = p.iteration;
-  k.call = p.a->call;
-  k.calls = p.a->calls;
-  k.order = p.a->order;
-  k.name_a = p.a->full_name;
-  k.name_b = p.b->full_name;
-  k.op_type = p.a->op_type;
-  k.pairing = p.pairing;
+  KernelComparison& k =
+      AddKernel(ra, *p.graph_a, *p.graph_b, p.iteration, *p.a, *p.b, p.pairing, result);
   k.fused_ops = p.fused_ops;
-  k.source_trace = SharedTrace(p.graph_a->SharedSourceTrace(k.name_a, p.a->order));
-  k.source_line = SourceLineOf(k.source_trace);
-  if (k.source_line.empty()) {
-    k.source_trace = SharedTrace(p.graph_b->SharedSourceTrace(k.name_b, p.b->order));
-    k.source_line = SourceLineOf(k.source_trace);
-  }
   k.tensors.reserve(p.tensors.size());
   for (const compare_internal::CompiledPair::Tensors& t : p.tensors) {
     TensorComparison& tc = k.tensors.emplace_back();  // room for every tensor is reserved
