@@ -18,6 +18,7 @@ How it hooks in, while a Dump is on and once the script calls torch.compile:
 import itertools
 import re
 import threading
+import weakref
 
 import torch
 
@@ -27,7 +28,7 @@ from ._torch_state import dumping_host as _dumping_host
 _installed = None  # what install() changed, to put back
 _keys = itertools.count()
 _graphs = {}  # graph key -> _GraphSpec, for every graph generated in this process
-_ids = {}  # (id(host), graph key) -> the host's graph id
+_ids = weakref.WeakKeyDictionary()  # Dump -> {graph key: its host's graph id}
 _calls = {}  # graph key -> (host, graph id) while a call of it runs
 _lock = threading.Lock()
 
@@ -100,15 +101,17 @@ def _compile_ended(args):
 
 def begin(key):
     """A call of generated graph `key` starts; returns what end() needs, or None."""
-    host = _dumping_host(_state.active)
+    dump = _state.active
+    host = _dumping_host(dump)
     if host is None:
         return None
     with _lock:
-        gid = _ids.get((id(host), key))
+        ids = _ids.setdefault(dump, {})
+        gid = ids.get(key)
         if gid is None:
             spec = _graphs[key]
             gid = host.add_compiled_graph(spec.name, spec.kernels)
-            _ids[(id(host), key)] = gid
+            ids[key] = gid
     host.begin_compiled_call(gid)
     if not host.step_dumps():  # nothing of this call is dumped: its kernels run unobserved
         host.end_compiled_call(gid)
