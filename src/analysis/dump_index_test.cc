@@ -146,6 +146,37 @@ TEST(StatisticCsvTest, ParsesRowsWithQuotedShapesAndTrailingCommas) {
             std::string::npos);
 }
 
+TEST(StatisticCsvTest, ColumnsAreLimitedAndTitlesGivenTwiceKeepTheirLastCell) {
+  // 1,024 columns, the limit: two statistic titles given 510 times each; each keeps its last
+  // cell (the scan for later equal titles is linear: a quadratic one took 80 s on a hostile
+  // header of 200,000 columns).
+  std::string header = "Op Type,Op Name,IO,Slot", row = "Add,x,output,0";
+  for (int i = 4; i < 1024; ++i) {
+    header += i % 2 ? ",Max Value" : ",Min Value";
+    row += "," + std::to_string(i);
+  }
+  auto rows = ParseStatisticCsvText(header + "\n" + row + "\n", "wide.csv");
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].values.size(), 2u);
+  EXPECT_EQ((*rows)[0].values.at("Max Value"), "1023");
+  EXPECT_EQ((*rows)[0].values.at("Min Value"), "1022");
+  // One more is refused by name, before any row is read; so is a header of 200,000.
+  auto wider = ParseStatisticCsvText(header + ",NaN Count\n" + row + ",0\n", "wider.csv");
+  ASSERT_FALSE(wider.ok());
+  EXPECT_EQ(wider.status().code(), StatusCode::kCorrupt);
+  EXPECT_EQ(wider.status().message(),
+            "wider.csv:1: statistic.csv header has 1025 columns; at most 1024 are read "
+            "(docs/file-format.md)");
+  std::string hostile = "Op Type,Op Name,IO,Slot";
+  for (int i = 0; i < 200000; ++i) hostile += ",Value " + std::to_string(i);
+  auto refused = ParseStatisticCsvText(hostile + "\n", "hostile.csv");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "hostile.csv:1: statistic.csv header has 200004 columns; at most 1024 are read "
+            "(docs/file-format.md)");
+}
+
 TEST(StatisticCsvTest, ShapesOfAnyRankAndTheirElementCountLimit) {
   const std::string header = "Op Type,Op Name,IO,Slot,Shape\n";
   auto shape_of = [&](const std::string& shape) {

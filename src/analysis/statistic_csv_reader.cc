@@ -2,11 +2,14 @@
 // columns.
 // One pass over the file's text with fields as views into it: no string per field, and the
 // statistic cells of every row in one string shared by the rows (StatisticCells).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <mutex>
 #include <set>
 #include <string_view>
+#include <unordered_set>
 
 #include "dump_index_parts.h"
 #include "graphdump/analysis/dump_index.h"
@@ -177,8 +180,13 @@ Status ParseStatisticRows(std::string_view text, const std::string& path,
   std::string scratch;
   std::vector<std::string_view> f;
   SplitCsvLine(line, &scratch, &f);
+  if (!f.empty() && f.back().empty()) f.pop_back();  // a trailing comma
+  if (f.size() > kMaxStatisticColumns) {
+    return Status::Corrupt(fmt::format(
+        "{}:1: statistic.csv header has {} columns; at most {} are read (docs/file-format.md)",
+        path, f.size(), kMaxStatisticColumns));
+  }
   std::vector<std::string> header(f.begin(), f.end());
-  if (!header.empty() && header.back().empty()) header.pop_back();
   auto column = [&](const std::string& name) -> int {
     for (size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return static_cast<int>(i);
@@ -193,22 +201,22 @@ Status ParseStatisticRows(std::string_view text, const std::string& path,
                            "'Op Name', 'IO' and 'Slot', found '" +
                            std::string(line) + "'");
   }
-  // The statistic columns, in the file's order; a title given twice keeps its last cell.
+  // The statistic columns, in the file's order; a title given twice keeps its last cell (found
+  // from the end, each title hashed once).
   std::vector<size_t> value_columns;
-  auto cells = std::make_shared<StatisticCells>();
-  for (size_t i = 0; i < header.size(); ++i) {
+  std::unordered_set<std::string_view> later;
+  for (size_t i = header.size(); i-- > 0;) {
     const int c = static_cast<int>(i);
     if (c == c_type || c == c_name || c == c_io || c == c_slot || c == c_size || c == c_dtype ||
         c == c_shape || header[i] == "Task ID" || header[i] == "Stream ID" ||
         header[i] == "Timestamp") {
       continue;
     }
-    bool later = false;
-    for (size_t j = i + 1; j < header.size(); ++j) later = later || header[j] == header[i];
-    if (later) continue;
-    value_columns.push_back(i);
-    cells->titles.push_back(header[i]);
+    if (later.insert(header[i]).second) value_columns.push_back(i);
   }
+  std::reverse(value_columns.begin(), value_columns.end());
+  auto cells = std::make_shared<StatisticCells>();
+  for (size_t i : value_columns) cells->titles.push_back(header[i]);
   // The cells take about what the lines take.
   cells->bytes.reserve(pos < text.size() ? text.size() - pos : 0);
   const std::shared_ptr<const StatisticCells> shared = cells;

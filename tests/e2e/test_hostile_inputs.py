@@ -262,3 +262,35 @@ def test_hostile_inputs(scratch):
         result = parse(out, "watch")
         assert result.get("tensors_checked") == 20000, "every tensor is checked"
         assert len(result.get("hits", [])) == 20, "one NaN hit per 1,000 tensors"
+
+
+def test_wide_statistic_csv_is_refused_in_seconds(scratch):
+    """A 2.3 MB statistic.csv whose header has 200,000 columns took 80-94 s per command (a
+    quadratic scan for titles given twice) and report over 120 s. Each command now refuses it
+    at once, naming the file and the limit (1,024 columns, docs/file-format.md), and reads the
+    rest of the dump."""
+    import time
+    net = d.simple_net(n=4)
+    wide = os.path.join(scratch, "wide")
+    d.write_dump(wide, {0: net, 1: net}, files=False, stats=True)
+    csv = os.path.join(wide, "rank_0", "Net", "0", "1", "statistic.csv")
+    titles = "".join(",Value %06d" % i for i in range(200000 - 14))
+    with open(csv, "w") as f:
+        f.write(d.STAT_HEADER.rstrip("\n") + titles + "\n")
+    assert os.path.getsize(csv) > 2_300_000
+    message = csv + ":1: statistic.csv header has 200000 columns; at most 1024 are read"
+    report = os.path.join(scratch, "r.html")
+    for args in (["ls", wide, "--json"], ["watch", wide, "--json"], ["watch", wide],
+                 ["compare", wide, wide, "--json"], ["trace", wide, "model.py:10"],
+                 ["report", wide, "-o", report]):
+        began = time.monotonic()
+        p = subprocess.run([t.BIN, *args], capture_output=True, text=True, timeout=LIMIT)
+        seconds = time.monotonic() - began
+        assert seconds < 10, f"{args[0]} took {seconds:.1f} s"
+        assert p.returncode in (0, 1), (args, p.stderr[-300:])
+        assert message in p.stdout + p.stderr, (args, p.stderr[-300:])
+    # Iteration 0 was read: its 8 statistic rows were checked.
+    code, out, err = run("watch", wide, "--json")
+    assert parse(out, "watch")["tensors_checked"] == 8, out[:300]
+    with open(report) as f:
+        assert message in f.read()

@@ -412,8 +412,13 @@ std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& grap
 // The kernels of `graph` whose attributes hold `inductor_kernel`, by full name.
 std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph);
 
+// The most columns a statistic.csv may have (graphdump writes at most 22): a header
+// of more is refused whole, so that a hostile one costs no more than reading it.
+inline constexpr size_t kMaxStatisticColumns = 1024;
+
 // Parses a statistic.csv file (a regular file: OpenRegularFile). Errors are kCorrupt naming the
-// file and line; a Shape must hold non-negative dimensions whose product fits int64_t.
+// file and line; a Shape must hold non-negative dimensions whose product fits int64_t, and the
+// header at most kMaxStatisticColumns columns.
 StatusOr<std::vector<NamedStatisticRow>> ParseStatisticCsv(const std::string& path);
 
 // ParseStatisticCsv for the file's `text`; `path` names it in errors.
