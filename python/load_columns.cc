@@ -405,7 +405,7 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
       }
       std::mutex mu;
       size_t next = 0;
-      const analysis::StreamedDump streamed = analysis::ForEachRank(
+      const StatusOr<analysis::StreamedDump> streamed = analysis::ForEachRank(
           std::move(*listed), filter, analysis::DefaultThreads(), "",
           [&](size_t i, DumpIndex& one) {
             Part part(&names);
@@ -418,11 +418,15 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
               parts[next].reset();
             }
           });
-      for (; next < parts.size(); ++next) {
-        if (parts[next]) all.Append(std::move(*parts[next]));
+      if (streamed.ok()) {
+        for (; next < parts.size(); ++next) {
+          if (parts[next]) all.Append(std::move(*parts[next]));
+        }
+        skipped = streamed->skipped;
+        warnings = streamed->warnings;
+      } else {
+        failure = streamed.status();
       }
-      skipped = streamed.skipped;
-      warnings = streamed.warnings;
     }
   }
   if (!failure.ok()) Raise(failure);

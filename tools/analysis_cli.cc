@@ -103,14 +103,18 @@ std::optional<analysis::DumpRanks> ListRanks(const std::string& command, const s
   return std::move(ranks).value();
 }
 
-analysis::StreamedDump StreamRanks(const std::string& command, analysis::DumpRanks ranks,
-                                   bool progress,
-                                   const std::function<void(size_t, analysis::DumpIndex&)>& each) {
-  analysis::StreamedDump streamed =
+std::optional<analysis::StreamedDump> StreamRanks(
+    const std::string& command, analysis::DumpRanks ranks, bool progress,
+    const std::function<void(size_t, analysis::DumpIndex&)>& each, int* exit_code) {
+  StatusOr<analysis::StreamedDump> streamed =
       analysis::ForEachRank(std::move(ranks), analysis::IndexFilter(), analysis::DefaultThreads(),
                             progress ? "indexing ranks" : "", each);
-  PrintWarnings(command, streamed.warnings);
-  return streamed;
+  if (!streamed.ok()) {
+    *exit_code = OpenError(command, streamed.status());
+    return std::nullopt;
+  }
+  PrintWarnings(command, streamed->warnings);
+  return std::move(streamed).value();
 }
 
 void InOrderPrinter::Put(size_t position, std::string text) {

@@ -19,7 +19,7 @@ std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
 
 // Prints "graphdump <command>: error: ..." for a failed IndexDump (or ListDumpRanks) and
 // returns the exit code for it: kExitUsage for a missing or non-dump directory, kExitFailure
-// otherwise.
+// otherwise (a directory that cannot be read).
 int OpenError(const std::string& command, const Status& status);
 
 // Prints the index's warnings, "graphdump <command>: warning: ...".
@@ -34,9 +34,11 @@ std::optional<analysis::DumpRanks> ListRanks(const std::string& command, const s
 // calls `each(position, one_rank_index)` on the thread that indexed the rank; the rank's index is
 // freed when `each` returns, so memory holds what `each` keeps. The index's warnings are printed
 // after the ranks. With `progress`, a progress line counts the ranks (on a terminal only).
-analysis::StreamedDump StreamRanks(const std::string& command, analysis::DumpRanks ranks,
-                                   bool progress,
-                                   const std::function<void(size_t, analysis::DumpIndex&)>& each);
+// nullopt after printing the error of a rank that could not be read (*exit_code set as
+// OpenError returns it).
+std::optional<analysis::StreamedDump> StreamRanks(
+    const std::string& command, analysis::DumpRanks ranks, bool progress,
+    const std::function<void(size_t, analysis::DumpIndex&)>& each, int* exit_code);
 
 // Text made rank by rank on the threads of StreamDump, printed to stdout in rank order: the text
 // of position i as soon as every earlier position's is printed. Thread-safe.

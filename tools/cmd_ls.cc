@@ -154,12 +154,16 @@ int RunLs(int argc, char** argv) {
   if (!json) fmt::print("dump: {}\n", root);
   std::vector<RankListing> listed(ranks->size());
   InOrderPrinter printer(ranks->size());
-  const analysis::StreamedDump streamed =
-      StreamRanks("graphdump ls", std::move(*ranks), true, [&](size_t i, analysis::DumpIndex& one) {
+  const std::optional<analysis::StreamedDump> streamed_or = StreamRanks(
+      "graphdump ls", std::move(*ranks), true,
+      [&](size_t i, analysis::DumpIndex& one) {
         RankListing rank = ListRank(one.ranks.front(), json, kernels);
         if (!json) printer.Put(i, std::move(rank.text));
         listed[i] = std::move(rank);
-      });
+      },
+      &rc);
+  if (!streamed_or) return rc;
+  const analysis::StreamedDump& streamed = *streamed_or;
   nlohmann::json j = {{"root", root}, {"ranks", nlohmann::json::array()}};
   Totals total;
   uint64_t graphs = 0, iterations = 0;

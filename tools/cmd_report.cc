@@ -130,10 +130,11 @@ int RunReport(int argc, char** argv) {
     auto ranks = ListRanks("graphdump report", dir, &rc);
     if (!ranks) return rc;
     const int outer = static_cast<int>(std::clamp<size_t>(ranks->size(), 1, all));
-    const analysis::StreamedDump streamed = analysis::ForEachRank(
+    const StatusOr<analysis::StreamedDump> streamed = analysis::ForEachRank(
         std::move(*ranks), analysis::IndexFilter(), outer, "indexing ranks",
         [&](size_t i, analysis::DumpIndex& one) { each_rank(i, one, std::max(1, all / outer)); });
-    PrintWarnings("graphdump report", streamed.warnings);
+    if (!streamed.ok()) return OpenError("graphdump report", streamed.status());
+    PrintWarnings("graphdump report", streamed->warnings);
     input.title = "graphdump report: " + dir;
   }
   input.watch = &watch;

@@ -59,15 +59,19 @@ int RunTrace(int argc, char** argv) {
   std::set<int64_t> found;  // the iterations of every rank and graph, constants left out
   size_t traced = 0;        // kernels with source traces, over ranks and graphs
   std::mutex mu;
-  StreamRanks("graphdump trace", std::move(*ranks), true, [&](size_t i, analysis::DumpIndex& one) {
-    per_rank[i] = analysis::TraceLine(one, file, line, only);
-    std::lock_guard<std::mutex> lock(mu);
-    for (const auto& g : one.ranks.front().graphs) {
-      traced += g.source_traces().size();
-      for (const auto& it : g.iterations)
-        if (it.iteration >= 0) found.insert(it.iteration);
-    }
-  });
+  const bool streamed = StreamRanks(
+      "graphdump trace", std::move(*ranks), true,
+      [&](size_t i, analysis::DumpIndex& one) {
+        per_rank[i] = analysis::TraceLine(one, file, line, only);
+        std::lock_guard<std::mutex> lock(mu);
+        for (const auto& g : one.ranks.front().graphs) {
+          traced += g.source_traces().size();
+          for (const auto& it : g.iterations)
+            if (it.iteration >= 0) found.insert(it.iteration);
+        }
+      },
+      &rc).has_value();
+  if (!streamed) return rc;
   if (only && !found.count(iteration)) {
     fmt::print(stderr, "graphdump trace: error: --iteration {}: {} holds iterations {}\n",
                iteration, dir, found.empty() ? "none" : fmt::format("{}", fmt::join(found, ", ")));

@@ -142,7 +142,8 @@ StatusOr<AscendIndex> IndexAscendDump(const std::string& dir) {
   MappedNames names;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
     const fs::path& path = it->path();
     const fs::path rel_dir = fs::relative(path.parent_path(), dir);
     const std::string name = names.NameOf(path);
@@ -157,7 +158,10 @@ StatusOr<AscendIndex> IndexAscendDump(const std::string& dir) {
     ParseGeDirs(rel_dir, &e);
     index.entries.push_back(std::move(e));
   }
-  if (ec) return Status::IOError(fmt::format("{}: cannot list: {}", dir, ec.message()));
+  if (ec) {
+    return Status::IOError(fmt::format("{}: cannot read a directory below it: {}", dir,
+                                       ec.message()));
+  }
   std::sort(index.entries.begin(), index.entries.end(),
             [](const AscendIndexEntry& a, const AscendIndexEntry& b) {
               return std::tie(a.path, b.is_input, a.slot) < std::tie(b.path, a.is_input, b.slot);

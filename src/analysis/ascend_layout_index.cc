@@ -14,8 +14,9 @@
 namespace graphdump::analysis {
 namespace fs = std::filesystem;
 
-bool IndexAscendLayout(const std::string& dir, DumpIndex* index) {
+StatusOr<bool> IndexAscendLayout(const std::string& dir, DumpIndex* index) {
   StatusOr<AscendIndex> ascend = IndexAscendDump(dir);
+  if (!ascend.ok() && ascend.status().code() == StatusCode::kIOError) return ascend.status();
   if (!ascend.ok() || ascend->entries.empty()) return false;
   for (const std::string& problem : ascend->problems) index->skipped.push_back({problem, problem});
   // rank -> graph -> iteration -> kernel (op name and timestamp) -> tensors

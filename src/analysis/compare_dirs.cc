@@ -128,23 +128,36 @@ class ReferenceRanks {
     *iterations = std::move(iterations_);
   }
 
+  // The error of the first rank that could not be read (a directory of it), if any: the ranks of
+  // A it partners were compared with nothing.
+  Status error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
  private:
   // Indexes rank `j` alone and calls f(its index).
   void Index(size_t j, const std::function<void(DumpIndex&)>& f) {
     DumpRanks one;
     one.root = ranks_.root;
     one.dirs.push_back(ranks_.dirs[j]);
-    StreamedDump streamed = ForEachRank(std::move(one), IndexFilter(), 1, "",
-                                        [&](size_t, DumpIndex& index) {
-                                          {
-                                            std::lock_guard<std::mutex> lock(mu_);
-                                            AddIterations(index.ranks.front(), &iterations_);
-                                          }
-                                          f(index);
-                                        });
-    skipped_[j] = std::move(streamed.skipped);
-    warnings_[j] = std::move(streamed.warnings);
+    StatusOr<StreamedDump> streamed = ForEachRank(std::move(one), IndexFilter(), 1, "",
+                                                  [&](size_t, DumpIndex& index) {
+                                                    {
+                                                      std::lock_guard<std::mutex> lock(mu_);
+                                                      AddIterations(index.ranks.front(),
+                                                                    &iterations_);
+                                                    }
+                                                    f(index);
+                                                  });
     seen_[j] = 1;
+    if (!streamed.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (error_.ok()) error_ = streamed.status();
+      return;
+    }
+    skipped_[j] = std::move(streamed->skipped);
+    warnings_[j] = std::move(streamed->warnings);
   }
 
   DumpRanks ranks_;
@@ -155,6 +168,7 @@ class ReferenceRanks {
   std::vector<char> seen_;
   std::mutex mu_;
   std::set<int64_t> iterations_;
+  Status error_;  // the first rank that could not be read
 };
 
 }  // namespace
@@ -168,6 +182,7 @@ StatusOr<CompareResult> CompareDumpDirs(
   GRAPHDUMP_ASSIGN_OR_RETURN(DumpRanks ranks_b, ListDumpRanks(b));
   const size_t n = ranks_a.size();
   ReferenceRanks reference(std::move(ranks_b));
+  GRAPHDUMP_RETURN_IF_ERROR(reference.error());
   // Rank pairs on every thread, each pair's tensors on the threads left over (one rank: all).
   const int threads = options.threads > 0 ? options.threads : DefaultThreads();
   const int outer = static_cast<int>(std::clamp<size_t>(n, 1, static_cast<size_t>(threads)));
@@ -178,7 +193,7 @@ StatusOr<CompareResult> CompareDumpDirs(
   std::vector<char> done(n);
   size_t next = 0;  // with each_part: the first part not yet handed over
   std::mutex mu;
-  StreamedDump streamed = ForEachRank(
+  StatusOr<StreamedDump> streamed = ForEachRank(
       std::move(ranks_a), IndexFilter(), outer, options.progress && n > 1 ? "compare: ranks" : "",
       [&](size_t i, DumpIndex& one) {
         if (each_a) each_a(i, one, each.threads);
@@ -205,10 +220,13 @@ StatusOr<CompareResult> CompareDumpDirs(
           parts[next] = CompareResult();
         }
       });
+  GRAPHDUMP_RETURN_IF_ERROR(streamed.status());
+  GRAPHDUMP_RETURN_IF_ERROR(reference.error());
   CompareResult result;
-  result.skipped = std::move(streamed.skipped);
-  info->warnings_a = std::move(streamed.warnings);
+  result.skipped = std::move(streamed->skipped);
+  info->warnings_a = std::move(streamed->warnings);
   reference.Finish(&result.skipped, &info->warnings_b, &info->iterations_b);
+  GRAPHDUMP_RETURN_IF_ERROR(reference.error());
   if (each_part) return result;
   size_t kernels = 0;
   for (const CompareResult& part : parts) kernels += part.kernels.size();

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -26,14 +28,19 @@ bool RankId(const std::string& name, uint32_t* rank) {
 
 
 // Whether a rank directory holds a {net_name}/{graph_id} directory (what IndexRank indexes).
-bool HasGraphs(const fs::path& rank_dir) {
-  for (const fs::path& net : SortedChildren(rank_dir)) {
+// An IOError when a directory on the way cannot be read.
+StatusOr<bool> HasGraphs(const fs::path& rank_dir) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> nets, SortedChildren(rank_dir));
+  for (const fs::path& net : nets) {
     const std::string name = net.filename().string();
-    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" || name[0] == '.') {
-      continue;
-    }
-    for (const fs::path& graph : SortedChildren(net)) {
-      if (fs::is_directory(graph) && IsNumber(graph.filename().string())) return true;
+    if (name == "graphs" || name == "execution_order" || name[0] == '.') continue;
+    GRAPHDUMP_ASSIGN_OR_RETURN(const bool is_directory, IsSubdirectory(net));
+    if (!is_directory) continue;
+    GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> graphs, SortedChildren(net));
+    for (const fs::path& graph : graphs) {
+      if (!IsNumber(graph.filename().string())) continue;
+      GRAPHDUMP_ASSIGN_OR_RETURN(const bool graph_is_directory, IsSubdirectory(graph));
+      if (graph_is_directory) return true;
     }
   }
   return false;
@@ -179,26 +186,30 @@ StatusOr<DumpRanks> ListDumpRanks(const std::string& dir) {
   if (RankId(path.filename().string(), &rank)) {
     out.dirs.emplace_back(path.string(), rank);
   } else {
-    for (const fs::path& child : SortedChildren(path)) {
-      if (fs::is_directory(child) && RankId(child.filename().string(), &rank)) {
-        out.dirs.emplace_back(child.string(), rank);
-      }
+    GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> children, SortedChildren(path));
+    for (const fs::path& child : children) {
+      if (!RankId(child.filename().string(), &rank)) continue;
+      GRAPHDUMP_ASSIGN_OR_RETURN(const bool is_directory, IsSubdirectory(child));
+      if (is_directory) out.dirs.emplace_back(child.string(), rank);
     }
     std::stable_sort(out.dirs.begin(), out.dirs.end(),
                      [](const auto& a, const auto& b) { return a.second < b.second; });
   }
-  if (std::any_of(out.dirs.begin(), out.dirs.end(),
-                  [](const auto& d) { return HasGraphs(d.first); })) {
-    return out;
+  for (const auto& [rank_dir, id] : out.dirs) {
+    GRAPHDUMP_ASSIGN_OR_RETURN(const bool has_graphs, HasGraphs(rank_dir));
+    if (has_graphs) return out;
   }
   // No {net_name}/{graph_id} below: a GE-layout dump or `graphdump convert` output, else not a
   // dump at all.
   DumpIndex index;
   index.root = dir;
   for (const auto& [rank_dir, id] : out.dirs) {
-    index.ranks.push_back(IndexRank(rank_dir, id, IndexFilter(), &index.skipped));
+    GRAPHDUMP_ASSIGN_OR_RETURN(RankEntry r,
+                               IndexRank(rank_dir, id, IndexFilter(), &index.skipped));
+    index.ranks.push_back(std::move(r));
   }
-  if (IndexAscendLayout(path.string(), &index)) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(const bool ascend, IndexAscendLayout(path.string(), &index));
+  if (ascend) {
     out.dirs.clear();
     out.whole = std::move(index);
     return out;
@@ -211,9 +222,9 @@ StatusOr<DumpRanks> ListDumpRanks(const std::string& dir) {
                         : std::string("no {net_name}/{graph_id} directory")));
 }
 
-StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads,
-                         const std::string& progress,
-                         const std::function<void(size_t, DumpIndex&)>& each) {
+StatusOr<StreamedDump> ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads,
+                                   const std::string& progress,
+                                   const std::function<void(size_t, DumpIndex&)>& each) {
   StreamedDump out;
   out.root = ranks.root;
   if (ranks.whole) {
@@ -236,16 +247,31 @@ StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads
   for (size_t i = 0; i < n; ++i) {
     if (!filter.ranks || filter.ranks->count(ranks.dirs[i].second)) kept.push_back(i);
   }
+  // The error of the first rank (in rank order) that could not be read; no rank after one that
+  // failed is started.
+  std::mutex mu;
+  std::optional<std::pair<size_t, Status>> failed;
   ParallelFor(kept.size(), std::max(1, threads), progress, [&](size_t k) {
     const size_t i = kept[k];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (failed && failed->first < k) return;
+    }
     const auto& [dir, rank] = ranks.dirs[i];
     DumpIndex one;
     one.root = ranks.root;
-    one.ranks.push_back(IndexRank(dir, rank, filter, &one.skipped));
+    StatusOr<RankEntry> entry = IndexRank(dir, rank, filter, &one.skipped);
+    if (!entry.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!failed || k < failed->first) failed.emplace(k, entry.status());
+      return;
+    }
+    one.ranks.push_back(std::move(entry).value());
     skipped[i] = one.skipped;
     mixed[i] = MixedRunsOf(one.ranks.back());
     each(i, one);
   });
+  if (failed) return failed->second;
   out.ranks = kept.size();
   // Skipped files in the order of the rank directories' names, as IndexDump lists them.
   std::vector<size_t> by_name(n);
@@ -277,12 +303,13 @@ StatusOr<DumpIndex> IndexDump(const std::string& dir, const IndexFilter& filter,
   GRAPHDUMP_RETURN_IF_ERROR(CheckRanks(ranks, filter));
   std::vector<RankEntry> kept(ranks.size());
   std::vector<bool> have(ranks.size());
-  StreamedDump streamed =
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      StreamedDump streamed,
       ForEachRank(std::move(ranks), filter, DefaultThreads(), progress ? "indexing ranks" : "",
                   [&](size_t i, DumpIndex& one) {
                     kept[i] = std::move(one.ranks.front());
                     have[i] = true;
-                  });
+                  }));
   DumpIndex index;
   index.root = dir;
   for (size_t i = 0; i < kept.size(); ++i) {

@@ -15,20 +15,27 @@ namespace graphdump::analysis {
 // A decimal number of at most 18 digits (a directory or file-name field).
 bool IsNumber(const std::string& s);
 
-// The entries of `dir`, sorted; none when it cannot be read.
-std::vector<std::filesystem::path> SortedChildren(const std::filesystem::path& dir);
+// The entries of `dir`, sorted; none when it does not exist (any more). An IOError naming `dir`
+// and the system's reason ("Permission denied") when it cannot be listed, or listed but not
+// searched (its entries cannot be looked at).
+StatusOr<std::vector<std::filesystem::path>> SortedChildren(const std::filesystem::path& dir);
+
+// Whether `entry` (an entry SortedChildren listed) is a directory, following a link; false when
+// it is gone. An IOError naming its directory and the reason when it cannot be looked at.
+StatusOr<bool> IsSubdirectory(const std::filesystem::path& entry);
 
 // Drops the kernels and tensors of `it` that `filter` leaves out (calls keep their numbers).
 void FilterIteration(const IndexFilter& filter, IterationEntry* it);
 
 // The index of one rank_{id} directory (docs/layout.md), keeping what `filter` keeps (its ranks
-// aside); unreadable pieces are added to `skipped`.
-RankEntry IndexRank(const std::filesystem::path& dir, uint32_t rank, const IndexFilter& filter,
-                    std::vector<Skipped>* skipped);
+// aside); unreadable files are added to `skipped`. An IOError naming the directory when one of
+// its directories cannot be read: a directory is never taken for an empty one.
+StatusOr<RankEntry> IndexRank(const std::filesystem::path& dir, uint32_t rank,
+                              const IndexFilter& filter, std::vector<Skipped>* skipped);
 
 // GE-layout dumps and `graphdump convert` output (docs/ascend.md) in the index's terms. Returns
-// false when `dir` holds neither.
-bool IndexAscendLayout(const std::string& dir, DumpIndex* index);
+// false when `dir` holds neither, an IOError when a directory below it cannot be read.
+StatusOr<bool> IndexAscendLayout(const std::string& dir, DumpIndex* index);
 
 // Called with each statistic.csv row and its kernel's Op Type and Op Name (views into the text,
 // valid during the call).

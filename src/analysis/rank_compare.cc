@@ -214,9 +214,11 @@ StatusOr<RankCompareResult> CompareRanksInDump(
   IndexFilter only_reference;
   only_reference.ranks = std::set<uint32_t>{ids[0]};
   DumpIndex reference;
-  StreamedDump first = ForEachRank(listed, only_reference, 1, "", [&](size_t, DumpIndex& one) {
-    if (reference.ranks.empty()) reference = SyncedPart(one, std::move(one.ranks.front()));
-  });
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      StreamedDump first,
+      ForEachRank(listed, only_reference, 1, "", [&](size_t, DumpIndex& one) {
+        if (reference.ranks.empty()) reference = SyncedPart(one, std::move(one.ranks.front()));
+      }));
   IndexFilter others;
   others.ranks.emplace(ids.begin() + 1, ids.end());
   std::map<uint32_t, size_t> part_of;  // rank id -> its place among the compared ranks
@@ -227,16 +229,19 @@ StatusOr<RankCompareResult> CompareRanksInDump(
   each.threads = std::max(1, threads / outer);
   std::vector<CompareResult> parts(ids.size() - 1);
   std::vector<std::pair<size_t, size_t>> dropped(parts.size());  // kernels, unpaired
-  StreamedDump rest = ForEachRank(
-      std::move(listed), others, outer,
-      options.compare.progress ? "compare --ranks: ranks" : "", [&](size_t, DumpIndex& one) {
-        const size_t i = part_of.at(one.ranks.front().rank);
-        parts[i] = CompareDumps(SyncedPart(one, std::move(one.ranks.front())), reference, each);
-        if (each_part) each_part(i, parts[i]);
-        if (options.keep_shown > 0) {
-          KeepShown(options.keep_shown, &parts[i], &dropped[i].first, &dropped[i].second);
-        }
-      });
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      StreamedDump rest,
+      ForEachRank(
+          std::move(listed), others, outer,
+          options.compare.progress ? "compare --ranks: ranks" : "", [&](size_t, DumpIndex& one) {
+            const size_t i = part_of.at(one.ranks.front().rank);
+            parts[i] =
+                CompareDumps(SyncedPart(one, std::move(one.ranks.front())), reference, each);
+            if (each_part) each_part(i, parts[i]);
+            if (options.keep_shown > 0) {
+              KeepShown(options.keep_shown, &parts[i], &dropped[i].first, &dropped[i].second);
+            }
+          }));
   std::vector<Skipped> skipped = std::move(first.skipped);
   for (Skipped& s : rest.skipped) skipped.push_back(std::move(s));
   *warnings = std::move(first.warnings);

@@ -30,14 +30,46 @@ bool IsNumber(const std::string& s) {
   return !s.empty() && s.size() < 19 && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
-std::vector<fs::path> SortedChildren(const fs::path& dir) {
+namespace {
+
+// An error naming `dir`, the system's reason, and the entry it was met at (when not `dir`).
+Status UnreadableDirectory(const fs::path& dir, const std::error_code& ec,
+                           const fs::path& entry = {}) {
+  return Status::IOError(fmt::format("{}: cannot read the directory: {}{}", dir.string(),
+                                     ec.message(),
+                                     entry.empty() ? std::string()
+                                                   : fmt::format(" (at its entry {})",
+                                                                 entry.filename().string())));
+}
+
+bool Vanished(const std::error_code& ec) {
+  return ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
+}
+
+}  // namespace
+
+StatusOr<std::vector<fs::path>> SortedChildren(const fs::path& dir) {
   std::vector<fs::path> children;
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     children.push_back(it->path());
   }
+  if (ec && !Vanished(ec)) return UnreadableDirectory(dir, ec);
+  // A directory that lists but cannot be searched (mode r--) holds entries that nothing can
+  // open: one look at an entry tells.
+  if (!ec && !children.empty()) {
+    (void)fs::symlink_status(children.front(), ec);
+    if (ec && !Vanished(ec)) return UnreadableDirectory(dir, ec, children.front());
+  }
   std::sort(children.begin(), children.end());
   return children;
+}
+
+StatusOr<bool> IsSubdirectory(const fs::path& entry) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(entry, ec);
+  if (ec && !Vanished(ec)) return UnreadableDirectory(entry.parent_path(), ec, entry);
+  return fs::is_directory(status);
 }
 
 void FilterIteration(const IndexFilter& filter, IterationEntry* it) {
@@ -71,6 +103,15 @@ std::string ReadText(const fs::path& path, std::vector<Skipped>* skipped) {
   if (text.ok()) return std::move(*text);
   skipped->push_back({path.string(), text.status().message()});
   return "";
+}
+
+// Whether `path` exists; a path that cannot be looked at (its directory is unreadable) is
+// added to `skipped` and counts as absent.
+bool Present(const fs::path& path, std::vector<Skipped>* skipped) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && !Vanished(ec)) skipped->push_back({path.string(), "cannot read it: " + ec.message()});
+  return fs::exists(status);
 }
 
 std::vector<std::string> ReadLines(const fs::path& path, std::vector<Skipped>* skipped) {
@@ -294,15 +335,16 @@ void IndexDumpFile(const fs::path& file, const std::string& name, KernelMap* ker
   }
 }
 
-IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const GraphContext& ctx,
-                              std::vector<Skipped>* skipped) {
+StatusOr<IterationEntry> IndexIteration(const fs::path& dir, int64_t iteration,
+                                        const GraphContext& ctx, std::vector<Skipped>* skipped) {
   IterationEntry entry;
   entry.iteration = iteration;
   entry.dir = dir.string();
+  GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> files, SortedChildren(dir));
   const auto mapping = ReadMapping(dir, skipped);
   KernelMap kernels;
   kernels.reserve(ctx.file_names.size());  // most kernels of the execution order are dumped
-  for (const fs::path& file : SortedChildren(dir)) {
+  for (const fs::path& file : files) {
     std::string name = file.filename().string();
     if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
     if (file.extension() != ".npy") {
@@ -435,15 +477,16 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   return entry;
 }
 
-GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs::path& dir,
-                      uint32_t graph_id, const IndexFilter& filter, std::vector<Skipped>* skipped) {
+StatusOr<GraphEntry> IndexGraph(const fs::path& rank_dir, const std::string& net,
+                                const fs::path& dir, uint32_t graph_id, const IndexFilter& filter,
+                                std::vector<Skipped>* skipped) {
   GraphEntry graph;
   graph.graph_id = graph_id;
   graph.net_name = net;
   const std::string id = std::to_string(graph_id);
   const fs::path order_csv =
       rank_dir / "execution_order" / ("ms_execution_order_graph_" + id + ".csv");
-  if (fs::exists(order_csv)) {
+  if (Present(order_csv, skipped)) {
     for (const std::string& line : ReadLines(order_csv, skipped)) {
       if (line == "NodeExecutionOrder-FullNameWithScope") continue;
       graph.execution_order.push_back(line);
@@ -469,7 +512,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
     }
   }
   const fs::path ir = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".ir");
-  if (fs::exists(ir)) {
+  if (Present(ir, skipped)) {
     graph.ir_path = ir.string();
     graph.SetIrText(ReadText(ir, skipped));
   }
@@ -486,14 +529,16 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
   }
   IterationEntry constants;
   bool have_constants = false;
-  for (const fs::path& child : SortedChildren(dir)) {
-    if (!fs::is_directory(child)) continue;
+  GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> children, SortedChildren(dir));
+  for (const fs::path& child : children) {
     const std::string name = child.filename().string();
     const bool numbered = IsNumber(name);
     if (!numbered && name != "constants") continue;
+    GRAPHDUMP_ASSIGN_OR_RETURN(const bool is_directory, IsSubdirectory(child));
+    if (!is_directory) continue;
     const int64_t iteration = numbered ? std::stoll(name) : -1;
     if (filter.iterations && !filter.iterations->count(iteration)) continue;
-    IterationEntry entry = IndexIteration(child, iteration, ctx, skipped);
+    GRAPHDUMP_ASSIGN_OR_RETURN(IterationEntry entry, IndexIteration(child, iteration, ctx, skipped));
     // Without an execution order, kernels are numbered below over every kept kernel.
     if (!graph.execution_order.empty()) FilterIteration(filter, &entry);
     if (numbered) {
@@ -526,21 +571,26 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
 
 }  // namespace
 
-RankEntry IndexRank(const fs::path& dir, uint32_t rank, const IndexFilter& filter,
-                    std::vector<Skipped>* skipped) {
+StatusOr<RankEntry> IndexRank(const fs::path& dir, uint32_t rank, const IndexFilter& filter,
+                              std::vector<Skipped>* skipped) {
   RankEntry entry;
   entry.rank = rank;
   entry.dir = dir.string();
-  for (const fs::path& net : SortedChildren(dir)) {
+  GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> nets, SortedChildren(dir));
+  for (const fs::path& net : nets) {
     const std::string name = net.filename().string();
-    if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" || name[0] == '.') {
-      continue;
-    }
-    for (const fs::path& graph : SortedChildren(net)) {
+    if (name == "graphs" || name == "execution_order" || name[0] == '.') continue;
+    GRAPHDUMP_ASSIGN_OR_RETURN(const bool is_directory, IsSubdirectory(net));
+    if (!is_directory) continue;
+    GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> graphs, SortedChildren(net));
+    for (const fs::path& graph : graphs) {
       const std::string id = graph.filename().string();
-      if (fs::is_directory(graph) && IsNumber(id)) {
-        entry.graphs.push_back(IndexGraph(dir, name, graph, std::stoul(id), filter, skipped));
-      }
+      if (!IsNumber(id)) continue;
+      GRAPHDUMP_ASSIGN_OR_RETURN(const bool graph_is_directory, IsSubdirectory(graph));
+      if (!graph_is_directory) continue;
+      GRAPHDUMP_ASSIGN_OR_RETURN(GraphEntry g,
+                                 IndexGraph(dir, name, graph, std::stoul(id), filter, skipped));
+      entry.graphs.push_back(std::move(g));
     }
   }
   std::sort(entry.graphs.begin(), entry.graphs.end(),

@@ -114,7 +114,7 @@ StatusOr<std::unique_ptr<SpilledWatch>> SpilledWatch::Run(const std::string& dir
   Status failed;
   WatchOptions every = options;
   every.keep_hits = 0;
-  StreamedDump streamed = WatchEachRank(std::move(listed), checks, every, [&](size_t i,
+  StatusOr<StreamedDump> streamed_or = WatchEachRank(std::move(listed), checks, every, [&](size_t i,
                                                                             WatchResult& r) {
         SortHitsByOccurrence(&r.hits);  // RunWatch's order already: a run for the merge
         std::string chunk, text;
@@ -140,7 +140,9 @@ StatusOr<std::unique_ptr<SpilledWatch>> SpilledWatch::Run(const std::string& dir
         spill.weight_pairs_checked += r.weight_pairs_checked;
         if (failed.ok()) failed = status;
       });
+  GRAPHDUMP_RETURN_IF_ERROR(streamed_or.status());
   GRAPHDUMP_RETURN_IF_ERROR(failed);
+  StreamedDump& streamed = *streamed_or;
   spill.ranks = streamed.ranks;
   watch->skipped_ = std::move(streamed.skipped);
   for (std::vector<Skipped>& rank : found) {

@@ -39,9 +39,9 @@ WatchResult MergeWatchResults(std::vector<WatchResult> parts) {
   return merged;
 }
 
-StreamedDump WatchEachRank(DumpRanks ranks, const std::vector<WatchCheck>& checks,
-                           const WatchOptions& options,
-                           const std::function<void(size_t, WatchResult&)>& each) {
+StatusOr<StreamedDump> WatchEachRank(DumpRanks ranks, const std::vector<WatchCheck>& checks,
+                                     const WatchOptions& options,
+                                     const std::function<void(size_t, WatchResult&)>& each) {
   const size_t n = ranks.size();
   // Ranks on every core, each rank's tensors on the cores left over.
   const int threads = options.threads > 0 ? options.threads : DefaultThreads();
@@ -68,8 +68,10 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
   std::vector<WatchResult> per_rank(n);
   // Keeps each rank's first `keep_hits` hits and its HitSpread (the dump's first hits are among
   // the ranks' first).
-  StreamedDump streamed = WatchEachRank(std::move(ranks), checks, options,
-                                        [&](size_t i, WatchResult& r) { per_rank[i] = std::move(r); });
+  GRAPHDUMP_ASSIGN_OR_RETURN(
+      StreamedDump streamed,
+      WatchEachRank(std::move(ranks), checks, options,
+                    [&](size_t i, WatchResult& r) { per_rank[i] = std::move(r); }));
   WatchResult result;
   result.skipped = std::move(streamed.skipped);
   result.ranks = streamed.ranks;

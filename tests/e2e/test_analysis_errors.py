@@ -1,8 +1,10 @@
 """Bad input: missing and non-dump directories, truncated and corrupt .npy files, a malformed
-statistic.csv. Messages name the file; compare and watch go on with the rest."""
+statistic.csv, directories that cannot be read. Messages name the file; compare and watch go on
+with the rest of a dump whose files are bad, and stop at a directory they cannot read."""
 import glob
 import json
 import os
+import subprocess
 import types
 
 import pytest
@@ -154,3 +156,70 @@ def test_unparsable_file_name_is_listed(dumps):
     [skipped] = json.loads(p.stdout)['skipped']
     assert skipped['path'].endswith('random.npy')
     assert 'file name does not follow' in skipped['reason']
+
+
+def unprivileged(args):
+    """`args` run so that file permissions apply: as root (the tests' usual user), without the
+    capabilities that let root read any directory (setpriv drops them for the command)."""
+    if os.geteuid() != 0:
+        return list(args)
+    return ['setpriv', '--inh-caps=-all', '--ambient-caps=-all',
+            '--bounding-set=-dac_override,-dac_read_search', '--'] + list(args)
+
+
+def graphdump_unprivileged(*args):
+    binary = os.environ.get('GRAPHDUMP_BIN', 'graphdump')
+    return subprocess.run(unprivileged([binary] + [str(a) for a in args]), capture_output=True,
+                          text=True, timeout=120)
+
+
+def permissions_apply(root):
+    """Whether a directory of mode 000 is unreadable to unprivileged() commands here."""
+    probe = os.path.join(root, 'probe')
+    os.makedirs(probe)
+    os.chmod(probe, 0)
+    try:
+        p = subprocess.run(unprivileged(['ls', probe]), capture_output=True, text=True)
+    except FileNotFoundError:
+        return False
+    finally:
+        os.chmod(probe, 0o700)
+        os.rmdir(probe)
+    return p.returncode != 0 and 'Permission denied' in p.stderr
+
+
+def test_unreadable_directories_are_errors_not_empty(dumps):
+    """A directory the command cannot list (mode 000) or search (mode 0444: its entries cannot
+    be looked at) is an error naming it and the system's reason, exit 3, in every command:
+    never a rank of "0 graph(s)", "0 of 2 ranks hit" or "all ranks agree" about a rank that was
+    not read, nor "not a dump directory"."""
+    if not permissions_apply(dumps.root):
+        pytest.skip('no way to make a directory unreadable here (root without setpriv)')
+    for rank in (0, 1):
+        d.write_dump(os.path.join(dumps.root, 'ranks'), {0: dumps.net}, rank=rank)
+        d.write_dump(os.path.join(dumps.root, 'other'), {0: dumps.net}, rank=rank)
+    ranks, other = os.path.join(dumps.root, 'ranks'), os.path.join(dumps.root, 'other')
+    report = os.path.join(dumps.root, 'r.html')
+    commands = [['ls', ranks], ['ls', ranks, '--json'], ['watch', ranks],
+                ['watch', ranks, '--json'], ['watch', ranks, '--first'],
+                ['compare', ranks, '--ranks'], ['compare', ranks, '--ranks', '--json'],
+                ['compare', ranks, other], ['compare', other, ranks, '--json'],
+                ['trace', ranks, 'model.py:10'], ['report', ranks, '-o', report]]
+    assert all(graphdump_unprivileged(*c).returncode in (0, 1) for c in commands)
+    for unreadable, mode in ((os.path.join(ranks, 'rank_1'), 0),
+                             (os.path.join(ranks, 'rank_1'), 0o444),
+                             (os.path.join(ranks, 'rank_1', 'Net', '0'), 0),
+                             (os.path.join(ranks, 'rank_0', 'Net', '0', '0'), 0),
+                             (ranks, 0)):
+        os.chmod(unreadable, mode)
+        try:
+            for c in commands:
+                p = graphdump_unprivileged(*c)
+                assert p.returncode == 3, (c, unreadable, oct(mode), p.stdout, p.stderr)
+                assert unreadable + ': ' in p.stderr, (c, p.stderr)
+                assert 'Permission denied' in p.stderr, (c, p.stderr)
+                assert 'not a dump directory' not in p.stderr, (c, p.stderr)
+                assert 'all ranks agree' not in p.stdout and 'ranks hit' not in p.stdout, c
+                assert not os.path.exists(report)
+        finally:
+            os.chmod(unreadable, 0o755)

@@ -55,7 +55,7 @@ bool ParseConvertedNpyName(std::string_view file_name, AscendIndexEntry* entry);
 // Walks `dir` recursively. Raw dump files (LooksLikeAscendDumpName) give one entry per tensor,
 // read from their header; converted .npy files give one entry each, long names resolved
 // through each directory's mapping.csv. Other files are ignored. kNotFound when `dir` does not
-// exist.
+// exist; kIOError (with the system's reason) when a directory below it cannot be read.
 StatusOr<AscendIndex> IndexAscendDump(const std::string& dir);
 
 }  // namespace graphdump

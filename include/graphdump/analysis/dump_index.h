@@ -328,8 +328,10 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 // directory written by `graphdump convert`: device_id is the rank, model_id the graph and
 // data_index the iteration (a converted flat directory is rank 0, graph 0, iteration 0). Returns
 // kNotFound when `dir` does not exist and kInvalidArgument "not a dump directory" (naming it and
-// what was expected) when it holds no dump. Unreadable or malformed pieces (a bad statistic.csv, an
-// unparsable file name) are listed in `skipped` and the rest is indexed. Ranks are indexed on
+// what was expected) when it holds no dump; kIOError "DIR: cannot read the directory: REASON"
+// when a directory of the dump (the root, a rank, net, graph or iteration directory) cannot be
+// listed or searched: a directory is never taken for an empty one. Unreadable or malformed files
+// (a bad statistic.csv, an unparsable file name) are listed in `skipped` and the rest is indexed. Ranks are indexed on
 // every core; with `progress`, a Progress line counts them on a terminal.
 StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress = false);
 
@@ -377,10 +379,12 @@ struct StreamedDump {
 // Indexes the ranks of `ranks` that `filter` keeps, `threads` ranks at a time, and calls
 // `each(position, index)` with a one-rank index (the rank's own skipped files) on the thread
 // that indexed it; the index is freed when `each` returns. With `progress`, a Progress line
-// counts ranks on a terminal. Returns what IndexDump would add to those ranks.
-StreamedDump ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads,
-                         const std::string& progress,
-                         const std::function<void(size_t, DumpIndex&)>& each);
+// counts ranks on a terminal. Returns what IndexDump would add to those ranks, or IndexDump's
+// kIOError for the first rank (in rank order) holding a directory that cannot be read: `each`
+// may have been called for ranks before it, and no rank after it is started.
+StatusOr<StreamedDump> ForEachRank(DumpRanks ranks, const IndexFilter& filter, int threads,
+                                   const std::string& progress,
+                                   const std::function<void(size_t, DumpIndex&)>& each);
 
 // IndexDump of the ranks, iterations, kernels and io that `filter` keeps.
 StatusOr<DumpIndex> IndexDump(const std::string& dir, const IndexFilter& filter,

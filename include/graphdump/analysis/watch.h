@@ -145,10 +145,10 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
 // RunWatch over each rank of `ranks` indexed one at a time (ForEachRank, several ranks at once):
 // `each(position, result)` gets the result of the rank at `position` in `ranks`, on the thread
 // that checked it; its skipped files are those found while checking (the index's are the
-// returned StreamedDump's).
-StreamedDump WatchEachRank(DumpRanks ranks, const std::vector<WatchCheck>& checks,
-                           const WatchOptions& options,
-                           const std::function<void(size_t, WatchResult&)>& each);
+// returned StreamedDump's). Errors are ForEachRank's.
+StatusOr<StreamedDump> WatchEachRank(DumpRanks ranks, const std::vector<WatchCheck>& checks,
+                                     const WatchOptions& options,
+                                     const std::function<void(size_t, WatchResult&)>& each);
 
 // The first hit of each rank, in the order of `result.hits`: the rank that hit first comes first.
 std::vector<WatchHit> FirstHitPerRank(const WatchResult& result);
