@@ -142,7 +142,9 @@ int RunLs(int argc, char** argv) {
       "  graphdump ls dump/\n"
       "  graphdump ls dump/rank_0 --kernels\n"
       "  graphdump ls dump/ --json | jq '.ranks[0].graphs[0].iterations'\n"
-      "Reads graphdump's layout and MindSpore's (Float32 dtype suffix, mapping.csv, constants/).");
+      "Reads graphdump's layout and MindSpore's (Float32 dtype suffix, mapping.csv, constants/).\n"
+      "Exit status: 0 listed, 2 usage error (a missing or non-dump directory), 3 a directory of\n"
+      "the dump cannot be read.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   int rc = kExitOk;
   auto ranks = ListRanks("graphdump ls", dir, &rc);

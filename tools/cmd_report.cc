@@ -62,7 +62,7 @@ int RunReport(int argc, char** argv) {
       "  graphdump report --compare dump_bf16/ dump_fp32/ -o diff.html --replay 3\n"
       "Exit status: 0 written, 2 usage error (including an -o whose directory is missing or not\n"
       "writable, or that names a FIFO, device or symbolic link: only regular files and new paths\n"
-      "are written), 3 the file could not be written.");
+      "are written), 3 the file could not be written or a directory of a dump cannot be read.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (!ApplyToleranceOptions(app, "graphdump report", &options)) return kExitUsage;
   if (dir.empty() == compare.empty()) {

@@ -35,7 +35,8 @@ int RunTrace(int argc, char** argv) {
       "  graphdump trace dump/rank_0 models/resnet.py:120 --json\n"
       "  graphdump trace dump/ model.py:58 --iteration 3\n"
       "A kernel called more than once in an iteration lists each call's files under 'call N'.\n"
-      "Exit status: 0 kernels found, 1 none found, 2 usage error.");
+      "Exit status: 0 kernels found, 1 none found, 2 usage error, 3 a directory of the dump\n"
+      "cannot be read.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   std::string file;
   int line = 0;
