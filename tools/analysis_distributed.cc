@@ -1,5 +1,5 @@
 // Distributed analysis: launching the job, the allgather helper and the assignment of ranks to
-// processes (analysis_distributed.h).
+// processes (analysis_distributed.h; the rendezvous is analysis_distributed_rendezvous.cc).
 #include "analysis_distributed.h"
 
 #include <fcntl.h>
@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "commands.h"
 #include "graphdump/launcher.h"
@@ -164,31 +163,6 @@ StatusOr<std::vector<std::string>> AnalysisJob::AllGather(const std::string& min
     if (size > 0 && !ReadAll(from_helper_, bytes.data(), size)) return lost;
   }
   return all;
-}
-
-StatusOr<std::map<uint32_t, std::vector<uint32_t>>> AnalysisJob::SeenRanks(const std::string& dir) {
-  std::string mine;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("rank_", 0) != 0 || name.size() == 5 || name.size() > 14 ||
-        name.find_first_not_of("0123456789", 5) != std::string::npos || !it->is_directory(ec)) {
-      continue;
-    }
-    mine += name.substr(5) + ",";
-  }
-  auto all = AllGather(mine);
-  if (!all.ok()) return all.status();
-  std::map<uint32_t, std::vector<uint32_t>> seen;
-  for (uint32_t process = 0; process < all->size(); ++process) {
-    const std::string& list = (*all)[process];
-    for (size_t start = 0, comma; (comma = list.find(',', start)) != std::string::npos;
-         start = comma + 1) {
-      const unsigned long long id = std::stoull(list.substr(start, comma - start));
-      if (id <= UINT32_MAX) seen[static_cast<uint32_t>(id)].push_back(process);
-    }
-  }
-  return seen;
 }
 
 std::map<uint32_t, uint32_t> AssignRanks(const std::map<uint32_t, std::vector<uint32_t>>& seen,

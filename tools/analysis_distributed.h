@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphdump/status.h"
@@ -27,6 +28,16 @@ bool InDistributedJob();
 // status, or a failed process's (its failure told on stderr).
 int LaunchAnalysisJob(const std::string& command, int nproc, int argc, char** argv);
 
+// What a process of a distributed analysis is asked to do. Every process of a job must be
+// asked the same: their parts are merged as one answer.
+struct JobCommand {
+  std::string command;  // "watch", "compare --ranks"
+  std::string dir;      // DIR as given
+  // The options that choose the answer, by name, with their values as given ("--check",
+  // "nan,inf"); options that only shape process 0's output (--json, -q, -j) are left out.
+  std::vector<std::pair<std::string, std::string>> options;
+};
+
 // One process of a distributed analysis.
 class AnalysisJob {
  public:
@@ -41,9 +52,17 @@ class AnalysisJob {
   // Every process's bytes, in rank order (all processes call it, as often).
   StatusOr<std::vector<std::string>> AllGather(const std::string& mine);
 
-  // The rank_{id} directories of `dir` each process sees, by rank id (one collective): rank id
-  // -> the processes that see it, ascending.
-  StatusOr<std::map<uint32_t, std::vector<uint32_t>>> SeenRanks(const std::string& dir);
+  // The rendezvous of the job's processes (one collective): each tells the others its command,
+  // the rank_{id} directories of its DIR and what wrote them. Returns, by rank id, the
+  // processes that see its directory (ascending). Errors from what the processes told, the same
+  // on every process (*shared set true: process 0 alone need print them): kInvalidArgument
+  // naming the first process whose command (the command, DIR, an option of `mine.options`) or
+  // kind of dump (the graphdump version in its lowest rank's .dump_metadata/config.json, or
+  // none: MindSpore's) differs from process 0's, and what differs; kIOError naming the first
+  // process that cannot list its DIR, with the path and the system's reason. An IOError of
+  // this process alone (*shared false) when the exchange itself fails.
+  StatusOr<std::map<uint32_t, std::vector<uint32_t>>> Rendezvous(const JobCommand& mine,
+                                                                 bool* shared);
 
  private:
   AnalysisJob() = default;

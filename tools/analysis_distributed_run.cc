@@ -53,12 +53,25 @@ std::optional<std::vector<Json>> Exchange(AnalysisJob& job, const std::string& c
   *exit_code = kExitOk;
   if (job.rank() != 0) return std::nullopt;
   std::vector<Json> frames;
-  for (const std::string& bytes : *all) {
-    frames.push_back(Json::from_msgpack(bytes));
-    const Json& f = frames.back();
-    if (*exit_code == kExitOk && !f["error"].get<std::string>().empty()) {
-      fmt::print(stderr, "graphdump {}: error: {}\n", command, f["error"].get<std::string>());
-      *exit_code = f["code"].get<int>();
+  for (uint32_t process = 0; process < all->size(); ++process) {
+    // The rendezvous checked that every process runs this command: a frame that does not read
+    // as its results is a fault, told and not merged.
+    try {
+      frames.push_back(Json::from_msgpack((*all)[process]));
+      const Json& f = frames.back();
+      const std::string error = f.at("error").get<std::string>();
+      const int code = f.at("code").get<int>();
+      (void)f.at("parts").size();
+      (void)f.at("skipped").size();
+      if (*exit_code == kExitOk && !error.empty()) {
+        fmt::print(stderr, "graphdump {}: error: {}\n", command, error);
+        *exit_code = code;
+      }
+    } catch (const Json::exception& e) {
+      fmt::print(stderr, "graphdump {}: error: the results of process {} cannot be read: {}\n",
+                 command, process, e.what());
+      *exit_code = kExitFailure;
+      return std::nullopt;
     }
   }
   if (*exit_code != kExitOk) return std::nullopt;
@@ -74,16 +87,21 @@ Json ErrorFrame(const Status& s) {
           {"skipped", Json::array()}};
 }
 
-// The job and the ranks each process sees; null after an error (told by process 0).
-std::unique_ptr<AnalysisJob> Start(const std::string& command, const std::string& dir,
+// The job and the ranks each process sees; null after an error (told by process 0 when every
+// process meets it).
+std::unique_ptr<AnalysisJob> Start(const std::string& command, const JobCommand& mine,
                                    std::map<uint32_t, std::vector<uint32_t>>* seen,
                                    int* exit_code) {
   std::unique_ptr<AnalysisJob> job = AnalysisJob::Join(command, exit_code);
   if (!job) return nullptr;
-  auto found = job->SeenRanks(dir);
+  const std::string& dir = mine.dir;
+  bool shared = false;
+  auto found = job->Rendezvous(mine, &shared);
   if (!found.ok()) {
-    fmt::print(stderr, "graphdump {}: error: {}\n", command, found.status().message());
-    *exit_code = kExitFailure;
+    if (!shared || job->rank() == 0) {
+      fmt::print(stderr, "graphdump {}: error: {}\n", command, found.status().message());
+    }
+    *exit_code = found.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
     return nullptr;
   }
   if (found->empty()) {
@@ -103,12 +121,13 @@ std::unique_ptr<AnalysisJob> Start(const std::string& command, const std::string
 
 }  // namespace
 
-std::optional<analysis::WatchResult> DistributedWatch(const std::string& dir,
+std::optional<analysis::WatchResult> DistributedWatch(const JobCommand& command,
                                                       const std::vector<analysis::WatchCheck>& checks,
                                                       const analysis::WatchOptions& options,
                                                       int* exit_code) {
+  const std::string& dir = command.dir;
   std::map<uint32_t, std::vector<uint32_t>> seen;
-  std::unique_ptr<AnalysisJob> job = Start("watch", dir, &seen, exit_code);
+  std::unique_ptr<AnalysisJob> job = Start("watch", command, &seen, exit_code);
   if (!job) return std::nullopt;
   Json mine = {{"error", ""}, {"code", 0}, {"parts", Json::array()}, {"skipped", Json::array()}};
   for (const auto& [rank, process] : AssignRanks(seen)) {
@@ -157,9 +176,10 @@ std::optional<analysis::WatchResult> DistributedWatch(const std::string& dir,
 }
 
 std::optional<analysis::RankCompareResult> DistributedCompareRanks(
-    const std::string& dir, const analysis::RankCompareOptions& options, int* exit_code) {
+    const JobCommand& command, const analysis::RankCompareOptions& options, int* exit_code) {
+  const std::string& dir = command.dir;
   std::map<uint32_t, std::vector<uint32_t>> seen;
-  std::unique_ptr<AnalysisJob> job = Start("compare", dir, &seen, exit_code);
+  std::unique_ptr<AnalysisJob> job = Start("compare", command, &seen, exit_code);
   if (!job) return std::nullopt;
   std::vector<uint32_t> available;
   for (const auto& [rank, processes] : seen) available.push_back(rank);

@@ -278,7 +278,15 @@ int RunRanks(const std::string& dir, const std::string& ranks_text,
   int rc = kExitOk;
   std::optional<analysis::RankCompareResult> result;
   if (InDistributedJob()) {
-    result = DistributedCompareRanks(dir, rank_options, &rc);
+    const analysis::CompareOptions& o = options;
+    const JobCommand command{
+        "compare --ranks",
+        dir,
+        {{"--ranks", ranks_text},
+         {"--iteration", o.iteration ? std::to_string(*o.iteration) : ""},
+         {"--atol", o.user_tolerances ? fmt::format("{}", o.atol) : ""},
+         {"--rtol", o.user_tolerances ? fmt::format("{}", o.rtol) : ""}}};
+    result = DistributedCompareRanks(command, rank_options, &rc);
     if (!result) return rc;
   } else {
     // Ranks are indexed and compared one at a time: memory holds the reference rank and the
@@ -351,7 +359,8 @@ int RunCompare(int argc, char** argv) {
       "or write --ranks=LIST. With --nproc N, or under torchrun (RANK, WORLD_SIZE, MASTER_ADDR\n"
       "and MASTER_PORT set), --ranks runs as one job: each process compares the ranks whose\n"
       "directories its disk holds (the reference rank's must be there too) and process 0\n"
-      "prints what one process would (docs/scale.md).\n"
+      "prints what one process would (docs/scale.md); every process must be given the same DIR,\n"
+      "--ranks, --iteration and tolerances, on dumps of one graphdump version (exit 2 otherwise).\n"
       "Kernels pair by full name, then by name without -op{N} ids, then by execution order and\n"
       "op type. Without --atol/--rtol each tensor pair is judged by the standard of the lower\n"
       "precision of its dtypes (bfloat16: |a-b| <= 2^-8*max(|b|, 2^-8)); a kernel adds error\n"
@@ -362,7 +371,8 @@ int RunCompare(int argc, char** argv) {
       "1 a kernel adds error (or an output fails where its error cannot be measured), 2 usage\n"
       "error (including a missing or non-dump directory, nothing to pair, or an --out whose\n"
       "directory is missing or not writable, or that names a FIFO, device or symbolic link:\n"
-      "only regular files and new paths are written), 3 --out could not be written. With\n"
+      "only regular files and new paths are written), 3 --out could not be written or a\n"
+      "directory of a dump cannot be read (or a process of the job did not join). With\n"
       "--ranks: 1 when a synced tensor disagrees, a file was skipped or nothing was compared.");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   if (app.count("--iteration") > 0) {

@@ -157,9 +157,11 @@ int RunWatch(int argc, char** argv) {
       "Distributed: with --nproc N, or under torchrun (RANK, WORLD_SIZE, MASTER_ADDR and\n"
       "MASTER_PORT set: torchrun --no-python --nproc-per-node 8 ... graphdump watch dump/), each\n"
       "process reads the rank_{id} directories it is given among those its disk holds, and\n"
-      "process 0 prints what one process would print (docs/scale.md).\n"
+      "process 0 prints what one process would print (docs/scale.md). Every process must be\n"
+      "given the same DIR and --check, on dumps of one graphdump version (exit 2 otherwise).\n"
       "Exit status: 0 no hit (skipped files are listed on stderr), 1 a watchpoint hit, 2 usage\n"
-      "error.");
+      "error, 3 a directory of the dump cannot be read (or a process of the job did not join\n"
+      "within GRAPHDUMP_DIST_TIMEOUT seconds).");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   auto checks = analysis::ParseWatchChecks(checks_text);
   if (!checks.ok()) {
@@ -179,7 +181,12 @@ int RunWatch(int argc, char** argv) {
   int rc = kExitOk;
   std::optional<analysis::WatchResult> found;
   if (InDistributedJob()) {
-    found = DistributedWatch(dir, *checks, options, &rc);
+    JobCommand command{"watch", dir, {}};
+    std::string given;
+    for (const analysis::WatchCheck& check : *checks) given += (given.empty() ? "" : ",") + check.text;
+    command.options = {{"--check", given},
+                       {"--count-intended-inf", options.count_intended_inf ? "on" : "off"}};
+    found = DistributedWatch(command, *checks, options, &rc);
     if (!found) return rc;
   } else {
     // Ranks are indexed and checked one at a time: memory holds the hits, not the dump's index.

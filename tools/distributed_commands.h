@@ -7,17 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "analysis_distributed.h"
 #include "graphdump/analysis/rank_compare.h"
 #include "graphdump/analysis/watch.h"
 
 namespace graphdump::tools {
 
-std::optional<analysis::WatchResult> DistributedWatch(const std::string& dir,
+// `command` is what the process was asked (its DIR is read); every process of the job must be
+// asked the same (AnalysisJob::Rendezvous: exit 2 otherwise, naming the process that differs).
+std::optional<analysis::WatchResult> DistributedWatch(const JobCommand& command,
                                                       const std::vector<analysis::WatchCheck>& checks,
                                                       const analysis::WatchOptions& options,
                                                       int* exit_code);
 
 std::optional<analysis::RankCompareResult> DistributedCompareRanks(
-    const std::string& dir, const analysis::RankCompareOptions& options, int* exit_code);
+    const JobCommand& command, const analysis::RankCompareOptions& options, int* exit_code);
 
 }  // namespace graphdump::tools

@@ -61,7 +61,9 @@ int RunTorchAllGather(int, char**) {
     std::fprintf(stderr, "graphdump allgather: error: %s\n", env.status().message().c_str());
     return kExitUsage;
   }
-  auto group = ProcessGroup::Connect(*env, ProcessGroupOptions{});
+  ProcessGroupOptions options;
+  options.member = "process";  // the job's processes read dump ranks: "rank" would mislead
+  auto group = ProcessGroup::Connect(*env, options);
   if (!group.ok()) {
     std::fprintf(stderr, "graphdump allgather: error: %s\n", group.status().message().c_str());
     return kExitFailure;

@@ -7,6 +7,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -133,3 +134,97 @@ def test_node_local_disks(all_ranks, path):
     assert [p.returncode for p in procs] == [2, 2]
     assert 'no process sees both rank_3 and the reference rank_0' in outs[0][1]
     assert outs[1][1] == ''
+
+
+def start_job(cwds, args, world_size, env=None, unprivileged=()):
+    """Processes of one job, started as torchrun starts them, in {rank: cwd} (a rank left out
+    never starts) with {rank: arguments} (None: the others'). The ranks in `unprivileged` run
+    without root's power to read any directory. Returns {rank: (exit status, stdout, stderr)}
+    and the seconds until the last one ended."""
+    port = str(free_port())
+    began = time.monotonic()
+    procs = {}
+    for rank, cwd in cwds.items():
+        command = [os.environ.get('GRAPHDUMP_BIN', 'graphdump')] + args.get(rank, args[None])
+        if rank in unprivileged and os.geteuid() == 0:
+            command = ['setpriv', '--inh-caps=-all', '--ambient-caps=-all',
+                       '--bounding-set=-dac_override,-dac_read_search', '--'] + command
+        procs[rank] = subprocess.Popen(
+            command,
+            env=dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world_size),
+                     MASTER_ADDR='127.0.0.1', MASTER_PORT=port, **(env or {})),
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ended = {}
+    for rank, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        ended[rank] = (p.returncode, out, err)
+    return ended, time.monotonic() - began
+
+
+def test_a_process_that_never_joins_is_named_within_the_timeout(all_ranks):
+    """Processes 0 and 1 of 3 (and then 1 and 2: process 0, which serves the rendezvous, never
+    starts): each ends within the timeout (once took 2.2 times it) with exit 3 and an error
+    naming the process that did not join."""
+    timeout = 10
+    for missing in (2, 0):
+        cwds = {r: all_ranks for r in range(3) if r != missing}
+        ended, seconds = start_job(cwds, {None: ['watch', 'dump', '-q']}, 3,
+                                   env={'GRAPHDUMP_DIST_TIMEOUT': str(timeout)})
+        assert seconds < timeout + 7, (missing, seconds, ended)
+        for rank, (code, out, err) in ended.items():
+            assert code == 3, (missing, rank, err)
+            assert out == ''
+            assert 'process %d of 3 did not join the job within %d s' % (missing, timeout) in err, \
+                (missing, rank, err)
+
+
+def test_processes_must_run_the_same_command_on_the_same_kind_of_dump(all_ranks, path):
+    """Processes given different commands, DIRs, --checks, --ranks or dumps of different
+    graphdump versions once merged their parts without a word (or failed with a raw JSON
+    exception): every process now stops with exit 2, and process 0 names the process that
+    differs and what differs."""
+    shutil.copytree(os.path.join(all_ranks, 'dump'), path('dump'))
+    shutil.copytree(os.path.join(all_ranks, 'dump'), path('copy'))
+    cases = [(['compare', 'dump', '--ranks'], "process 1 runs 'compare --ranks', process 0 "
+              "runs 'watch'"),
+             (['watch', 'copy'], "process 1 reads DIR 'copy', process 0 DIR 'dump'"),
+             (['watch', 'dump', '--check', 'inf'],
+              "process 1 was given --check 'inf', process 0 --check 'nan,inf'")]
+    for args, message in cases:
+        ended, _ = start_job({0: path(''), 1: path('')},
+                             {None: ['watch', 'dump', '-q'], 1: args + ['-q']}, 2)
+        assert [ended[r][0] for r in (0, 1)] == [2, 2], (args, ended)
+        assert message in ended[0][2], (args, ended[0][2])
+        assert 'every process of the job must be given the same command' in ended[0][2]
+        assert 'json' not in ended[0][2].lower(), ended[0][2]
+        assert ended[1][2] == '' and ended[0][1] == ended[1][1] == ''
+    ended, _ = start_job({0: path(''), 1: path('')},
+                         {None: ['compare', 'dump', '--ranks', '-q'],
+                          1: ['compare', 'dump', '--ranks=0,1', '-q']}, 2)
+    assert [ended[r][0] for r in (0, 1)] == [2, 2], ended
+    assert "process 1 was given --ranks '0,1', process 0 --ranks ''" in ended[0][2], ended[0][2]
+    # A dump written by another graphdump version on process 1's disk.
+    for r in range(RANKS):
+        os.makedirs(path('copy/rank_%d/.dump_metadata' % r))
+        with open(path('copy/rank_%d/.dump_metadata/config.json' % r), 'w') as f:
+            f.write('{"device_target": "cpu", "graphdump_version": "9.9.9"}\n')
+    os.makedirs(path('b'))
+    shutil.move(path('copy'), path('b/dump'))
+    ended, _ = start_job({0: path(''), 1: path('b')}, {None: ['watch', 'dump', '-q']}, 2)
+    assert [ended[r][0] for r in (0, 1)] == [2, 2], ended
+    assert ("process 1 reads a dump of graphdump 9.9.9 in dump/rank_0, process 0 a dump "
+            "without graphdump_version (MindSpore's) in dump/rank_0") in ended[0][2], ended[0][2]
+    # A DIR that process 1 cannot list is an error naming it (exit 3), not a node without ranks.
+    if os.geteuid() == 0 and shutil.which('setpriv') is None:
+        return
+    os.makedirs(path('c/dump'))
+    os.chmod(path('c/dump'), 0)
+    try:
+        ended, _ = start_job({0: path(''), 1: path('c')}, {None: ['watch', 'dump', '-q']}, 2,
+                             unprivileged={1})
+    finally:
+        os.chmod(path('c/dump'), 0o700)
+    assert [ended[r][0] for r in (0, 1)] == [3, 3], ended
+    assert ("process 1: dump: cannot read the directory: Permission denied"
+            in ended[0][2]), ended[0][2]
+    assert ended[1][2] == ''

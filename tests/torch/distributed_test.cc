@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
+#include <utility>
 
 #include "graphdump/launcher.h"
 #include "graphdump/rank_environment.h"
@@ -152,6 +154,41 @@ TEST(DistributedTest, MissingRendezvousFails) {
                                           std::to_string(*port)),
             std::string::npos)
       << group.status().message();
+}
+
+TEST(DistributedTest, RankThatNeverJoinsIsNamedWithinTheTimeout) {
+  // Rank 0 of 3 serves the store and rank 1 joins; rank 2 never starts. Both fail once, after
+  // the timeout, naming rank 2 (the store's own wait named no one, and the gloo connection
+  // after it waited as long again).
+  StatusOr<uint16_t> port = FindFreePort();
+  ASSERT_TRUE(port.ok());
+  setenv("GRAPHDUMP_DIST_TIMEOUT", "1.5", 1);
+  auto connect = [&](uint32_t rank, Status* status, double* seconds) {
+    RankEnvironment env;
+    env.rank = rank;
+    env.world_size = 3;
+    env.master_addr = "127.0.0.1";
+    env.master_port = *port;
+    const auto start = std::chrono::steady_clock::now();
+    StatusOr<std::unique_ptr<ProcessGroup>> group = ProcessGroup::Connect(env, {});
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    *status = group.status();
+  };
+  Status status0, status1;
+  double seconds0 = 0, seconds1 = 0;
+  std::thread rank0(connect, 0, &status0, &seconds0);
+  std::thread rank1(connect, 1, &status1, &seconds1);
+  rank0.join();
+  rank1.join();
+  unsetenv("GRAPHDUMP_DIST_TIMEOUT");
+  for (const auto& [status, seconds] : {std::pair(status0, seconds0), std::pair(status1, seconds1)}) {
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("rank 2 of 3 did not join the job within 1.5 s"),
+              std::string::npos)
+        << status.message();
+    EXPECT_LT(seconds, 3.0) << status.message();
+  }
+  EXPECT_EQ(status0.message().rfind("rank 0 of 3: ", 0), 0u) << status0.message();
 }
 
 TEST(DistributedTest, SingleProcessGroupIsTheIdentity) {

@@ -40,6 +40,9 @@ inline constexpr char kDistTimeoutEnv[] = "GRAPHDUMP_DIST_TIMEOUT";
 struct ProcessGroupOptions {
   // How long rendezvous and each collective may take before they fail.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // What errors call a member of the job: "rank" (training), "process" (distributed analysis,
+  // whose processes read dump ranks).
+  std::string member = "rank";
 };
 
 // The ranks of one job, connected through c10d's gloo backend (TCP).
@@ -47,8 +50,10 @@ class ProcessGroup {
  public:
   // Joins the job described by `env`: rank 0 serves the rendezvous store at MASTER_ADDR:
   // MASTER_PORT, the others connect to it. Blocks until every rank has joined or the timeout
-  // passed. A single-process environment gives a group of one, with no network.
-  // Errors (IOError) name the rank, the address and what failed.
+  // passed (once, counted from the call). A single-process environment gives a group of one,
+  // with no network. Errors (IOError) name the rank, the address and what failed; when ranks
+  // did not join within the timeout, "rank 2 of 3 did not join the job within 300 s" names
+  // them (rank 0, which serves the store, when the others cannot reach it).
   static StatusOr<std::unique_ptr<ProcessGroup>> Connect(const RankEnvironment& env,
                                                          ProcessGroupOptions options);
   ~ProcessGroup();

@@ -1,9 +1,18 @@
 #include "graphdump/torch/distributed.h"
 
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <thread>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -72,15 +81,137 @@ c10::intrusive_ptr<c10d::Backend> ConnectGloo(const c10::intrusive_ptr<c10d::Sto
                                                      static_cast<int>(env.world_size), options);
 }
 
+// "rank 2 of 3", "ranks 1 and 2 of 3", "processes 1, 2 and 5 of 8" (`member`: "rank").
+std::string Members(const std::string& member, const std::vector<uint32_t>& ids,
+                    uint32_t world_size) {
+  std::string list;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    list += (i == 0 ? "" : i + 1 == ids.size() ? " and " : ", ") + std::to_string(ids[i]);
+  }
+  const std::string plural = !member.empty() && member.back() == 's' ? "es" : "s";
+  return member + (ids.size() > 1 ? plural : "") + " " + list + " of " + std::to_string(world_size);
+}
+
+// "10 s", "1.5 s". (No fmt here: LibTorch's units see the fmt headers LibTorch ships.)
+std::string Seconds(std::chrono::milliseconds timeout) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(timeout.count()) / 1000);
+  return text;
+}
+
+// Whether something accepted a TCP connection at `host`:`port` before `deadline` (tried every
+// 100 ms). The store's client retries a failed connect once more with the whole timeout (about
+// twice the timeout in all): a rank that waits here first fails once, when the timeout passes.
+bool WaitForListener(const std::string& host, uint16_t port,
+                     std::chrono::steady_clock::time_point deadline) {
+  using std::chrono::steady_clock;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  while (true) {
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) == 0) {
+      bool accepted = false;
+      for (addrinfo* a = found; a != nullptr && !accepted; a = a->ai_next) {
+        const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                              a->ai_protocol);
+        if (fd < 0) continue;
+        int rc = connect(fd, a->ai_addr, a->ai_addrlen);
+        if (rc != 0 && errno == EINPROGRESS) {
+          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+              deadline - steady_clock::now());
+          pollfd p{fd, POLLOUT, 0};
+          int error = 0;
+          socklen_t length = sizeof error;
+          rc = poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 1, 1000))) == 1 &&
+                       getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0
+                   ? 0
+                   : -1;
+        }
+        close(fd);
+        accepted = rc == 0;
+      }
+      freeaddrinfo(found);
+      if (accepted) return true;
+    }
+    if (steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(
+        std::min<steady_clock::duration>(std::chrono::milliseconds(100), deadline - steady_clock::now()));
+  }
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
   RankEnvironment env;
+  std::string member = "rank";
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;  // gloo (ConnectGloo); null for a group of one
 
   std::string Who() const {
-    return "rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);
+    return member + " " + std::to_string(env.rank) + " of " + std::to_string(env.world_size);
+  }
+
+  // Marks this rank's arrival in the store and waits until every rank's is there, until
+  // `deadline`. The store's own wait for its workers names no one, and the gloo connection
+  // after it waited as long again: this wait ends once, naming the ranks that never came.
+  // Rank 0, which serves the store, tells the others whom it gave up on before it leaves, so
+  // that they name the same ranks instead of losing the store.
+  Status WaitForEveryRank(std::chrono::steady_clock::time_point deadline,
+                          std::chrono::milliseconds timeout, const std::string& where) {
+    using std::chrono::steady_clock;
+    static const std::string kGaveUp = "graphdump/gave_up";
+    auto key = [](uint32_t r) { return "graphdump/joined/" + std::to_string(r); };
+    std::vector<std::string> keys;
+    std::vector<uint32_t> missing;  // as last looked at, one by one
+    for (uint32_t r = 0; r < env.world_size; ++r) {
+      keys.push_back(key(r));
+      if (r != env.rank) missing.push_back(r);
+    }
+    auto last_look = steady_clock::time_point();
+    try {
+      store->set(key(env.rank), std::vector<uint8_t>{1});
+      while (true) {
+        if (store->check(keys)) return Status::Ok();
+        const auto now = steady_clock::now();
+        if (env.rank != 0 && store->check({kGaveUp})) {
+          const std::vector<uint8_t> list = store->get(kGaveUp);
+          missing.clear();
+          for (size_t at = 0; at + 4 <= list.size(); at += 4) {
+            missing.push_back(uint32_t{list[at]} | uint32_t{list[at + 1]} << 8 |
+                              uint32_t{list[at + 2]} << 16 | uint32_t{list[at + 3]} << 24);
+          }
+          break;
+        }
+        if (now - last_look >= std::chrono::seconds(1) || now >= deadline) {
+          std::erase_if(missing, [&](uint32_t r) { return store->check({key(r)}); });
+          last_look = now;
+        }
+        if (now >= deadline) {
+          if (env.rank == 0 && !missing.empty()) {
+            std::vector<uint8_t> list;
+            for (uint32_t r : missing) {
+              for (int i = 0; i < 4; ++i) list.push_back(static_cast<uint8_t>(r >> (8 * i)));
+            }
+            store->set(kGaveUp, list);
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the others look
+          }
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    } catch (const std::exception& e) {
+      // The store went away: rank 0, which serves it, died.
+      if (missing.empty() || env.rank == 0) {
+        return Status::IOError(Who() + ": lost the rendezvous store at " + where + ": " +
+                               ErrorText(e));
+      }
+    }
+    if (missing.empty()) return Status::Ok();
+    return Status::IOError(Who() + ": " + Members(member, missing, env.world_size) +
+                           " did not join the job within " + Seconds(timeout) + " (" +
+                           (missing.size() > 1 ? "they" : "it") +
+                           " never reached the rendezvous store at " + where + "; " +
+                           kDistTimeoutEnv + " sets the timeout)");
   }
 
   // Runs a collective and waits for it; exceptions become an IOError naming the rank.
@@ -139,21 +270,38 @@ StatusOr<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(const RankEnvironm
                                                               ProcessGroupOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->env = env;
+  impl->member = options.member;
   if (env.world_size <= 1) return std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
   const std::chrono::milliseconds timeout = TimeoutFromEnv(options.timeout);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   const std::string where = env.master_addr + ":" + std::to_string(env.master_port);
+  const std::string rank0_missing = " (" + Members(options.member, {0}, env.world_size) +
+                                    " did not join the job within " + Seconds(timeout) +
+                                    ": it serves the store, and nothing answered there)";
+  if (env.rank != 0 && !WaitForListener(env.master_addr, env.master_port, deadline)) {
+    return Status::IOError(impl->Who() + ": cannot reach the rendezvous store at " + where +
+                           ": nothing accepted a connection there" + rank0_missing);
+  }
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = env.master_port;
     store_options.isServer = env.rank == 0;
     store_options.numWorkers = env.world_size;
-    store_options.waitWorkers = true;
-    store_options.timeout = timeout;
+    store_options.waitWorkers = false;  // WaitForEveryRank waits, naming who is missing
+    // What is left of the timeout for the client's connect, which retries once more after it
+    // times out; the store's operations then get the whole timeout.
+    store_options.timeout = std::max<std::chrono::milliseconds>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                              std::chrono::steady_clock::now()),
+        std::chrono::milliseconds(1000));
     impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    impl->store->setTimeout(timeout);
   } catch (const std::exception& e) {
     return Status::IOError(impl->Who() + ": cannot " + (env.rank == 0 ? "serve" : "reach") +
-                           " the rendezvous store at " + where + ": " + ErrorText(e));
+                           " the rendezvous store at " + where + ": " + ErrorText(e) +
+                           (env.rank == 0 ? "" : rank0_missing));
   }
+  GRAPHDUMP_RETURN_IF_ERROR(impl->WaitForEveryRank(deadline, timeout, where));
   try {
     impl->backend = ConnectGloo(impl->store, env, timeout);
   } catch (const std::exception& e) {
