@@ -183,7 +183,9 @@ int RunWatch(int argc, char** argv) {
   if (InDistributedJob()) {
     JobCommand command{"watch", dir, {}};
     std::string given;
-    for (const analysis::WatchCheck& check : *checks) given += (given.empty() ? "" : ",") + check.text;
+    for (const analysis::WatchCheck& check : *checks) {
+      given += (given.empty() ? "" : ",") + check.text;
+    }
     command.options = {{"--check", given},
                        {"--count-intended-inf", options.count_intended_inf ? "on" : "off"}};
     found = DistributedWatch(command, *checks, options, &rc);

@@ -538,7 +538,8 @@ StatusOr<GraphEntry> IndexGraph(const fs::path& rank_dir, const std::string& net
     if (!is_directory) continue;
     const int64_t iteration = numbered ? std::stoll(name) : -1;
     if (filter.iterations && !filter.iterations->count(iteration)) continue;
-    GRAPHDUMP_ASSIGN_OR_RETURN(IterationEntry entry, IndexIteration(child, iteration, ctx, skipped));
+    GRAPHDUMP_ASSIGN_OR_RETURN(IterationEntry entry,
+                               IndexIteration(child, iteration, ctx, skipped));
     // Without an execution order, kernels are numbered below over every kept kernel.
     if (!graph.execution_order.empty()) FilterIteration(filter, &entry);
     if (numbered) {

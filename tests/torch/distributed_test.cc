@@ -181,7 +181,8 @@ TEST(DistributedTest, RankThatNeverJoinsIsNamedWithinTheTimeout) {
   rank0.join();
   rank1.join();
   unsetenv("GRAPHDUMP_DIST_TIMEOUT");
-  for (const auto& [status, seconds] : {std::pair(status0, seconds0), std::pair(status1, seconds1)}) {
+  for (const auto& [status, seconds] :
+       {std::pair(status0, seconds0), std::pair(status1, seconds1)}) {
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.message().find("rank 2 of 3 did not join the job within 1.5 s"),
               std::string::npos)

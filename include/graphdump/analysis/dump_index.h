@@ -331,8 +331,8 @@ StatusOr<std::unique_ptr<MappedNpy>> OpenTensor(const TensorEntry& tensor);
 // what was expected) when it holds no dump; kIOError "DIR: cannot read the directory: REASON"
 // when a directory of the dump (the root, a rank, net, graph or iteration directory) cannot be
 // listed or searched: a directory is never taken for an empty one. Unreadable or malformed files
-// (a bad statistic.csv, an unparsable file name) are listed in `skipped` and the rest is indexed. Ranks are indexed on
-// every core; with `progress`, a Progress line counts them on a terminal.
+// (a bad statistic.csv, an unparsable file name) are listed in `skipped` and the rest is indexed.
+// Ranks are indexed on every core; with `progress`, a Progress line counts them on a terminal.
 StatusOr<DumpIndex> IndexDump(const std::string& dir, bool progress = false);
 
 // What to index (graphdump.load's filters): what a filter leaves out is never kept, so that

@@ -134,8 +134,8 @@ bool WaitForListener(const std::string& host, uint16_t port,
       if (accepted) return true;
     }
     if (steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(
-        std::min<steady_clock::duration>(std::chrono::milliseconds(100), deadline - steady_clock::now()));
+    std::this_thread::sleep_for(std::min<steady_clock::duration>(
+        std::chrono::milliseconds(100), deadline - steady_clock::now()));
   }
 }
 
