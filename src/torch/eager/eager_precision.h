@@ -65,6 +65,12 @@ class EagerPrecision {
   // each entry that matched nothing so far.
   std::vector<std::string> Unmatched() const;
 
+  // Does the run hand `t` out in float32: a kept parameter or buffer, or a live float32 output
+  // of a kept kernel?
+  bool Keeps(const at::Tensor& t) const {
+    return t.defined() && t.scalar_type() == at::kFloat && IsKeptFloat(t);
+  }
+
   struct Seen {
     const EagerGraph* graph;
     uint32_t index;
