@@ -186,6 +186,22 @@ def work():
 t = threading.Thread(target=work); t.start(); t.join()
 '''.replace("import io,", "import io, math,")
 
+# Control flow that follows the values: in bfloat16 the sum is positive and cos runs; with sin
+# kept in float32 it is negative and cos does not run (x holds multiples of 1/64, exact in
+# bfloat16).
+BRANCH = '''
+import torch, torch.nn as nn
+
+class Net(nn.Module):
+    def forward(self, x):
+        a = torch.sin(x * 1000.0)
+        if a.sum().item() > 0:
+            a = torch.cos(a)
+        return a * 2.0
+
+Net()(torch.arange(64) / 64.0)
+'''
+
 SCRIPTS = {"moe": MOE, "attn": ATTN, "gru": GRU, "pos": POS}
 
 # --keep-fp32 sets of the kinds compare's float32 chains and bisect's results name: a chain
@@ -194,9 +210,9 @@ KEEP = {
     "moe": [[], ["name-regex(Default/router-Linear/.*)", "softmax", "topk", "router.weight",
                  "router.bias"],
             ["index_add", "scatter_add", "mul"], ["name-regex(.*)"]],
-    "attn": [["softmax", "masked_fill", "copy_"], ["name-regex(.*)"]],
+    "attn": [["softmax", "masked_fill", "copy_"]],
     "gru": [["gru"], ["name-regex(.*)"]],
-    "pos": [["cumsum", "mul", "sin", "freqs"], ["name-regex(.*)"]],
+    "pos": [["cumsum", "mul", "sin", "freqs"]],
 }
 
 
@@ -306,6 +322,13 @@ def test_bisect_of_a_training_script(module_scratch, scripts, name):
     result = json.loads(out)
     assert result["outcome"] in ("found", "already_matches", "unreachable"), result
     assert not any(k["full_name"].startswith("Gradients/") for k in result["keep"]), result
+
+
+def test_bisect_names_the_kernel_a_kept_set_removes(module_scratch):
+    branch = write(module_scratch, "branch.py", BRANCH)
+    code, out, err = t.run("bisect", "--precision", "bf16", "--", branch, env=p.ONE_THREAD)
+    assert (code == 2 and "kernels changed between rounds" in err and "Default/cos-op" in err
+            ), f"a kept set that removes a kernel: exit {code}\n{err[-1500:]}"
 
 
 if __name__ == "__main__":
