@@ -345,6 +345,9 @@ void BindTorch(py::module_& m) {
           "for a malformed entry.")
       .def("precision_unmatched", &DumpHost::PrecisionUnmatched,
            "A message for each --keep-fp32 entry that matched nothing so far.")
+      .def("precision_module_input", &DumpHost::PrecisionModuleInput,
+           "'' when a module gets the tensor as it is in the precision run, else the dtype it "
+           "gets it in ('bfloat16', 'float16').")
       .def("precision_report", &DumpHost::PrecisionReport,
            "The precision run's kernels and parameters as JSON ('' when not a precision run).")
       .def(

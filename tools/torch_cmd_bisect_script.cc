@@ -26,6 +26,9 @@ struct ScriptRun {
   std::vector<KernelInfo> kernels;  // those that ran with floating values, first seen first
   std::vector<std::string> states;  // floating parameters and buffers
   std::vector<at::Tensor> outputs;
+  // Not ok when the script failed after writing its kernels (an entry of a round that matched
+  // nothing): the kernels tell whether the run called other kernels than the first round.
+  Status failure = Status::Ok();
 };
 
 class ScriptRunner {
@@ -99,21 +102,24 @@ StatusOr<ScriptRun> ScriptRunner::Run(const std::string& precision,
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  Status failure = Status::Ok();
   if (code != 0) {
-    return Status::Internal("the script failed in its " + precision + " run (exit " +
-                            std::to_string(code) + "); its output ends:\n" + Tail(log, 12) +
-                            "the run: " + [&] {
-                              std::string line;
-                              for (size_t i = 1; i < args.size(); ++i) {
-                                line += (i > 1 ? " " : "graphdump ") + ShellWord(args[i]);
-                              }
-                              return line;
-                            }());
+    failure = Status::Internal("the script failed in its " + precision + " run (exit " +
+                               std::to_string(code) + "); its output ends:\n" + Tail(log, 12) +
+                               "the run: " + [&] {
+                                 std::string line;
+                                 for (size_t i = 1; i < args.size(); ++i) {
+                                   line += (i > 1 ? " " : "graphdump ") + ShellWord(args[i]);
+                                 }
+                                 return line;
+                               }());
   }
   ScriptRun run;
+  run.failure = failure;
   std::ifstream in(dir / "run.json");
   nlohmann::json report = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (report.is_discarded() || !report.is_object()) {
+    if (!failure.ok()) return failure;
     return Status::Internal("the script's " + precision + " run wrote no readable " +
                             (dir / "run.json").string());
   }
@@ -130,6 +136,7 @@ StatusOr<ScriptRun> ScriptRunner::Run(const std::string& precision,
     run.kernels.push_back(std::move(kernel));
   }
   run.states = report.value("states", std::vector<std::string>());
+  if (!failure.ok()) return run;
   const int outputs = report.value("outputs", 0);
   for (int i = 0; i < outputs; ++i) {
     GRAPHDUMP_ASSIGN_OR_RETURN(at::Tensor t,
@@ -178,6 +185,7 @@ int RunScriptBisect(const std::string& command, const BisectFlags& flags,
   printer.Header();
   auto reference = runner.Run("fp32", {});
   if (!reference.ok()) return Fail(command, reference.status());
+  if (!reference->failure.ok()) return Fail(command, reference->failure);
   if (reference->outputs.empty()) {
     return Fail(command, Status::InvalidArgument(
                              "the script's first module returned no floating tensor (or the "
@@ -191,6 +199,7 @@ int RunScriptBisect(const std::string& command, const BisectFlags& flags,
     }
     GRAPHDUMP_ASSIGN_OR_RETURN(ScriptRun run, runner.Run(flags.precision, names));
     if (first) {
+      if (!run.failure.ok()) return run.failure;
       kernels = run.kernels;
       states = run.states;
       first = false;
@@ -201,6 +210,7 @@ int RunScriptBisect(const std::string& command, const BisectFlags& flags,
           ". Rounds match kernels by name, so each run must call the same kernels in the same "
           "order: fix the script's seeds and data order, or bisect fewer --steps");
     }
+    if (!run.failure.ok()) return run.failure;
     return MaxRelativeL2Error(run.outputs, reference->outputs);
   };
   BisectResult result;

@@ -59,7 +59,7 @@ def _script_call(module, *args, **kwargs):
     if torch.compiler.is_compiling():  # Dynamo traces the module's own call
         return _module_call(module, *args, **kwargs)
     dump = _state.active
-    if dump is not None and dump._precision is not None and not dump._precision.busy:
+    if dump is not None and dump._precision is not None and dump._precision.takes(dump):
         out = dump._precision.root_call(module, _script_call, args, kwargs)
         dump._precision.after_root_call(len(dump._optimizers))
         return out
@@ -74,7 +74,7 @@ def _eager_call(module, *args, **kwargs):
     if torch.compiler.is_compiling():  # Dynamo traces the module's own call
         return _module_call(module, *args, **kwargs)
     dump = _state.active
-    if dump is not None and dump._precision is not None and not dump._precision.busy:
+    if dump is not None and dump._precision is not None and dump._precision.takes(dump):
         out = dump._precision.root_call(module, _eager_call, args, kwargs)
         dump._precision.after_root_call(len(dump._optimizers))
         return out
@@ -88,6 +88,8 @@ def _eager_call(module, *args, **kwargs):
         else:
             host.enter_uncaptured()
     try:
+        if dump._precision is not None:
+            args, kwargs = dump._precision.module_inputs(host, args, kwargs)
         return _module_call(module, *args, **kwargs)
     except Exception as e:
         failure = host.take_failure()

@@ -10,6 +10,7 @@ reads ($GRAPHDUMP_PRECISION_OUT: run.json and output_{i}.npy).
 import json
 import os
 import sys
+import threading
 
 import torch
 
@@ -39,6 +40,58 @@ class PrecisionRun:
         self.steps_done = 0
         self.root_calls = 0
         self.host = None
+
+    def takes(self, dump):
+        """Is a module call now one of the run's root calls: from outside any module, on the
+        thread and in the process the dump watches? Other threads and forked children (a
+        DataLoader's workers) run their modules as they are, in their own dtypes."""
+        return (not self.busy and threading.get_ident() == dump._thread and
+                os.getpid() == dump._pid)
+
+    def closure(self, host, args, kwargs):
+        """(args, kwargs, box) of an optimizer's step(closure) (LBFGS) while the update runs
+        paused (its operators are no kernels): the closure's own forward and backward are the
+        script's, so it runs unpaused, as a step without a closure would have run them.
+        box[0] is the pause open after the step (close it)."""
+        box = [host.pause_eager()]
+        given = args[0] if args else kwargs.get("closure")
+        if not callable(given):
+            return args, kwargs, box
+
+        def closure():
+            box[0].close()
+            try:
+                return given()
+            finally:
+                box[0] = host.pause_eager()
+        if args:
+            return (closure,) + tuple(args[1:]), kwargs, box
+        return args, {**kwargs, "closure": closure}, box
+
+    def module_inputs(self, host, args, kwargs):
+        """(args, kwargs) as a module of the run gets them: floating tensors of another dtype
+        (the script's float32 data) in the run's dtype, as a bfloat16 model gets bfloat16 data,
+        so that the module's own Python checks (nn.GRU's input dtype against its weights') see
+        the dtype its kernels compute in; tensors the run keeps in float32 (kept parameters,
+        kept kernels' outputs) go as they are. The casts are not kernels."""
+        if self.precision == "fp32":
+            return args, kwargs
+        pause = host.pause_eager()
+        try:
+            def cast(value):
+                if isinstance(value, torch.Tensor):
+                    dtype = host.precision_module_input(value)
+                    return value.to(getattr(torch, dtype)) if dtype else value
+                if isinstance(value, tuple) and not hasattr(value, "_fields"):
+                    return tuple(cast(v) for v in value)
+                if isinstance(value, list):
+                    return [cast(v) for v in value]
+                if type(value) is dict:
+                    return {k: cast(v) for k, v in value.items()}
+                return value
+            return cast(tuple(args)), cast(dict(kwargs))
+        finally:
+            pause.close()
 
     def start(self, host):
         """The host opened (at the first module call): bf16/fp16 turns the kernels' casts on."""

@@ -408,11 +408,12 @@ class Dump:
             host = _dumping_host(dump)
             run = dump._precision if dump is not None else None
             if host is None and run is not None and dump._host is not None:
-                pause = dump._host.pause_eager()  # a precision run: the update is not a kernel
+                # A precision run: the update is not a kernel (a closure's forward is).
+                args, kwargs, pause = run.closure(dump._host, args, kwargs)
                 try:
                     out = original(*args, **kwargs)
                 finally:
-                    pause.close()
+                    pause[0].close()
                 run.after_step()
                 return out
             if host is None:
@@ -422,11 +423,16 @@ class Dump:
                 dump._warn_unowned(params)
             before = [_state_tensors(opt.state.get(p)) for p in params]
             token = host.begin_optimizer_step(type(opt).__name__, params, before)
-            pause = host.pause_eager()  # the update's operators are the update kernels
+            # The update's operators are the update kernels; in a precision run a closure's
+            # forward runs as the script's (its casts are the run's).
+            if run is not None:
+                args, kwargs, pause = run.closure(host, args, kwargs)
+            else:
+                pause = [host.pause_eager()]
             try:
                 out = original(*args, **kwargs)
             finally:
-                pause.close()
+                pause[0].close()
             iteration = host.iteration
             host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
             if run is not None:

@@ -183,6 +183,10 @@ class DumpHost {
   // source_trace) and `states` (the floating parameters' and buffers' dotted names). "" when
   // not a precision run.
   std::string PrecisionReport() const;
+  // The dtype a precision run hands `t` to a module in: "" when `t` goes as it is (not a
+  // precision run, not floating, of the run's dtype, or kept in float32), else the run's
+  // dtype ("bfloat16", "float16").
+  std::string PrecisionModuleInput(const at::Tensor& t) const;
 
   // Ends the open iteration, waits for every write, reports unused kernel entries. Returns the
   // first write error. Idempotent.

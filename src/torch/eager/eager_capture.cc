@@ -227,6 +227,12 @@ void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx)
     }
   }
   if (self->op_depth_ > 0) --self->op_depth_;
+  if (self->op_depth_ == 0) {
+    // A kernel no dispatcher call took (its operator never reached the precision run's key)
+    // is not handed to the next call.
+    self->starting_graph_ = nullptr;
+    self->starting_call_ = nullptr;
+  }
 }
 
 void EagerCapture::NoteFunction(const at::RecordFunction& fn) {
@@ -262,13 +268,10 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   } else {
     call->index = static_cast<uint32_t>(found);
   }
-  starting_graph_ = graph;
-  starting_index_ = call->index;
   const KernelInfo& kernel = graph->kernel(call->index);
   DumpSession* session = active_ ? graph->session() : nullptr;
   call->session = session;
   call->wants = session != nullptr && session->Wants(kernel);
-  starting_call_ = call.get();
   // op_debug_mode 4 dumps the inputs of a kernel that raises.
   const bool keep_inputs =
       call->wants || (session != nullptr && session->config().op_debug_mode == 4);
@@ -277,10 +280,16 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   for (uint32_t i : writes.unannotated) {
     if (i < args.size() && args[i].isTensor()) call->unannotated_writes.push_back(args[i].toTensor());
   }
-  if (!keep_inputs) return call;
   // An in-place operator's input is dumped as it was before the operator wrote it.
-  AppendInputViews(*session, kernel, args, writes.annotated, /*logical_layout=*/true,
-                   &call->inputs);
+  if (keep_inputs) {
+    AppendInputViews(*session, kernel, args, writes.annotated, /*logical_layout=*/true,
+                     &call->inputs);
+  }
+  // Handed out only now: the operators the views above ran (copies) reach the dispatcher
+  // before the kernel does, and are not the kernel (a precision run, TakeKernel).
+  starting_graph_ = graph;
+  starting_index_ = call->index;
+  starting_call_ = call.get();
   return call;
 }
 

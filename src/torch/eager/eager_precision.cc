@@ -6,8 +6,11 @@
 #include <re2/re2.h>
 #include <torch/library.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <unordered_set>
 
 #include "eager/eager_capture.h"
@@ -111,6 +114,11 @@ EagerPrecision::~EagerPrecision() {
 }
 
 void EagerPrecision::Enable() {
+  // A forked child (a DataLoader worker) keeps the watched thread's dispatch keys and id, but
+  // is no precision run: its operators run as they are.
+  static const int registered = pthread_atfork(
+      nullptr, nullptr, [] { g_precision.store(nullptr, std::memory_order_release); });
+  (void)registered;
   thread_id_ = at::RecordFunction::currentThreadId();
   g_precision.store(this, std::memory_order_release);
   c10::impl::tls_set_dispatch_key_included(kPrecisionKey, true);
@@ -226,28 +234,48 @@ void EagerPrecision::Handle(const c10::OperatorHandle& op, c10::DispatchKeySet b
     return;
   }
   const bool keep = Kept(*graph, index);
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t arguments = schema.arguments().size();
+  const size_t base = stack->size() - arguments;
+  // An operator that writes into a tensor (in place, `out=`, `resize_`, `set_`) computes in the
+  // dtype of what it writes, as PyTorch itself does: the written tensor is never replaced by a
+  // cast copy (the operator may resize it, point it at other storage, or the program may hold
+  // views of it), and its other floating operands are cast to its dtype.
+  bool writes = false;
+  std::optional<at::ScalarType> written_type;
+  for (size_t i = 0; i < arguments; ++i) {
+    if (!torch_compat::SchemaWritesArgument(schema, i)) continue;
+    writes = true;
+    const c10::IValue& v = (*stack)[base + i];
+    std::vector<at::Tensor> tensors;
+    if (v.isTensor()) tensors.push_back(v.toTensor());
+    if (v.isTensorList()) tensors = v.toTensorVector();
+    for (const at::Tensor& t : tensors) {
+      if (!written_type && t.defined() && t.is_floating_point()) written_type = t.scalar_type();
+    }
+  }
   bool floating = false;
   // An input as the kernel computes on it; undefined: unchanged.
   auto cast = [&](const at::Tensor& t) -> at::Tensor {
     if (!t.defined() || !t.is_floating_point()) return {};
     floating = true;
     const at::ScalarType type = t.scalar_type();
+    if (writes) return !written_type || type == *written_type ? at::Tensor() : t.to(*written_type);
     if (!keep) return type == dtype_ ? at::Tensor() : t.to(dtype_);
     if (type == at::kFloat && IsKeptFloat(t)) return {};
     // Held in the run's dtype (the program's float32 data is rounded as the run would hold it).
     return type == dtype_ ? t.to(at::kFloat) : t.to(dtype_).to(at::kFloat);
   };
-  const c10::FunctionSchema& schema = op.schema();
-  const size_t arguments = schema.arguments().size();
-  const size_t base = stack->size() - arguments;
-  std::vector<std::pair<at::Tensor, at::Tensor>> written;  // original, the copy it was cast to
   bool cast_any = false;
   for (size_t i = 0; i < arguments; ++i) {
     c10::IValue& v = (*stack)[base + i];
+    if (torch_compat::SchemaWritesArgument(schema, i)) {
+      floating |= v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point();
+      continue;
+    }
     if (v.isTensor()) {
       at::Tensor c = cast(v.toTensor());
       if (!c.defined()) continue;
-      if (torch_compat::SchemaWritesArgument(schema, i)) written.emplace_back(v.toTensor(), c);
       v = c10::IValue(std::move(c));
       cast_any = true;
     } else if (v.isTensorList()) {
@@ -266,28 +294,13 @@ void EagerPrecision::Handle(const c10::OperatorHandle& op, c10::DispatchKeySet b
   op.redispatchBoxed(below, stack);
   const size_t returns = schema.returns().size();
   for (size_t r = stack->size() - std::min(returns, stack->size()); r < stack->size(); ++r) {
-    c10::IValue& out = (*stack)[r];
+    const c10::IValue& out = (*stack)[r];
     if (!out.isTensor()) continue;
-    // An in-place kernel wrote the copy: the result goes back into the tensor it was cast from,
-    // which the kernel returns (as it returns its `self`).
-    for (const auto& [original, copy] : written) {
-      if (out.toTensor().unsafeGetTensorImpl() != copy.unsafeGetTensorImpl()) continue;
-      original.copy_(copy);
-      out = c10::IValue(original);
-    }
     const at::Tensor& t = out.toTensor();
     if (t.defined() && t.is_floating_point()) {
       floating = true;
       if (keep && t.scalar_type() == at::kFloat) NoteKeptOutput(t);
     }
-  }
-  for (const auto& [original, copy] : written) {
-    bool returned = false;
-    for (size_t r = stack->size() - std::min(returns, stack->size()); r < stack->size(); ++r) {
-      returned |= (*stack)[r].isTensor() &&
-                  (*stack)[r].toTensor().unsafeGetTensorImpl() == original.unsafeGetTensorImpl();
-    }
-    if (!returned) original.copy_(copy);  // written without being returned (out= arguments)
   }
   if (floating) NoteSeen(*graph, index);
 }

@@ -9,7 +9,9 @@
 //   - a kept kernel computes in float32 on its inputs as the run holds them: an input of the
 //     run's dtype is cast up; a float32 input that no kept kernel made and no kept parameter
 //     holds (the program's data) is rounded to the run's dtype first; its outputs stay float32;
-//   - an in-place kernel whose written input was cast writes its result back into that input;
+//   - a kernel that writes into a tensor (in place, out=, resize_, set_) computes in that
+//     tensor's dtype: the tensor is never replaced by a cast copy, its other floating operands
+//     are cast to its dtype;
 //   - operators that convert to a dtype the program asks for, alias, or return no tensor
 //     (`.float()`, `.detach()`, `.item()`, `.size()`) read their inputs as they are.
 //
@@ -64,6 +66,12 @@ class EagerPrecision {
   // "--keep-fp32 'X' matches no kernel that ran and no parameter or buffer (nearby: ...)" for
   // each entry that matched nothing so far.
   std::vector<std::string> Unmatched() const;
+
+  // Does the run hand `t` out in float32: a kept parameter or buffer, or a live float32 output
+  // of a kept kernel?
+  bool Keeps(const at::Tensor& t) const {
+    return t.defined() && t.scalar_type() == at::kFloat && IsKeptFloat(t);
+  }
 
   struct Seen {
     const EagerGraph* graph;

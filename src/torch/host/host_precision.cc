@@ -46,6 +46,14 @@ std::vector<std::string> DumpHost::PrecisionUnmatched() const {
   return precision_ ? precision_->Unmatched() : std::vector<std::string>();
 }
 
+std::string DumpHost::PrecisionModuleInput(const at::Tensor& t) const {
+  if (!precision_ || !t.defined() || !t.is_floating_point() ||
+      t.scalar_type() == precision_->dtype() || precision_->Keeps(t)) {
+    return "";
+  }
+  return precision_->dtype() == at::kHalf ? "float16" : "bfloat16";
+}
+
 std::string DumpHost::PrecisionReport() const {
   if (!precision_) return "";
   using nlohmann::json;
