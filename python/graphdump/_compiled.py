@@ -158,7 +158,7 @@ def _tensors(values):
 def _codegen_classes():
     from torch._inductor import ir
     from torch._inductor.codegen.cpp import CppScheduling
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, WrapperLine
     from torch._inductor.utils import aggregate_origins
     from torch._inductor.virtualized import V
 
@@ -183,9 +183,16 @@ def _codegen_classes():
             return Wrapper()
 
         def generate_return(self, output_refs):
-            if self._gd_spec.kernels:
-                self.wrapper_call.writeline("_graphdump.end(_graphdump_call)")
             super().generate_return(output_refs)
+            if self._gd_spec.kernels:
+                # The call's kernels and return run inside the try that the first kernel's
+                # line opened: a call that raises (a kernel's bounds check) ends its step too.
+                code = self.wrapper_call
+                code.do_unindent()
+                code.writeline("finally:")
+                code.do_indent()
+                code.writeline("_graphdump.end(_graphdump_call)")
+                code.do_unindent()
 
         def _gd_kernel(self, origins, kind, reads, writes, written):
             """Adds a kernel reading buffers `reads` and writing `writes` (code expressions,
@@ -193,6 +200,8 @@ def _codegen_classes():
             index = len(self._gd_spec.kernels)
             if index == 0:  # the call's first kernel: the graph's call begins
                 self.writeline(f"_graphdump_call = _graphdump.begin({self._gd_key})")
+                self.writeline("try:")
+                self.writeline(_Indent())
             spec = _kernel_spec(origins, kind, self._gd_backward,
                                 [self._gd_producers.get(_name(r), _name(r)) for r in reads])
             self._gd_spec.kernels.append(spec)
@@ -246,6 +255,12 @@ def _codegen_classes():
         if type(made) is not CppScheduling:
             return made  # another CPU backend (config.cpu_backend): not instrumented
         return Scheduling(scheduler)
+
+    class _Indent(WrapperLine):
+        """Indents the lines after it (the body of the call's try)."""
+
+        def codegen(self, code):
+            code.do_indent()
 
     class Scheduling(CppScheduling):
         """C++ kernels as Inductor defines them, remembering each one's arguments and origins."""
