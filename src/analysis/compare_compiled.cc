@@ -268,6 +268,9 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
   Elements elements;
   for (const int64_t i : iterations) {
     std::vector<Item> cs = ItemsOf(compiled, i), es = ItemsOf(eager, i);
+    // A's kernel's position in the order A's kernels ran, over every graph.
+    const std::vector<Item>& items_a = compiled_is_a ? cs : es;
+    auto ran = [&](const Item& x) { return static_cast<int64_t>(&x - items_a.data()); };
     std::map<std::string, std::vector<size_t>> eager_by_line;
     for (size_t j = 0; j < es.size(); ++j)
       if (!es[j].line.empty() && !es[j].kernel->is_parameter) eager_by_line[es[j].line].push_back(j);
@@ -304,6 +307,7 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
         p.graph_a = compiled_is_a ? c.graph : best->graph;
         p.graph_b = compiled_is_a ? best->graph : c.graph;
         p.iteration = i;
+        p.ran = ran(compiled_is_a ? c : *best);
         p.pairing = Pairing::kStandsFor;
         p.fused_ops = c.compiled->fused_ops;
         p.tensors = TensorPairs(c, *best, by_name[c.graph], by_row[c.graph], &elements);
@@ -337,6 +341,7 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
       p.graph_a = x.graph;
       p.graph_b = y.graph;
       p.iteration = i;
+      p.ran = ran(x);
       p.pairing = kp.pairing;
       out.pairs.push_back(std::move(p));
     }
