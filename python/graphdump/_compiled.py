@@ -11,6 +11,8 @@ How it hooks in, while a Dump is on and once the script calls torch.compile:
     host at its first call; each of its kernels is described from Inductor's scheduler nodes and
     the FX nodes they came from: the ATen operators it fused, their module path
     (nn_module_stack; a backward node's forward's) and source lines (stack_trace).
+  - With GRAPHDUMP_COMPILE_MODE=operators, none of that: AOTAutograd's graphs run operator by
+    operator through an interpreter instead of Inductor's code (_compiled_ops.py).
   - Inductor's caches are off for the run (a cached graph would be the plain code), and while
     Dynamo or Inductor compiles, the eager capture sees nothing (compilation runs operators on
     fake tensors).
@@ -46,6 +48,15 @@ def install():
     global _installed
     if _installed is not None:
         return
+    import os
+
+    from . import _compiled_ops
+    mode = os.environ.get(_compiled_ops.ENV, "kernels")
+    if mode not in ("kernels", "operators"):
+        _state.log(f"warning: {_compiled_ops.ENV}={mode!r} is neither 'kernels' nor "
+                   "'operators': compiled graphs are dumped as Inductor's kernels "
+                   "(docs/compile.md)")
+    operators = mode == "operators"
     from torch._dynamo.callback import callback_handler
     from torch._functorch import config as functorch_config
     from torch._inductor import config as inductor_config
@@ -53,10 +64,13 @@ def install():
 
     common.init_backend_registration()
     previous = common.device_codegens.get("cpu")
-    wrapper_class, scheduling_factory = _codegen_classes()
-    common.register_backend_for_device(
-        "cpu", lambda scheduling: scheduling_factory(previous.scheduling, scheduling),
-        wrapper_class, previous.cpp_wrapper_codegen, previous.fx_wrapper_codegen)
+    if operators:
+        _compiled_ops.install()
+    else:
+        wrapper_class, scheduling_factory = _codegen_classes()
+        common.register_backend_for_device(
+            "cpu", lambda scheduling: scheduling_factory(previous.scheduling, scheduling),
+            wrapper_class, previous.cpp_wrapper_codegen, previous.fx_wrapper_codegen)
     caches = (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache)
     inductor_config.fx_graph_cache = False
     functorch_config.enable_autograd_cache = False
@@ -74,6 +88,8 @@ def uninstall():
     from torch._inductor import config as inductor_config
     from torch._inductor.codegen import common
 
+    from . import _compiled_ops
+    _compiled_ops.uninstall()
     previous, caches = _installed
     common.device_codegens["cpu"] = previous
     inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache = caches

@@ -27,11 +27,14 @@ def _frames(stack_trace):
             for f, line, code in reversed(_compiled._FRAME.findall(stack_trace or ""))]
 
 
-def _spec(node, producers):
-    """(name without op id, op type, module path, source frames, input names, attributes)."""
+def _spec(node, producers, backward=False):
+    """(name without op id, op type, module path, source frames, input names, attributes);
+    a backward graph's node (torch.compile's operator mode) is named under Gradients/ by its
+    forward's module."""
     op = _compiled._op_name(node.target)
-    stack = _compiled._module_stack(node, backward=False)
-    scope = "/".join(["Default"] + [f"{attr}-{cls}" for attr, _, cls in stack])
+    stack = _compiled._module_stack(node, backward=backward)
+    scope = "/".join(["Gradients/Default" if backward else "Default"] +
+                     [f"{attr}-{cls}" for attr, _, cls in stack])
     module_path = stack[-1][1] if stack else ""
     inputs = [producers.get(a.name, a.name) for a in node.all_input_nodes]
     return (f"{scope}/{op}", op, module_path, _frames(node.meta.get("stack_trace")), inputs,
@@ -55,9 +58,10 @@ def _written(target, args, kwargs):
 
 
 class Runner:
-    """Runs `module` (an ExportedProgram's module()) step by step, dumping through `dump`."""
+    """Runs `module` (an ExportedProgram's module(), or an AOTAutograd graph) step by step,
+    dumping through `dump`."""
 
-    def __init__(self, module, name, dump):
+    def __init__(self, module, name, dump, backward=False):
         self._module = module
         self._name = name
         self._dump = dump
@@ -67,7 +71,7 @@ class Runner:
         for node in module.graph.nodes:
             if _is_kernel(node):
                 index = len(self._specs)
-                spec = _spec(node, producers)
+                spec = _spec(node, producers, backward)
                 self._specs.append(spec)
                 self._kernels[node] = index
                 producers[node.name] = f"{spec[0]}-op{index}"
