@@ -5,7 +5,8 @@ How it hooks in, while a Dump is on and once the script calls torch.compile:
   - Inductor's CPU code generation gets a wrapper of graphdump's (register_backend_for_device):
     the same kernels, with the same fusion decisions, and around each kernel call of the
     generated Python code two lines that hand the kernel's buffers to the host (before: its
-    inputs, copied first where it writes them in place; after: the buffers it wrote). The
+    inputs, copied first where it writes them in place; after: the buffers it wrote), and a
+    try/finally around the call's kernels, so that a call that raises ends its step. The
     generated C++ kernels are not touched.
   - Each generated graph (a forward, a backward) is a graph of the dump, registered with the
     host at its first call; each of its kernels is described from Inductor's scheduler nodes and
