@@ -30,17 +30,32 @@ struct Config {
   ParsedConfig parsed;
 };
 
-std::shared_ptr<Config> LoadConfig(const std::optional<std::string>& path) {
+std::shared_ptr<Config> LoadConfig(const std::optional<std::string>& path,
+                                   const std::optional<std::string>& dump_path) {
+  if (dump_path) {
+    if (const std::string problem = DumpPathProblem(*dump_path); !problem.empty())
+      RaiseConfigError("--dump-path: " + problem);
+  }
+  std::shared_ptr<Config> config;
   if (!path) {
     StatusOr<std::unique_ptr<ParsedConfig>> env = LoadConfigFromEnvironment();
     if (!env.ok()) RaiseConfigError(env.status().message());
-    if (!*env) return nullptr;
-    return std::make_shared<Config>(Config{std::move(**env)});
+    if (*env) config = std::make_shared<Config>(Config{std::move(**env)});
+  } else {
+    const char* diagnostic = std::getenv(kDiagnosticPathEnv);
+    StatusOr<ParsedConfig> parsed = LoadConfigFile(*path, diagnostic ? diagnostic : "");
+    if (!parsed.ok()) RaiseConfigError(parsed.status().message());
+    config = std::make_shared<Config>(Config{std::move(*parsed)});
   }
-  const char* diagnostic = std::getenv(kDiagnosticPathEnv);
-  StatusOr<ParsedConfig> parsed = LoadConfigFile(*path, diagnostic ? diagnostic : "");
-  if (!parsed.ok()) RaiseConfigError(parsed.status().message());
-  return std::make_shared<Config>(Config{std::move(*parsed)});
+  if (dump_path) {
+    if (!config) {
+      RaiseConfigError(
+          "--dump-path replaces the path of a configuration, and none is given (--config, "
+          "GRAPHDUMP_CONFIG or MINDSPORE_DUMP_CONFIG)");
+    }
+    config->parsed.config.path = *dump_path;
+  }
+  return config;
 }
 
 // The module behind a torch.jit.ScriptModule (scripted, traced or loaded), sharing its object.
@@ -230,8 +245,10 @@ void BindTorch(py::module_& m) {
         py::arg("call") = std::nullopt,
         "Re-executes one dumped kernel (graphdump replay); returns its JSON text.");
   m.def("load_config", &LoadConfig, py::arg("path") = std::nullopt,
+        py::arg("dump_path") = std::nullopt,
         "Reads and validates a data_dump.json (path None: $GRAPHDUMP_CONFIG, else "
-        "$MINDSPORE_DUMP_CONFIG; None when neither is set). Raises ConfigError listing every "
+        "$MINDSPORE_DUMP_CONFIG; None when neither is set), its path replaced by dump_path "
+        "when given (absolute, as the configuration's). Raises ConfigError listing every "
         "problem.");
 
   py::class_<BackwardPassHandle>(m, "BackwardPass").def("close", [](BackwardPassHandle& h) {

@@ -65,6 +65,11 @@ examples:
   graphdump run model.pt --input x.npy --precision bf16 --config dump.json   # float32 x is cast
   graphdump run model.pt --input x.npy --precision bf16 --keep-fp32 dot 'name-regex(.*/sub-op[0-9]+)'
 
+A MODEL whose name ends in .pt2 is an exported program (torch.export.save): it runs node by
+node, each ATen node a kernel named by its module, with --input, --input-shape, --steps, --seed,
+--config, --dump-path, --overwrite and --save-output (docs/cli-run-train.md, "Exported
+programs"; `graphdump run MODEL.pt2 --help`).
+
 --precision bf16|fp16|fp32 casts the model's floating parameters, buffers and inputs; kernel
 names stay those of the float32 run, so `graphdump compare` pairs the two dumps by name.
 --keep-fp32 runs the kernels it selects in float32 (inputs cast up; kept kernels pass float32 to

@@ -4,7 +4,8 @@
 // dump needs in all). `graphdump python` executes the Python of the environment graphdump is
 // installed into (or `--python PATH`) on the Python package's runner (python -m graphdump), with
 // the package found beside this executable on PYTHONPATH; `graphdump hunt` executes it on the
-// package's hunt_cli.py.
+// package's hunt_cli.py. `graphdump run MODEL.pt2` (an exported program) executes it on the
+// package's exported-program runner (python -m graphdump._exported).
 #include <unistd.h>
 
 #include <cerrno>
@@ -242,6 +243,36 @@ int ExecPython(int argc, char** argv) {
   return ExecPackage("python", *python, "graphdump", ArgsWithout(argc, argv, python_option));
 }
 
+// Is `graphdump run`'s model an exported program: a MODEL argument (not an option's value)
+// whose name ends in .pt2? Those run on the Python package (python -m graphdump._exported),
+// which loads them with torch.export.load.
+bool RunsExportedProgram(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--keep-fp32") {
+      while (i + 1 < argc && !EndsEntries(argv[i + 1])) ++i;
+      continue;
+    }
+    if (!arg.empty() && arg[0] == '-') {
+      for (std::string_view option :
+           {"--input", "--input-shape", "--save-output", "--config", "--dump-path", "--steps",
+            "--seed", "--precision", "--set-dump", "--dump-step", "--dump-mode", "--dump-layer"}) {
+        if (arg == option) ++i;  // its value
+      }
+      continue;
+    }
+    if (arg.size() > 4 && arg.substr(arg.size() - 4) == ".pt2") return true;
+  }
+  return false;
+}
+
+int ExecRun(int argc, char** argv) {
+  if (!RunsExportedProgram(argc, argv)) return ExecTorchCommand("run", argc, argv);
+  const std::optional<std::string> python = ChoosePython("run", Option{});
+  if (!python) return kExitUsage;
+  return ExecPackage("run", *python, "graphdump._exported", ArgsWithout(argc, argv, Option{}));
+}
+
 int ExecHunt(int argc, char** argv) {
   const Option python_option = FindOption(argc, argv, "--python");
   const std::optional<std::string> python = ChoosePython("hunt", python_option);
@@ -255,7 +286,7 @@ int ExecHunt(int argc, char** argv) {
 
 int RunPython(int argc, char** argv) { return ExecPython(argc, argv); }
 int RunHunt(int argc, char** argv) { return ExecHunt(argc, argv); }
-int RunRun(int argc, char** argv) { return ExecTorchCommand("run", argc, argv); }
+int RunRun(int argc, char** argv) { return ExecRun(argc, argv); }
 int RunTrain(int argc, char** argv) { return ExecTorchCommand("train", argc, argv); }
 int RunReplay(int argc, char** argv) { return ExecTorchCommand("replay", argc, argv); }
 int RunBisect(int argc, char** argv) { return ExecTorchCommand("bisect", argc, argv); }

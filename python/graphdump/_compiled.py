@@ -5,12 +5,15 @@ How it hooks in, while a Dump is on and once the script calls torch.compile:
   - Inductor's CPU code generation gets a wrapper of graphdump's (register_backend_for_device):
     the same kernels, with the same fusion decisions, and around each kernel call of the
     generated Python code two lines that hand the kernel's buffers to the host (before: its
-    inputs, copied first where it writes them in place; after: the buffers it wrote). The
+    inputs, copied first where it writes them in place; after: the buffers it wrote), and a
+    try/finally around the call's kernels, so that a call that raises ends its step. The
     generated C++ kernels are not touched.
   - Each generated graph (a forward, a backward) is a graph of the dump, registered with the
     host at its first call; each of its kernels is described from Inductor's scheduler nodes and
     the FX nodes they came from: the ATen operators it fused, their module path
     (nn_module_stack; a backward node's forward's) and source lines (stack_trace).
+  - With GRAPHDUMP_COMPILE_MODE=operators, none of that: AOTAutograd's graphs run operator by
+    operator through an interpreter instead of Inductor's code (_compiled_ops.py).
   - Inductor's caches are off for the run (a cached graph would be the plain code), and while
     Dynamo or Inductor compiles, the eager capture sees nothing (compilation runs operators on
     fake tensors).
@@ -46,6 +49,15 @@ def install():
     global _installed
     if _installed is not None:
         return
+    import os
+
+    from . import _compiled_ops
+    mode = os.environ.get(_compiled_ops.ENV, "kernels")
+    if mode not in ("kernels", "operators"):
+        _state.log(f"warning: {_compiled_ops.ENV}={mode!r} is neither 'kernels' nor "
+                   "'operators': compiled graphs are dumped as Inductor's kernels "
+                   "(docs/compile.md)")
+    operators = mode == "operators"
     from torch._dynamo.callback import callback_handler
     from torch._functorch import config as functorch_config
     from torch._inductor import config as inductor_config
@@ -53,10 +65,13 @@ def install():
 
     common.init_backend_registration()
     previous = common.device_codegens.get("cpu")
-    wrapper_class, scheduling_factory = _codegen_classes()
-    common.register_backend_for_device(
-        "cpu", lambda scheduling: scheduling_factory(previous.scheduling, scheduling),
-        wrapper_class, previous.cpp_wrapper_codegen, previous.fx_wrapper_codegen)
+    if operators:
+        _compiled_ops.install()
+    else:
+        wrapper_class, scheduling_factory = _codegen_classes()
+        common.register_backend_for_device(
+            "cpu", lambda scheduling: scheduling_factory(previous.scheduling, scheduling),
+            wrapper_class, previous.cpp_wrapper_codegen, previous.fx_wrapper_codegen)
     caches = (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache)
     inductor_config.fx_graph_cache = False
     functorch_config.enable_autograd_cache = False
@@ -74,6 +89,8 @@ def uninstall():
     from torch._inductor import config as inductor_config
     from torch._inductor.codegen import common
 
+    from . import _compiled_ops
+    _compiled_ops.uninstall()
     previous, caches = _installed
     common.device_codegens["cpu"] = previous
     inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache = caches
@@ -158,7 +175,7 @@ def _tensors(values):
 def _codegen_classes():
     from torch._inductor import ir
     from torch._inductor.codegen.cpp import CppScheduling
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen, WrapperLine
     from torch._inductor.utils import aggregate_origins
     from torch._inductor.virtualized import V
 
@@ -183,9 +200,16 @@ def _codegen_classes():
             return Wrapper()
 
         def generate_return(self, output_refs):
-            if self._gd_spec.kernels:
-                self.wrapper_call.writeline("_graphdump.end(_graphdump_call)")
             super().generate_return(output_refs)
+            if self._gd_spec.kernels:
+                # The call's kernels and return run inside the try that the first kernel's
+                # line opened: a call that raises (a kernel's bounds check) ends its step too.
+                code = self.wrapper_call
+                code.do_unindent()
+                code.writeline("finally:")
+                code.do_indent()
+                code.writeline("_graphdump.end(_graphdump_call)")
+                code.do_unindent()
 
         def _gd_kernel(self, origins, kind, reads, writes, written):
             """Adds a kernel reading buffers `reads` and writing `writes` (code expressions,
@@ -193,6 +217,8 @@ def _codegen_classes():
             index = len(self._gd_spec.kernels)
             if index == 0:  # the call's first kernel: the graph's call begins
                 self.writeline(f"_graphdump_call = _graphdump.begin({self._gd_key})")
+                self.writeline("try:")
+                self.writeline(_Indent())
             spec = _kernel_spec(origins, kind, self._gd_backward,
                                 [self._gd_producers.get(_name(r), _name(r)) for r in reads])
             self._gd_spec.kernels.append(spec)
@@ -246,6 +272,12 @@ def _codegen_classes():
         if type(made) is not CppScheduling:
             return made  # another CPU backend (config.cpu_backend): not instrumented
         return Scheduling(scheduler)
+
+    class _Indent(WrapperLine):
+        """Indents the lines after it (the body of the call's try)."""
+
+        def codegen(self, code):
+            code.do_indent()
 
     class Scheduling(CppScheduling):
         """C++ kernels as Inductor defines them, remembering each one's arguments and origins."""

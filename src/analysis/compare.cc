@@ -254,8 +254,12 @@ namespace compare_internal {
 
 void SortKernels(std::vector<KernelComparison>* kernels) {
   auto before = [](const KernelComparison& x, const KernelComparison& y) {
+    // A compiled comparison's kernels (ran set) in the order they ran across graphs; the
+    // others graph by graph. One rank's kernels are all of one kind.
     auto key = [](const KernelComparison& k) {
-      return std::make_tuple(k.rank, k.graph_id, k.iteration < 0, k.iteration, k.call, k.order);
+      const bool ran = k.ran >= 0;
+      return std::make_tuple(k.rank, ran ? 0u : k.graph_id, k.iteration < 0, k.iteration,
+                             ran ? k.ran : int64_t{0}, k.call, k.order);
     };
     return key(x) < key(y);
   };
@@ -302,6 +306,7 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
           AddKernelPair({p.a, p.b, p.pairing}, ra, *p.graph_a, *p.graph_b, p.iteration, result,
                         &tasks);
         }
+        result->kernels.back().ran = p.ran;
         if (at_once) {
           PlanTasks(std::span<TensorTask>(tasks).subspan(first), &plans);
           for (size_t i = first; i < tasks.size(); ++i) compare(tasks[i]);

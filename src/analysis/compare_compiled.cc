@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "graphdump/internal/compare_parts.h"
 
@@ -111,6 +112,44 @@ std::string RowKey(const TensorEntry& t) {
   return key;
 }
 
+// The same dtype, or two floating ones (a bfloat16 compiled run against a float32 eager one).
+bool ComparableDTypes(const std::string& a, const std::string& b) {
+  auto floating = [](const std::string& d) {
+    const std::string l = Lower(d);
+    return l.find("float") != std::string::npos || l == "half";
+  };
+  return Lower(a) == Lower(b) || (floating(a) && floating(b));
+}
+
+// Do two tensors have one shape, size-1 dimensions aside ((1, 32) and (32))? True when a
+// statistic row gives neither's shape (element counts then decide).
+bool SameShape(const TensorEntry& a, const TensorEntry& b) {
+  if (!a.stats || !b.stats) return true;
+  auto squeezed = [](const RowShape& shape) {
+    std::vector<int64_t> out;
+    for (int64_t d : shape)
+      if (d != 1) out.push_back(d);
+    return out;
+  };
+  return squeezed(a.stats->shape) == squeezed(b.stats->shape);
+}
+
+// Is one shape the other, or a reshape of it that keeps the last dimension ((2, 8, 32) and
+// (16, 32); not (128, 32) and (32, 128))?
+bool Reshaped(const RowShape& a, const RowShape& b) {
+  if (a == b) return true;
+  return !a.empty() && !b.empty() && a.size() != b.size() && a[a.size() - 1] == b[b.size() - 1];
+}
+
+// The last output of compiled kernel `c` of `u`'s shape (SameShape) and element count; null
+// when none.
+const TensorEntry* OutputLike(const KernelEntry& c, const TensorEntry& u, Elements* elements) {
+  const TensorEntry* found = nullptr;
+  for (const TensorEntry& t : c.tensors)
+    if (!t.is_input && elements->Of(t) == elements->Of(u) && SameShape(t, u)) found = &t;
+  return found;
+}
+
 // Inductor's names of the compiled graph's own inputs (parameters, inputs, incoming gradients).
 bool GraphInputName(const std::string& name) {
   static const std::regex kInput("(arg|primals|tangents)[0-9_]*");
@@ -157,6 +196,19 @@ std::vector<Item> ItemsOf(const RankEntry& rank, int64_t iteration) {
   std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
     return x.kernel->first_timestamp < y.kernel->first_timestamp;
   });
+  // An autograd node whose forward operator ran inside another kernel (AddmmBackward0 of a
+  // linear) has no line of its own: it takes the line of the backward node before it in its
+  // module (ViewBackward0 of that linear's output).
+  std::map<std::string, std::string> last_line;  // backward scope -> line
+  for (Item& item : items) {
+    if (!item.backward || item.compiled || item.kernel->is_parameter) continue;
+    if (item.line.empty()) {
+      auto found = last_line.find(item.scope);
+      if (found != last_line.end()) item.line = found->second;
+    } else {
+      last_line[item.scope] = item.line;
+    }
+  }
   return items;
 }
 
@@ -181,10 +233,12 @@ std::vector<CompiledPair::Tensors> TensorPairs(
     if (auto p = by_name.find(name); p != by_name.end()) producer = p->second;
     if (!producer && !name.empty() && GraphInputName(name)) {
       for (const TensorEntry& u : e.kernel->tensors) {
-        // Of the same shape where both rows give it: addmm reads a Linear's weight transposed.
-        const bool shapes_differ = u.stats && t.stats && u.stats->shape != t.stats->shape;
+        // Of the same shape where both rows give it, or a reshape of it that keeps the last
+        // dimension (a backward graph's incoming gradient (2, 8, 32) read as (16, 32)): addmm
+        // reads a Linear's weight transposed.
+        const bool shapes_differ = u.stats && t.stats && !Reshaped(u.stats->shape, t.stats->shape);
         if (!u.is_input || taken.count(&u) || elements->Of(u) != elements->Of(t) ||
-            shapes_differ || Lower(u.dtype_name) != Lower(t.dtype_name)) {
+            shapes_differ || !ComparableDTypes(u.dtype_name, t.dtype_name)) {
           continue;
         }
         taken.insert(&u);
@@ -268,42 +322,65 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
   Elements elements;
   for (const int64_t i : iterations) {
     std::vector<Item> cs = ItemsOf(compiled, i), es = ItemsOf(eager, i);
+    // A's kernel's position in the order A's kernels ran, over every graph.
+    const std::vector<Item>& items_a = compiled_is_a ? cs : es;
+    auto ran = [&](const Item& x) { return static_cast<int64_t>(&x - items_a.data()); };
     std::map<std::string, std::vector<size_t>> eager_by_line;
     for (size_t j = 0; j < es.size(); ++j)
       if (!es[j].line.empty() && !es[j].kernel->is_parameter) eager_by_line[es[j].line].push_back(j);
     // Each compiled kernel's name and outputs' rows, once it ran (its readers come after).
     std::map<const GraphEntry*, std::map<std::string, const Item*>> by_name, by_row;
     std::set<std::pair<bool, std::string>> fused_lines;  // (backward, line) of any fused op
+    std::set<const TensorEntry*> taken_outputs;  // eager outputs a compiled kernel stands for
     for (Item& c : cs) {
       if (!c.compiled) continue;
       for (const FusedOp& op : ParseFusedOps(c.compiled->fused_ops))
         fused_lines.insert({c.backward, op.line});
       // The eager kernel of c's line and scope with an output of c's outputs' size: of the same
       // operator, else of c's very scope, else below it; the first such one.
+      // A backward kernel of eager's is an autograd node whose outputs are several gradients
+      // (AddmmBackward0: the bias's, the input's, the weight's), each computed by a kernel of
+      // its own in the compiled backward: there, any output not yet taken of c's shape.
       Item* best = nullptr;
+      const TensorEntry* best_value = nullptr;
       int best_rank = 3;
       for (size_t j : eager_by_line[c.line]) {
         Item& e = es[j];
-        if (e.used || e.backward != c.backward || !InScope(c, e)) continue;
-        const TensorEntry* value = FirstOutput(*e.kernel);
-        if (!value || !LastOutputOf(*c.kernel, elements.Of(*value), &elements)) continue;
+        if ((e.used && !c.backward) || e.backward != c.backward || !InScope(c, e)) continue;
+        const TensorEntry* value = nullptr;
+        if (!c.backward) {
+          value = FirstOutput(*e.kernel);
+          if (value && !LastOutputOf(*c.kernel, elements.Of(*value), &elements)) value = nullptr;
+        } else {
+          for (const TensorEntry& u : e.kernel->tensors) {
+            if (!u.is_input && !taken_outputs.count(&u) && OutputLike(*c.kernel, u, &elements)) {
+              value = &u;
+              break;
+            }
+          }
+        }
+        if (!value) continue;
         const int rank = e.op == c.op ? 0 : e.scope == c.scope ? 1 : 2;
         if (rank < best_rank) {
           best = &e;
+          best_value = value;
           best_rank = rank;
         }
       }
       if (best) {
         best->used = c.used = true;
-        best->value = FirstOutput(*best->kernel);
+        taken_outputs.insert(best_value);
+        best->value = best_value;
         c.partner_value = best->value;
-        c.value = LastOutputOf(*c.kernel, elements.Of(*best->value), &elements);
+        c.value = c.backward ? OutputLike(*c.kernel, *best_value, &elements)
+                             : LastOutputOf(*c.kernel, elements.Of(*best->value), &elements);
         CompiledPair p;
         p.a = compiled_is_a ? c.kernel : best->kernel;
         p.b = compiled_is_a ? best->kernel : c.kernel;
         p.graph_a = compiled_is_a ? c.graph : best->graph;
         p.graph_b = compiled_is_a ? best->graph : c.graph;
         p.iteration = i;
+        p.ran = ran(compiled_is_a ? c : *best);
         p.pairing = Pairing::kStandsFor;
         p.fused_ops = c.compiled->fused_ops;
         p.tensors = TensorPairs(c, *best, by_name[c.graph], by_row[c.graph], &elements);
@@ -337,6 +414,7 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
       p.graph_a = x.graph;
       p.graph_b = y.graph;
       p.iteration = i;
+      p.ran = ran(x);
       p.pairing = kp.pairing;
       out.pairs.push_back(std::move(p));
     }

@@ -186,5 +186,43 @@ TEST(PairCompiledTest, NoKernelOfItsSizeLeavesItUnpairedAndParametersPairUnwrapp
   EXPECT_TRUE(fusion_unpaired);
 }
 
+// What ran eagerly between compiled graphs (graph 0's pow, after the forward's addmm and before
+// its fusion) keeps its place: pairs carry A's kernels' positions in the order they ran over
+// every graph, and the comparisons sort by it, not graph by graph.
+TEST(PairCompiledTest, KernelsKeepTheOrderTheyRanInAcrossGraphs) {
+  Dumps d = Block();
+  GraphEntry& g0 = d.compiled.graphs.emplace_back();
+  g0.graph_id = 0;
+  g0.iterations.emplace_back().kernels.push_back(
+      Kernel("Default/pow-op0", {Tensor(true, 0, {2, 8, 128}), Tensor(false, 0, {2, 8, 128})},
+             15));
+  d.eager.graphs[0].iterations[0].kernels.push_back(
+      Kernel("Default/pow-op4", {Tensor(true, 0, {2, 8, 128}), Tensor(false, 0, {2, 8, 128})},
+             200));
+  const CompiledPairing p = PairCompiled(d.compiled, d.eager, std::nullopt);
+  std::vector<std::pair<std::string, int64_t>> ran;
+  for (const CompiledPair& x : p.pairs) ran.emplace_back(x.a->full_name, x.ran);
+  EXPECT_EQ(ran, (std::vector<std::pair<std::string, int64_t>>{
+                     {"Default/up-Linear/addmm-op0", 0},
+                     {"Default/FusionOp_mul_erf_add_sub-op1", 2},
+                     {"Default/pow-op0", 1}}));
+  std::vector<KernelComparison> kernels;
+  for (const CompiledPair& x : p.pairs) {
+    KernelComparison& k = kernels.emplace_back();
+    k.graph_id = x.graph_a->graph_id;
+    k.name_a = x.a->full_name;
+    k.ran = x.ran;
+  }
+  SortKernels(&kernels);
+  std::vector<std::string> names;
+  for (const KernelComparison& k : kernels) names.push_back(k.name_a);
+  EXPECT_EQ(names, (std::vector<std::string>{"Default/up-Linear/addmm-op0", "Default/pow-op0",
+                                             "Default/FusionOp_mul_erf_add_sub-op1"}));
+  // Without `ran` (two plain dumps), graph by graph as before.
+  for (KernelComparison& k : kernels) k.ran = -1;
+  SortKernels(&kernels);
+  EXPECT_EQ(kernels[0].name_a, "Default/pow-op0");
+}
+
 }  // namespace
 }  // namespace graphdump::analysis::compare_internal

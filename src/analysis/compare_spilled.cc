@@ -19,14 +19,21 @@
 namespace graphdump::analysis {
 namespace {
 
-// SortKernels' key (rank, graph, iteration with constants last, call, execution order) as
-// SpilledRuns' key words: the merge of the parts' runs is the stable sort of the parts' kernels
-// one after the other, which CompareDumpDirs' whole result lists.
-constexpr size_t kKeyWords = 6;
+// SortKernels' key (rank, graph, iteration with constants last, the order a compiled
+// comparison's kernels ran in, call, execution order) as SpilledRuns' key words: the merge of
+// the parts' runs is the stable sort of the parts' kernels one after the other, which
+// CompareDumpDirs' whole result lists.
+constexpr size_t kKeyWords = 7;
 using Key = std::array<uint64_t, kKeyWords>;
 Key KeyOf(const KernelComparison& k) {
-  return {k.rank, k.graph_id,          k.iteration < 0, OrderedWord(k.iteration),
-          k.call, OrderedWord(k.order)};
+  const bool ran = k.ran >= 0;
+  return {k.rank,
+          ran ? 0u : k.graph_id,
+          k.iteration < 0,
+          OrderedWord(k.iteration),
+          ran ? static_cast<uint64_t>(k.ran) : 0u,
+          k.call,
+          OrderedWord(k.order)};
 }
 
 // Where a kernel lies in the whole result: its key, its part, its index in the part.

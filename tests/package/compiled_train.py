@@ -11,6 +11,9 @@ usage: compiled_train.py MODE OUT.npz
   nan      a gated linear layer compiled with torch.compile(model) whose gate takes the log of
            the input's first feature: step 3's batch has a negative one, so the fused kernel
            of that line makes the first NaN
+  raise    an embedding and a linear layer compiled with torch.compile(model): step 2's batch
+           holds a token out of the vocabulary, so the compiled forward raises (the generated
+           kernel's bounds check); the script catches it and skips that batch
 OUT.npz gets every parameter after training and the losses (bit-identity checks).
 """
 import sys
@@ -65,6 +68,16 @@ class Gated(nn.Module):
         return h * gate
 
 
+class Lookup(nn.Module):
+    def __init__(self, vocab=10, width=16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, ids):
+        return torch.tanh(self.fc(self.embed(ids)))  # line: lookup
+
+
 def main():
     mode, out = sys.argv[1], sys.argv[2]
     torch.manual_seed(0)
@@ -78,13 +91,21 @@ def main():
         model = Gated()
         batches = [torch.rand(4, 6, 16) + 0.1 for _ in range(3)]
         batches[2][1, 2, 0] = -1.0
+    elif mode == "raise":
+        model = Lookup()
+        batches = [torch.randint(0, 10, (4, 6)) for _ in range(4)]
+        batches[1][2, 3] = 12
     else:
         sys.exit(f"unknown mode {mode}")
     compiled = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     losses = []
-    for x in batches:
-        loss = compiled(x).pow(2).mean()  # line: loss
+    for step, x in enumerate(batches):
+        try:
+            loss = compiled(x).pow(2).mean()  # line: loss
+        except (RuntimeError, IndexError) as e:  # mode raise: a token out of the vocabulary
+            print(f"step {step} skipped: {type(e).__name__}")
+            continue
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

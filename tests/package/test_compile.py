@@ -22,7 +22,8 @@ import re
 import numpy as np
 import pytest
 
-from conftest import HERE, execution_order, graphdump, marked_line, python, write_config
+from conftest import (HERE, execution_order, global_order, graphdump, marked_line, python,
+                      write_config)
 
 SCRIPT = os.path.join(HERE, "compiled_train.py")
 
@@ -75,7 +76,7 @@ def graphs(rank):
                   for p in glob.glob(str(rank / "graphs" / "*.ir")))
 
 
-@pytest.mark.parametrize("mode", ["block", "break"])
+@pytest.mark.parametrize("mode", ["block", "break", "raise"])
 def test_parameters_bit_identical_to_the_plain_compiled_run(runs, mode):
     r = runs(mode)
     assert r["plain_run"].stdout == r["run"].stdout
@@ -229,3 +230,50 @@ def test_configuration_selects_compiled_kernels_by_name_and_iteration(tmp_path):
     assert all(re.match(r"Net/[12]/1/FusionOp_[a-z_]*erf", f) for f in files), files
     assert [f for f in files if f.startswith("Net/1/1/")] and len(
         [f for f in files if f.startswith("Net/1/1/") and ".input." in f]) == 1, files
+
+
+def test_a_call_that_raises_ends_its_step(runs):
+    """Step 2's compiled forward raises (a token out of the vocabulary) and the script skips
+    the batch: that call is a step of its own, as are the calls after it, and the eager
+    capture goes on (the loss of the next batch is a kernel)."""
+    r = runs("raise")
+    assert "step 1 skipped: RuntimeError" in r["run"].stdout, r["run"].stdout
+    rank = r["rank"]
+    assert graphs(rank) == [0, 1, 2]
+    forward = graph_order(rank, 1)
+    assert forward and all(k.startswith("Default/") for k in forward), forward
+    # The forward ran in iterations 0, 1 (the call that raised, then the next batch's) and 2;
+    # the backward once per iteration.
+    assert global_order(rank, 1) == [0, 1, 1, 2]
+    assert global_order(rank, 2) == [0, 1, 2]
+    # Every forward kernel of the next batch's call was dumped in iteration 1, the last one's
+    # output giving that step's loss.
+    last = forward[-1]
+    outputs = [row for row in rows(rank, 1, 1)
+               if row["Op Name"] == re.sub(r"[/\\. ]", "_", last) and row["IO"] == "output"]
+    assert len(outputs) == 1, outputs
+    out = tensor(rank, 1, 1, last, "output", 0).astype(np.float64)
+    assert np.isclose((out ** 2).mean(), r["plain"]["losses"][1], rtol=1e-5)
+    assert [row for row in rows(rank, 0, 1) if row["Op Type"] == "pow"], rows(rank, 0, 1)
+
+
+def test_operator_mode_dumps_every_aten_operator(runs, tmp_path):
+    """GRAPHDUMP_COMPILE_MODE=operators: AOTAutograd's forward and backward graphs run operator
+    by operator, each ATen operator a kernel (no fusion), at eager numerics."""
+    config = write_config(tmp_path / "ops.json", tmp_path / "dump", {"iteration": "0"})
+    graphdump("python", "--config", config, SCRIPT, "block", tmp_path / "ops.npz",
+              env={"GRAPHDUMP_COMPILE_MODE": "operators"}, check=0)
+    rank = tmp_path / "dump" / "rank_0"
+    assert graphs(rank) == [0, 1, 2]
+    forward, backward = graph_order(rank, 1), graph_order(rank, 2)
+    assert not [k for k in forward + backward if "FusionOp_" in k], forward
+    assert [k for k in forward if re.fullmatch(r"Default/gelu-op\d+", k)], forward
+    assert all(k.startswith("Gradients/Default/") for k in backward), backward
+    assert [k for k in backward if re.fullmatch(r"Gradients/Default/down-Linear/mm-op\d+", k)]
+    addmm = next(k for k in forward if re.fullmatch(r"Default/qkv-Linear/addmm-op\d+", k))
+    bias, x, w = (tensor(rank, 1, 0, addmm, "input", i).astype(np.float64) for i in range(3))
+    np.testing.assert_allclose(tensor(rank, 1, 0, addmm, "output", 0), bias + x @ w,
+                               rtol=1e-4, atol=1e-5)
+    # Eager numerics: the losses are the compiled run's within float32 rounding, not bit for bit.
+    losses = np.load(tmp_path / "ops.npz")["losses"]
+    np.testing.assert_allclose(losses, runs("block")["plain"]["losses"], rtol=1e-5)

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import HERE, graphdump, marked_line, write_config
+from conftest import HERE, execution_order, graphdump, marked_line, write_config
 
 SCRIPT = os.path.join(HERE, "compiled_eager.py")
 
@@ -147,3 +147,69 @@ def test_eager_against_compiled(dumps):
     assert first is not None and first["kernel"].rsplit("/", 1)[1].startswith("sub-op"), first
     assert first["reason"].startswith("adds error"), first["reason"]
     assert "aten.sub.Tensor" in first["fused_ops"]
+
+
+# --- a bfloat16 compiled training step against float32 eager -----------------------------------
+
+@pytest.fixture(scope="module")
+def train_dumps(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compile_compare_train")
+    for mode in ("train-compiled", "train-eager32"):
+        config = write_config(tmp / f"{mode}.json", tmp / mode, {"saved_data": "full"})
+        graphdump("python", "--config", config, SCRIPT, mode, tmp / f"{mode}.npz", check=0,
+                  timeout=600)
+    return tmp
+
+
+def test_training_step_against_float32_eager(train_dumps):
+    """Forward and backward kernels each paired with the eager kernel they stand for; the first
+    divergence is the fusion of the unshift line, which adds error; kernels in the order they
+    ran."""
+    result = compare(train_dumps, "train-compiled", "train-eager32")
+    rank = train_dumps / "train-compiled" / "rank_0"
+    names = compiled_kernels(rank)
+    by_name = {k["kernel_a"]: k for k in result["kernels"]}
+    paired = [n for n in names if n in by_name and by_name[n]["pairing"] == "stands-for"]
+    assert len(paired) >= 0.9 * len(names), (sorted(set(names) - set(paired)), names)
+    backward = [n for n in names if n.startswith("Gradients/")]
+    assert backward and all(n in paired for n in backward), (backward, paired)
+    for n in backward:
+        assert by_name[n]["kernel_b"].startswith("Gradients/"), by_name[n]
+
+    # The first divergence: the fusion of the unshift and the GELU, standing for eager's GELU
+    # (its last operator's line); its input, the up projection's output, carries no more than
+    # bfloat16's rounding.
+    unshift, act = script_line("unshift"), script_line("act")
+    first = result["first_adding_error"]
+    assert first is not None and "FusionOp_" in first["kernel"], first
+    assert result["first_failure"]["kernel"] == first["kernel"]
+    assert first["source_line"].endswith(f"compiled_eager.py:{act}"), first
+    assert first["reason"].startswith("adds error"), first["reason"]
+    assert f"aten.sub.Tensor (compiled_eager.py:{unshift})" in first["fused_ops"], first
+    assert f"aten.erf.default (compiled_eager.py:{act})" in first["fused_ops"], first
+    fusion = by_name[first["kernel"]]
+    assert fusion["verdict"] == "error"
+    assert fusion["kernel_b"].rsplit("/", 1)[1].startswith("gelu-op"), fusion["kernel_b"]
+    inputs = [t for t in fusion["tensors"] if t["io"] == "input"]
+    assert inputs and all(t["error"] < 2 ** -7 for t in inputs), inputs
+    assert [t for t in fusion["tensors"] if t["io"] == "output"][0]["error"] > 0.1, fusion
+    unpaired_b = {u["kernel"]: u.get("why") for u in result["unpaired"] if u["side"] == "B"}
+    sub = [n for n in unpaired_b if n.rsplit("/", 1)[1].startswith("sub-op")]
+    assert sub and all(unpaired_b[n] == "intermediate" for n in sub), unpaired_b
+    # The up projection's backward: its input's gradient by a compiled mm, its weight's by
+    # another, each with the eager autograd node's output of that shape.
+    up = [n for n in backward if n.startswith("Gradients/Default/up-Linear/mm-op")]
+    assert len(up) == 2, backward
+    assert {by_name[n]["kernel_b"].rsplit("/", 1)[1].split("-op")[0] for n in up} == \
+        {"AddmmBackward0", "TBackward0"}, [by_name[n]["kernel_b"] for n in up]
+
+    # In the order they ran: the compiled forward (graph 1), the loss written in Python
+    # (graph 0), the compiled backward (graph 2).
+    order = [k["kernel_a"] for k in result["kernels"] if k["role"] == "operator"]
+    graph = {n: 1 for n in execution_order(rank, 1)}
+    graph.update({n: 2 for n in execution_order(rank, 2)})
+    pow_at = next(i for i, n in enumerate(order) if n.rsplit("/", 1)[1].startswith("pow-op"))
+    forward_at = [i for i, n in enumerate(order) if graph.get(n) == 1]
+    backward_at = [i for i, n in enumerate(order) if graph.get(n) == 2]
+    assert forward_at and backward_at
+    assert max(forward_at) < pow_at < min(backward_at), order

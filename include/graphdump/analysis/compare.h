@@ -141,6 +141,11 @@ struct KernelComparison {
   uint32_t call = 0;           // the call of the kernel in the iteration, the same on both sides
   uint32_t calls = 1;          // A's calls of the kernel in the iteration
   int64_t order = 0;           // position in A's execution order (sort key)
+  // Of a compiled dump against an eager one: A's kernel's position among the iteration's
+  // kernels of every graph of its rank, in the order they ran (a compiled forward, the eager
+  // code after it in graph 0, the compiled backward); the sort key there instead of graph and
+  // order. -1 otherwise.
+  int64_t ran = -1;
   std::string name_a, name_b;  // full names
   std::string op_type;
   Pairing pairing = Pairing::kFullName;

@@ -61,6 +61,7 @@ struct CompiledPair {
   const GraphEntry* graph_a = nullptr;
   const GraphEntry* graph_b = nullptr;
   int64_t iteration = 0;
+  int64_t ran = 0;  // A's kernel's position in the iteration, every graph (KernelComparison::ran)
   Pairing pairing = Pairing::kStandsFor;
   std::string fused_ops;  // the compiled kernel's
   struct Tensors {
@@ -101,7 +102,8 @@ void ComparePairs(const std::vector<RankPair>& pairs, const CompareOptions& opti
                   CompareResult* result);
 
 // Sorts kernel comparisons as CompareResult::kernels: rank, graph, iteration (constants last),
-// call, execution order; stable.
+// call, execution order; a compiled comparison's (KernelComparison::ran set): rank, iteration,
+// the order they ran in over every graph. Stable.
 void SortKernels(std::vector<KernelComparison>* kernels);
 
 // How the statistic columns of two statistic.csv files pair up. The rows of a file share its

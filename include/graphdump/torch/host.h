@@ -117,11 +117,14 @@ class DumpHost {
   // program's optimizer step, which the host dumps as update kernels).
   std::shared_ptr<void> PauseEager();
 
-  // --- compiled front end (torch.compile; src/torch/compiled/compiled_graph.h) ---
-  // Registers a graph Inductor compiled: `kernels` in execution order, each with its full name
-  // without the "-op{N}" suffix. Returns its graph id.
+  // --- compiled front end (torch.compile, exported programs; src/torch/compiled/) ---
+  // Registers a graph Inductor compiled (or an exported program's graph, whose kernels are its
+  // ATen nodes): `kernels` in execution order, each with its full name without the "-op{N}"
+  // suffix. Returns its graph id.
   uint32_t AddCompiledGraph(const std::string& name, std::vector<KernelInfo> kernels);
-  // A call of the compiled graph begins (starting an iteration when none is open) and ends.
+  // A call of the compiled graph begins (starting an iteration when none is open; a call of
+  // the first graph registered ends the open one first until an optimizer step is seen) and
+  // ends.
   void BeginCompiledCall(uint32_t graph_id);
   void EndCompiledCall(uint32_t graph_id);
   // Before kernel `index` of compiled graph `graph_id` runs: the views of its inputs when it

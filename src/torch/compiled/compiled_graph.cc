@@ -109,6 +109,9 @@ uint32_t DumpHost::AddCompiledGraph(const std::string& name, std::vector<KernelI
 void DumpHost::BeginCompiledCall(uint32_t graph_id) {
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
+  // As for modules: until an optimizer step is seen, each call of the first graph registered
+  // (an exported program's, a compiled function's) starts the next iteration.
+  if (!optimizer_mode_ && graph == graphs_.front() && session_->IterationOpen()) EndIteration();
   EnsureIteration();
   graph->BeginCall();
 }
