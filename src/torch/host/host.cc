@@ -306,6 +306,9 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   // Without a session, or with no graph to hold the kernels (nothing ran here): nothing to do.
   if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
+  // Update kernels are registered in the first step that captures, after its forward's
+  // (as the backward's: BackwardKernels::OnNode).
+  if (!session_->StepDumps() && session_->config().op_debug_mode != 4) return step;
   torch_internal::HostWork host_work;
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
@@ -337,6 +340,7 @@ std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
   auto step = std::make_shared<AllReduceStep>();
   if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
+  if (!session_->StepDumps() && session_->config().op_debug_mode != 4) return step;
   torch_internal::HostWork host_work;
   for (size_t i = 0; i < params.size() && i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;
