@@ -40,6 +40,22 @@ std::vector<fs::path> SortedChildren(const fs::path& dir) {
   return children;
 }
 
+namespace {
+
+// A symbolic link inside a dump is not read (docs/analysis.md): what it points to lies outside
+// the dump, and the commands (and report's page) would show it as the dump's. Adds the refusal
+// to `skipped` and returns true for one.
+bool RefusedLink(const fs::path& path, std::vector<Skipped>* skipped) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return false;
+  skipped->push_back({path.string(),
+                      "a symbolic link: graphdump reads nothing a link inside a dump points to "
+                      "(a file written there by graphdump is never a link)"});
+  return true;
+}
+
+}  // namespace
+
 void FilterIteration(const IndexFilter& filter, IterationEntry* it) {
   if (!filter.kernels && !filter.is_input) return;
   std::erase_if(it->kernels, [&](KernelEntry& k) {
@@ -305,6 +321,10 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   for (const fs::path& file : SortedChildren(dir)) {
     std::string name = file.filename().string();
     if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
+    if ((file.extension() == ".npy" || LooksLikeAscendDumpName(name)) &&
+        RefusedLink(file, skipped)) {
+      continue;
+    }
     if (file.extension() != ".npy") {
       // file_format "bin": one Ascend dump file per kernel, holding its tensors.
       if (LooksLikeAscendDumpName(name)) IndexDumpFile(file, name, &kernels, skipped);
@@ -326,7 +346,7 @@ IterationEntry IndexIteration(const fs::path& dir, int64_t iteration, const Grap
   const fs::path csv = dir / "statistic.csv";
   std::error_code ec;
   StatisticRows rows;
-  if (fs::exists(csv, ec)) {
+  if (fs::exists(csv, ec) && !RefusedLink(csv, skipped)) {
     // Rows of one kernel are next to each other: its map entry is looked up once per run of
     // rows, and its file-form name made once.
     std::string type, raw_name, sanitized;
@@ -531,6 +551,7 @@ RankEntry IndexRank(const fs::path& dir, uint32_t rank, const IndexFilter& filte
   RankEntry entry;
   entry.rank = rank;
   entry.dir = dir.string();
+  if (RefusedLink(dir, skipped)) return entry;
   for (const fs::path& net : SortedChildren(dir)) {
     const std::string name = net.filename().string();
     if (!fs::is_directory(net) || name == "graphs" || name == "execution_order" || name[0] == '.') {
