@@ -24,9 +24,9 @@ element's index and batch row; whether the hit reproduced on the rerun with the 
 statistics (persistent) or not (transient: both runs' statistics of the tensor are shown), or
 whether the rerun was not the same run up to the hit (unconfirmed: it failed or ended before
 the hit, or resumed from a checkpoint; the answer is the first run's); whether the kernel
-created the non-finite values from finite inputs or received them (the chain back to the kernel that
-created them, across ranks through all-reduce); the creator's inputs, row by row (a divisor
-whose row is all zero); and where the dumps and an HTML report are.
+created the non-finite values from finite inputs or received them (the chain back to the
+kernel that created them, across ranks through all-reduce); the creator's inputs, row by row
+(a divisor whose row is all zero); and where the dumps and an HTML report are.
 
 options:
   --checks LIST    what is a hit: nan, inf, overflow, comma-separated (default nan,inf);
