@@ -323,8 +323,13 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   return step;
 }
 
+void DumpHost::EndOpenIteration() {
+  if (session_) EndIteration();
+}
+
 void DumpHost::EndOptimizerStep(OptimizerStep& step,
-                                const std::vector<std::vector<at::Tensor>>& states_after) {
+                                const std::vector<std::vector<at::Tensor>>& states_after,
+                                bool end_iteration) {
   torch_internal::HostWork host_work;
   for (size_t j = 0; j < step.captures.size(); ++j) {
     const size_t i = step.indexes[j];
@@ -332,7 +337,7 @@ void DumpHost::EndOptimizerStep(OptimizerStep& step,
                             i < states_after.size() ? states_after[i] : std::vector<at::Tensor>{});
   }
   ++optimizer_steps_;
-  if (session_) EndIteration();
+  if (session_ && end_iteration) EndIteration();
 }
 
 std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
