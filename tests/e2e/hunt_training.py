@@ -119,10 +119,10 @@ def train(process, a):
                 open(a.vary, "w").close()
 
             def vary(module, inputs, out, planted=step == a.plant, rerun=rerun):
-                denominator = torch.ones_like(out)
-                denominator[2] = 0 if planted else 1
-                scale = torch.full_like(out, 1.5 if planted and rerun else 1.0)
-                return out * scale + torch.zeros_like(out) / denominator
+                # (out * scale * m) / m: 0/0 in row 2 where m is 0, out * scale elsewhere.
+                m = torch.ones_like(out)
+                m[2] = 0 if planted else 1
+                return (out * (1.5 if planted and rerun else 1.0) * m) / m
             handle = net.embed.register_forward_hook(vary)
         loss = F.cross_entropy(model(x, mask), y)
         if handle is not None:
