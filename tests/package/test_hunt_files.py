@@ -3,20 +3,24 @@ run write from Python (answer.json and report.html, a pass's stop marker, a prec
 output_N.npy and run.json) go to a new temporary name created with O_EXCL|O_NOFOLLOW, then are
 renamed: a symbolic link planted at the temporary name (or at the final name) is never written
 through, and the planted link's target keeps its bytes."""
+import importlib
 import json
 import os
 
 import numpy as np
 
 import conftest  # noqa: F401  (puts the build's package on sys.path)
-from graphdump import _hunt_child, hunt, precision
+from graphdump import _hunt_child, precision
+
+hunt = importlib.import_module("graphdump.hunt")  # the module (graphdump.hunt is the function)
 
 
 def _plant(tmp_path, final):
-    """A link at `final`'s temporary name (this process's) and one at `final` itself, both to
-    files outside holding 'outside'; returns the targets."""
+    """Links at `final`'s temporary names (this process's, and `.tmp`) and one at `final`
+    itself, each to a file outside holding 'outside'; returns the targets."""
     targets = []
-    for name, link in (("target_tmp", f"{final}.tmp{os.getpid()}"), ("target", final)):
+    for name, link in (("target_tmp", f"{final}.tmp{os.getpid()}"),
+                       ("target_tmp_plain", f"{final}.tmp"), ("target", final)):
         target = tmp_path / name
         target.write_text("outside")
         os.symlink(target, link)
@@ -26,7 +30,7 @@ def _plant(tmp_path, final):
 
 def _untouched(targets):
     for target in targets:
-        assert target.read_text() == "outside", f"{target} was written through a link"
+        assert target.read_bytes() == b"outside", f"{target} was written through a link"
 
 
 def test_hunt_answer_not_written_through_links(tmp_path):
@@ -45,10 +49,10 @@ def test_hunt_answer_not_written_through_links(tmp_path):
 def test_stop_marker_not_written_through_links(tmp_path):
     final = str(tmp_path / "rank_0.stop")
     targets = _plant(tmp_path, final)
-    _hunt_child._write_stop(str(tmp_path), 0, 3, ran_on=5)
+    _hunt_child._write_stop(str(tmp_path), 0, 3)
     _untouched(targets)
     with open(final, encoding="utf-8") as f:
-        assert json.load(f) == {"iteration": 3, "rank": 0, "ran_on": 5}
+        assert json.load(f) == {"iteration": 3, "rank": 0}
 
 
 def test_precision_outputs_not_written_through_links(tmp_path):

@@ -30,12 +30,14 @@ class Net(nn.Module):
         return self.head(torch.relu(self.body(x)))
 
 
-def _train(dump, steps=3):
+def _train(dump, steps=3, split=True):
+    """Trains Net; `split`: three optimizers (body, head, the frozen part), else one."""
     torch.manual_seed(0)
     net = Net()
-    optimizers = [torch.optim.SGD(net.body.parameters(), lr=0.1),
-                  torch.optim.Adam(net.head.parameters(), lr=0.01),
-                  torch.optim.SGD(net.frozen.parameters(), lr=0.1)]
+    optimizers = ([torch.optim.SGD(net.body.parameters(), lr=0.1),
+                   torch.optim.Adam(net.head.parameters(), lr=0.01),
+                   torch.optim.SGD(net.frozen.parameters(), lr=0.1)] if split else
+                  [torch.optim.SGD(net.parameters(), lr=0.1)])
     for o in optimizers:
         dump.track(o)
     model = dump.wrap(net)
@@ -71,7 +73,7 @@ def test_two_optimizers_one_iteration_per_step(tmp_path):
 def test_later_iterations_are_ordered_forward_first(tmp_path):
     config = write_config(tmp_path / "d.json", tmp_path / "dump", {"iteration": "1|2"})
     with gd.Dump(config) as dump:
-        _train(dump)
+        _train(dump, split=False)
     rank = tmp_path / "dump" / "rank_0"
     assert _iterations(rank) == [1, 2]
     order = execution_order(rank)
