@@ -4,14 +4,18 @@ the same statistics), and does the first hit's tensor have the same statistics i
 Values are compared, never watch's wording of them (pass 1's hits come from statistic rows,
 pass 2's from tensors, and watch words the two differently)."""
 import collections
+import csv
 import glob
 import math
 import os
+import re
 
 try:
-    from .hunt_answer import count_text, kernel_without_id, statistic_row, tensor_key
+    from .hunt_answer import (_statistic_rows, count_text, kernel_without_id, statistic_row,
+                              tensor_key)
 except ImportError:  # hunt_cli.py run as a script (graphdump hunt)
-    from hunt_answer import count_text, kernel_without_id, statistic_row, tensor_key
+    from hunt_answer import (_statistic_rows, count_text, kernel_without_id, statistic_row,
+                             tensor_key)
 
 # The statistic.csv columns both passes write (hunt.STATISTICS), and those that say which
 # tensor a row is.
@@ -37,13 +41,28 @@ def _equal(a, b):
     return a == b
 
 
+# Columns that say where and when a row was written, not what its tensor holds.
+_PLACE_COLUMNS = ("Op Name", "Task ID", "Stream ID", "Timestamp")
+
+
 def same_statistics(row1, row2):
     """Do two statistic.csv rows (dicts by column title) describe the same tensor (type, shape)
-    with the same values of every statistic both hold?"""
+    with the same value of every statistic either holds?"""
     if row1 is None or row2 is None:
         return False
-    columns = [c for c in _TENSOR_COLUMNS + STATISTIC_COLUMNS if c in row1 or c in row2]
+    columns = sorted((set(row1) | set(row2)) - set(_PLACE_COLUMNS))
     return all(_equal(row1.get(c), row2.get(c)) for c in columns)
+
+
+def _call_slots(dump_root, hit):
+    """The (io, slot) of every statistic row of the hit's kernel in its iteration."""
+    name = re.sub(r"[/\\. ]", "_", hit["kernel"])
+    slots = []
+    for row in _statistic_rows(dump_root, hit):
+        key = (row.get("IO"), int(row.get("Slot") or 0))
+        if row.get("Op Name") == name and key not in slots:
+            slots.append(key)
+    return slots
 
 
 def statistics_text(row):
@@ -61,7 +80,6 @@ def _rounded(text):
 def _iteration_rows(dump_root, iteration):
     """Every statistic.csv row of `iteration` in a dump, as hashable tuples: (rank, graph,
     kernel name without -op{N}, io, slot, type, shape, statistics to SAME_RUN_DIGITS)."""
-    import csv
     rows = []
     pattern = os.path.join(glob.escape(dump_root), "rank_*", "*", "*", str(iteration),
                            "statistic.csv")
@@ -136,6 +154,23 @@ class Rerun:
         self.rows = {"pass1": statistic_row(pass1, first1),
                      "pass2": (statistic_row(pass2, first1, named_in=pass1) if self.reached
                                else None)}
+        # Every input and output of the hit's kernel call, in both passes: a tensor holding NaN
+        # has NaN as its min and max, so its own row shows only counts; the call's finite
+        # inputs show whether it computed from the same values.
+        self.call_rows = []
+        if self.reached:
+            for io, slot in _call_slots(pass1, first1):
+                tensor = dict(first1, io=io, slot=slot)
+                self.call_rows.append(((io, slot), statistic_row(pass1, tensor),
+                                       statistic_row(pass2, tensor, named_in=pass1)))
+
+    def differing_call_tensor(self):
+        """The first (io, slot, pass 1's row, pass 2's row) of the hit's kernel call whose
+        statistics differ between the passes, or None."""
+        for (io, slot), row1, row2 in self.call_rows:
+            if not same_statistics(row1, row2):
+                return io, slot, row1, row2
+        return None
 
     def same_run(self):
         return self.reached and self.difference is None
@@ -144,7 +179,8 @@ class Rerun:
         """The same run, whose first hit in the hit iteration is the same tensor as pass 1's,
         with the same statistics (counts of NaN, infinities and zeros, min and max)."""
         return (self.same_run() and same_tensor(first1, first2) and
-                same_statistics(self.rows["pass1"], self.rows["pass2"]))
+                same_statistics(self.rows["pass1"], self.rows["pass2"]) and
+                self.differing_call_tensor() is None)
 
 
 def verdict(rerun, first1, first2, hit_iteration, failure):
@@ -166,13 +202,18 @@ def verdict(rerun, first1, first2, hit_iteration, failure):
     rows = rerun.rows
     if rerun.persistent(first1, first2):
         return "persistent", (
-            "reproduced on a rerun: the same kernel's same tensor has the same statistics "
-            f"(NaN, infinity and zero counts, min, max: {count_text(first2)})")
+            "reproduced on a rerun: the same kernel's same tensor, and each input and output "
+            "of that kernel call, have the same statistics (NaN, infinity and zero counts, "
+            f"min, max: {count_text(first2)})")
     if first2 is None:
         why = "the rerun had no hit in that iteration"
     elif same_tensor(first1, first2):
-        why = (f"the rerun's same tensor has other statistics ({statistics_text(rows['pass1'])} "
-               f"in the first run; {statistics_text(rows['pass2'])} in the rerun)")
+        io, slot, row1, row2 = rerun.differing_call_tensor() or (
+            first1["io"], first1["slot"], rows["pass1"], rows["pass2"])
+        which = ("same tensor" if (io, slot) == (first1["io"], first1["slot"]) else
+                 f"same kernel call's {io} {slot}")
+        why = (f"the rerun's {which} has other statistics ({statistics_text(row1)} in the "
+               f"first run; {statistics_text(row2)} in the rerun)")
     else:
         why = (f"the rerun's first hit there is {first2['kernel']} {first2['io']} "
                f"{first2['slot']} (rank {first2['rank']}): {count_text(first2)}")
