@@ -101,3 +101,14 @@ def test_temporary_files_go_to_tmpdir(scratch):
     code, _, _ = gdtest.run("compare", a, a, "--out", os.path.join(scratch, "c.csv"),
                             env={"TMPDIR": scratch})
     assert code == 0, "with a usable TMPDIR it works"
+
+
+def test_bisect_rounds_go_to_tmpdir(scratch):
+    script = os.path.join(scratch, "train.py")
+    with open(script, "w", encoding="utf-8") as f:
+        f.write("raise SystemExit('bisect ran the script: it should have stopped before')\n")
+    missing = os.path.join(scratch, "no_such_tmpdir")
+    code, out, err = gdtest.run("bisect", "--precision", "bf16", "--", script,
+                                env={"TMPDIR": missing})
+    assert code == 3, f"bisect with an unusable TMPDIR fails\n{out}\n{err}"
+    assert missing in err and "($TMPDIR)" in err, f"and names it: {err}"
