@@ -67,7 +67,7 @@ def test_two_optimizers_one_iteration_per_step(tmp_path):
             rows = f.read()
         assert "optimizer-SGD" in rows and "optimizer-Adam" in rows, \
             f"both optimizers' updates in iteration {it}"
-        assert "frozen" not in rows, "the frozen part's optimizer dumps nothing"
+        assert "optimizer-SGD_frozen" not in rows, "the frozen part's optimizer dumps nothing"
 
 
 def test_later_iterations_are_ordered_forward_first(tmp_path):
