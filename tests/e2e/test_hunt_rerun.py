@@ -58,6 +58,7 @@ def test_script_resumes_from_its_checkpoint(scratch):
     assert answer.get("kernel", "").startswith("Default/div-op"), answer.get("kernel")
     assert float(answer["runs"]["pass1"]["NaN Count"]) == 8, answer["runs"]
     assert "unconfirmed" in out and "the answer is the first run's" in out, out
+    assert answer.get("report"), f"a report of pass 1: {answer.get('report_error')}"
 
 
 def test_rerun_fails_before_the_hit(scratch):
@@ -70,6 +71,7 @@ def test_rerun_fails_before_the_hit(scratch):
     assert answer.get("kernel", "").startswith("Default/div-op"), answer.get("kernel")
     assert answer.get("tensor_dump") is None, "no tensors of a run that did not reach the hit"
     assert "FileExistsError" in err, "the rerun's own error is shown"
+    assert answer.get("report"), f"a report of pass 1: {answer.get('report_error')}"
 
 
 def test_same_count_other_values_is_transient(scratch):
