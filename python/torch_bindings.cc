@@ -435,11 +435,15 @@ void BindTorch(py::module_& m) {
               const std::vector<std::vector<at::Tensor>>& states) {
              return OptimizerStepHandle{host.BeginOptimizerStep(cls, params, states)};
            })
-      .def("end_optimizer_step",
-           [](DumpHost& host, OptimizerStepHandle& h,
-              const std::vector<std::vector<at::Tensor>>& states_after) {
-             host.EndOptimizerStep(*h.step, states_after);
-           })
+      .def(
+          "end_optimizer_step",
+          [](DumpHost& host, OptimizerStepHandle& h,
+             const std::vector<std::vector<at::Tensor>>& states_after, bool end_iteration) {
+            host.EndOptimizerStep(*h.step, states_after, end_iteration);
+          },
+          py::arg("handle"), py::arg("states_after"), py::arg("end_iteration") = true)
+      .def("end_open_iteration", &DumpHost::EndOpenIteration,
+           "Ends the open iteration, if any.")
       .def("begin_allreduce",
            [](DumpHost& host, const std::vector<at::Tensor>& params,
               const std::vector<at::Tensor>& grads) {

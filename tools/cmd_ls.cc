@@ -179,6 +179,7 @@ int RunLs(int argc, char** argv) {
   j["total"]["ranks"] = streamed.ranks;
   j["total"]["graphs"] = graphs;
   j["total"]["iterations"] = iterations;
+  j["warnings"] = streamed.warnings;  // also on stderr: a rank marked incomplete, two runs
   j["skipped"] = nlohmann::json::array();
   for (const auto& s : streamed.skipped)
     j["skipped"].push_back({{"path", s.path}, {"reason", s.reason}});

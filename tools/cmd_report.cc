@@ -123,6 +123,8 @@ int RunReport(int argc, char** argv) {
     if (!compared.ok()) return OpenError("graphdump report", compared.status());
     PrintWarnings("graphdump report", info.warnings_a);
     PrintWarnings("graphdump report", info.warnings_b);
+    input.notes = info.warnings_a;
+    input.notes.insert(input.notes.end(), info.warnings_b.begin(), info.warnings_b.end());
     comparison = collector.Finish(compared->skipped);
     input.compare = &comparison;
     input.title = fmt::format("graphdump report: {} vs {}", compare[0], compare[1]);
@@ -135,6 +137,7 @@ int RunReport(int argc, char** argv) {
         [&](size_t i, analysis::DumpIndex& one) { each_rank(i, one, std::max(1, all / outer)); });
     if (!streamed.ok()) return OpenError("graphdump report", streamed.status());
     PrintWarnings("graphdump report", streamed->warnings);
+    input.notes = streamed->warnings;
     input.title = "graphdump report: " + dir;
   }
   input.watch = &watch;

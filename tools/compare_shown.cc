@@ -3,9 +3,12 @@
 #include "compare_shown.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
@@ -34,10 +37,21 @@ constexpr size_t kSpillChunk = size_t{1} << 20;
 
 CompareCollector::CompareCollector(bool csv) {
   if (!csv) return;
-  spill_ = std::tmpfile();
+  // In $TMPDIR (else /tmp), as every temporary file of the analysis commands (std::tmpfile
+  // ignores $TMPDIR); nameless once open, so it goes with the process however it ends.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  std::string name = dir + "/graphdump-compare-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd >= 0) {
+    ::unlink(name.c_str());
+    spill_ = ::fdopen(fd, "w+");
+    if (!spill_) ::close(fd);
+  }
   if (!spill_) {
-    spill_status_ = Status::IOError(
-        fmt::format("cannot create a temporary file for the CSV: {}", std::strerror(errno)));
+    spill_status_ = Status::IOError(fmt::format(
+        "cannot create a temporary file for the CSV in {} ($TMPDIR): {}", dir,
+        std::strerror(errno)));
   }
 }
 

@@ -165,10 +165,13 @@ std::string KernelDifference(const std::vector<KernelInfo>& first,
 int RunScriptBisect(const std::string& command, const BisectFlags& flags,
                     const BisectOptions& options) {
   std::error_code error;
-  char pattern[] = "/tmp/graphdump-bisect-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) {
-    return Fail(command, Status::IOError(std::string("cannot make a temporary directory: ") +
-                                         std::strerror(errno)));
+  // The rounds' dumps go into $TMPDIR (else /tmp).
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  std::string pattern = dir + "/graphdump-bisect-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return Fail(command, Status::IOError("cannot make a temporary directory in " + dir +
+                                         " ($TMPDIR): " + std::strerror(errno)));
   }
   const std::filesystem::path work = pattern;
   struct Cleanup {

@@ -13,7 +13,9 @@ $GRAPHDUMP_HUNT is ``STATE_DIR|MODE|ARG``:
   - ``STATE_DIR|stop-after|N``: pass 2. The run ends once iteration N has ended.
 Ending the run: STATE_DIR/rank_{rank}.stop is written (whole: temporary name, then rename)
 with the iteration, and SystemExit(0) is raised from the optimizer's step(): the script
-unwinds (its finally blocks run), and the dump closes with every file whole.
+unwinds (its finally blocks run), and the dump closes with every file whole. A script that
+catches it and trains on gets it again at each later step; the stop file keeps the first
+iteration and notes the last one it ran on to ("ran_on").
 """
 import csv
 import glob
@@ -99,12 +101,14 @@ def _agree(hit):
     return bool(flag.item())
 
 
-def _write_stop(state_dir, rank, iteration):
-    final = os.path.join(state_dir, f"rank_{rank}.stop")
-    temporary = final + f".tmp{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump({"iteration": iteration, "rank": rank}, f)
-    os.replace(temporary, final)
+def _write_stop(state_dir, rank, iteration, ran_on=None):
+    """STATE_DIR/rank_{rank}.stop: the iteration the pass was ended at, and (ran_on) the last
+    iteration a script that caught the SystemExit trained on to."""
+    from ._whole_file import write_whole
+    stop = {"iteration": iteration, "rank": rank}
+    if ran_on is not None:
+        stop["ran_on"] = ran_on
+    write_whole(os.path.join(state_dir, f"rank_{rank}.stop"), json.dumps(stop))
 
 
 class _Stopper:
@@ -116,6 +120,7 @@ class _Stopper:
         self.state_dir, self.mode, arg = parts
         self.checks = arg.split(",") if self.mode == "first-hit" else []
         self.stop_after = int(arg) if self.mode == "stop-after" else None
+        self.stopped = None  # the iteration this pass was ended at
 
     def after_iteration(self, dump, iteration):
         """Called by graphdump.torch after an optimizer step ended `iteration`."""
@@ -125,6 +130,13 @@ class _Stopper:
         if hunt and not _alive(hunt):
             # Nobody reads this pass any more (the hunt was killed): end it, as a failure.
             raise HuntStop(f"graphdump hunt (pid {hunt}) is gone: this pass ends")
+        if self.stopped is not None:
+            # The script caught the SystemExit and trains on: the pass's iteration stays the
+            # first one (the hunt reads that), the iterations it ran on are noted, and each
+            # step raises again.
+            from .torch import _rank
+            _write_stop(self.state_dir, _rank(), self.stopped, ran_on=iteration)
+            raise HuntStop(0)
         if self.mode == "stop-after":
             stop = iteration >= self.stop_after
         else:
@@ -133,6 +145,7 @@ class _Stopper:
             stop = _agree(local)
         if stop:
             from .torch import _rank
+            self.stopped = iteration
             _write_stop(self.state_dir, _rank(), iteration)
             raise HuntStop(0)
 

@@ -7,6 +7,7 @@ its start with a tensor dump of that iteration and the one before, and ends it a
 watch finds the first hit in each (across ranks, docs/analysis.md); the answer explains it
 (hunt_answer.py) and a report opens on it (hunt_report.py).
 """
+import glob
 import json
 import os
 import shutil
@@ -16,10 +17,13 @@ import sys
 import time
 
 try:
-    from . import hunt_answer, hunt_report
+    from . import hunt_answer, hunt_report, hunt_verdict
+    from ._whole_file import write_whole
 except ImportError:  # hunt_cli.py run as a script (graphdump hunt): torch is not imported
     import hunt_answer
     import hunt_report
+    import hunt_verdict
+    from _whole_file import write_whole
 
 CHECKS = ("nan", "inf", "overflow")
 STATISTICS = ["max", "min", "nan count", "negative inf count", "positive inf count", "zero count"]
@@ -50,16 +54,9 @@ def find_graphdump():
 
 
 def _write_whole(path, text):
-    """Writes `path` under a temporary name, then renames it: it appears whole or not at all."""
-    temporary = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    """Writes `path` under a new temporary name, then renames it: it appears whole or not at
+    all, and nothing planted at either name is written through (_whole_file.py)."""
+    write_whole(path, text)
 
 
 def _parse_checks(text):
@@ -122,13 +119,15 @@ class _Hunt:
         stem = (module.rsplit(".", 1)[-1] if module is not None else
                 os.path.splitext(os.path.basename(script))[0])
         self.net_name = self.base.get("net_name") or (
-            "".join(c if c.isalnum() or c in "-_" else "_" for c in stem) or "Net")
+            "".join(c if (c.isascii() and c.isalnum()) or c in "-_" else "_" for c in stem)
+            or "Net")
         self.nproc = int(nproc) if nproc else None
         self.overwrite = overwrite
         self.log = log
         self.binary = find_graphdump()
         self.state = os.path.join(self.root, ".hunt")
         self.times = {}
+        self.ran_on_pass1 = None
         earlier = [n for n in ("pass1", "pass2", "answer.json", "report.html")
                    if os.path.exists(os.path.join(self.root, n))]
         if earlier and not overwrite:
@@ -209,6 +208,17 @@ class _Hunt:
                     iterations.append(json.load(f)["iteration"])
         return min(iterations) if iterations else None
 
+    def ran_on(self):
+        """The last iteration a rank's script trained on to after catching the SystemExit
+        that ended its pass (pass markers' "ran_on"), or None."""
+        ran = []
+        for name in os.listdir(self.state):
+            if name.endswith(".stop"):
+                with open(os.path.join(self.state, name), encoding="utf-8") as f:
+                    ran.append(json.load(f).get("ran_on"))
+        ran = [r for r in ran if r is not None]
+        return max(ran) if ran else None
+
     def tool(self, *args):
         """Starts `graphdump ARGS` printing JSON; .result() waits and parses it."""
         return _Tool([self.binary, *args])
@@ -249,6 +259,12 @@ def _interrupted(status):
     return status in (-signal.SIGINT, 128 + signal.SIGINT)
 
 
+def _captured(dump):
+    """Does a dump hold statistic rows of any iteration?"""
+    return bool(glob.glob(os.path.join(glob.escape(dump), "rank_*", "*", "*", "[0-9]*",
+                                       "statistic.csv")))
+
+
 def _answer_skeleton(h):
     return {"status": None, "checks": h.checks, "command": h.target, "dump_root": h.root,
             "answer_file": None, "report": None, "times": h.times}
@@ -279,6 +295,7 @@ def _after_pass1(h, status, pass2_child):
         raise HuntError("pass 1 ended with exit status 2 before dumping anything: the script's "
                         "or graphdump python's usage error (its message is above)")
     stopped = h.stopped_at()
+    h.ran_on_pass1 = h.ran_on()
     # Stopped at a hit: the iteration is known, pass 1's watch runs beside pass 2.
     watch1 = h.watch(pass1) if os.path.isdir(pass1) else None
     watch1 = (hunt_answer.computed_hits(watch1.result()) if watch1 is not None and
@@ -291,6 +308,17 @@ def _after_pass1(h, status, pass2_child):
             answer["message"] = (f"the script failed ({_failure(status)}) before any hit "
                                  f"({', '.join(h.checks)}): nothing to hunt; its statistic dump "
                                  f"so far is in {pass1}")
+        elif not _captured(pass1):
+            # Nothing ran in the process graphdump python dumps: "no hit" would be a guess.
+            answer["status"] = "failed"
+            answer["script_status"] = status
+            answer["message"] = (
+                "the script ended normally, but pass 1 captured no iteration of its training: "
+                "graphdump python dumps the processes it starts (the script's, and the ranks "
+                "of --nproc), not processes the script starts itself (torch.multiprocessing."
+                "spawn, multiprocessing with the spawn or forkserver start method, "
+                "subprocess); nothing to hunt. Train in the script's own process, or start "
+                "the ranks with --nproc (docs/hunt.md, Limits)")
         else:
             answer["status"] = "no-hit"
             answer["message"] = (f"the script ended normally with no hit "
@@ -312,26 +340,42 @@ def _after_pass1(h, status, pass2_child):
     if _interrupted(status2):
         raise KeyboardInterrupt
     start = time.monotonic()
-    running = {"watch2": h.watch(pass2), "ls": h.tool("ls", pass2, "--json", "--kernels"),
-               "report": hunt_report.ReportRun(h.binary, pass2, os.path.join(h.root,
-                                                                          "report.html"),
-                                               h.checks)}
     if not isinstance(watch1, dict):
         watch1 = hunt_answer.computed_hits(watch1.result())
     if not watch1["hits"]:
         raise HuntFailed(f"pass 1 stopped after iteration {hit_iteration} but watch finds no "
                          f"hit in {pass1}")
     first1 = watch1["hits"][0]
-    watch2 = hunt_answer.computed_hits(running["watch2"].result())
+    stopped2, ran_on2 = h.stopped_at(), h.ran_on()
+    rerun = hunt_verdict.Rerun(pass1, pass2, hit_iteration, first_dumped, first1)
+    # The report and the explanation are of the tensor dump when it is of the same run; else
+    # of pass 1's statistics, which the answer then comes from.
+    running = {"report": hunt_report.ReportRun(h.binary, pass2 if rerun.same_run() else pass1,
+                                               os.path.join(h.root, "report.html"), h.checks)}
+    if rerun.reached:
+        running["watch2"] = h.watch(pass2)
+        running["ls"] = h.tool("ls", pass2, "--json", "--kernels")
+    watch2 = (hunt_answer.computed_hits(running["watch2"].result()) if rerun.reached else
+              {"hits": []})
     first2 = next((x for x in watch2["hits"] if x["iteration"] == hit_iteration), None)
     answer["status"] = "hit"
     answer["statistics_dump"] = pass1
-    answer["tensor_dump"] = pass2
-    answer["tensor_iterations"] = iterations
-    if status2 != 0 and h.stopped_at() is None:
+    answer["tensor_dump"] = pass2 if rerun.reached else None
+    answer["tensor_iterations"] = iterations if rerun.reached else []
+    if status2 != 0 and stopped2 is None:
         answer["pass2_status"] = status2
+    for name, ran_on in (("pass1", h.ran_on_pass1), ("pass2", ran_on2)):
+        if ran_on is not None:
+            answer[f"{name}_ran_on"] = ran_on
+            h.say(f"{name}: the script caught the SystemExit that ended it at the hit iteration "
+                  f"and trained on to iteration {ran_on}; the hunt reads the iteration it was "
+                  "ended at")
     answer["statistics_kernel"] = first1["kernel"]  # its name in pass 1's dump
-    persistent = hunt_answer.same_hit(first1, first2)
+    answer["verdict"], answer["verdict_detail"] = hunt_verdict.verdict(
+        rerun, first1, first2, hit_iteration, _failure(status2) if status2 else None)
+    if answer["verdict"] == "unconfirmed":
+        h.say(f"pass 2: {answer['verdict_detail']}")
+    persistent = answer["verdict"] == "persistent"
     source = first2 if persistent else first1
     answer.update({k: source.get(k) for k in ("iteration", "rank", "graph_id", "call",
                                                "kernel", "io", "slot", "check", "detail",
@@ -348,23 +392,14 @@ def _after_pass1(h, status, pass2_child):
     answer["caller_line"] = f"{caller['file']}:{caller['line']}" if caller else None
     answer["caller_code"] = caller.get("code", "") if caller else None
     if persistent:
-        answer["verdict"] = "persistent"
-        answer["verdict_detail"] = (
-            "reproduced on a rerun: the same kernel's same tensor holds the same bad elements "
-            f"({hunt_answer.count_text(first2)})")
         listing = running["ls"].result()
         answer.update(hunt_answer.explain(watch2, listing, first=first2))
         answer["other_ranks"] = hunt_answer.other_ranks(watch2, listing, first2)
     else:
-        answer["verdict"] = "transient"
-        answer["verdict_detail"] = (
-            "not reproduced on a rerun: " +
-            ("the rerun had no hit in that iteration" if first2 is None else
-             f"the rerun's first hit there is {first2['kernel']} {first2['io']} "
-             f"{first2['slot']} (rank {first2['rank']}): {hunt_answer.count_text(first2)}"))
+        if "ls" in running:
+            running["ls"].result()
         answer["origin"] = None
-        answer["runs"] = {"pass1": hunt_answer.statistic_row(pass1, first1),
-                          "pass2": hunt_answer.statistic_row(pass2, first1, named_in=pass1)}
+        answer["runs"] = rerun.rows
         answer["rerun_first_hit"] = first2
     answer["report"] = running["report"].finish(answer)
     h.times["analysis"] = round(time.monotonic() - start, 3)

@@ -92,16 +92,6 @@ def count_text(hit):
     return hit["detail"].split(";")[0].strip()
 
 
-def same_hit(a, b):
-    """Do two runs' first hits name the same tensor (kernel names compared without their
-    -op{N}) with the same count of bad elements?"""
-    if a is None or b is None:
-        return False
-    ka, kb = list(tensor_key(a)), list(tensor_key(b))
-    ka[3], kb[3] = kernel_without_id(ka[3]), kernel_without_id(kb[3])
-    return ka == kb and count_text(a) == count_text(b)
-
-
 class TensorDump:
     """The tensor dump's kernel calls (from ``graphdump ls --json --kernels``): each call's
     files by (io, slot), and which output a file is a hard link of (docs/file-format.md: a

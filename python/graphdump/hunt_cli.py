@@ -20,11 +20,13 @@ overflow) and why, in two runs of your unchanged script (docs/hunt.md):
           tensors in that iteration and the one before, and ends after them
 
 then prints the answer: the iteration, rank, kernel and your source line; the first bad
-element's index and batch row; whether the hit reproduced on the rerun (persistent) or not
-(transient: both runs' statistics of the tensor are shown); whether the kernel created the
-non-finite values from finite inputs or received them (the chain back to the kernel that
-created them, across ranks through all-reduce); the creator's inputs, row by row (a divisor
-whose row is all zero); and where the dumps and an HTML report are.
+element's index and batch row; whether the hit reproduced on the rerun with the same
+statistics (persistent) or not (transient: both runs' statistics of the tensor are shown), or
+whether the rerun was not the same run up to the hit (unconfirmed: it failed or ended before
+the hit, or resumed from a checkpoint; the answer is the first run's); whether the kernel
+created the non-finite values from finite inputs or received them (the chain back to the
+kernel that created them, across ranks through all-reduce); the creator's inputs, row by row
+(a divisor whose row is all zero); and where the dumps and an HTML report are.
 
 options:
   --checks LIST    what is a hit: nan, inf, overflow, comma-separated (default nan,inf);
@@ -49,7 +51,8 @@ examples:
 
 exit status: 0 no hit (the script ended normally; the statistic dump is kept), 1 a hit was
 found and explained, 2 usage or configuration error (nothing run, or the script refused the
-configuration), 3 the script failed before any hit, or an analysis step failed, 130
+configuration), 3 the script failed before any hit, pass 1 captured no iteration of its
+training (training in processes the script spawns), or an analysis step failed, 130
 interrupted (Ctrl-C: the running pass is ended and its dump closed whole; no answer).
 """
 

@@ -4,6 +4,11 @@ import html
 import os
 import subprocess
 
+try:
+    from ._whole_file import write_whole
+except ImportError:  # hunt_cli.py run as a script (graphdump hunt)
+    from _whole_file import write_whole
+
 
 def _number(x):
     return "?" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
@@ -102,8 +107,10 @@ def answer_lines(answer):
             lines.append(f"  {name}: {text}")
     tensors = " and ".join(str(i) for i in answer["tensor_iterations"])
     lines.append(f"dumps: statistics of every iteration up to the hit: "
-                 f"{answer['statistics_dump']}; tensors of iteration(s) {tensors}: "
-                 f"{answer['tensor_dump']}")
+                 f"{answer['statistics_dump']}; " +
+                 (f"tensors of iteration(s) {tensors}: {answer['tensor_dump']}"
+                  if answer.get("tensor_dump") else
+                  "no tensors (the rerun did not reach the hit iteration)"))
     if answer.get("report"):
         lines.append(f"report: {answer['report']}")
     if answer.get("answer_file"):
@@ -142,9 +149,7 @@ class ReportRun:
             at = page.find("</h1>\n")
             at = at + len("</h1>\n") if at >= 0 else 0
             answer["report"] = self.out
-            with open(self.temporary, "w", encoding="utf-8") as f:
-                f.write(page[:at] + answer_section(answer) + page[at:])
-            os.replace(self.temporary, self.out)
+            write_whole(self.out, page[:at] + answer_section(answer) + page[at:])
             return self.out
         finally:
             if self.process.poll() is None:

@@ -159,11 +159,10 @@ class PrecisionRun:
 
 
 def _save_whole(path, write):
-    """Writes through a temporary name, so the file is whole or absent."""
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as f:
-        write(f)
-    os.replace(temporary, path)
+    """Writes through a new temporary name, so the file is whole or absent, and never through a
+    link planted at either name (_whole_file.py)."""
+    from ._whole_file import write_whole
+    write_whole(path, write)
 
 
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

@@ -126,6 +126,7 @@ class Dump:
         self._eager = None  # the host while it dumps eager modules in this process
         self._pending_set_dump = []
         self._optimizers = weakref.WeakSet()
+        self._stepped = set()  # id() of the optimizers that stepped in the open iteration
         self._routed_parameters = set()  # ids of the parameters of modules run here
         self._warned_unowned = False
         self._open_failed = False  # the session refused to open (ConfigError raised)
@@ -419,8 +420,19 @@ class Dump:
             if host is None:
                 return original(*args, **kwargs)
             params = [p for group in opt.param_groups for p in group["params"]]
+            if not any(p.grad is not None for p in params):
+                # It updates nothing (a frozen part's optimizer): no kernel, no iteration's end.
+                return original(*args, **kwargs)
             if dump._auto and not dump._warned_unowned:
                 dump._warn_unowned(params)
+            if id(opt) in dump._stepped:
+                # A second step of this optimizer in the open iteration: the training step its
+                # first step belonged to has ended (an optimizer expected to step did not).
+                iteration = host.iteration
+                host.end_open_iteration()
+                dump._stepped.clear()
+                if _state.after_iteration is not None:
+                    _state.after_iteration(dump, iteration)
             before = [_state_tensors(opt.state.get(p)) for p in params]
             token = host.begin_optimizer_step(type(opt).__name__, params, before)
             # The update's operators are the update kernels; in a precision run a closure's
@@ -434,11 +446,18 @@ class Dump:
             finally:
                 pause[0].close()
             iteration = host.iteration
-            host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params])
+            # One iteration per training step, however many optimizers step in it: the
+            # iteration ends at the last of them (docs/python.md).
+            dump._stepped.add(id(opt))
+            ends = not dump._optimizer_pending(opt)
+            host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params],
+                                    ends)
             if run is not None:
                 run.after_step()
-            if _state.after_iteration is not None:
-                _state.after_iteration(dump, iteration)
+            if ends:
+                dump._stepped.clear()
+                if _state.after_iteration is not None:
+                    _state.after_iteration(dump, iteration)
             return out
 
         # An LR scheduler created later wraps this bound method again (it needs __func__); one
@@ -448,6 +467,17 @@ class Dump:
         if hasattr(original, "_wrapped_by_lr_sched"):
             step._wrapped_by_lr_sched = original._wrapped_by_lr_sched
         optimizer.step = types.MethodType(step, optimizer)
+
+    def _optimizer_pending(self, stepped):
+        """Is another tracked optimizer still to step in this training step: one that has not
+        stepped in the open iteration and has a parameter with a gradient?"""
+        for other in list(self._optimizers):
+            if other is stepped or id(other) in self._stepped:
+                continue
+            if any(p.grad is not None for group in other.param_groups
+                   for p in group["params"]):
+                return True
+        return False
 
     def _warn_unowned(self, params):
         unowned = [p for p in params if id(p) not in self._routed_parameters]

@@ -32,8 +32,13 @@ std::vector<std::string> MergeRankWarnings(const std::vector<std::vector<std::st
   static const std::string kOpen = " (and ", kClose = " more iteration directories)";
   std::string first;
   size_t mixed = 0;
+  std::vector<std::string> incomplete;  // each rank's own (IncompleteWarning), kept as they are
   for (const std::vector<std::string>& warnings : ranks) {
     for (const std::string& text : warnings) {
+      if (text.find(" is marked incomplete (") != std::string::npos) {
+        incomplete.push_back(text);
+        continue;
+      }
       std::string sentence = text;
       size_t count = 1, more = 0;
       const size_t open = text.rfind(kOpen);
@@ -51,9 +56,10 @@ std::vector<std::string> MergeRankWarnings(const std::vector<std::vector<std::st
       mixed += count;
     }
   }
-  if (mixed == 0) return {};
+  if (mixed == 0) return incomplete;
   if (mixed > 1) first += fmt::format("{}{}{}", kOpen, mixed - 1, kClose);
-  return {first};
+  incomplete.insert(incomplete.begin(), first);
+  return incomplete;
 }
 
 // The reference dump's ranks. Each is indexed when a rank of A asks for it, and freed after; a

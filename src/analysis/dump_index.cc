@@ -15,6 +15,7 @@
 
 #include "dump_index_parts.h"
 #include "graphdump/analysis/parallel.h"
+#include "graphdump/file_system.h"
 
 namespace graphdump::analysis {
 namespace fs = std::filesystem;
@@ -73,6 +74,42 @@ std::vector<std::string> MixedRunWarnings(const std::vector<MixedRuns>& ranks) {
   }
   if (mixed > 1) {
     warnings.back() += fmt::format(" (and {} more iteration directories)", mixed - 1);
+  }
+  return warnings;
+}
+
+// A rank directory's `.dump_metadata/INCOMPLETE` marker (docs/layout.md: the run did not close
+// its dump: it was killed, failed, or is still running) as a warning naming it and saying why,
+// its first line (at most 300 bytes, shown escaped); "" when there is none.
+std::string IncompleteWarning(const std::string& rank_dir) {
+  const std::string marker = (fs::path(rank_dir) / ".dump_metadata" / "INCOMPLETE").string();
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(marker, ec))) return "";
+  std::string why;
+  StatusOr<ReadableFile> file = OpenRegularFile(marker);
+  if (file.ok()) {
+    Status read = file->Read(0, std::min<uint64_t>(file->size(), 300), &why);
+    if (!read.ok()) why = read.message();
+  } else {
+    why = file.status().message();
+  }
+  why = why.substr(0, why.find('\n'));
+  std::string shown;
+  for (unsigned char c : why) {
+    shown += c >= 0x20 && c != 0x7f ? std::string(1, static_cast<char>(c))
+                                     : fmt::format("\\x{:02x}", c);
+  }
+  return fmt::format(
+      "{} is marked incomplete ({}): the run that wrote it did not close it, so what follows "
+      "its last whole files is missing: {}",
+      rank_dir, marker, shown.empty() ? std::string("(no reason recorded)") : shown);
+}
+
+std::vector<std::string> IncompleteWarnings(const std::vector<std::string>& rank_dirs) {
+  std::vector<std::string> warnings;
+  for (const std::string& dir : rank_dirs) {
+    std::string warning = IncompleteWarning(dir);
+    if (!warning.empty()) warnings.push_back(std::move(warning));
   }
   return warnings;
 }
@@ -282,6 +319,9 @@ StatusOr<StreamedDump> ForEachRank(DumpRanks ranks, const IndexFilter& filter, i
     for (Skipped& s : skipped[i]) out.skipped.push_back(std::move(s));
   }
   out.warnings = MixedRunWarnings(mixed);
+  std::vector<std::string> kept_dirs;
+  for (size_t i : kept) kept_dirs.push_back(ranks.dirs[i].first);
+  for (std::string& w : IncompleteWarnings(kept_dirs)) out.warnings.push_back(std::move(w));
   return out;
 }
 

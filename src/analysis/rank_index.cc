@@ -72,6 +72,22 @@ StatusOr<bool> IsSubdirectory(const fs::path& entry) {
   return fs::is_directory(status);
 }
 
+namespace {
+
+// A symbolic link inside a dump is not read (docs/analysis.md): what it points to lies outside
+// the dump, and the commands (and report's page) would show it as the dump's. Adds the refusal
+// to `skipped` and returns true for one.
+bool RefusedLink(const fs::path& path, std::vector<Skipped>* skipped) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return false;
+  skipped->push_back({path.string(),
+                      "a symbolic link: graphdump reads nothing a link inside a dump points to "
+                      "(a file written there by graphdump is never a link)"});
+  return true;
+}
+
+}  // namespace
+
 void FilterIteration(const IndexFilter& filter, IterationEntry* it) {
   if (!filter.kernels && !filter.is_input) return;
   std::erase_if(it->kernels, [&](KernelEntry& k) {
@@ -347,6 +363,10 @@ StatusOr<IterationEntry> IndexIteration(const fs::path& dir, int64_t iteration,
   for (const fs::path& file : files) {
     std::string name = file.filename().string();
     if (auto it = mapping.find(name); it != mapping.end()) name = it->second;
+    if ((file.extension() == ".npy" || LooksLikeAscendDumpName(name)) &&
+        RefusedLink(file, skipped)) {
+      continue;
+    }
     if (file.extension() != ".npy") {
       // file_format "bin": one Ascend dump file per kernel, holding its tensors.
       if (LooksLikeAscendDumpName(name)) IndexDumpFile(file, name, &kernels, skipped);
@@ -368,7 +388,7 @@ StatusOr<IterationEntry> IndexIteration(const fs::path& dir, int64_t iteration,
   const fs::path csv = dir / "statistic.csv";
   std::error_code ec;
   StatisticRows rows;
-  if (fs::exists(csv, ec)) {
+  if (fs::exists(csv, ec) && !RefusedLink(csv, skipped)) {
     // Rows of one kernel are next to each other: its map entry is looked up once per run of
     // rows, and its file-form name made once.
     std::string type, raw_name, sanitized;
@@ -577,6 +597,7 @@ StatusOr<RankEntry> IndexRank(const fs::path& dir, uint32_t rank, const IndexFil
   RankEntry entry;
   entry.rank = rank;
   entry.dir = dir.string();
+  if (RefusedLink(dir, skipped)) return entry;
   GRAPHDUMP_ASSIGN_OR_RETURN(const std::vector<fs::path> nets, SortedChildren(dir));
   for (const fs::path& net : nets) {
     const std::string name = net.filename().string();

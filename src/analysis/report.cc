@@ -228,6 +228,13 @@ std::string RenderReportHtml(const ReportInput& input) {
       "code{{font-size:11px}}.legend text{{font-size:11px}}.band text{{font-size:10px;"
       "fill:#900}}</style>\n</head><body>\n<h1>{0}</h1>\n",
       Escape(input.title));
+  if (!input.notes.empty()) {
+    page.html += "<section id=\"notes\">\n<ul>\n";
+    for (const std::string& note : input.notes) {
+      page.html += "<li class=\"warning\">" + Escape(note) + "</li>\n";
+    }
+    page.html += "</ul>\n</section>\n";
+  }
   page.html += Summary(input);
   report_internal::RanksSection(input, &page);
   page.html +=

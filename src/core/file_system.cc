@@ -347,12 +347,26 @@ class PosixFileSystem : public FileSystem {
     for (int attempt = 0; attempt < 100; ++attempt) {
       Fd fd(::openat(dir->get(), base.c_str(),
                      O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, S_IRUSR | S_IWUSR));
-      if (fd.get() < 0) return OpenError("create", path, errno);
+      if (fd.get() < 0) {
+        // Something planted under the lock's name (a link, a directory) is no lock: refused,
+        // and nothing of the directory is touched.
+        const int error = errno;
+        if (error == ELOOP || error == EISDIR) {
+          return Status::InvalidArgument(
+              "cannot lock " + path + ": it is " +
+              (error == ELOOP ? "a symbolic link" : "a directory") +
+              ", not a regular file; graphdump leaves it and the dump beside it alone (remove "
+              "it)");
+        }
+        return OpenError("create", path, error);
+      }
       struct stat opened;
       if (::fstat(fd.get(), &opened) != 0) return ErrnoError("open", path, errno);
       if (!S_ISREG(opened.st_mode)) {
-        return Status::IOError("cannot lock " + path + ": it is " + FileKind(opened.st_mode) +
-                               ", not a regular file");
+        return Status::InvalidArgument("cannot lock " + path + ": it is " +
+                                       FileKind(opened.st_mode) +
+                                       ", not a regular file; graphdump leaves it and the dump "
+                                       "beside it alone (remove it)");
       }
       if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK) return ErrnoError("lock", path, errno);

@@ -43,6 +43,20 @@ std::string LastComponent(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// `text` (read from a file anyone could have written) with every byte outside printable ASCII
+// as \xNN, so that printing it sends no escape sequence to a terminal.
+std::string Printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("\\x{:02x}", c);
+    }
+  }
+  return out;
+}
+
 void CountForksOnce() {
   static std::once_flag once;
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { ++g_forks; }); });
@@ -111,7 +125,7 @@ Status SessionImpl::ClaimRoot() {
         "{} is being written by another run now ({}): graphdump writes one run per directory "
         "and replaces no dump that a live run holds, --overwrite or not; wait for that run to "
         "end, or dump elsewhere (docs/layout.md)",
-        root_, holder.empty() ? "its process id is not recorded" : holder));
+        root_, holder.empty() ? "its process id is not recorded" : Printable(holder)));
   }
   GRAPHDUMP_ASSIGN_OR_RETURN(bool created, fs_->CreateDirectoryIfAbsent(root_));
   if (!created && options_.overwrite) {

@@ -12,6 +12,8 @@ namespace graphdump::session_internal {
 void SessionImpl::AbandonStart(const Status& why) {
   closed_ = true;
   if (created_root_ && fs_->RemoveTree(root_).ok()) return;
+  // A directory this run never claimed (its lock was not taken) is another run's: untouched.
+  if (!lock_) return;
   if (fs_->CreateDirectories(root_ + "/.dump_metadata").ok()) {
     (void)fs_->WriteWholeFile(IncompletePath(),
                               "This dump was never started: " + why.message() + "\n");

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <functional>
 #include <regex>
 #include <thread>
 
@@ -756,6 +758,65 @@ TEST(SessionTest, OverwriteNeverTakesALiveRunsDirectory) {
     EXPECT_EQ(file.rfind("rank_0/", 0), 0u) << file;  // no lock, no replaced directory
     EXPECT_EQ(file.find("Net/0/1/"), std::string::npos) << file;  // the first run's step 1
   }
+}
+
+// A .rank_0.lock that is not a regular file (a FIFO, a directory, a symbolic link planted
+// there) beside an earlier complete dump: the run is refused as a usage error naming it, and
+// the earlier dump is left untouched (no INCOMPLETE "never started" written into it). A live
+// holder's recorded text is shown escaped (no terminal escape codes).
+TEST(SessionTest, APlantedLockThatIsNoFileIsRefusedTouchingNothing) {
+  TempDir dir;
+  const DumpConfig config = Parse(ConfigJson(dir.path()));
+  {
+    auto first = OpenSession(config);
+    ASSERT_TRUE(RunSyntheticGraph(*first, {}).ok());
+    ASSERT_TRUE(first->Close().ok());
+  }
+  const std::vector<std::string> written = ListFilesRecursive(dir.Sub("rank_0"));
+  const std::string lock = dir.Sub(".rank_0.lock");
+  const std::string outside = dir.Sub("outside");
+  const std::vector<std::pair<std::string, std::function<void()>>> plants = {
+      {"a FIFO", [&] { ASSERT_EQ(::mkfifo(lock.c_str(), 0600), 0); }},
+      {"a directory", [&] { ASSERT_EQ(::mkdir(lock.c_str(), 0700), 0); }},
+      {"a symbolic link", [&] { ASSERT_EQ(::symlink(outside.c_str(), lock.c_str()), 0); }}};
+  for (const auto& [kind, plant] : plants) {
+    plant();
+    for (bool overwrite : {false, true}) {
+      SessionOptions options;
+      options.config = config;
+      options.overwrite = overwrite;
+      StatusOr<std::unique_ptr<DumpSession>> second = DumpSession::Open(options);
+      ASSERT_FALSE(second.ok()) << kind;
+      EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument) << kind;
+      EXPECT_NE(second.status().message().find(lock), std::string::npos)
+          << kind << ": " << second.status().message();
+      EXPECT_EQ(ListFilesRecursive(dir.Sub("rank_0")), written) << kind;
+      EXPECT_EQ(::access(outside.c_str(), F_OK), -1) << kind;
+    }
+    ASSERT_EQ(::rmdir(lock.c_str()) == 0 || ::unlink(lock.c_str()) == 0, true) << kind;
+  }
+}
+
+// The holder's text recorded in a live run's lock is printed escaped.
+TEST(SessionTest, ALockHoldersTextIsEscaped) {
+  TempDir dir;
+  const DumpConfig config = Parse(ConfigJson(dir.path()));
+  auto first = OpenSession(config);
+  {
+    FILE* f = std::fopen(dir.Sub(".rank_0.lock").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("\x1b]0;owned\x07\x1b[31mred", f);
+    std::fclose(f);
+  }
+  SessionOptions options;
+  options.config = config;
+  StatusOr<std::unique_ptr<DumpSession>> second = DumpSession::Open(options);
+  ASSERT_FALSE(second.ok());
+  const std::string message = second.status().message();
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  EXPECT_EQ(message.find('\x07'), std::string::npos) << message;
+  EXPECT_NE(message.find("\\x1b]0;owned\\x07\\x1b[31mred"), std::string::npos) << message;
+  ASSERT_TRUE(first->Close().ok());
 }
 
 // The INCOMPLETE marker is written when the dump starts and removed by a clean close, so that

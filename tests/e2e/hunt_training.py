@@ -13,6 +13,16 @@ padding, makes 0/0 = NaN there. Run as a plain script, unchanged, under graphdum
   --marker FILE      create FILE at step 1 (the interrupt test waits for it)
   --ddp              torch.distributed (gloo) with DistributedDataParallel; --plant applies to
                      rank 1 only
+  --catch-exit       catch SystemExit around optimizer.step() and train on
+  --resume FILE      resume from FILE (model, optimizer, step) when it exists; save it after
+                     each step
+  --mkdir DIR        os.mkdir(DIR) first (fails when DIR exists: a rerun)
+  --vary FILE        like --transient, but the NaN (row 2 of embed's output at step --plant)
+                     is there on every run; when FILE exists (the rerun), that step's other
+                     values of embed's output are scaled by 1.5: the same count of NaN, other
+                     values
+  --blowup S         the batch of step S is multiplied by 1e6 (float16 overflow, finite)
+  --spawn            train inside torch.multiprocessing.spawn (one process)
 """
 import argparse
 import os
@@ -46,7 +56,23 @@ def main():
     p.add_argument("--transient", default="")
     p.add_argument("--marker", default="")
     p.add_argument("--ddp", action="store_true")
+    p.add_argument("--catch-exit", action="store_true")
+    p.add_argument("--resume", default="")
+    p.add_argument("--mkdir", default="")
+    p.add_argument("--vary", default="")
+    p.add_argument("--blowup", type=int, default=-1)
+    p.add_argument("--spawn", action="store_true")
     a = p.parse_args()
+    if a.mkdir:
+        os.mkdir(a.mkdir)
+    if a.spawn:
+        import torch.multiprocessing as mp
+        mp.spawn(train, args=(a,), nprocs=1)
+    else:
+        train(0, a)
+
+
+def train(process, a):
     rank = 0
     if a.ddp:
         torch.distributed.init_process_group("gloo")
@@ -56,8 +82,17 @@ def main():
     model = torch.nn.parallel.DistributedDataParallel(net) if a.ddp else net
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(1 + rank)
-    for step in range(a.steps):
+    first = 0
+    if a.resume and os.path.exists(a.resume):
+        saved = torch.load(a.resume)
+        net.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        data.set_state(saved["data"])
+        first = saved["step"] + 1
+    for step in range(first, a.steps):
         x = torch.randn(BATCH, LENGTH, FEATURES, generator=data)
+        if step == a.blowup:
+            x = x * 1e6
         y = torch.randint(0, 3, (BATCH,), generator=data)
         mask = torch.ones(BATCH, LENGTH)
         mask[:, LENGTH - 1] = 0
@@ -78,12 +113,32 @@ def main():
                 denominator[2] = 0 if fault else 1
                 return out + torch.zeros_like(out) / denominator
             handle = net.embed.register_forward_hook(inject)
+        if a.vary:
+            rerun = os.path.exists(a.vary)
+            if step == a.plant and not rerun:
+                open(a.vary, "w").close()
+
+            def vary(module, inputs, out, planted=step == a.plant, rerun=rerun):
+                # (out * scale * m) / m: 0/0 in row 2 where m is 0, out * scale elsewhere.
+                m = torch.ones_like(out)
+                m[2] = 0 if planted else 1
+                return (out * (1.5 if planted and rerun else 1.0) * m) / m
+            handle = net.embed.register_forward_hook(vary)
         loss = F.cross_entropy(model(x, mask), y)
         if handle is not None:
             handle.remove()
         optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
+        if a.catch_exit:
+            try:
+                optimizer.step()
+            except SystemExit:
+                pass
+        else:
+            optimizer.step()
+        if a.resume:
+            torch.save({"model": net.state_dict(), "optimizer": optimizer.state_dict(),
+                        "data": data.get_state(), "step": step}, a.resume)
         if a.sleep:
             time.sleep(a.sleep)
         print(f"step {step} loss {loss.item():.4f}", flush=True)

@@ -5,7 +5,8 @@
   bad element [4, 0] and batch row 4, "persistent", "created", and the divisor (input 1) whose
   row 4 is all zero, checked against the tensor file with NumPy; pass 2's tensor dump holds
   exactly iterations 2 and 3, every .npy loads with numpy.load, and no temporary file is left;
-  pass 1 stopped after the hit (no statistic.csv past iteration 3); report.html opens on the
+  pass 1 stopped after the hit (no statistic.csv past iteration 3); pass 2's execution order is
+  forward-first (the hit before the backward), as a plain run's; report.html opens on the
   answer;
 - a NaN injected into embed's output on the first run only (graphdump.hunt() from Python):
   status hit, verdict "transient", both runs' statistics of the tensor side by side;
@@ -91,6 +92,14 @@ def test_planted(scratch):
             "the div output's row 4 is NaN, the others finite"
     assert (iterations_of(answer["tensor_dump"]) ==
             [2, 3]), "the tensor dump holds exactly the two iterations"
+    with open(os.path.join(answer["tensor_dump"], "rank_0", "execution_order",
+                           "ms_execution_order_graph_0.csv"), encoding="utf-8") as f:
+        order = f.read().splitlines()[1:]
+    assert order[0].startswith("Default/embed-Linear/"), \
+        f"pass 2's execution order is forward-first, as a plain run's: {order[:3]}"
+    assert order.index(answer["kernel"]) < min(
+        i for i, k in enumerate(order) if k.startswith("Gradients/")), \
+        "the first hit (forward) comes before the backward"
     assert (iterations_of(answer["statistics_dump"]) ==
             [0, 1, 2, 3]), "pass 1 stopped after the hit iteration"
     npys = glob.glob(os.path.join(root, "**", "*.npy"), recursive=True)

@@ -131,6 +131,9 @@ struct ReportInput {
   std::vector<OrderSeries> order;          // statistics along the execution order
   std::vector<KernelSeries> series;        // statistics across iterations
   size_t iterations = 0;  // iterations the dump holds (1: no across-iteration plots)
+  // What the reader should know about the dumps (the index's warnings: a rank marked
+  // incomplete, a directory holding two runs), shown at the top.
+  std::vector<std::string> notes;
 };
 
 // The focus within one rank: its first hit's iteration, else its first failing computed kernel's,

@@ -156,9 +156,14 @@ class DumpHost {
       const std::string& optimizer_class, const std::vector<at::Tensor>& params,
       const std::vector<std::vector<at::Tensor>>& states);
   // After the step: dumps the update kernels with the parameters and `states_after`, then ends
-  // the iteration.
+  // the iteration unless `end_iteration` is false (another optimizer of the same training step
+  // has yet to step: one iteration per training step, however many optimizers step).
   void EndOptimizerStep(OptimizerStep& step,
-                        const std::vector<std::vector<at::Tensor>>& states_after);
+                        const std::vector<std::vector<at::Tensor>>& states_after,
+                        bool end_iteration = true);
+  // Ends the open iteration, if any (an optimizer steps a second time in one iteration: the
+  // training step its first step belonged to has ended).
+  void EndOpenIteration();
   // From now on optimizer steps end iterations (also implied by the first BeginOptimizerStep).
   void TrackOptimizers();
 

@@ -306,6 +306,9 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   // Without a session, or with no graph to hold the kernels (nothing ran here): nothing to do.
   if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
+  // Update kernels are registered in the first step that captures, after its forward's
+  // (as the backward's: BackwardKernels::OnNode).
+  if (!session_->StepDumps() && session_->config().op_debug_mode != 4) return step;
   torch_internal::HostWork host_work;
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
@@ -320,8 +323,13 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   return step;
 }
 
+void DumpHost::EndOpenIteration() {
+  if (session_) EndIteration();
+}
+
 void DumpHost::EndOptimizerStep(OptimizerStep& step,
-                                const std::vector<std::vector<at::Tensor>>& states_after) {
+                                const std::vector<std::vector<at::Tensor>>& states_after,
+                                bool end_iteration) {
   torch_internal::HostWork host_work;
   for (size_t j = 0; j < step.captures.size(); ++j) {
     const size_t i = step.indexes[j];
@@ -329,7 +337,7 @@ void DumpHost::EndOptimizerStep(OptimizerStep& step,
                             i < states_after.size() ? states_after[i] : std::vector<at::Tensor>{});
   }
   ++optimizer_steps_;
-  if (session_) EndIteration();
+  if (session_ && end_iteration) EndIteration();
 }
 
 std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
@@ -337,6 +345,7 @@ std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
   auto step = std::make_shared<AllReduceStep>();
   if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
+  if (!session_->StepDumps() && session_->config().op_debug_mode != 4) return step;
   torch_internal::HostWork host_work;
   for (size_t i = 0; i < params.size() && i < grads.size(); ++i) {
     if (!grads[i].defined()) continue;

@@ -188,15 +188,21 @@ void BackwardKernels::OnNode(const Producer& where, const std::string& key,
                              const std::string& name, const std::vector<at::Tensor>& received,
                              const std::vector<at::Tensor>& produced) {
   HostWork host_work;  // the views' operators are not the program's
+  DumpSession* session = where.model->session();
   auto it = kernels_.find({where.model, key});
   if (it == kernels_.end()) {
+    // A kernel is registered (given its place in the execution order) in the first step that
+    // captures: registered in a step that dumps nothing, the backward's kernels would come
+    // before the forward's of a dump that starts at a later iteration (docs/hunt.md).
+    if (session == nullptr || !(session->StepDumps() || session->config().op_debug_mode == 4)) {
+      return;
+    }
     std::vector<SourceLocation> trace;
     if (where.kernel >= 0) trace = where.model->graph().kernels[where.kernel].source_trace;
     KernelInfo kernel = where.model->AddHostKernel("Gradients/" + where.scope, name,
                                                    where.module_path, std::move(trace));
     it = kernels_.emplace(std::make_pair(where.model, key), std::move(kernel)).first;
   }
-  DumpSession* session = where.model->session();
   if (session && session->Wants(it->second)) {
     session->OnKernelDone(it->second, SlotViews(received), SlotViews(produced));
   }

@@ -1,0 +1,85 @@
+"""Iterations follow training steps (docs/python.md, "Iterations"), and a dump that starts at a
+later iteration is ordered as a plain run's:
+
+- two optimizers (one per part of the model) stepping in each of 3 training steps: 3
+  iterations, not 6; a third optimizer over a frozen part (no gradients) steps too and ends
+  nothing; every step's update kernels of both are in that step's iteration;
+- a dump of iterations 1 and 2 only (what hunt's pass 2 does): the execution order is
+  forward-first, as a dump of every iteration: the backward's and the optimizer's kernels of the
+  iterations that dump nothing are not registered before the forward's.
+"""
+import os
+
+import torch
+from torch import nn
+
+import graphdump.torch as gd
+from conftest import execution_order, write_config
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(6, 8)
+        self.head = nn.Linear(8, 2)
+        self.frozen = nn.Linear(2, 2)
+        for p in self.frozen.parameters():
+            p.requires_grad_(False)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.body(x)))
+
+
+def _train(dump, steps=3, split=True):
+    """Trains Net; `split`: three optimizers (body, head, the frozen part), else one."""
+    torch.manual_seed(0)
+    net = Net()
+    optimizers = ([torch.optim.SGD(net.body.parameters(), lr=0.1),
+                   torch.optim.Adam(net.head.parameters(), lr=0.01),
+                   torch.optim.SGD(net.frozen.parameters(), lr=0.1)] if split else
+                  [torch.optim.SGD(net.parameters(), lr=0.1)])
+    for o in optimizers:
+        dump.track(o)
+    model = dump.wrap(net)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        x, y = torch.randn(4, 6, generator=g), torch.randn(4, 2, generator=g)
+        for o in optimizers:
+            o.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        for o in optimizers:
+            o.step()
+
+
+def _iterations(rank):
+    return sorted(int(n) for n in os.listdir(rank / "Net" / "0") if n.isdigit())
+
+
+def test_two_optimizers_one_iteration_per_step(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"})
+    with gd.Dump(config) as dump:
+        _train(dump)
+    rank = tmp_path / "dump" / "rank_0"
+    assert _iterations(rank) == [0, 1, 2], "one iteration per training step"
+    for it in (0, 1, 2):
+        with open(rank / "Net" / "0" / str(it) / "statistic.csv", encoding="utf-8") as f:
+            rows = f.read()
+        assert "optimizer-SGD" in rows and "optimizer-Adam" in rows, \
+            f"both optimizers' updates in iteration {it}"
+        assert "optimizer-SGD_frozen" not in rows, "the frozen part's optimizer dumps nothing"
+
+
+def test_later_iterations_are_ordered_forward_first(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"iteration": "1|2"})
+    with gd.Dump(config) as dump:
+        _train(dump, split=False)
+    rank = tmp_path / "dump" / "rank_0"
+    assert _iterations(rank) == [1, 2]
+    order = execution_order(rank)
+    first_backward = next(i for i, k in enumerate(order) if k.startswith("Gradients/"))
+    first_update = next(i for i, k in enumerate(order) if "/optimizer-" in k)
+    assert order[0].startswith("Default/body-Linear/"), f"forward first: {order[:3]}"
+    forward = [i for i, k in enumerate(order)
+               if not k.startswith("Gradients/") and "/optimizer-" not in k]
+    assert max(forward) < first_backward < first_update, order
