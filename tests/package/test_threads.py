@@ -12,8 +12,8 @@ import pytest
 from conftest import HERE, execution_order, graphdump, python, write_config
 
 SCRIPT = os.path.join(HERE, "user_threads.py")
-STEPS = 60
-RUNS = 3  # per mode; each run overlaps the three loops for STEPS steps
+STEPS = 50
+RUNS = 2  # per mode; each run overlaps the three loops for STEPS steps
 
 
 @pytest.fixture(scope="module")
