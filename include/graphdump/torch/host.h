@@ -34,9 +34,10 @@
 // observers run on whichever thread the autograd engine runs a node on, and only for the
 // backward passes HookBackward hooked. Every member function, observer and capture callback
 // that reads or writes the host's state or the session holds the host's lock (a recursive
-// mutex), so the session is never touched from two threads at once; the lock is never held
-// while the caller's Python frames are read (that takes the GIL). Never throws: LibTorch errors
-// come back as a Status naming the kernel.
+// mutex), so the session is never touched from two threads at once. The eager capture never
+// holds it while it reads the caller's Python frames (that takes the GIL); Call holds it while
+// the TorchScript module runs. Never throws: LibTorch errors come back as a Status naming the
+// kernel.
 #pragma once
 
 #include <torch/script.h>
