@@ -429,6 +429,10 @@ void BindTorch(py::module_& m) {
             return BackwardPassHandle{host.HookBackward(roots)};
           },
           "Hooks the backward graph of `roots` until the handle is closed.")
+      .def("in_hooked_backward", &DumpHost::InHookedBackward,
+           py::call_guard<py::gil_scoped_release>(),
+           "Is this thread running a node of a backward pass the host hooked (a device thread, "
+           "a communication hook, a reentrant backward)?")
       .def("track_optimizers", &DumpHost::TrackOptimizers)
       .def("begin_optimizer_step",
            [](DumpHost& host, const std::string& cls, const std::vector<at::Tensor>& params,

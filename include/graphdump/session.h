@@ -158,6 +158,15 @@ class DumpSession {
   // after such a write (batch norm's running statistics).
   virtual void ForgetStatistics(const void* storage) = 0;
 
+  // A tensor of `kernel` (input or output `slot`) that the dump cannot hold, for the reason
+  // `why` (a sparse tensor): it has no file, and the kernel's other tensors keep their slots.
+  // Said once per kernel and slot (a warning), when the kernel's tensors of that side are
+  // dumped in this step.
+  virtual void OnTensorNotDumped(const KernelInfo& kernel, bool input, uint32_t slot,
+                                 const std::string& why) {
+    (void)kernel, (void)input, (void)slot, (void)why;
+  }
+
   // op_debug_mode 4: dumps the inputs of a kernel that failed. Does nothing in other modes.
   virtual void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                               const std::string& error) = 0;

@@ -32,7 +32,9 @@ _installed = None  # what install() changed, to put back
 _keys = itertools.count()
 _graphs = {}  # graph key -> _GraphSpec, for every graph generated in this process
 _ids = weakref.WeakKeyDictionary()  # Dump -> {graph key: its host's graph id}
-_calls = {}  # graph key -> (host, graph id) while a call of it runs
+# (graph key, thread) -> (host, graph id) while a call of it runs on the thread the dump
+# captures: another thread running the same graph at the same time is not that call.
+_calls = {}
 _lock = threading.Lock()
 
 
@@ -133,7 +135,7 @@ def begin(key):
     if not host.step_dumps():  # nothing of this call is dumped: its kernels run unobserved
         host.end_compiled_call(gid)
         return None
-    _calls[key] = (host, gid)
+    _calls[key, threading.get_ident()] = (host, gid)
     return key, host, gid, host.pause_eager()
 
 
@@ -141,21 +143,21 @@ def end(call):
     if call is None:
         return
     key, host, gid, pause = call
-    _calls.pop(key, None)
+    _calls.pop((key, threading.get_ident()), None)
     pause.close()
     host.end_compiled_call(gid)
 
 
 def before(key, index, inputs, written):
     """Kernel `index` of graph `key` is about to run: its inputs when it dumps, else None."""
-    call = _calls.get(key)
+    call = _calls.get((key, threading.get_ident()))
     if call is None:
         return None
     return call[0].compiled_kernel_inputs(call[1], index, _tensors(inputs), written)
 
 
 def after(key, index, inputs, outputs):
-    call = _calls.get(key)
+    call = _calls.get((key, threading.get_ident()))
     if call is not None:
         call[0].compiled_kernel_done(call[1], index, inputs, _tensors(outputs))
 

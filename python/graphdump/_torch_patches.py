@@ -9,6 +9,7 @@ from . import _torch_state as _state
 from ._torch_state import NOT_RUN as _NOT_RUN
 from ._torch_state import TRANSPARENT as _TRANSPARENT
 from ._torch_state import dumping_host as _dumping_host
+from ._torch_state import log as _log
 
 _patches = []  # (owner, attribute name, original value or _MISSING)
 _MISSING = object()
@@ -91,13 +92,42 @@ def _eager_call(module, *args, **kwargs):
         if dump._precision is not None:
             args, kwargs = dump._precision.module_inputs(host, args, kwargs)
         return _module_call(module, *args, **kwargs)
-    except Exception as e:
+    except BaseException as e:
+        # The script sees the exception as PyTorch raised it; which kernel failed, and where,
+        # is graphdump's to say (its log, the dump's INCOMPLETE marker should the exception end
+        # the script; with op_debug_mode 4 the dump holds the inputs).
         failure = host.take_failure()
-        if failure and e.args and isinstance(e.args[0], str):
-            e.args = (f"{failure}: {e.args[0]}",) + e.args[1:]
+        if failure:
+            _log(failure)
+            dump._note_kernel_failure(e, failure)
         raise
     finally:
         host.exit_module()
+
+
+def _backward_roots(args, kwargs):
+    """(args, kwargs, roots): the tensors a backward pass starts from, and the arguments to pass
+    on, unchanged except for `tensors` given as an iterator (a generator): consumed here once
+    into the tuple that torch.autograd.backward itself makes of it first, which is passed on."""
+    in_kwargs = not args and "tensors" in kwargs
+    if not args and not in_kwargs:
+        return args, kwargs, []
+    tensors = kwargs["tensors"] if in_kwargs else args[0]
+    if isinstance(tensors, torch.Tensor):
+        return args, kwargs, [tensors]
+    if isinstance(tensors, torch.autograd.graph.GradientEdge):
+        return args, kwargs, []
+    if not isinstance(tensors, (list, tuple)):
+        try:
+            iter(tensors)
+        except TypeError:
+            return args, kwargs, []  # not a sequence: torch.autograd.backward says so
+        tensors = tuple(tensors)
+        if in_kwargs:
+            kwargs = dict(kwargs, tensors=tensors)
+        else:
+            args = (tensors,) + tuple(args[1:])
+    return args, kwargs, [t for t in tensors if isinstance(t, torch.Tensor)]
 
 
 def _backward(*args, **kwargs):
@@ -105,8 +135,7 @@ def _backward(*args, **kwargs):
     host = _dumping_host(dump)
     if host is None:
         return _autograd_backward(*args, **kwargs)
-    tensors = args[0] if args else kwargs.get("tensors")
-    roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+    args, kwargs, roots = _backward_roots(args, kwargs)
     backward_pass = host.hook_backward(roots)
     try:
         return _autograd_backward(*args, **kwargs)

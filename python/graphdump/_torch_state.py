@@ -2,6 +2,7 @@
 on in this process, and the few facts about the process its parts ask for. Not an API."""
 import os
 import sys
+import threading
 
 import torch
 
@@ -28,9 +29,20 @@ def rank():
     return int(text) if text.isdigit() else 0
 
 
+def captures_thread(dump):
+    """Is the calling thread one whose work `dump` captures: the thread that made it, or one
+    running a node of a backward pass it hooked (autograd's device threads, a
+    DistributedDataParallel communication hook, a reentrant backward)? Other threads' module
+    calls, backward passes and optimizer steps run untouched (docs/reliability.md, "Threads")."""
+    if threading.get_ident() == dump._thread:
+        return True
+    host = dump._host
+    return host is not None and host.dumping and host.in_hooked_backward()
+
+
 def dumping_host(dump):
-    """The host of `dump` when it dumps in this process, else None."""
+    """The host of `dump` when it dumps in this process and captures this thread, else None."""
     if dump is None or os.getpid() != dump._pid or not dump._dumping():
         return None
-    return dump._host
+    return dump._host if captures_thread(dump) else None
 

@@ -109,7 +109,9 @@ class Dump:
                            else bool(overwrite))
         self._name = name or _script_name()
         self._pid = os.getpid()
-        self._thread = threading.get_ident()  # the eager capture watches this thread
+        # The thread whose training is captured (docs/reliability.md, "Threads"): the eager
+        # capture watches it; other threads' modules, backward passes and steps run untouched.
+        self._thread = threading.get_ident()
         self._started = False
         self._closed = False
         self._host = None
@@ -132,6 +134,9 @@ class Dump:
         self._open_failed = False  # the session refused to open (ConfigError raised)
         self._pending_allreduce = []
         self._precision = None  # a PrecisionRun (graphdump python --precision; precision.py)
+        # The last exception a failing kernel raised out of a module, as _describe_exception
+        # says it, and the kernel: for INCOMPLETE, should that exception end the script.
+        self._kernel_failure = None
         if self._config is not None:
             for warning in self._config.warnings:
                 _log(f"warning: {warning}")
@@ -216,6 +221,8 @@ class Dump:
             return None
         self._flush_allreduce()
         if error is not None:
+            if self._kernel_failure is not None and self._kernel_failure[0] == str(error):
+                error = f"{error} ({self._kernel_failure[1]})"
             self._host.run_failed(str(error))
         self._error = self._host.close()
         self._summary = self._host.summary()
@@ -310,6 +317,7 @@ class Dump:
 
     def _routes(self, module):
         return (not self._closed and os.getpid() == self._pid and
+                threading.get_ident() == self._thread and
                 module not in self._unroutable and
                 (self._auto or module in self._wrapped_set) and
                 not torch._C._get_tracing_state())
@@ -404,6 +412,8 @@ class Dump:
 
         def step(opt, *args, **kwargs):
             dump = _state.active
+            if dump is not None and not _state.captures_thread(dump):
+                return original(*args, **kwargs)  # another thread's training: untouched
             if dump is not None and os.getpid() == dump._pid and not dump._closed:
                 dump._open_host()  # a step before any module call: the rank is known now
             host = _dumping_host(dump)
@@ -478,6 +488,11 @@ class Dump:
                    for p in group["params"]):
                 return True
         return False
+
+    def _note_kernel_failure(self, exc, failure):
+        """A failing kernel (`failure`, its log line) raised `exc` out of a module call. Only
+        the description is kept: the exception and its frames are the script's."""
+        self._kernel_failure = (_describe_exception(type(exc), exc), failure)
 
     def _warn_unowned(self, params):
         unowned = [p for p in params if id(p) not in self._routed_parameters]

@@ -259,6 +259,15 @@ void SessionImpl::ForgetStatistics(const void* storage) {
   written_files_.Forget(storage);
 }
 
+void SessionImpl::OnTensorNotDumped(const KernelInfo& kernel, bool input, uint32_t slot,
+                                    const std::string& why) {
+  if (!Wants(kernel) || !(input ? selector_->DumpInputs() : selector_->DumpOutputs())) return;
+  if (!not_dumped_said_.emplace(kernel.graph_id, kernel.index, input, slot).second) return;
+  Log(fmt::format("warning: {} {} {} is {}: not dumped (its slot stays empty; "
+                  "docs/file-format.md)",
+                  kernel.full_name, input ? "input" : "output", slot, why));
+}
+
 void SessionImpl::OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                                  const std::string& error) {
   if (config_.op_debug_mode != 4 || failed_ || InChild()) return;

@@ -13,7 +13,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -91,6 +93,8 @@ class SessionImpl final : public DumpSession {
   bool ReadsInput(const KernelInfo& kernel, const TensorView& input) override;
   void BeforeWrite(const void* storage) override;
   void ForgetStatistics(const void* storage) override;
+  void OnTensorNotDumped(const KernelInfo& kernel, bool input, uint32_t slot,
+                         const std::string& why) override;
   void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                       const std::string& error) override;
   bool WantsParameters() const override;
@@ -213,6 +217,8 @@ class SessionImpl final : public DumpSession {
   bool run_failed_ = false;         // OnRunFailed: INCOMPLETE stays
   StatsCache stats_cache_;          // statistic-only tensors reduced in this step (and the last)
   WrittenFiles written_files_;      // tensor files of this step, by the bytes they hold
+  // Tensors said not to be dumped (OnTensorNotDumped): (graph, kernel index, input, slot).
+  std::set<std::tuple<uint32_t, uint32_t, bool, uint32_t>> not_dumped_said_;
 
   // Shared with writer threads.
   mutable std::mutex mu_;

@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/autograd/graph_task.h>
 #include <torch/csrc/jit/frontend/source_range.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/ir/scope.h>
@@ -287,5 +288,10 @@ inline uintptr_t AddObserver(torch::autograd::Node& node, BackwardObserver obser
   return node.add_post_hook(std::make_unique<ObserverHook>(std::move(observer)));
 }
 inline void RemoveObserver(torch::autograd::Node& node, uintptr_t key) { node.del_post_hook(key); }
+
+// The backward pass (the engine's graph task) the calling thread is running a node of, or -1
+// outside any. The engine sets it on whichever thread runs the node: the thread that called
+// backward() for CPU nodes, a device thread for the others.
+inline int CurrentGraphTaskId() { return torch::autograd::get_current_graph_task_id(); }
 
 }  // namespace graphdump::torch_compat

@@ -222,13 +222,20 @@ def test_autocast_kernels_dumped_in_bfloat16(tmp_path):
     assert glob.glob(f"{rank}/Net/0/0/linear.Default_0-Linear_linear-op0.*.input.0.*.float32.npy")
 
 
-def test_failing_kernel_named_in_the_exception(tmp_path):
+def test_failing_kernel_named_in_the_log_not_in_the_exception(tmp_path):
     run, rank = _run_small(tmp_path, "raises", {"op_debug_mode": 4})
     assert run.returncode == 1
     line = next(i for i, text in enumerate(open(SMALL), 1) if "return x @ x" in text)
-    assert re.search(r"RuntimeError: kernel Default/matmul-op0 \(aten::matmul\) failed at "
+    # The script's exception is PyTorch's own; graphdump's log names the kernel and the line.
+    assert re.search(r"\nRuntimeError: mat1 and mat2 shapes cannot be multiplied \(4x6 and "
+                     r"4x6\)\n", run.stderr), run.stderr
+    assert re.search(r"graphdump: kernel Default/matmul-op0 \(aten::matmul\) failed at "
                      rf"\S*eager_small.py:{line} `return x @ x", run.stderr), run.stderr
     assert len(glob.glob(f"{rank}/Net/0/0/matmul.Default_matmul-op0.*.input.*.npy")) == 2
+    # The dump's INCOMPLETE marker says why the script ended, the kernel included.
+    marker = (rank / ".dump_metadata" / "INCOMPLETE").read_text()
+    assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied" in marker, marker
+    assert "kernel Default/matmul-op0 (aten::matmul) failed at" in marker, marker
 
 
 def test_ddp_over_an_eager_module_on_two_ranks(tmp_path):

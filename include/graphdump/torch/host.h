@@ -29,8 +29,15 @@
 //   host->EndOptimizerStep(*step, states_after);             // dumps, ends the iteration
 //   host->Close();
 //
-// Threading: one thread at a time, as the session's hooks. Never throws: LibTorch errors come
-// back as a Status naming the kernel.
+// Threading (docs/reliability.md, "Threads"): the host captures one thread's training, the
+// thread that drives it (the eager capture watches the thread that made it). Its backward
+// observers run on whichever thread the autograd engine runs a node on, and only for the
+// backward passes HookBackward hooked. Every member function, observer and capture callback
+// that reads or writes the host's state or the session holds the host's lock (a recursive
+// mutex), so the session is never touched from two threads at once. The eager capture never
+// holds it while it reads the caller's Python frames (that takes the GIL); Call holds it while
+// the TorchScript module runs. Never throws: LibTorch errors come back as a Status naming the
+// kernel.
 #pragma once
 
 #include <torch/script.h>
@@ -39,6 +46,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -143,9 +151,14 @@ class DumpHost {
   StatusOr<c10::IValue> Call(TorchModel* model, std::vector<c10::IValue> inputs);
 
   // Hooks the backward graph reachable from `roots` until the returned object is destroyed;
-  // destroy it when the backward pass has returned. Null when no model has run.
+  // destroy it when the backward pass has returned. Null when no model has run. Only this
+  // pass's evaluation of the nodes is dumped: another thread's backward pass reaching a node
+  // of it (a parameter's gradient accumulator) is not.
   class BackwardPass;
   std::shared_ptr<BackwardPass> HookBackward(const std::vector<at::Tensor>& roots);
+  // Is the calling thread running a node of a backward pass hooked now (a device thread of
+  // autograd's engine, a DistributedDataParallel communication hook, a reentrant backward)?
+  bool InHookedBackward() const;
 
   // One optimizer step of `optimizer_class` ("AdamW") over `params` with their optimizer state
   // tensors before the step (`states[i]` for `params[i]`, in the state's key order). Call it
@@ -201,6 +214,8 @@ class DumpHost {
   Status Close();
 
   DumpSession* session() const { return session_.get(); }  // null: not dumping
+  // The lock every member function takes (recursive); a caller holding it may call them.
+  std::recursive_mutex& lock() const { return mutex_; }
   size_t num_models() const { return graphs_.size(); }
   // Calls of modules run through the executor, and optimizer steps seen.
   uint64_t calls() const { return calls_; }
@@ -222,6 +237,8 @@ class DumpHost {
   KernelInfo HostKernel(const Owner& owner, const std::string& scope_prefix,
                         const std::string& op_type);
 
+  // Before everything it guards; see "Threading" above.
+  mutable std::recursive_mutex mutex_;
   std::unique_ptr<DumpSession> session_;
   std::vector<std::unique_ptr<TorchModel>> models_;
   std::vector<std::unique_ptr<torch_internal::EagerGraph>> eager_graphs_;

@@ -66,8 +66,10 @@ std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
   HostWork host_work;  // the copies are graphdump's, not kernels
   std::vector<c10::IValue> args(inputs.begin(), inputs.end());
   std::vector<TensorView> views;
+  Slots slots;
   AppendInputViews(*session_, info_.kernels[index], args, written, /*logical_layout=*/true,
-                   &views);
+                   &views, &slots);
+  ReportSkipped(*session_, info_.kernels[index], /*input=*/true, slots);
   ForgetOrigins(&views);
   return views;
 }
@@ -76,7 +78,9 @@ void CompiledGraph::Done(uint32_t index, const std::vector<TensorView>& inputs,
                          const std::vector<at::Tensor>& outputs) {
   HostWork host_work;
   std::vector<TensorView> views;
-  for (const at::Tensor& t : outputs) AppendViews(t, /*logical_layout=*/true, &views);
+  Slots slots;
+  for (const at::Tensor& t : outputs) AppendViews(t, /*logical_layout=*/true, &views, &slots);
+  ReportSkipped(*session_, info_.kernels[index], /*input=*/false, slots);
   ForgetOrigins(&views);
   session_->OnKernelDone(info_.kernels[index], inputs, views);
 }
@@ -93,6 +97,7 @@ CompiledGraph* DumpHost::Compiled(uint32_t graph_id) const {
 }
 
 uint32_t DumpHost::AddCompiledGraph(const std::string& name, std::vector<KernelInfo> kernels) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   const auto id = static_cast<uint32_t>(graphs_.size());
   auto graph = std::make_unique<CompiledGraph>(id, session_.get(), name, std::move(kernels));
   if (session_) {
@@ -107,6 +112,7 @@ uint32_t DumpHost::AddCompiledGraph(const std::string& name, std::vector<KernelI
 }
 
 void DumpHost::BeginCompiledCall(uint32_t graph_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
   // As for modules: until an optimizer step is seen, each call of the first graph registered
@@ -117,6 +123,7 @@ void DumpHost::BeginCompiledCall(uint32_t graph_id) {
 }
 
 void DumpHost::EndCompiledCall(uint32_t graph_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
   torch_internal::HostWork host_work;
@@ -126,6 +133,7 @@ void DumpHost::EndCompiledCall(uint32_t graph_id) {
 std::shared_ptr<std::vector<TensorView>> DumpHost::CompiledKernelInputs(
     uint32_t graph_id, uint32_t index, const std::vector<at::Tensor>& inputs,
     const std::vector<uint32_t>& written) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_ || !graph->Wants(index)) return nullptr;
   return std::make_shared<std::vector<TensorView>>(graph->Inputs(index, inputs, written));
@@ -134,6 +142,7 @@ std::shared_ptr<std::vector<TensorView>> DumpHost::CompiledKernelInputs(
 void DumpHost::CompiledKernelDone(uint32_t graph_id, uint32_t index,
                                   const std::vector<TensorView>& inputs,
                                   const std::vector<at::Tensor>& outputs) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
   graph->Done(index, inputs, outputs);

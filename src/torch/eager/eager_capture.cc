@@ -41,6 +41,7 @@ struct EagerCapture::KernelCall : at::ObserverContext {
   bool discovering = false;
   int exceptions = 0;  // std::uncaught_exceptions() at the start: more at the end = it raised
   std::vector<TensorView> inputs;
+  Slots input_slots;
   // Tensors the operator writes in place whose statistics must not be reused afterwards.
   std::vector<at::Tensor> unannotated_writes;
 };
@@ -48,7 +49,8 @@ struct EagerCapture::KernelCall : at::ObserverContext {
 HostWork::HostWork() { ++t_host_work; }
 HostWork::~HostWork() { --t_host_work; }
 
-EagerCapture::EagerCapture(Callbacks callbacks) : callbacks_(std::move(callbacks)) {
+EagerCapture::EagerCapture(Callbacks callbacks, std::recursive_mutex* lock)
+    : callbacks_(std::move(callbacks)), lock_(lock) {
   // A forked child (a DataLoader worker) keeps the callback and this thread's id, but never
   // the dump: it captures nothing.
   static const int registered =
@@ -102,10 +104,12 @@ bool EagerCapture::TakeKernel(EagerGraph** graph, uint32_t* index) {
 void EagerCapture::SetComputedInputs(c10::ArrayRef<c10::IValue> args) {
   KernelCall* call = std::exchange(taken_call_, nullptr);
   if (call == nullptr || call->session == nullptr || call->inputs.empty()) return;
+  std::lock_guard<std::recursive_mutex> lock(*lock_);
   call->inputs.clear();
+  call->input_slots = Slots();
   AppendInputViews(*call->session, call->graph->kernel(call->index), args,
                    call->graph->writes(call->index).annotated, /*logical_layout=*/true,
-                   &call->inputs);
+                   &call->inputs, &call->input_slots);
 }
 
 const std::string& EagerCapture::current_path() const {
@@ -191,6 +195,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunct
   if (!outermost) return nullptr;
   self->starting_graph_ = nullptr;
   self->starting_call_ = nullptr;
+  self->failure_.clear();  // one caught before: the program went on
   if (t_host_work > 0) return nullptr;
   // Operators inside an autograd node belong to the backward pass, unless a module is being
   // recomputed there.
@@ -261,9 +266,18 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   auto call = std::make_unique<KernelCall>();
   call->graph = graph;
   call->exceptions = std::uncaught_exceptions();
-  const int64_t found = graph->Find(frame.scope_id, op_id, occurrence);
+  int64_t found = -1;
+  {
+    std::lock_guard<std::recursive_mutex> lock(*lock_);
+    found = graph->Find(frame.scope_id, op_id, occurrence);
+  }
+  // Only this thread adds eager kernels: the kernel is still new when the lock is taken again.
+  // The source trace takes the GIL, which a thread waiting for the lock may hold.
+  std::vector<SourceLocation> trace;
+  if (found < 0 && callbacks_.source_trace) trace = callbacks_.source_trace();
+  std::lock_guard<std::recursive_mutex> lock(*lock_);
   if (found < 0) {
-    call->index = Discover(graph, frame, op_id, occurrence, fn).index;
+    call->index = Discover(graph, frame, op_id, occurrence, fn, std::move(trace)).index;
     call->discovering = true;
   } else {
     call->index = static_cast<uint32_t>(found);
@@ -283,7 +297,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   // An in-place operator's input is dumped as it was before the operator wrote it.
   if (keep_inputs) {
     AppendInputViews(*session, kernel, args, writes.annotated, /*logical_layout=*/true,
-                     &call->inputs);
+                     &call->inputs, &call->input_slots);
   }
   // Handed out only now: the operators the views above ran (copies) reach the dispatcher
   // before the kernel does, and are not the kernel (a precision run, TakeKernel).
@@ -294,12 +308,13 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
 }
 
 const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, uint32_t op_id,
-                                         uint32_t occurrence, const at::RecordFunction& fn) {
+                                         uint32_t occurrence, const at::RecordFunction& fn,
+                                         std::vector<SourceLocation> trace) {
   KernelInfo k;
   k.op_type = op_types_[op_id];
   k.full_name = frame.scope + "/" + k.op_type;  // EagerGraph::Add appends "-op{N}"
   k.module_path = frame.module_path;
-  if (callbacks_.source_trace) k.source_trace = callbacks_.source_trace();
+  k.source_trace = std::move(trace);
   const c10::ArrayRef<const c10::IValue> args = fn.inputs();
   auto handle = c10::Dispatcher::singleton().findOp(*fn.operator_name());
   const c10::FunctionSchema* schema = handle ? &handle->schema() : nullptr;
@@ -355,6 +370,7 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
 }
 
 void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
+  std::lock_guard<std::recursive_mutex> lock(*lock_);
   const KernelInfo& kernel = call.graph->kernel(call.index);
   DumpSession* session = call.session;
   if (std::uncaught_exceptions() > call.exceptions) {
@@ -394,7 +410,12 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
   if (session == nullptr) return;
   if (call.wants) {
     std::vector<TensorView> output_views;
-    for (const c10::IValue& v : outputs) AppendViews(v, /*logical_layout=*/true, &output_views);
+    Slots output_slots;
+    for (const c10::IValue& v : outputs) {
+      AppendViews(v, /*logical_layout=*/true, &output_views, &output_slots);
+    }
+    ReportSkipped(*session, kernel, /*input=*/true, call.input_slots);
+    ReportSkipped(*session, kernel, /*input=*/false, output_slots);
     session->OnKernelDone(kernel, call.inputs, output_views);
   }
   // Batch norm wrote its running statistics behind their version counters.

@@ -15,9 +15,10 @@
 //     (DumpHost::EnterModule, called by the Python package's nn.Module.__call__ wrapper). A
 //     module entered during backward is recomputation (activation checkpointing): its kernels'
 //     scopes start with "Recompute/" instead of "Default/".
-//   - Only the thread that made the capture is watched (the Python main thread, which also
-//     runs CPU backward passes), and only while it is active (SetActive: the host turns it on
-//     for iterations that dump), so an iteration that dumps nothing costs no callback at all.
+//   - Only the thread that made the capture is watched (the thread the Python package captures,
+//     which also runs its CPU backward passes; other threads' operators are left alone,
+//     docs/reliability.md "Threads"), and only while it is active (SetActive: the host turns it
+//     on for iterations that dump), so an iteration that dumps nothing costs no callback at all.
 //   - The user's source line: `source_trace` (the Python frames, innermost first) is asked once
 //     per kernel, when the kernel is first seen, never per call.
 //   - In-place operators (`add_`, `masked_fill_`): inputs they write are dumped as they were
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,8 +70,10 @@ class EagerCapture {
         function;
   };
 
-  // Registers the callback, inactive. The calling thread is the one watched.
-  explicit EagerCapture(Callbacks callbacks);
+  // Registers the callback, inactive. The calling thread is the one watched. `lock` (the
+  // host's, not null) is held while a kernel's graph and session are read or written, never
+  // while `source_trace` runs.
+  EagerCapture(Callbacks callbacks, std::recursive_mutex* lock);
   ~EagerCapture();  // removes the callback
   EagerCapture(const EagerCapture&) = delete;
   EagerCapture& operator=(const EagerCapture&) = delete;
@@ -107,7 +111,8 @@ class EagerCapture {
   void StartIteration();
 
   // "kernel NAME (aten::op) failed at FILE:LINE `code`" for the last kernel that raised, then
-  // cleared; "" when none did since the last call.
+  // cleared; "" when none did since the last call, or when a kernel started since (the
+  // failure was caught and the program went on).
   std::string TakeFailure();
 
  private:
@@ -123,8 +128,10 @@ class EagerCapture {
   static void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
   std::unique_ptr<at::ObserverContext> StartKernel(const at::RecordFunction& fn, uint32_t op_id);
   void EndKernel(const at::RecordFunction& fn, KernelCall& call);
+  // `trace`: the kernel's source trace, asked before the lock was taken.
   const KernelInfo& Discover(EagerGraph* graph, const Frame& frame, uint32_t op_id,
-                             uint32_t occurrence, const at::RecordFunction& fn);
+                             uint32_t occurrence, const at::RecordFunction& fn,
+                             std::vector<SourceLocation> trace);
   // Is `fn` an operator call (not a label)? Sets its operator's id, interning it when new.
   bool OperatorOf(const at::RecordFunction& fn, uint32_t* op_id);
   // `fn`, not an operator, is an autograd Function's apply when it carries a sequence number:
@@ -135,6 +142,7 @@ class EagerCapture {
   void Switch(bool active, bool naming);
 
   Callbacks callbacks_;
+  std::recursive_mutex* lock_;
   at::CallbackHandle handle_ = 0;
   uint64_t thread_id_ = 0;
   bool active_ = false;

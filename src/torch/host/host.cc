@@ -20,9 +20,11 @@ using torch_internal::UpdateCapture;
 
 class DumpHost::BackwardPass {
  public:
-  explicit BackwardPass(BackwardKernels* kernels, std::unique_ptr<BackwardKernels::Hooks> hooks)
-      : kernels_(kernels), hooks_(std::move(hooks)) {}
+  BackwardPass(std::recursive_mutex* lock, BackwardKernels* kernels,
+               std::unique_ptr<BackwardKernels::Hooks> hooks)
+      : lock_(lock), kernels_(kernels), hooks_(std::move(hooks)) {}
   ~BackwardPass() {
+    std::lock_guard<std::recursive_mutex> lock(*lock_);
     hooks_.reset();
     // The pass freed the nodes it consumed (unless retain_graph); nodes of forward calls whose
     // backward is still to come stay noted.
@@ -30,6 +32,7 @@ class DumpHost::BackwardPass {
   }
 
  private:
+  std::recursive_mutex* lock_;
   BackwardKernels* kernels_;
   std::unique_ptr<BackwardKernels::Hooks> hooks_;
 };
@@ -54,7 +57,7 @@ class DumpHost::AllReduceStep {
 };
 
 DumpHost::DumpHost(std::unique_ptr<DumpSession> session)
-    : session_(std::move(session)), backward_(std::make_unique<BackwardKernels>()) {}
+    : session_(std::move(session)), backward_(std::make_unique<BackwardKernels>(&mutex_)) {}
 
 DumpHost::~DumpHost() {
   (void)Close();
@@ -84,6 +87,7 @@ TorchModel* DumpHost::FindOwner(const torch::jit::Module& submodule, std::string
 }
 
 StatusOr<TorchModel*> DumpHost::ModelFor(const torch::jit::Module& module) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (TorchModel* known = FindModel(module)) return known;
   TorchModelOptions options;
   options.graph_id = static_cast<uint32_t>(graphs_.size());
@@ -119,6 +123,7 @@ void DumpHost::AddParameters(HostGraph* graph,
 uint32_t DumpHost::AddEagerGraph(std::vector<EagerModuleInfo> modules,
                                  std::vector<std::pair<std::string, at::Tensor>> parameters,
                                  std::vector<std::pair<std::string, at::Tensor>> buffers) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   const auto id = static_cast<uint32_t>(graphs_.size());
   std::vector<torch_internal::EagerModule> tree;
   for (const EagerModuleInfo& m : modules) tree.push_back({m.path, m.class_name});
@@ -149,14 +154,16 @@ void DumpHost::EnsureCapture() {
   callbacks.source_trace = source_trace_;
   callbacks.forward = [this](EagerGraph* g, const KernelInfo& kernel,
                              const std::vector<c10::IValue>& outputs) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
     backward_->NoteForward(g, kernel, outputs);
   };
   callbacks.function = [this](EagerGraph* g, const std::string& scope,
                               const std::string& module_path, uint64_t sequence_nr,
                               uint64_t thread_id) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
     backward_->NoteFunction(g, scope, module_path, sequence_nr, thread_id);
   };
-  capture_ = std::make_unique<EagerCapture>(std::move(callbacks));
+  capture_ = std::make_unique<EagerCapture>(std::move(callbacks), &mutex_);
   UpdateEagerActive();
 }
 
@@ -165,6 +172,7 @@ void DumpHost::SetSourceTraceProvider(std::function<std::vector<SourceLocation>(
 }
 
 bool DumpHost::EnterModule(const void* key, const std::string& class_name) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto it = modules_.find(key);
   if (it == modules_.end()) {
     if (root_calls_.empty()) return false;
@@ -189,11 +197,13 @@ bool DumpHost::EnterModule(const void* key, const std::string& class_name) {
 }
 
 void DumpHost::EnterUncaptured() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (capture_) capture_->PushModule(nullptr, "", "");
   root_calls_.push_back(false);
 }
 
 void DumpHost::ExitModule() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (root_calls_.empty()) return;
   const bool root_call = root_calls_.back();
   root_calls_.pop_back();
@@ -206,12 +216,16 @@ void DumpHost::ExitModule() {
 }
 
 Status DumpHost::SetEagerDump(const void* key) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto it = modules_.find(key);
   if (it == modules_.end()) return Status::NotFound("the module is part of no dumped graph");
   return it->second.first->SetDump(it->second.second);
 }
 
-std::string DumpHost::TakeEagerFailure() { return capture_ ? capture_->TakeFailure() : ""; }
+std::string DumpHost::TakeEagerFailure() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return capture_ ? capture_->TakeFailure() : "";
+}
 
 std::shared_ptr<void> DumpHost::PauseEager() {
   return std::make_shared<torch_internal::HostWork>();
@@ -251,6 +265,7 @@ void DumpHost::EndIteration() {
 }
 
 StatusOr<c10::IValue> DumpHost::Call(TorchModel* model, std::vector<c10::IValue> inputs) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   ++calls_;
   if (session_) {
     if (!optimizer_mode_ && model == graphs_.front() && session_->IterationOpen()) {
@@ -268,10 +283,14 @@ StatusOr<c10::IValue> DumpHost::Call(TorchModel* model, std::vector<c10::IValue>
 
 std::shared_ptr<DumpHost::BackwardPass> DumpHost::HookBackward(
     const std::vector<at::Tensor>& roots) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (!session_ || graphs_.empty()) return nullptr;
   EnsureIteration();
-  return std::make_shared<BackwardPass>(backward_.get(), backward_->Hook(roots, graphs_.front()));
+  return std::make_shared<BackwardPass>(&mutex_, backward_.get(),
+                                        backward_->Hook(roots, graphs_.front()));
 }
+
+bool DumpHost::InHookedBackward() const { return backward_->InHookedPass(); }
 
 DumpHost::Owner DumpHost::OwnerOf(const at::Tensor& param) {
   auto it = owners_.find(param.unsafeGetTensorImpl());
@@ -296,11 +315,15 @@ KernelInfo DumpHost::HostKernel(const Owner& owner, const std::string& scope_pre
   return it->second;
 }
 
-void DumpHost::TrackOptimizers() { optimizer_mode_ = true; }
+void DumpHost::TrackOptimizers() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  optimizer_mode_ = true;
+}
 
 std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
     const std::string& optimizer_class, const std::vector<at::Tensor>& params,
     const std::vector<std::vector<at::Tensor>>& states) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   optimizer_mode_ = true;
   auto step = std::make_shared<OptimizerStep>();
   // Without a session, or with no graph to hold the kernels (nothing ran here): nothing to do.
@@ -324,12 +347,14 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
 }
 
 void DumpHost::EndOpenIteration() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (session_) EndIteration();
 }
 
 void DumpHost::EndOptimizerStep(OptimizerStep& step,
                                 const std::vector<std::vector<at::Tensor>>& states_after,
                                 bool end_iteration) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   torch_internal::HostWork host_work;
   for (size_t j = 0; j < step.captures.size(); ++j) {
     const size_t i = step.indexes[j];
@@ -342,6 +367,7 @@ void DumpHost::EndOptimizerStep(OptimizerStep& step,
 
 std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
     const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto step = std::make_shared<AllReduceStep>();
   if (!session_ || graphs_.empty()) return step;
   EnsureIteration();
@@ -359,6 +385,7 @@ std::shared_ptr<DumpHost::AllReduceStep> DumpHost::BeginAllReduce(
 }
 
 void DumpHost::EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& reduced) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   torch_internal::HostWork host_work;
   const bool logical = true;  // the session applies trans_flag
   for (AllReduceStep::Reduced& r : step.wanted) {
@@ -381,6 +408,7 @@ void DumpHost::EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& 
 }
 
 Status DumpHost::Close() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (capture_) capture_->SetActive(false);
   return session_ ? session_->Close() : Status::Ok();
 }

@@ -2,7 +2,9 @@
 // backward passes and optimizer updates become kernels here.
 #include "host/host_kernels.h"
 
+#include <algorithm>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,18 +37,13 @@ std::string ScopeOfFullName(const std::string& full_name) {
   return full_name.substr(0, full_name.rfind('/'));
 }
 
-// Views of the defined tensors, each keeping its index as its slot: a backward node's
-// undefined gradients (none for an input that needs none) leave gaps, so a slot always names
-// the same gradient (the input or output index).
-std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors) {
+// Views of the tensors, each keeping its index as its slot: a backward node's undefined
+// gradients (none for an input that needs none) and sparse ones leave gaps, so a slot always
+// names the same gradient (the input or output index).
+std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors, Slots* slots) {
   std::vector<TensorView> views;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    if (!tensors[i].defined()) continue;
-    TensorView view;
-    if (MakeView(tensors[i].detach(), /*logical_layout=*/true, &view)) {
-      view.slot = static_cast<int32_t>(i);
-      views.push_back(std::move(view));
-    }
+  for (const at::Tensor& t : tensors) {
+    AppendSlot(t.defined() ? t.detach() : t, /*logical_layout=*/true, &views, slots);
   }
   return views;
 }
@@ -54,18 +51,25 @@ std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors) {
 }  // namespace
 
 std::vector<TensorView> DefinedViews(const std::vector<at::Tensor>& tensors) {
-  std::vector<TensorView> views;
-  for (const at::Tensor& t : tensors) {
-    TensorView view;
-    if (t.defined() && MakeView(t.detach(), /*logical_layout=*/true, &view)) {
-      views.push_back(std::move(view));
-    }
-  }
-  return views;
+  Slots slots;
+  return SlotViews(tensors, &slots);
 }
 
 BackwardKernels::Hooks::~Hooks() {
+  if (owner_ == nullptr) return;
+  std::lock_guard<std::recursive_mutex> lock(*owner_->lock_);
   for (auto& [node, handle] : hooks_) torch_compat::RemoveObserver(*node, handle);
+  std::erase(owner_->open_, this);
+}
+
+bool BackwardKernels::InHookedPass() const {
+  const int task = torch_compat::CurrentGraphTaskId();
+  if (task < 0) return false;
+  std::lock_guard<std::recursive_mutex> lock(*lock_);
+  for (const Hooks* hooks : open_) {
+    if (hooks->pass_->task.load() == task) return true;
+  }
+  return false;
 }
 
 void BackwardKernels::NoteForward(HostGraph* model, const KernelInfo& kernel,
@@ -130,7 +134,10 @@ const BackwardKernels::Producer* BackwardKernels::ProducerOf(
 
 std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<at::Tensor>& roots,
                                                               HostGraph* fallback) {
+  std::lock_guard<std::recursive_mutex> lock(*lock_);
   auto hooks = std::make_unique<Hooks>();
+  hooks->owner_ = this;
+  open_.push_back(hooks.get());
   // Nodes no forward kernel produced inherit from the node that reaches them.
   std::unordered_map<const Node*, Producer> inherited;
   std::unordered_set<const Node*> seen;
@@ -142,6 +149,7 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     root_producer.scope = "Default";
     queue.push_back(root.grad_fn());
   }
+  const std::unordered_set<const Node*> root_nodes = seen;
   std::unordered_map<std::string, int> ordinals;
   while (!queue.empty()) {
     torch_compat::AutogradNodePtr node = queue.front();
@@ -165,9 +173,21 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     }
     const std::string base = "Gradients/" + where.scope + "/" + name;
     const std::string key = base + "#" + std::to_string(ordinals[base]++);
+    const bool root = root_nodes.count(node.get()) > 0;
     uintptr_t handle = torch_compat::AddObserver(
-        *node, [this, where, key, name](const std::vector<at::Tensor>& produced,
-                                        const std::vector<at::Tensor>& received) {
+        *node, [this, pass = hooks->pass_, root, where, key, name](
+                   const std::vector<at::Tensor>& produced,
+                   const std::vector<at::Tensor>& received) {
+          const int task = torch_compat::CurrentGraphTaskId();
+          // The roots run first in the pass: the first one to run names its graph task.
+          if (root) {
+            int unknown = -1;
+            pass->task.compare_exchange_strong(unknown, task);
+          }
+          // Another thread's backward pass running a node this pass hooked (the gradient
+          // accumulator of a parameter both reach) is that thread's: left alone.
+          if (task < 0 || task != pass->task.load()) return;
+          std::lock_guard<std::recursive_mutex> lock(*lock_);
           OnNode(where, key, name, received, produced);
         });
     hooks->hooks_.emplace_back(node, handle);
@@ -204,7 +224,12 @@ void BackwardKernels::OnNode(const Producer& where, const std::string& key,
     it = kernels_.emplace(std::make_pair(where.model, key), std::move(kernel)).first;
   }
   if (session && session->Wants(it->second)) {
-    session->OnKernelDone(it->second, SlotViews(received), SlotViews(produced));
+    Slots in, out;
+    std::vector<TensorView> inputs = SlotViews(received, &in);
+    std::vector<TensorView> outputs = SlotViews(produced, &out);
+    ReportSkipped(*session, it->second, /*input=*/true, in);
+    ReportSkipped(*session, it->second, /*input=*/false, out);
+    session->OnKernelDone(it->second, inputs, outputs);
   }
 }
 
@@ -214,17 +239,26 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
     : session_(session && session->Wants(kernel) ? session : nullptr), kernel_(kernel) {
   if (!session_) return;
   HostWork host_work;
+  // Slots: 0 the parameter, 1 its gradient, then the state tensors, whether or not each has a
+  // view (a sparse gradient has none).
+  Slots slots;
   // The inputs the update writes, as they are before it (copies, unless not read).
   auto add_before_update = [&](const at::Tensor& original) {
+    const int32_t slot = slots.next++;
+    if (!original.defined()) return;
     TensorView view;
-    if (original.defined() && MakeViewBeforeWrite(*session_, kernel_, original.detach(),
-                                                  /*logical_layout=*/true, &view)) {
+    if (MakeViewBeforeWrite(*session_, kernel_, original.detach(), /*logical_layout=*/true,
+                            &view)) {
+      view.slot = slot;
       inputs_.push_back(std::move(view));
+    } else {
+      slots.skipped.emplace_back(static_cast<uint32_t>(slot), NotViewable(original));
     }
   };
   add_before_update(param);
-  for (TensorView& view : DefinedViews({grad})) inputs_.push_back(std::move(view));
+  AppendSlot(grad.defined() ? grad.detach() : grad, /*logical_layout=*/true, &inputs_, &slots);
   for (const at::Tensor& s : state) add_before_update(s);
+  ReportSkipped(*session_, kernel_, /*input=*/true, slots);
 }
 
 void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor>& state) {
@@ -232,7 +266,10 @@ void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor
   HostWork host_work;
   std::vector<at::Tensor> outputs{param};
   outputs.insert(outputs.end(), state.begin(), state.end());
-  session_->OnKernelDone(kernel_, inputs_, DefinedViews(outputs));
+  Slots slots;
+  std::vector<TensorView> views = SlotViews(outputs, &slots);
+  ReportSkipped(*session_, kernel_, /*input=*/false, slots);
+  session_->OnKernelDone(kernel_, inputs_, views);
   session_ = nullptr;
 }
 

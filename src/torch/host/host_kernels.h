@@ -19,13 +19,21 @@
 //   torch::autograd::backward({loss});
 //   hooks.reset();                               // removes the hooks
 //   backward.ClearForward();
+//
+// Threads: a hooked node is dumped only when the backward pass that hooked it runs it (the
+// engine's graph task, on whichever thread runs the node): another thread's backward pass that
+// reaches a node it shares (a parameter's gradient accumulator) is left alone. Every observer
+// holds `lock` (the host's) while it reads or writes this object or the session; the other
+// members are called with it held.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/function.h>
 
 #include <map>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -43,13 +51,23 @@ std::string ModuleOfParameter(const std::string& name);
 
 class BackwardKernels {
  public:
-  // Removes the hooks it holds when destroyed.
+  // `lock` (not null) serialises the observers with the rest of the host; null: an own one.
+  explicit BackwardKernels(std::recursive_mutex* lock = nullptr)
+      : lock_(lock != nullptr ? lock : &own_lock_) {}
+
+  // One backward pass's hooks: removes them when destroyed (with the lock held).
   class Hooks {
    public:
     ~Hooks();
 
    private:
     friend class BackwardKernels;
+    // The engine's graph task running this pass: -1 until one of its roots has run.
+    struct Pass {
+      std::atomic<int> task{-1};
+    };
+    BackwardKernels* owner_ = nullptr;
+    std::shared_ptr<Pass> pass_ = std::make_shared<Pass>();
     std::vector<std::pair<torch_compat::AutogradNodePtr, uintptr_t>> hooks_;
   };
 
@@ -78,6 +96,9 @@ class BackwardKernels {
   // Hooks every node reachable from the grad_fns of `roots`. `fallback` (not null) owns the
   // nodes no model produced.
   std::unique_ptr<Hooks> Hook(const std::vector<at::Tensor>& roots, HostGraph* fallback);
+  // Is the calling thread running a node of a backward pass hooked now (its own thread, or a
+  // device thread the engine runs it on)?
+  bool InHookedPass() const;
 
  private:
   struct Producer {
@@ -101,6 +122,9 @@ class BackwardKernels {
   std::map<std::pair<uint64_t, uint64_t>, Producer> functions_;  // by (thread, sequence_nr)
   std::unordered_map<const at::TensorImpl*, std::pair<HostGraph*, std::string>> parameters_;
   std::map<std::pair<HostGraph*, std::string>, KernelInfo> kernels_;  // registered, by key
+  std::recursive_mutex own_lock_;
+  std::recursive_mutex* lock_;
+  std::vector<const Hooks*> open_;  // passes hooked now
 };
 
 // An optimizer's update of one parameter as a kernel: inputs are the parameter before, its

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <sstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "graphdump/graph.h"
@@ -103,6 +106,55 @@ inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
   return MakeViewOfCopy(original.clone(), original, std::move(origin), logical_layout, view);
 }
 
+// Why `tensor`, defined, has no view (MakeView refuses it), or "" when it has one.
+inline std::string NotViewable(const at::Tensor& tensor) {
+  if (tensor.layout() != at::kStrided) {
+    std::ostringstream layout;
+    layout << tensor.layout();
+    return (tensor.is_sparse() || tensor.is_sparse_csr() ? "a sparse tensor (layout "
+                                                         : "a tensor of another layout (") +
+           layout.str() + ")";
+  }
+  if (tensor.is_quantized()) return "a quantized tensor";
+  if (!torch_compat::ToDType(tensor.scalar_type())) {
+    return std::string("of dtype ") + c10::toString(tensor.scalar_type()) +
+           ", which has no .npy type";
+  }
+  return "";
+}
+
+// A kernel's inputs (or outputs) are numbered by their position among its tensors, each
+// element of a tensor list counting as one: the slot. A tensor that cannot be dumped (sparse,
+// quantized, a dtype without a .npy type) keeps its slot empty, so the others keep their
+// numbers, and is listed with why (docs/file-format.md).
+struct Slots {
+  int32_t next = 0;
+  std::vector<std::pair<uint32_t, std::string>> skipped;
+};
+
+// Appends a view of `tensor` as the next slot; an undefined tensor leaves its slot empty, one
+// that cannot be viewed too, listed in `slots->skipped`.
+inline void AppendSlot(const at::Tensor& tensor, bool logical_layout,
+                       std::vector<TensorView>* views, Slots* slots) {
+  const int32_t slot = slots->next++;
+  if (!tensor.defined()) return;
+  TensorView view;
+  if (!MakeView(tensor, logical_layout, &view)) {
+    slots->skipped.emplace_back(static_cast<uint32_t>(slot), NotViewable(tensor));
+    return;
+  }
+  view.slot = slot;
+  views->push_back(std::move(view));
+}
+
+// Tells the session of the tensors of `kernel` (its inputs, or outputs) that were not dumped.
+inline void ReportSkipped(DumpSession& session, const KernelInfo& kernel, bool input,
+                          const Slots& slots) {
+  for (const auto& [slot, why] : slots.skipped) {
+    if (!why.empty()) session.OnTensorNotDumped(kernel, input, slot, why);
+  }
+}
+
 // Calls `visit(const at::Tensor&)` for the tensor in `value`, or each tensor of a tensor list.
 template <typename Visit>
 void ForEachTensor(const c10::IValue& value, Visit&& visit) {
@@ -129,19 +181,18 @@ inline void ForgetStatistics(DumpSession& session, const c10::IValue& value) {
   });
 }
 
-// Appends views of every tensor in `value` (a tensor, or a list/tuple of tensors).
+// Appends views of every tensor in `value` (a tensor, or a list/tuple of tensors), each the
+// next slot of `slots`.
 inline void AppendViews(const c10::IValue& value, bool logical_layout,
-                        std::vector<TensorView>* views) {
+                        std::vector<TensorView>* views, Slots* slots) {
   if (value.isTensor()) {
-    TensorView view;
-    if (MakeView(value.toTensor(), logical_layout, &view)) views->push_back(std::move(view));
+    AppendSlot(value.toTensor(), logical_layout, views, slots);
   } else if (value.isTensorList()) {
-    for (const at::Tensor& t : value.toTensorVector()) {
-      TensorView view;
-      if (MakeView(t, logical_layout, &view)) views->push_back(std::move(view));
-    }
+    for (const at::Tensor& t : value.toTensorVector()) AppendSlot(t, logical_layout, views, slots);
   } else if (value.isTuple()) {
-    for (const auto& e : value.toTupleRef().elements()) AppendViews(e, logical_layout, views);
+    for (const auto& e : value.toTupleRef().elements()) {
+      AppendViews(e, logical_layout, views, slots);
+    }
   }
 }
 
@@ -152,18 +203,24 @@ inline void AppendViews(const c10::IValue& value, bool logical_layout,
 // _foreach_mul_ of clip_grad_norm_).
 template <typename Args, typename Indices>
 void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args& args,
-                      const Indices& written, bool logical_layout, std::vector<TensorView>* views) {
+                      const Indices& written, bool logical_layout, std::vector<TensorView>* views,
+                      Slots* slots) {
   for (size_t i = 0; i < args.size(); ++i) {
     const bool writes = std::find(written.begin(), written.end(), i) != written.end();
     if (writes && (args[i].isTensor() || args[i].isTensorList())) {
       ForEachTensor(args[i], [&](const at::Tensor& t) {
+        const int32_t slot = slots->next++;
+        if (!t.defined()) return;
         TensorView view;
         if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view)) {
+          view.slot = slot;
           views->push_back(std::move(view));
+        } else {
+          slots->skipped.emplace_back(static_cast<uint32_t>(slot), NotViewable(t));
         }
       });
     } else {
-      AppendViews(args[i], logical_layout, views);
+      AppendViews(args[i], logical_layout, views, slots);
     }
   }
 }

@@ -288,9 +288,11 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
     }
   }
   std::vector<TensorView> input_views;
+  Slots input_slots;
   // An in-place kernel's input is dumped as it was before the kernel changed it.
   if (wants) {
-    AppendInputViews(*session_, kernel, stack, step.written_inputs, logical_layout_, &input_views);
+    AppendInputViews(*session_, kernel, stack, step.written_inputs, logical_layout_, &input_views,
+                     &input_slots);
   }
   if (session_) {
     // Queued writes that still read what this kernel overwrites finish first.
@@ -310,7 +312,10 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
     if (observer_) observer_(kernel, outputs);
     if (wants) {
       std::vector<TensorView> output_views;
-      for (const auto& v : outputs) AppendViews(v, logical_layout_, &output_views);
+      Slots output_slots;
+      for (const auto& v : outputs) AppendViews(v, logical_layout_, &output_views, &output_slots);
+      ReportSkipped(*session_, kernel, /*input=*/true, input_slots);
+      ReportSkipped(*session_, kernel, /*input=*/false, output_slots);
       session_->OnKernelDone(kernel, input_views, output_views);
     }
   }
@@ -329,7 +334,8 @@ Status GraphExecutor::KernelFailed(const StepPlan& step, Frame& frame, const std
                               DescribeSource(kernel) + ": " + FirstLine(what);
   if (session_) {
     std::vector<TensorView> inputs;
-    for (uint32_t slot : step.inputs) AppendViews(frame[slot], logical_layout_, &inputs);
+    Slots slots;
+    for (uint32_t slot : step.inputs) AppendViews(frame[slot], logical_layout_, &inputs, &slots);
     session_->OnKernelFailed(kernel, inputs, message);
   }
   return Status::Internal(message);
