@@ -4,6 +4,11 @@ import html
 import os
 import subprocess
 
+try:
+    from . import hunt_blowup
+except ImportError:  # hunt_cli.py run as a script (graphdump hunt)
+    import hunt_blowup
+
 
 def _number(x):
     return "?" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
@@ -71,6 +76,7 @@ def answer_lines(answer):
         lines.append(f"called from: {answer['caller_line']}"
                      + (f": {answer['caller_code']}" if answer.get("caller_code") else ""))
     lines += [f"bad values: {answer['detail']}", f"first bad element: {_position(answer)}"]
+    lines += hunt_blowup.lines(answer.get("blowup"))
     if answer["verdict"] == "persistent":
         lines.append(f"origin: {answer['origin']}: {answer['origin_detail']}")
         chain = answer.get("chain") or []
