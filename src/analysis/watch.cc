@@ -317,8 +317,10 @@ void NoteLoss(size_t task, const TensorTask& t, const TensorEvidence& e, LossSer
     return;
   }
   const std::optional<DType> dtype = t.tensor->dtype;
+  // The gradient backward() starts from (ones_like(loss)) is made after the loss: no loss.
+  static const std::set<std::string> kSeeds = {"ones_like", "full_like", "ones", "full"};
   if (t.tensor->is_input || k.is_parameter || IsUpdateKernel(k) || e.s.elements != 1 ||
-      (dtype && !IsFloatingPoint(*dtype))) {
+      (dtype && !IsFloatingPoint(*dtype)) || kSeeds.count(k.op_type)) {
     return;
   }
   const FiniteSummary& s = e.s;

@@ -1,6 +1,6 @@
 // watch's loss-spike check (docs/analysis.md, "graphdump watch"): each iteration's loss, the
 // last one-element floating-point output of a forward kernel before the iteration's first
-// Gradients/ kernel, judged against the median of the losses of the iterations before it.
+// Gradients/ kernel (the gradient backward() starts from, a ones_like, is not one), judged against the median of the losses of the iterations before it.
 #pragma once
 
 #include <cstddef>
