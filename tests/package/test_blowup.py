@@ -222,3 +222,11 @@ def test_hunt_names_the_optimizer_step(runs):
     assert f"AdamW step at iteration {SPIKE}" in out and STEP_LINE in out, out
     assert f"lr {LR[SPIKE]}" in out and "its usual size" in out, out
     assert "einsum" not in out.split("dumps:")[0], "not the next step's einsum"
+
+
+def test_hunt_checks_take_watch_thresholds(tmp_path):
+    for bad in ("large:x", "nan:3", "weight-change:-1", "zero"):
+        p = graphdump("hunt", "--checks", bad, "--dump-path", tmp_path / "h", SCRIPT)
+        assert p.returncode == 2, f"{bad}: {p.returncode}\n{p.stderr}"
+        assert "is not a check hunt takes" in p.stderr and "loss-spike[:T]" in p.stderr
+    assert not os.path.exists(tmp_path / "h" / "pass1"), "nothing run"
