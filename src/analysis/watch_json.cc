@@ -192,12 +192,13 @@ Status SpilledWatch::WriteJson(const std::function<Status(std::string_view)>& wr
     return Status::Ok();
   };
   GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(intended, read_intended, write, &out));
-  out += ",\n  \"skipped\": ";
-  AppendIndented(internal::JsonText(SkippedJson(skipped_), 2), 2, &out);
+  // Keys in WatchResultJson's order (a JSON object's: alphabetical).
   out += ",\n  \"judged\": ";
   AppendIndented(internal::JsonText(nlohmann::json(judged_), 2), 2, &out);
   out += ",\n  \"nothing_judged\": ";
   AppendIndented(internal::JsonText(nlohmann::json(NothingJudged(judged_)), 2), 2, &out);
+  out += ",\n  \"skipped\": ";
+  AppendIndented(internal::JsonText(SkippedJson(skipped_), 2), 2, &out);
   out += fmt::format(",\n  \"tensors_checked\": {},\n  \"weight_pairs_checked\": {}\n}}",
                      spill.tensors_checked, spill.weight_pairs_checked);
   return write(out);
