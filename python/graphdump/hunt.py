@@ -370,6 +370,8 @@ def _after_pass1(h, status, pass2_child):
             answer["source_code"] = frame.get("code", "")
             break
     caller = hunt_answer.caller_frame(trace)
+    if caller and f"{caller['file']}:{caller['line']}" == source.get("source_line"):
+        caller = None  # a library's frame inside the kernel's own line (a scheduler's wrapper)
     answer["caller_line"] = f"{caller['file']}:{caller['line']}" if caller else None
     answer["caller_code"] = caller.get("code", "") if caller else None
     # A weight blown up by an update: the optimizer's step, its line, lr and update size.

@@ -222,6 +222,7 @@ def test_hunt_names_the_optimizer_step(runs):
     assert f"AdamW step at iteration {SPIKE}" in out and STEP_LINE in out, out
     assert f"lr {LR[SPIKE]}" in out and "its usual size" in out, out
     assert "einsum" not in out.split("dumps:")[0], "not the next step's einsum"
+    assert answer["caller_line"] is None, "the step's line is the user's own: no 'called from'"
 
 
 def test_hunt_checks_take_watch_thresholds(tmp_path):
