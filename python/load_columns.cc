@@ -7,12 +7,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <regex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -87,6 +89,9 @@ struct Part {
   std::vector<StatColumn> stats;  // by stat_titles' code
   Interner texts;                 // statistic cells that are not numbers
   std::vector<std::pair<size_t, std::vector<int64_t>>> bad;  // (row, first bad index)
+  // (rank, graph, its .ir's path) of each graph with one: load() reads the update kernels'
+  // hyperparameters there (docs/python.md).
+  std::vector<std::tuple<uint32_t, uint32_t, std::string>> graph_files;
 
   explicit Part(Names* names) {
     kernels.shared = &names->kernels;
@@ -132,6 +137,7 @@ void AddRank(const DumpIndex& index, Part* c) {
   std::vector<int64_t> row_dims;  // a statistic row's shape, as shape_ids holds shapes
   for (const auto& r : index.ranks) {
     for (const auto& g : r.graphs) {
+      if (!g.ir_path.empty()) c->graph_files.emplace_back(r.rank, g.graph_id, g.ir_path);
       const int32_t net = c->nets.Id(g.net_name);
       // A kernel recurs in every iteration of its graph: its operator and source line are
       // looked up once (again only if a later entry gives it another operator).
@@ -247,6 +253,7 @@ struct Table {
   std::vector<std::vector<int64_t>> shapes;
   std::vector<StatColumn> stats;  // by stat_titles' code
   std::vector<std::pair<size_t, std::vector<int64_t>>> bad;
+  std::vector<std::tuple<uint32_t, uint32_t, std::string>> graph_files;
   size_t rows = 0;
 
   void Append(Part part);
@@ -255,6 +262,7 @@ struct Table {
 void Table::Append(Part part) {
   const size_t base = rows;
   const size_t n = part.size();
+  std::move(part.graph_files.begin(), part.graph_files.end(), std::back_inserter(graph_files));
   rank.Append(part.rank);
   graph.Append(part.graph);
   call.Append(part.call);
@@ -476,6 +484,11 @@ py::dict IndexColumns(const std::string& path, std::optional<std::vector<uint32_
     skipped_list.append(py::make_tuple(PathText(s.path), ValidUtf8(s.reason)));
   }
   columns["skipped"] = skipped_list;
+  py::list graph_files;
+  for (const auto& [rank, graph, ir] : all.graph_files) {
+    graph_files.append(py::make_tuple(rank, graph, PathText(ir)));
+  }
+  columns["graph_files"] = graph_files;
   return columns;
 }
 

@@ -436,9 +436,14 @@ void BindTorch(py::module_& m) {
       .def("track_optimizers", &DumpHost::TrackOptimizers)
       .def("begin_optimizer_step",
            [](DumpHost& host, const std::string& cls, const std::vector<at::Tensor>& params,
-              const std::vector<std::vector<at::Tensor>>& states) {
-             return OptimizerStepHandle{host.BeginOptimizerStep(cls, params, states)};
-           })
+               const std::vector<std::vector<at::Tensor>>& states,
+               const std::vector<int64_t>& groups, const std::vector<std::string>& hyper) {
+              return OptimizerStepHandle{
+                  host.BeginOptimizerStep(cls, params, states, groups, hyper)};
+            },
+            py::arg("cls"), py::arg("params"), py::arg("states"),
+            py::arg("groups") = std::vector<int64_t>{},
+            py::arg("hyperparameters") = std::vector<std::string>{})
       .def(
           "end_optimizer_step",
           [](DumpHost& host, OptimizerStepHandle& h,

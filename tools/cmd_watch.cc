@@ -84,6 +84,14 @@ void PrintIntended(const analysis::WatchResult& result) {
   }
 }
 
+// 1 with a hit; else 3 when a check judged nothing (said on stderr: not an all-clear), else 0.
+int ExitStatus(size_t hits, const std::map<std::string, int64_t>& judged) {
+  const std::vector<std::string> nothing = analysis::NothingJudged(judged);
+  for (const std::string& line : nothing) fmt::print(stderr, "graphdump watch: {}\n", line);
+  if (hits > 0) return kExitFinding;
+  return nothing.empty() ? kExitOk : kExitFailure;
+}
+
 // --json over one process: the hits spilled rank by rank and merged while printed, so memory
 // does not grow with them (the JSON itself can be larger than memory).
 int PrintSpilledJson(const std::string& dir, const std::vector<analysis::WatchCheck>& checks,
@@ -98,7 +106,7 @@ int PrintSpilledJson(const std::string& dir, const std::vector<analysis::WatchCh
     return rc;
   }
   PrintSkipped("graphdump watch", result.skipped());
-  return result.hits() == 0 ? kExitOk : kExitFinding;
+  return ExitStatus(result.hits(), result.judged());
 }
 
 }  // namespace
@@ -148,7 +156,11 @@ int RunWatch(int argc, char** argv) {
       "judged by its statistic.csv row: counts are printed only where the row has a count\n"
       "column, otherwise what max and min prove ('max is NaN: at least one NaN').\n"
       "Gradient kernels are those whose full name starts with Gradients/; weights are the\n"
-      "Parameter.* files, compared between consecutive dumped iterations.\n"
+      "Parameter.* files, compared between consecutive dumped iterations, and the parameter\n"
+      "each optimizer update kernel (Default/optimizer-...) wrote against the one it read;\n"
+      "from statistics alone, their L2 norms bound the change from below. loss-spike takes each\n"
+      "iteration's loss (the last one-element output before the backward) against the median\n"
+      "of the iterations before. A check that had nothing to judge says what it needs.\n"
       "Hits are listed in the order they occurred. Over a dump root with several rank_{id}\n"
       "directories every line names its rank and the order is across ranks: by iteration, then\n"
       "by the position of the kernel call among its rank's calls (ranks run the same program:\n"
@@ -161,7 +173,8 @@ int RunWatch(int argc, char** argv) {
       "given the same DIR and --check, on dumps of one graphdump version (exit 2 otherwise).\n"
       "Exit status: 0 no hit (skipped files are listed on stderr), 1 a watchpoint hit, 2 usage\n"
       "error, 3 a directory of the dump cannot be read (or a process of the job did not join\n"
-      "within GRAPHDUMP_DIST_TIMEOUT seconds).");
+      "within GRAPHDUMP_DIST_TIMEOUT seconds), or no hit but a check judged nothing (what it\n"
+      "needs is said on stderr).");
   if (auto rc = ParseArgs(app, argc, argv)) return *rc;
   auto checks = analysis::ParseWatchChecks(checks_text);
   if (!checks.ok()) {
@@ -233,7 +246,7 @@ int RunWatch(int argc, char** argv) {
     }
   }
   PrintSkipped("graphdump watch", result.skipped);
-  return hit_count == 0 ? kExitOk : kExitFinding;
+  return ExitStatus(hit_count, result.judged);
 }
 
 }  // namespace graphdump::tools

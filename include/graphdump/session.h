@@ -111,9 +111,11 @@ class DumpSession {
 
   // Updates what the host has learned about a registered graph's kernels since it registered
   // them: their input and output dtypes and shapes (seen when they first ran), which have not
-  // run (KernelInfo::not_run), and set_dump marks. `kernels` are the graph's kernels in index order (AddKernel's included); names and
-  // indexes are not changed. Selection follows the new marks at once; the graph files are
-  // rewritten when the step (or iteration) ends.
+  // run (KernelInfo::not_run), and set_dump marks; attributes are added to the kernel's (an
+  // update kernel's hyperparameters). `kernels` are the graph's kernels in index order
+  // (AddKernel's included); names and indexes are not changed. Selection follows the new
+  // marks at once; the graph files are rewritten when the step (or iteration) ends. A graph
+  // not registered is left alone.
   virtual void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) = 0;
 
   // Host-driven iterations, for hosts that run several graphs (or one graph several times) in

@@ -88,7 +88,11 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     gives it), row (its first index, the batch row of a batch-first tensor; None below two
     dimensions), both None for an all-finite or statistic-only tensor, then one column per
     statistic.csv column found, in the file's order ('Max Value', 'NaN Count'...; NaN where a
-    tensor has no row). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
+    tensor has no row). When the dump has optimizer update kernels (Default/optimizer-...)
+    whose graph files record hyperparameters, then: param_group (Int64, <NA> on other rows) and
+    one column per hyperparameter recorded ('lr', 'betas', 'momentum', 'weight_decay', 'eps',
+    ... as the optimizer has them), each the value of the row's parameter group at the row's
+    iteration (float64, NaN on other rows; 'betas' a tuple, None on other rows). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
     (file: str objects); numbers are NumPy integer, bool and float columns; a statistic column
     is int64 when every row has an integer, float64 when every cell is a number, else objects
     (text alone, such as MD5, is pandas' str dtype from pandas 3).
@@ -160,6 +164,7 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     }
     for name, values in columns["statistics"]:
         table[name] = values if isinstance(values, numpy.ndarray) else objects(values)
+    table.update(_hyperparameter_columns(table, columns["graph_files"], n, pd, objects))
     del columns, timestamp, first_index, row
     # copy=False: each column stays the array the index filled (pandas would otherwise copy
     # the columns of one dtype into one block).
@@ -168,6 +173,49 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     frame.attrs["skipped"] = skipped
     frame.attrs["path"] = os.fspath(path)
     return frame
+
+
+def _hyperparameter_columns(table, graph_files, n, pd, objects):
+    """load()'s columns of the optimizer's update kernels (docs/python.md): param_group and each
+    hyperparameter the dump records (lr, betas, ...), at each row's iteration, from the graphs'
+    .ir files; none when the table has no update kernel with hyperparameters."""
+    import numpy
+    from .update_kernels import HYPERPARAMETERS, at_iteration, is_update_kernel, read_ir
+    kernels = table["kernel"]
+    if n == 0 or not any(is_update_kernel(k) for k in kernels.categories):
+        return {}
+    recorded = {(rank, graph): read_ir(path) for rank, graph, path in graph_files}
+    if not any(recorded.values()):
+        return {}
+    group = numpy.zeros(n, dtype=numpy.int64)
+    has_group = numpy.zeros(n, dtype=bool)
+    values = {}
+    names = kernels.categories
+    codes = kernels.codes
+    update_codes = [i for i, k in enumerate(names) if is_update_kernel(k)]
+    for at in numpy.flatnonzero(numpy.isin(codes, update_codes)):
+        entry = recorded.get((int(table["rank"][at]), int(table["graph"][at])), {}).get(
+            names[codes[at]])
+        if entry is None:
+            continue
+        param_group, runs = entry
+        if param_group is not None:
+            group[at], has_group[at] = param_group, True
+        for key, value in (at_iteration(runs, int(table["iteration"][at])) or {}).items():
+            values.setdefault(key, {})[at] = value
+    columns = {"param_group": pd.arrays.IntegerArray(group, ~has_group)}
+    for key in sorted(values, key=lambda k: (HYPERPARAMETERS.index(k)
+                                             if k in HYPERPARAMETERS else len(HYPERPARAMETERS),
+                                             k)):
+        cells = values[key]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in cells.values()):
+            column = numpy.full(n, numpy.nan)
+        else:
+            column = objects([None] * n)
+        for at, value in cells.items():
+            column[at] = tuple(value) if isinstance(value, list) else value
+        columns[key] = column
+    return columns
 
 
 def read(tensor, *, as_torch=False):
@@ -306,7 +354,8 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
     grad-explode) or infinity (inf, overflow, large) in the tensor's shape, e.g. (5, 3), and row
     its first index (the batch row of a batch-first tensor; None below two dimensions); both None
     for other checks and statistic-only tensors. ``hits.attrs`` holds 'tensors_checked',
-    'skipped' and 'intended_infinities': the tensors whose infinities an operator writes on purpose
+    'nothing_judged' (a sentence per check that had nothing to judge, saying what it needs: an
+    empty frame is then no all-clear), 'skipped' and 'intended_infinities': the tensors whose infinities an operator writes on purpose
     (masked_fill, where, full, fill with a constant +-inf: an attention mask), which are not hits
     unless ``count_intended_inf=True``. NaN is always a hit.
 
@@ -327,6 +376,7 @@ def watch(path, checks="nan,inf", *, count_intended_inf=False):
     # Rows as ints, None where a hit has none (not a float column with NaN).
     frame["row"] = _pandas().Series([r["row"] for r in rows], dtype=object)
     frame.attrs["tensors_checked"] = result.get("tensors_checked")
+    frame.attrs["nothing_judged"] = result.get("nothing_judged", [])
     frame.attrs["intended_infinities"] = result.get("intended_infinities", [])
     frame.attrs["skipped"] = result.get("skipped", [])
     return frame

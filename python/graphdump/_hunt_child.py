@@ -7,7 +7,8 @@ the value of $GRAPHDUMP_HUNT for this pass.
 $GRAPHDUMP_HUNT is ``STATE_DIR|MODE|ARG``:
   - ``STATE_DIR|first-hit|CHECKS``: pass 1. At the end of each iteration (an optimizer step)
     this rank's statistic.csv rows of that iteration are read; a NaN (and, for inf/overflow
-    checks, an infinity or a value beyond float16's range) is a hit. With several ranks the
+    checks, an infinity or a value beyond float16's range) is a hit; with a blow-up check
+    (large, weight-change, loss-spike) watch judges this rank's dump so far at each iteration. With several ranks the
     ranks agree on it (one all-reduce of one number on the default process group), so that all
     stop at the same step.
   - ``STATE_DIR|stop-after|N``: pass 2. The run ends once iteration N has ended.
@@ -82,10 +83,14 @@ def _iteration_suspects(root, iteration, checks):
 def _hit_in(root, iteration, checks):
     """Is there a watch hit (docs/analysis.md, "What counts as a hit") in `iteration`?"""
     suspect = _iteration_suspects(root, iteration, checks)
-    if suspect != "inf":
-        return suspect == "nan"
-    # Infinities only: an attention mask's masked_fill(-inf) is no hit. watch decides, over
-    # this rank's dump so far.
+    if suspect == "nan":
+        return True
+    blowups = any(c.split(":", 1)[0] in ("large", "weight-change", "loss-spike") for c in checks)
+    if suspect != "inf" and not blowups:
+        return False
+    # Infinities only: an attention mask's masked_fill(-inf) is no hit; a blow-up (a large
+    # value, an update's change, a loss against the losses before) needs the iterations
+    # before. watch decides, over this rank's dump so far.
     from .hunt_answer import computed_hits
     result = computed_hits(json.loads(_graphdump.watch(root, ",".join(checks), False)))
     return any(h.get("iteration") == iteration for h in result["hits"])

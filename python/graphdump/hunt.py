@@ -17,16 +17,19 @@ import sys
 import time
 
 try:
-    from . import hunt_answer, hunt_report, hunt_verdict
+    from . import hunt_answer, hunt_blowup, hunt_report, hunt_verdict
     from ._whole_file import write_whole
 except ImportError:  # hunt_cli.py run as a script (graphdump hunt): torch is not imported
     import hunt_answer
+    import hunt_blowup
     import hunt_report
     import hunt_verdict
     from _whole_file import write_whole
 
-CHECKS = ("nan", "inf", "overflow")
-STATISTICS = ["max", "min", "nan count", "negative inf count", "positive inf count", "zero count"]
+CHECKS = ("nan", "inf", "overflow") + hunt_blowup.CHECKS
+# l2norm: weight-change judges an update from its parameter's norms before and after.
+STATISTICS = ["max", "min", "nan count", "negative inf count", "positive inf count", "zero count",
+              "l2norm"]
 # Exit statuses of `graphdump hunt` (docs/hunt.md).
 EXIT_NO_HIT, EXIT_HIT, EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -59,12 +62,27 @@ def _write_whole(path, text):
     write_whole(path, text)
 
 
+def _known_check(check):
+    """nan, inf, overflow; large, weight-change and loss-spike with an optional ':T' (a
+    non-negative number, as graphdump watch takes it)."""
+    name, colon, threshold = check.partition(":")
+    if name not in CHECKS or (colon and name not in hunt_blowup.CHECKS):
+        return False
+    if not colon:
+        return True
+    try:
+        return float(threshold) >= 0
+    except ValueError:
+        return False
+
+
 def _parse_checks(text):
     checks = [c.strip() for c in text.split(",") if c.strip()]
-    bad = [c for c in checks if c not in CHECKS]
+    bad = [c for c in checks if not _known_check(c)]
     if not checks or bad:
         raise HuntError(f"--checks {text!r}: {', '.join(bad) or 'empty'} is not a check hunt "
-                        f"takes (allowed: {', '.join(CHECKS)}, comma-separated)")
+                        f"takes (allowed: nan, inf, overflow, large[:T], weight-change[:T], "
+                        f"loss-spike[:T], comma-separated)")
     return checks
 
 
@@ -234,13 +252,20 @@ class _Tool:
     def __init__(self, command):
         self.name = command[1]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.parsed = None
 
     def result(self):
+        """The command's JSON (parsed once). watch's exit status 3 (a check judged nothing, its
+        JSON says which) is no failure."""
+        if self.parsed is not None:
+            return self.parsed
         out, err = self.process.communicate()
-        if self.process.returncode not in (0, 1):
+        allowed = (0, 1, 3) if self.name == "watch" else (0, 1)
+        if self.process.returncode not in allowed:
             raise HuntFailed(f"graphdump {self.name} failed: "
                              f"{err.decode(errors='replace').strip()}")
-        return json.loads(out)
+        self.parsed = json.loads(out)
+        return self.parsed
 
 
 def _wait_through_interrupts(child):
@@ -389,8 +414,14 @@ def _after_pass1(h, status, pass2_child):
             answer["source_code"] = frame.get("code", "")
             break
     caller = hunt_answer.caller_frame(trace)
+    if caller and f"{caller['file']}:{caller['line']}" == source.get("source_line"):
+        caller = None  # a library's frame inside the kernel's own line (a scheduler's wrapper)
     answer["caller_line"] = f"{caller['file']}:{caller['line']}" if caller else None
     answer["caller_code"] = caller.get("code", "") if caller else None
+    # A weight blown up by an update: the optimizer's step, its line, lr and update size.
+    answer["blowup"] = hunt_blowup.explain(
+        source, running["ls"].result() if "ls" in running else None,
+        (pass2, pass1) if source is first2 else (pass1, pass2))
     if persistent:
         listing = running["ls"].result()
         answer.update(hunt_answer.explain(watch2, listing, first=first2))
@@ -411,7 +442,8 @@ def hunt(script=None, args=(), *, module=None, checks="nan,inf", config=None, du
     """Runs ``graphdump hunt`` on a script (or ``module=`` for ``-m MODULE``) with `args`, and
     returns the answer as a dict (fields: docs/hunt.md; also written to DUMP_PATH/answer.json).
 
-    checks: 'nan', 'inf', 'overflow', comma-separated. config: a data_dump.json whose net_name,
+    checks: 'nan', 'inf', 'overflow', and for blow-ups 'large', 'weight-change', 'loss-spike'
+    (each with an optional ':T', as graphdump watch takes it), comma-separated. config: a data_dump.json whose net_name,
     support_device, initial_iteration and path are kept. dump_path: where pass1/, pass2/,
     answer.json and report.html go (default: the configuration's path, else
     ./graphdump_hunt). nproc: ranks on this machine, as ``graphdump python --nproc``.

@@ -9,8 +9,9 @@ USAGE = ("usage: graphdump hunt [--checks LIST] [--config FILE] [--dump-path DIR
          "       graphdump hunt [options] -m MODULE [ARGS...]\n")
 
 HELP = USAGE + """
-Finds where your training first goes bad (NaN, and with --checks infinities or float16
-overflow) and why, in two runs of your unchanged script (docs/hunt.md):
+Finds where your training first goes bad (NaN, and with --checks infinities, float16
+overflow, or a blow-up: large values, an update that blew a weight up, a loss spike) and why,
+in two runs of your unchanged script (docs/hunt.md):
 
   pass 1  runs SCRIPT ARGS under `graphdump python` with a statistic dump of every kernel
           (NaN and infinity counts, min, max) and ends the run at the end of the first
@@ -29,8 +30,12 @@ kernel that created them, across ranks through all-reduce); the creator's inputs
 (a divisor whose row is all zero); and where the dumps and an HTML report are.
 
 options:
-  --checks LIST    what is a hit: nan, inf, overflow, comma-separated (default nan,inf);
-                   infinities an operator writes on purpose (masked_fill(-inf)) are not hits
+  --checks LIST    what is a hit: nan, inf, overflow, large[:T], weight-change[:T],
+                   loss-spike[:T] (graphdump watch's checks), comma-separated (default
+                   nan,inf); infinities an operator writes on purpose (masked_fill(-inf)) are
+                   not hits. A weight blown up by an optimizer update is named at its
+                   optimizer.step(): the optimizer, the step, its line, its lr and the
+                   update's size against the step before
   --config FILE    a data_dump.json whose net_name, initial_iteration and path are kept; the
                    rest of each pass's configuration is hunt's own
   --dump-path DIR  where pass1/ (statistics), pass2/ (tensors), answer.json and report.html
@@ -48,6 +53,7 @@ Options go before SCRIPT; everything after it is the script's.
 examples:
   graphdump hunt train.py --epochs 3
   graphdump hunt --checks nan,inf,overflow --dump-path /tmp/hunt --nproc 2 train_ddp.py
+  graphdump hunt --checks large,weight-change,loss-spike train.py
 
 exit status: 0 no hit (the script ended normally; the statistic dump is kept), 1 a hit was
 found and explained, 2 usage or configuration error (nothing run, or the script refused the

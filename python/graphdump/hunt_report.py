@@ -5,8 +5,10 @@ import os
 import subprocess
 
 try:
+    from . import hunt_blowup
     from ._whole_file import write_whole
 except ImportError:  # hunt_cli.py run as a script (graphdump hunt)
+    import hunt_blowup
     from _whole_file import write_whole
 
 
@@ -76,6 +78,7 @@ def answer_lines(answer):
         lines.append(f"called from: {answer['caller_line']}"
                      + (f": {answer['caller_code']}" if answer.get("caller_code") else ""))
     lines += [f"bad values: {answer['detail']}", f"first bad element: {_position(answer)}"]
+    lines += hunt_blowup.lines(answer.get("blowup"))
     if answer["verdict"] == "persistent":
         lines.append(f"origin: {answer['origin']}: {answer['origin_detail']}")
         chain = answer.get("chain") or []

@@ -27,6 +27,8 @@ Nothing here copies or changes what the training computes: eager modules run as 
 executor runs the same ATen kernels TorchScript would, and tensors are copied only for the dump.
 """
 import atexit
+import json
+import math
 import os
 import sys
 import threading
@@ -57,6 +59,45 @@ def _script_name():
     main = sys.argv[0] if sys.argv and sys.argv[0] else ""
     stem = os.path.splitext(os.path.basename(main))[0]
     return stem if stem and stem != "-c" else "model"
+
+
+# The hyperparameters an update kernel records of its parameter group at each step (those the
+# group has; docs/file-format.md, "Update kernels").
+_HYPERPARAMETERS = ("lr", "betas", "momentum", "dampening", "weight_decay", "eps", "alpha",
+                    "nesterov", "amsgrad", "maximize")
+
+
+def _hyperparameter(value):
+    """A group's value as JSON holds it: numbers (a tensor lr as its float), bools, lists of
+    numbers; None for anything else (left out)."""
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().reshape(-1)[0]) if value.numel() == 1 else None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        value = float(value)
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (tuple, list)):
+        items = [_hyperparameter(v) for v in value]
+        return None if any(v is None for v in items) else items
+    return None
+
+
+def _group_hyperparameters(opt):
+    """Each parameter's group index and its group's hyperparameters (a JSON object's text), in
+    the order of the optimizer's parameters."""
+    groups, texts = [], []
+    for index, group in enumerate(opt.param_groups):
+        values = {}
+        for key in _HYPERPARAMETERS:
+            if key in group:
+                value = _hyperparameter(group[key])
+                if value is not None:
+                    values[key] = value
+        text = json.dumps(values)
+        groups.extend([index] * len(group["params"]))
+        texts.extend([text] * len(group["params"]))
+    return groups, texts
 
 
 def _state_tensors(state):
@@ -444,7 +485,8 @@ class Dump:
                 if _state.after_iteration is not None:
                     _state.after_iteration(dump, iteration)
             before = [_state_tensors(opt.state.get(p)) for p in params]
-            token = host.begin_optimizer_step(type(opt).__name__, params, before)
+            groups, hyper = _group_hyperparameters(opt)
+            token = host.begin_optimizer_step(type(opt).__name__, params, before, groups, hyper)
             # The update's operators are the update kernels; in a precision run a closure's
             # forward runs as the script's (its casts are the run's).
             if run is not None:

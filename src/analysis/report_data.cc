@@ -287,6 +287,7 @@ void KeepReportHits(WatchResult part, WatchResult* kept) {
   kept->dropped_hits += part.dropped_hits;
   kept->tensors_checked += part.tensors_checked;
   kept->weight_pairs_checked += part.weight_pairs_checked;
+  for (const auto& [check, n] : part.judged) kept->judged[check] += n;
   kept->ranks += part.ranks;
   std::move(part.skipped.begin(), part.skipped.end(), std::back_inserter(kept->skipped));
 }

@@ -24,7 +24,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WatchHit, rank, graph_id, iteration, call, ca
                                    sequence, order, kernel, is_input, slot, check, detail,
                                    first_index, row, source_line, source_trace, path)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WatchResult, hits, intended, skipped, tensors_checked,
-                                   weight_pairs_checked, ranks)
+                                   weight_pairs_checked, judged, ranks)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PairMetrics, elements, finite_pairs, cosine, max_abs_err,
                                    max_rel_err, rmse, norm_rel_err, rel_err_below_0_1pct,
                                    rel_err_below_0_5pct, allclose_failures, first_failure, nan_a,

@@ -24,6 +24,7 @@
 #include "graphdump/internal/json_text.h"
 #include "graphdump/shape.h"
 #include "graphdump/statistic_catalogue.h"
+#include "watch_loss.h"
 
 namespace graphdump::analysis {
 namespace {
@@ -143,7 +144,21 @@ struct TensorTask {
   const TensorEntry* previous = nullptr;  // weight checks: the same parameter one dump earlier
   int64_t previous_iteration = -1;
   uint64_t sequence = 0;  // WatchHit::sequence
+  bool update = false;    // `previous` is the input 0 of the update kernel whose output 0 this is
 };
+
+bool IsUpdateKernel(const KernelEntry& k) {
+  return k.full_name.rfind("Default/optimizer-", 0) == 0 ||
+         k.op_name.rfind("Default_optimizer-", 0) == 0;
+}
+
+// The L2 norm a statistic.csv row holds; false without one.
+bool RowL2Norm(const TensorEntry& t, double* norm) {
+  if (!t.stats) return false;
+  StatisticReader reader;
+  reader.Read(t.stats->values);
+  return reader.Number(StatCategory::kL2Norm, norm) && std::isfinite(*norm);
+}
 
 // WatchHit::sequence of every kernel call of the index, in the order of the index (ranks,
 // graphs, iterations, kernels).
@@ -210,8 +225,10 @@ struct Found {
   int64_t row = -1;
 };
 
+// Each check's count of tensors judged is added to `judged` (by the check's place in `checks`).
 void CheckTensor(size_t task, const TensorTask& t, const TensorEvidence& e,
-                 const std::vector<WatchCheck>& checks, std::vector<Found>* hits) {
+                 const std::vector<WatchCheck>& checks, std::vector<Found>* hits,
+                 std::vector<int64_t>* judged) {
   const FiniteSummary& s = e.s;
   const std::optional<DType> dtype = t.tensor->dtype;
   const TensorTraits traits{
@@ -220,9 +237,11 @@ void CheckTensor(size_t task, const TensorTask& t, const TensorEvidence& e,
       .computed = !t.kernel->is_parameter && t.iteration->iteration >= 0,
       .dtype = dtype,
   };
-  for (const WatchCheck& c : checks) {
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const WatchCheck& c = checks[i];
     const WatchCheckInfo& check = WatchCheckOf(c.kind);
     if (check.tensor == nullptr) continue;
+    if (TensorJudged(c.kind, e, traits)) ++(*judged)[i];
     std::string detail = check.tensor(e, traits, c.threshold);
     if (detail.empty()) continue;
     // Where the first bad value lies (a file's elements only).
@@ -245,31 +264,72 @@ void CheckTensor(size_t task, const TensorTask& t, const TensorEvidence& e,
   }
 }
 
-// Returns whether the pair could be compared (it counts as a tensor checked).
+// Returns whether the pair could be compared (it counts as a weight pair compared): from both
+// tensors' files, else from both statistic.csv rows' L2 norms (a lower bound of the change).
 bool CheckWeight(size_t task, const TensorTask& t, const std::vector<WatchCheck>& checks,
-                 std::vector<Found>* hits, std::vector<Skipped>* skipped, std::mutex* mu) {
-  auto cur = OpenTensor(*t.tensor);
-  auto prev = OpenTensor(*t.previous);
-  for (auto* r : {&cur, &prev}) {
-    if (!r->ok()) {
-      std::lock_guard<std::mutex> lock(*mu);
-      skipped->push_back({"", r->status().message()});
-      return false;
+                 std::vector<Found>* hits, std::vector<Skipped>* skipped, std::mutex* mu,
+                 std::vector<char>* judged) {
+  WeightDelta delta{.identical = false, .ratio = 0, .previous_iteration = t.previous_iteration,
+                    .update = t.update};
+  if (!t.tensor->path.empty() && !t.previous->path.empty()) {
+    auto cur = OpenTensor(*t.tensor);
+    auto prev = OpenTensor(*t.previous);
+    for (auto* r : {&cur, &prev}) {
+      if (!r->ok()) {
+        std::lock_guard<std::mutex> lock(*mu);
+        skipped->push_back({"", r->status().message()});
+        return false;
+      }
     }
+    const DeltaNorms d = DeltaBetween(**cur, **prev);
+    delta.identical = d.identical;
+    delta.ratio = d.ref_l2 > 0 ? d.diff_l2 / d.ref_l2 : (d.diff_l2 > 0 ? INFINITY : 0.0);
+    delta.norm_before = d.ref_l2;
+    delta.norm_after = SummarizeFinite(**cur).l2norm;
+  } else if (RowL2Norm(*t.tensor, &delta.norm_after) &&
+             RowL2Norm(*t.previous, &delta.norm_before)) {
+    const double diff = std::fabs(delta.norm_after - delta.norm_before);
+    delta.lower_bound = true;
+    delta.ratio = delta.norm_before > 0 ? diff / delta.norm_before : (diff > 0 ? INFINITY : 0.0);
+  } else {
+    return false;
   }
-  const DeltaNorms d = DeltaBetween(**cur, **prev);
-  const WeightDelta delta{
-      .identical = d.identical,
-      .ratio = d.ref_l2 > 0 ? d.diff_l2 / d.ref_l2 : (d.diff_l2 > 0 ? INFINITY : 0.0),
-      .previous_iteration = t.previous_iteration,
-  };
-  for (const WatchCheck& c : checks) {
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const WatchCheck& c = checks[i];
     const WatchCheckInfo& check = WatchCheckOf(c.kind);
     if (check.weight == nullptr) continue;
+    if (delta.lower_bound && c.kind == WatchKind::kWeightUnchanged) continue;  // unknown
+    (*judged)[i] = 1;
     std::string detail = check.weight(delta, c.threshold);
     if (!detail.empty()) hits->push_back({task, &c, std::move(detail)});
   }
   return true;
+}
+
+// What loss-spike needs of a tensor (watch_loss.h): the calls of Gradients/ kernels, and the
+// one-element floating-point outputs of forward kernels with their values.
+void NoteLoss(size_t task, const TensorTask& t, const TensorEvidence& e, LossSeries* losses) {
+  const KernelEntry& k = *t.kernel;
+  const uint32_t rank = t.rank->rank, graph = t.graph->graph_id;
+  const int64_t iteration = t.iteration->iteration;
+  if (IsGradient(k)) {
+    losses->AddGradient(rank, graph, iteration, t.sequence);
+    return;
+  }
+  const std::optional<DType> dtype = t.tensor->dtype;
+  // The gradient backward() starts from (ones_like(loss)) is made after the loss: no loss.
+  static const std::set<std::string> kSeeds = {"ones_like", "full_like", "ones", "full"};
+  if (t.tensor->is_input || k.is_parameter || IsUpdateKernel(k) || e.s.elements != 1 ||
+      (dtype && !IsFloatingPoint(*dtype)) || kSeeds.count(k.op_type)) {
+    return;
+  }
+  const FiniteSummary& s = e.s;
+  const double value = s.nan > 0       ? NAN
+                       : s.pos_inf > 0 ? INFINITY
+                       : s.neg_inf > 0 ? -INFINITY
+                       : std::fabs(s.max) >= std::fabs(s.min) ? s.max
+                                                              : s.min;
+  losses->AddCandidate(rank, graph, iteration, t.sequence, task, value);
 }
 
 // Infinities written on purpose (docs/analysis.md, "What counts as a hit"): the outputs of a
@@ -378,9 +438,22 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
       for (const IterationEntry& it : g.iterations) {
         for (const KernelEntry& k : it.kernels) {
           const uint64_t sequence = sequences[place++];
+          if (weight_checks && it.iteration >= 0 && IsUpdateKernel(k)) {
+            // The parameter the update wrote (output 0) against the one it read (input 0).
+            const TensorEntry *before = nullptr, *after = nullptr;
+            for (const TensorEntry& t : k.tensors) {
+              if (t.slot == 0) (t.is_input ? before : after) = &t;
+            }
+            if (before && after) {
+              tasks.push_back({&r, &g, &it, &k, after, before, it.iteration, sequence, true});
+            }
+          }
           for (const TensorEntry& t : k.tensors) {
             if (tensor_checks) tasks.push_back({&r, &g, &it, &k, &t, nullptr, -1, sequence});
-            if (!weight_checks || !k.is_parameter || it.iteration < 0 || t.path.empty()) continue;
+            if (!weight_checks || !k.is_parameter || it.iteration < 0 ||
+                (t.path.empty() && !t.stats)) {
+              continue;
+            }
             auto& last = last_weight[k.op_name];
             if (last.first)
               tasks.push_back({&r, &g, &it, &k, &t, last.first, last.second, sequence});
@@ -398,6 +471,8 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   }
   std::vector<std::optional<TensorEvidence>> read(reads.size());
   std::vector<std::vector<Found>> pair_hits(reads.size());
+  // Per weight pair, which checks judged it (CheckWeight).
+  std::vector<std::vector<char>> pair_judged(reads.size());
   std::mutex mu;
   std::atomic<int64_t> checked{0}, pairs{0};
   ParallelFor(reads.size(), options.threads > 0 ? options.threads : DefaultThreads(),
@@ -405,7 +480,11 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
                 const size_t i = reads[j];
                 const TensorTask& t = tasks[i];
                 if (t.previous) {
-                  if (CheckWeight(i, t, checks, &pair_hits[j], &result.skipped, &mu)) ++pairs;
+                  pair_judged[j].assign(checks.size(), 0);
+                  if (CheckWeight(i, t, checks, &pair_hits[j], &result.skipped, &mu,
+                                  &pair_judged[j])) {
+                    ++pairs;
+                  }
                   return;
                 }
                 auto npy = OpenTensor(*t.tensor);
@@ -429,10 +508,17 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
   std::vector<Found> hits, intended_hits;
   StatisticReader reader;
   TensorEvidence e;
+  std::vector<int64_t> judged(checks.size());
+  const WatchCheck* loss_check = nullptr;
+  for (const WatchCheck& c : checks) {
+    if (c.kind == WatchKind::kLossSpike && !loss_check) loss_check = &c;
+  }
+  LossSeries losses;
   for (size_t i = 0, j = 0; i < tasks.size(); ++i) {
     const TensorTask& t = tasks[i];
     if (j < reads.size() && reads[j] == i) {
       std::move(pair_hits[j].begin(), pair_hits[j].end(), std::back_inserter(hits));
+      for (size_t c = 0; c < pair_judged[j].size(); ++c) judged[c] += pair_judged[j][c];
       std::optional<TensorEvidence> from_file = std::move(read[j]);
       read[j].reset();
       ++j;
@@ -445,8 +531,16 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
     }
     if (inf_checks && !options.count_intended_inf) intended.Mark(t, &e);
     if (!e.intended.empty()) intended_hits.push_back({i, &kIntendedInf, e.intended});
-    CheckTensor(i, t, e, checks, &hits);
+    CheckTensor(i, t, e, checks, &hits, &judged);
+    if (loss_check && t.iteration->iteration >= 0) NoteLoss(i, t, e, &losses);
   }
+  if (loss_check) {
+    const size_t at = static_cast<size_t>(loss_check - checks.data());
+    judged[at] += losses.Judge(loss_check->threshold, [&](size_t task, std::string detail) {
+      hits.push_back({task, loss_check, std::move(detail)});
+    });
+  }
+  for (size_t c = 0; c < checks.size(); ++c) result.judged[checks[c].text] += judged[c];
   result.tensors_checked = checked;
   result.weight_pairs_checked = pairs;
   // In the order they occurred (OccurrenceKey); only what options.keep_hits keeps

@@ -98,31 +98,63 @@ std::string GradExplode(const TensorEvidence& e, const TensorTraits& t, double t
 }
 
 std::string WeightUnchanged(const WeightDelta& d, double) {
-  return d.identical ? fmt::format("unchanged since iteration {}", d.previous_iteration) : "";
+  if (!d.identical) return "";
+  return d.update ? fmt::format("unchanged by the update of iteration {}", d.previous_iteration)
+                  : fmt::format("unchanged since iteration {}", d.previous_iteration);
 }
 
 std::string WeightChange(const WeightDelta& d, double threshold) {
   if (!(d.ratio > threshold)) return "";
-  return fmt::format("||w - w_prev|| / ||w_prev|| = {:.6g} > {:g} (since iteration {})", d.ratio,
-                     threshold, d.previous_iteration);
+  const std::string when = d.update ? fmt::format("the update of iteration {}", d.previous_iteration)
+                                    : fmt::format("since iteration {}", d.previous_iteration);
+  if (d.lower_bound) {
+    return fmt::format(
+        "||w|| {:.6g} -> {:.6g}: ||w - w_prev|| / ||w_prev|| >= {:.6g} > {:g} ({}; from "
+        "statistic.csv's L2 norms)",
+        d.norm_before, d.norm_after, d.ratio, threshold, when);
+  }
+  return fmt::format("||w - w_prev|| / ||w_prev|| = {:.6g} > {:g} ({}; ||w|| {:.6g} -> {:.6g})",
+                     d.ratio, threshold, when, d.norm_before, d.norm_after);
 }
+
+constexpr const char* kNeedsValues =
+    "a floating-point tensor (a tensor dump, or a statistic dump with max and min)";
+constexpr const char* kNeedsGradients =
+    "a gradient (an output of a Gradients/ kernel: dump a training step's backward) with its "
+    "L2 norm (a tensor dump, or \"l2norm\" in statistic_category)";
+constexpr const char* kNeedsWeights =
+    "a weight with its value before: Parameter.* files of two dumped iterations, or an "
+    "optimizer's update kernel (Default/optimizer-...) with its input 0 and output 0 dumped "
+    "(tensors, or statistics with \"l2norm\" in statistic_category; input_output 0)";
+constexpr const char* kNeedsWeightFiles =
+    "a weight with its value before, as tensor files (saved_data tensor): Parameter.* files of "
+    "two dumped iterations, or an optimizer's update kernel with input 0 and output 0";
+constexpr const char* kNeedsLoss =
+    "a loss in two or more iterations: the last one-element floating-point output of a forward "
+    "kernel before the iteration's first Gradients/ kernel (dump every kernel of each "
+    "iteration, backward included)";
 
 using B = BadElement;
 constexpr WatchCheckInfo kChecks[] = {
-    {"nan", WatchKind::kNan, false, 0, "", Nan, B::kNan, false, nullptr},
-    {"inf", WatchKind::kInf, false, 0, "", Inf, B::kInf, true, nullptr},
+    {"nan", WatchKind::kNan, false, 0, "", Nan, B::kNan, false, nullptr, kNeedsValues},
+    {"inf", WatchKind::kInf, false, 0, "", Inf, B::kInf, true, nullptr, kNeedsValues},
     {"overflow", WatchKind::kOverflow, false, 0, "float16 range", Overflow, B::kInf, true,
-     nullptr},
-    {"zero", WatchKind::kZero, false, 0, "all zero", Zero, B::kNone, false, nullptr},
-    {"large", WatchKind::kLarge, true, 1e4, "|x| > T", Large, B::kInf, true, nullptr},
+     nullptr, kNeedsValues},
+    {"zero", WatchKind::kZero, false, 0, "all zero", Zero, B::kNone, false, nullptr,
+     kNeedsValues},
+    {"large", WatchKind::kLarge, true, 1e4, "|x| > T", Large, B::kInf, true, nullptr,
+     kNeedsValues},
     {"grad-vanish", WatchKind::kGradVanish, true, 1e-7, "gradient l2norm < T", GradVanish,
-     B::kNone, false, nullptr},
+     B::kNone, false, nullptr, kNeedsGradients},
     {"grad-explode", WatchKind::kGradExplode, true, 1e3, "> T", GradExplode, B::kNanElseInf, true,
-     nullptr},
+     nullptr, kNeedsGradients},
     {"weight-unchanged", WatchKind::kWeightUnchanged, false, 0, "", nullptr, B::kNone, false,
-     WeightUnchanged},
+     WeightUnchanged, kNeedsWeightFiles},
     {"weight-change", WatchKind::kWeightChange, true, 0.1, "||w-w_prev||/||w_prev|| > T", nullptr,
-     B::kNone, false, WeightChange},
+     B::kNone, false, WeightChange, kNeedsWeights},
+    // Judged over the iterations (RunWatch), neither a tensor's nor a weight pair's test.
+    {"loss-spike", WatchKind::kLossSpike, true, 10, "loss > T x its median before", nullptr,
+     B::kNone, false, nullptr, kNeedsLoss},
 };
 
 constexpr bool InKindOrder() {
@@ -140,6 +172,30 @@ std::string Spelling(const WatchCheckInfo& info) {
 }  // namespace
 
 std::span<const WatchCheckInfo> WatchCheckTable() { return kChecks; }
+
+bool TensorJudged(WatchKind kind, const TensorEvidence& e, const TensorTraits& t) {
+  switch (kind) {
+    case WatchKind::kNan: return true;
+    case WatchKind::kInf:
+    case WatchKind::kOverflow:
+    case WatchKind::kLarge: return t.floating;
+    case WatchKind::kZero: return t.floating && t.computed;
+    case WatchKind::kGradVanish:
+    case WatchKind::kGradExplode:
+      return t.gradient && (e.from_file || !std::isnan(e.s.l2norm) || e.s.nan > 0);
+    default: return false;  // weight pairs and losses are counted where they are judged
+  }
+}
+
+std::string LossSpike(double loss, double usual, size_t before, int64_t first_iteration,
+                      double threshold) {
+  const double size = std::fabs(loss);
+  if (std::isfinite(size) && !(size > threshold * usual)) return "";
+  return fmt::format("loss {:.6g} is {:.3g}x its usual {:.6g} (the median of the {} iteration(s) "
+                     "from {}) > {:g}x",
+                     loss, usual > 0 ? size / usual : INFINITY, usual, before, first_iteration,
+                     threshold);
+}
 
 const WatchCheckInfo& WatchCheckOf(WatchKind kind) { return kChecks[static_cast<size_t>(kind)]; }
 

@@ -70,6 +70,8 @@ std::string WatchResultJson(const WatchResult& result) {
   for (const WatchHit& h : result.intended) intended.push_back(HitJson(h));
   json j = {{"tensors_checked", result.tensors_checked},
             {"weight_pairs_checked", result.weight_pairs_checked},
+            {"judged", result.judged},
+            {"nothing_judged", NothingJudged(result.judged)},
             {"hits", hits},
             {"first_hit", hits.empty() ? json(nullptr) : hits[0]},
             {"intended_infinities", intended},
@@ -138,6 +140,7 @@ StatusOr<std::unique_ptr<SpilledWatch>> SpilledWatch::Run(const std::string& dir
         found[i] = std::move(r.skipped);
         spill.tensors_checked += r.tensors_checked;
         spill.weight_pairs_checked += r.weight_pairs_checked;
+        for (const auto& [check, n] : r.judged) watch->judged_[check] += n;
         if (failed.ok()) failed = status;
       });
   GRAPHDUMP_RETURN_IF_ERROR(streamed_or.status());
@@ -191,6 +194,11 @@ Status SpilledWatch::WriteJson(const std::function<Status(std::string_view)>& wr
     return Status::Ok();
   };
   GRAPHDUMP_RETURN_IF_ERROR(AppendJsonArray(intended, read_intended, write, &out));
+  // Keys in WatchResultJson's order (a JSON object's: alphabetical).
+  out += ",\n  \"judged\": ";
+  AppendIndented(internal::JsonText(nlohmann::json(judged_), 2), 2, &out);
+  out += ",\n  \"nothing_judged\": ";
+  AppendIndented(internal::JsonText(nlohmann::json(NothingJudged(judged_)), 2), 2, &out);
   out += ",\n  \"skipped\": ";
   AppendIndented(internal::JsonText(SkippedJson(skipped_), 2), 2, &out);
   out += fmt::format(",\n  \"tensors_checked\": {},\n  \"weight_pairs_checked\": {}\n}}",

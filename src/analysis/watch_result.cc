@@ -21,6 +21,18 @@ void SortHitsByOccurrence(std::vector<WatchHit>* hits) {
   });
 }
 
+std::vector<std::string> NothingJudged(const std::map<std::string, int64_t>& judged) {
+  std::vector<std::string> out;
+  for (const auto& [text, n] : judged) {
+    if (n > 0) continue;
+    auto parsed = ParseWatchChecks(text);
+    if (!parsed.ok() || parsed->size() != 1) continue;
+    out.push_back(fmt::format("{} judged nothing: it needs {}", text,
+                              WatchCheckOf(parsed->front().kind).needs));
+  }
+  return out;
+}
+
 WatchResult MergeWatchResults(std::vector<WatchResult> parts) {
   WatchResult merged;
   for (WatchResult& p : parts) {
@@ -29,6 +41,7 @@ WatchResult MergeWatchResults(std::vector<WatchResult> parts) {
     std::move(p.skipped.begin(), p.skipped.end(), std::back_inserter(merged.skipped));
     merged.tensors_checked += p.tensors_checked;
     merged.weight_pairs_checked += p.weight_pairs_checked;
+    for (const auto& [check, n] : p.judged) merged.judged[check] += n;
     merged.ranks += p.ranks;
     merged.dropped_hits += p.dropped_hits;
     merged.dropped_intended += p.dropped_intended;
@@ -83,6 +96,7 @@ StatusOr<WatchResult> WatchDump(const std::string& dir, const std::vector<WatchC
     for (Skipped& s : r.skipped) found.push_back(std::move(s));
     result.tensors_checked += r.tensors_checked;
     result.weight_pairs_checked += r.weight_pairs_checked;
+    for (const auto& [check, n] : r.judged) result.judged[check] += n;
     result.dropped_hits += r.dropped_hits;
     result.dropped_intended += r.dropped_intended;
     result.spreads.merge(r.spreads);

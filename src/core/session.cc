@@ -187,9 +187,14 @@ KernelInfo SessionImpl::AddKernel(uint32_t graph_id, KernelInfo kernel) {
 }
 
 void SessionImpl::UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) {
-  GraphState& state = graphs_.at(graph_id);
+  auto found = graphs_.find(graph_id);
+  if (found == graphs_.end()) return;  // registered later, with the host's kernels as they are
+  GraphState& state = found->second;
   for (size_t i = 0; i < kernels.size() && i < state.info.kernels.size(); ++i) {
     KernelInfo& k = state.info.kernels[i];
+    // Attributes are added to (an update kernel's hyperparameters come from the host that runs
+    // it, not from the graph that holds it).
+    for (const auto& [name, value] : kernels[i].attributes) k.attributes[name] = value;
     k.inputs = kernels[i].inputs;
     k.outputs = kernels[i].outputs;
     k.marked_for_dump = kernels[i].marked_for_dump;

@@ -101,6 +101,9 @@ struct WatchResult {
   std::vector<Skipped> skipped;
   int64_t tensors_checked = 0;       // value checks (nan, inf, ...): tensors read
   int64_t weight_pairs_checked = 0;  // weight checks: a parameter against its previous dump
+  // What each check judged, by its text (WatchCheck::text): tensors (TensorJudged), weight
+  // pairs or losses. A check absent or at 0 had nothing to judge (NothingJudged).
+  std::map<std::string, int64_t> judged;
   size_t ranks = 0;  // rank_{id} directories in the index
   // Hits and intended infinities not kept (WatchOptions::keep_hits): the dump has
   // hits.size() + dropped_hits hits.
@@ -112,6 +115,10 @@ struct WatchResult {
   // rank and iteration without holding the hits.
   std::map<std::pair<uint32_t, int64_t>, size_t> hit_counts;
 };
+
+// The checks of `judged` (WatchResult::judged) at 0, each with what it needs
+// (WatchCheckInfo::needs): "grad-explode:1000 judged nothing: it needs a gradient ...".
+std::vector<std::string> NothingJudged(const std::map<std::string, int64_t>& judged);
 
 // The hits of `first`'s rank after `first` in `hits` (in the order they occurred), naming at most
 // `shown` kernels.
@@ -173,6 +180,7 @@ class SpilledWatch {
 
   size_t hits() const;
   const std::vector<Skipped>& skipped() const { return skipped_; }
+  const std::map<std::string, int64_t>& judged() const { return judged_; }
   // WatchResultJson's text (no newline after it), in pieces, in order, to `write`.
   Status WriteJson(const std::function<Status(std::string_view)>& write) const;
 
@@ -181,6 +189,7 @@ class SpilledWatch {
   SpilledWatch();
   std::unique_ptr<Spill> spill_;
   std::vector<Skipped> skipped_;
+  std::map<std::string, int64_t> judged_;
 };
 
 }  // namespace graphdump::analysis

@@ -28,6 +28,7 @@ enum class WatchKind {
   kGradExplode,
   kWeightUnchanged,
   kWeightChange,
+  kLossSpike,
 };
 
 // What a tensor's summary rests on: the file's elements (every count exact), or a statistic.csv
@@ -51,11 +52,18 @@ struct TensorTraits {
   std::optional<DType> dtype;
 };
 
-// A weight against its value one iteration before.
+// A weight against its value one iteration before, or (an optimizer's update kernel) the
+// parameter its update wrote against the parameter before the update.
 struct WeightDelta {
   bool identical;
-  double ratio;  // ||w - w_prev|| / ||w_prev||
+  double ratio;  // ||w - w_prev|| / ||w_prev||; with lower_bound, at least this
   int64_t previous_iteration;
+  bool update = false;  // an update kernel's parameter after (output 0) and before (input 0)
+  // Judged from statistic.csv's L2 norms, without the elements: the ratio is then the lower
+  // bound |(||w|| - ||w_prev||)| / ||w_prev|| (the triangle inequality), and `identical` is
+  // false (unknown).
+  bool lower_bound = false;
+  double norm_before = 0, norm_after = 0;  // ||w_prev||, ||w||
 };
 
 // Where a tensor check's hit reports the first bad element (files' elements only).
@@ -74,7 +82,21 @@ struct WatchCheckInfo {
   bool hits_infinities;
   // A weight check (tensor is null): the hit's detail, or "".
   std::string (*weight)(const WeightDelta&, double threshold);
+  // What the check needs from a dump, said when it judged nothing (`watch` prints it instead
+  // of an all-clear): what it looks at and how to dump it.
+  const char* needs;
 };
+
+// Whether a tensor check judged a tensor (for WatchResult::judged): the check applies to it
+// and its evidence holds what the check reads (a gradient's L2 norm, a computed floating-point
+// tensor's values).
+bool TensorJudged(WatchKind kind, const TensorEvidence& e, const TensorTraits& t);
+
+// A loss against the losses of the iterations before: the hit's detail when `loss` is
+// non-finite or more than `threshold` times `usual` (the median of `before` earlier losses),
+// else "".
+std::string LossSpike(double loss, double usual, size_t before, int64_t first_iteration,
+                      double threshold);
 
 // Every check, in the order --help lists them (the order of WatchKind).
 std::span<const WatchCheckInfo> WatchCheckTable();

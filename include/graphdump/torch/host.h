@@ -163,11 +163,18 @@ class DumpHost {
   // One optimizer step of `optimizer_class` ("AdamW") over `params` with their optimizer state
   // tensors before the step (`states[i]` for `params[i]`, in the state's key order). Call it
   // before the step: it copies what the update kernels' inputs need. Parameters without a
-  // gradient are left out (torch.optim skips them too).
+  // gradient are left out (torch.optim skips them too). `groups[i]` is the parameter group of
+  // `params[i]` and `hyperparameters[i]` its group's hyperparameters at this step as a JSON
+  // object ({"lr": 0.001, "betas": [0.9, 0.999], ...}; "" or missing: none): each update
+  // kernel keeps them by iteration in its attributes `param_group` and `hyperparameters`
+  // (docs/file-format.md, "Update kernels"), and its source trace is the step's caller (the
+  // provider of SetSourceTraceProvider, when set, at the kernel's first step).
   class OptimizerStep;
   std::shared_ptr<OptimizerStep> BeginOptimizerStep(
       const std::string& optimizer_class, const std::vector<at::Tensor>& params,
-      const std::vector<std::vector<at::Tensor>>& states);
+      const std::vector<std::vector<at::Tensor>>& states,
+      const std::vector<int64_t>& groups = {},
+      const std::vector<std::string>& hyperparameters = {});
   // After the step: dumps the update kernels with the parameters and `states_after`, then ends
   // the iteration unless `end_iteration` is false (another optimizer of the same training step
   // has yet to step: one iteration per training step, however many optimizers step).
@@ -234,8 +241,15 @@ class DumpHost {
   void BeginRootCall(HostGraph* graph);
   void AddParameters(HostGraph* graph,
                      const std::vector<std::pair<std::string, at::Tensor>>& parameters);
-  KernelInfo HostKernel(const Owner& owner, const std::string& scope_prefix,
-                        const std::string& op_type);
+  // The host kernel of `owner`'s parameter under `scope_prefix`, added (with `source_trace`)
+  // the first time. The reference stays valid: host kernels are never removed.
+  KernelInfo& HostKernel(const Owner& owner, const std::string& scope_prefix,
+                         const std::string& op_type,
+                         const std::function<std::vector<SourceLocation>()>& source_trace = {});
+  // Records `hyperparameters` (a JSON object's text) of iteration `iteration` in an update
+  // kernel's attributes; returns whether they changed.
+  static bool RecordHyperparameters(KernelInfo* kernel, int64_t group,
+                                    const std::string& hyperparameters, uint64_t iteration);
 
   // Before everything it guards; see "Threading" above.
   mutable std::recursive_mutex mutex_;

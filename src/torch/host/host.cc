@@ -1,6 +1,10 @@
 #include "graphdump/torch/host.h"
 
 #include <cstdio>
+#include <optional>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "compiled/compiled_graph.h"
 #include "eager/eager_capture.h"
@@ -301,18 +305,45 @@ DumpHost::Owner DumpHost::OwnerOf(const at::Tensor& param) {
   return owner;
 }
 
-KernelInfo DumpHost::HostKernel(const Owner& owner, const std::string& scope_prefix,
-                                const std::string& op_type) {
+KernelInfo& DumpHost::HostKernel(
+    const Owner& owner, const std::string& scope_prefix, const std::string& op_type,
+    const std::function<std::vector<SourceLocation>()>& source_trace) {
   const std::string scope = scope_prefix + "/" + Underscored(owner.name);
   auto key = std::make_pair(owner.model, scope + "/" + op_type);
   auto it = host_kernels_.find(key);
   if (it == host_kernels_.end()) {
-    it =
-        host_kernels_
-            .emplace(key, owner.model->AddHostKernel(scope, op_type, ModuleOfParameter(owner.name)))
-            .first;
+    it = host_kernels_
+             .emplace(key, owner.model->AddHostKernel(
+                               scope, op_type, ModuleOfParameter(owner.name),
+                               source_trace ? source_trace() : std::vector<SourceLocation>{}))
+             .first;
   }
   return it->second;
+}
+
+bool DumpHost::RecordHyperparameters(KernelInfo* kernel, int64_t group,
+                                     const std::string& hyperparameters, uint64_t iteration) {
+  using nlohmann::json;
+  json values = json::parse(hyperparameters, nullptr, /*allow_exceptions=*/false);
+  if (!values.is_object()) return false;
+  // One entry per run of steps with the same values: {"from": ITERATION, "lr": ...}, in the
+  // order of iterations; a run lasts until the next one's "from".
+  auto& attributes = kernel->attributes;
+  json runs = json::parse(attributes["hyperparameters"], nullptr, false);
+  if (!runs.is_array()) runs = json::array();
+  const std::string group_text = std::to_string(group);
+  bool changed = attributes["param_group"] != group_text;
+  attributes["param_group"] = group_text;
+  json last = runs.empty() ? json() : runs.back();
+  if (last.is_object()) last.erase("from");
+  if (last != values) {
+    json run = {{"from", iteration}};
+    run.update(values);
+    runs.push_back(std::move(run));
+    attributes["hyperparameters"] = runs.dump();
+    changed = true;
+  }
+  return changed;
 }
 
 void DumpHost::TrackOptimizers() {
@@ -322,7 +353,8 @@ void DumpHost::TrackOptimizers() {
 
 std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
     const std::string& optimizer_class, const std::vector<at::Tensor>& params,
-    const std::vector<std::vector<at::Tensor>>& states) {
+    const std::vector<std::vector<at::Tensor>>& states, const std::vector<int64_t>& groups,
+    const std::vector<std::string>& hyperparameters) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   optimizer_mode_ = true;
   auto step = std::make_shared<OptimizerStep>();
@@ -333,15 +365,41 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   // (as the backward's: BackwardKernels::OnNode).
   if (!session_->StepDumps() && session_->config().op_debug_mode != 4) return step;
   torch_internal::HostWork host_work;
+  // The caller's frames (the line of optimizer.step()), read once for the kernels added now.
+  std::optional<std::vector<SourceLocation>> trace;
+  auto caller = [&] {
+    if (!trace) trace = source_trace_ ? source_trace_() : std::vector<SourceLocation>{};
+    return *trace;
+  };
+  const uint64_t iteration = session_->CurrentIteration();
+  std::set<HostGraph*> changed;  // graphs whose update kernels' hyperparameters changed
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
     if (!p.defined() || !p.grad().defined()) continue;
-    const KernelInfo kernel =
-        HostKernel(OwnerOf(p), "Default/optimizer-" + optimizer_class, optimizer_class);
+    const Owner owner = OwnerOf(p);
+    KernelInfo& kernel =
+        HostKernel(owner, "Default/optimizer-" + optimizer_class, optimizer_class, caller);
+    if (i < hyperparameters.size() && !hyperparameters[i].empty() &&
+        RecordHyperparameters(&kernel, i < groups.size() ? groups[i] : 0, hyperparameters[i],
+                              iteration)) {
+      changed.insert(owner.model);
+    }
     step->params.push_back(p);
     step->indexes.push_back(i);
     step->captures.emplace_back(session_.get(), kernel, p, p.grad(),
                                 i < states.size() ? states[i] : std::vector<at::Tensor>{});
+  }
+  // The session writes the graph files from its own copy of the kernels: it takes the new
+  // attributes (UpdateKernels adds a kernel's attributes to those it has).
+  for (HostGraph* graph : changed) {
+    std::vector<KernelInfo> kernels = graph->graph().kernels;
+    for (const auto& [key, kernel] : host_kernels_) {
+      if (key.first == graph && kernel.index < kernels.size() &&
+          kernels[kernel.index].full_name == kernel.full_name) {
+        kernels[kernel.index].attributes = kernel.attributes;
+      }
+    }
+    session_->UpdateKernels(graph->graph().graph_id, kernels);
   }
   return step;
 }
