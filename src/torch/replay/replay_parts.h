@@ -76,6 +76,13 @@ ReplayError Measure(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
 bool SameAsDumped(const std::vector<at::Tensor>& replayed, const std::vector<at::Tensor>& dumped,
                   double* max_abs);
 
+// A discrete (integer or bool) output `a` against `b`: rel_l2 is the share of elements that differ
+// (1 when the shapes differ), max_abs the largest |a - b|, cosine compare's.
+ReplayError MeasureDiscrete(const at::Tensor& a, const at::Tensor& b);
+
+// How many elements of `a` differ from `b` (all of `a`'s when the shapes differ).
+int64_t ChangedElements(const at::Tensor& a, const at::Tensor& b);
+
 std::vector<at::Tensor> Cast(const std::vector<at::Tensor>& inputs, at::ScalarType dtype);
 
 // Rounded to `dtype` and back to float64: the values a `dtype` tensor can hold.
