@@ -335,9 +335,10 @@ int RunCompare(int argc, char** argv) {
   app.add_option("--out", out, "write the per-tensor CSV here (columns: docs/analysis.md)");
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
   app.add_option("--replay", replay_count,
-                 "re-execute the first N kernels of the ranked list of kernels adding error with "
-                 "LibTorch and say whether each is inaccurate, ill-conditioned or inherits "
-                 "(graphdump replay; needs inputs in the dump)");
+                 "re-execute the first N kernels of the ranked list of kernels adding error "
+                 "(discrete divergences, such as topk indices that differ, first) with LibTorch "
+                 "and say whether each is inaccurate, ill-conditioned or inherits (graphdump "
+                 "replay; needs inputs in the dump)");
   app.add_flag("--json", json, "print the result as JSON");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--nproc", nproc,

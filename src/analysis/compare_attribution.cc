@@ -209,14 +209,19 @@ std::string ChangeText(const TensorComparison& t) {
 void JudgeDiscrete(int64_t index, int64_t upstream, int64_t last_discrete, KernelComparison* k) {
   const TensorComparison* changed = ChangedOutput(*k);
   const TensorComparison* changed_input = ChangedInput(*k);
+  // After a discrete divergence, a kernel reading values the dump does not record (indexing's
+  // index list) may read what that choice made: error it seems to add follows it.
+  const bool unseen = k->reads_unrecorded && last_discrete >= 0;
   // Only a discrete change of its own, or error it seems to add from inputs that already
-  // differ discretely, is judged here; the rest was judged by Attribute.
-  if (!changed && !(changed_input && k->adds_error)) return;
+  // differ discretely (or that the dump cannot show), is judged here; the rest was judged by
+  // Attribute.
+  if (!changed && !((changed_input || unseen) && k->adds_error)) return;
   if (changed) k->discrete_change = ChangeText(*changed);
   // A shape that differs with no differing input to show why follows the run's last discrete
   // divergence: its inputs (an index list, which is not dumped) came from that choice.
-  const bool follows = changed && changed->shape_differs && !changed->discrete &&
-                       upstream < 0 && !changed_input && last_discrete >= 0;
+  const bool follows = (changed && changed->shape_differs && !changed->discrete &&
+                        upstream < 0 && !changed_input && last_discrete >= 0) ||
+                       (unseen && upstream < 0 && !changed_input);
   PrecisionEvidence evidence;
   evidence.significant = changed || k->adds_error;
   evidence.discrete = changed != nullptr;
@@ -258,6 +263,9 @@ void JudgeDiscrete(int64_t index, int64_t upstream, int64_t last_discrete, Kerne
                       ChangeText(*changed_input).substr(input.size() + 2));
   } else if (upstream >= 0) {
     why = "its inputs carry error added upstream";
+  } else if (unseen) {
+    why = "it reads values the dump does not record (an argument computed while it ran, such as "
+          "an index list) after a discrete divergence upstream";
   }
   k->reason = fmt::format("inherits error: {}: {}", changed ? k->discrete_change
                                                              : std::string("its outputs differ"),

@@ -45,6 +45,19 @@ std::map<std::string, std::set<std::pair<bool, uint32_t>>> UninitializedTensors(
   return out;
 }
 
+std::set<std::string> UnrecordedArguments(const GraphInfo& graph) {
+  std::set<std::string> out;
+  for (const KernelInfo& k : graph.kernels) {
+    for (const KernelArgument& a : k.arguments) {
+      if (a.value == "<runtime>") {
+        out.insert(k.full_name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph) {
   std::map<std::string, CompiledKernelInfo> out;
   for (const KernelInfo& k : graph.kernels) {

@@ -501,6 +501,7 @@ GraphEntry IndexGraph(const fs::path& rank_dir, const std::string& net, const fs
       graph.intended_infinities = IntendedInfinities(*info);
       graph.compiled_kernels = CompiledKernels(*info);
       uninitialized = UninitializedTensors(*info);
+      graph.unrecorded_arguments = UnrecordedArguments(*info);
     } else {
       skipped->push_back({pb.string(), info.status().message()});
     }

@@ -41,7 +41,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelComparison, rank, graph_id, iteration, 
                                    source_trace, fused_ops, tensors, verdict, reason, role, input_error,
                                    output_error, growth, added_error, adds_error,
                                    contribution_rank, input_rounding, inputs_near_rounding,
-                                   error_origin, discrete_divergence, discrete_change)
+                                   error_origin, discrete_divergence, discrete_change,
+                                   reads_unrecorded)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UnpairedKernel, side, rank, graph_id, iteration, call,
                                    full_name, why)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CallCountDifference, rank, graph_id, iteration, name_a,

@@ -49,7 +49,10 @@ def test_topk_indices_are_the_first_divergence_ranked_first(dumps):
     p = cli("compare", low, ref, "--json", "-q", check=1)
     r = json.loads(p.stdout)
     assert r["first_adding_error"]["kernel"] == topk, r["first_adding_error"]["reason"]
-    assert r["contributors"][0]["kernel"] == topk, [c["kernel"] for c in r["contributors"]]
+    # Nothing after it adds error: every difference that follows comes from its choice (an
+    # expert that got as many tokens in both runs, but others, is indexed by an index list the
+    # dump does not hold).
+    assert [c["kernel"] for c in r["contributors"]] == [topk], r["contributors"]
     assert f"{changed} of 256 indices differ" in r["first_adding_error"]["reason"]
     # nonzero's and indexing's shapes differ because topk chose otherwise: they inherit.
     shape_mismatch = [k for k in r["kernels"]
@@ -70,7 +73,8 @@ def test_replay_judges_the_index_output(dumps):
     r = json.loads(p.stdout)
     assert r["output_slot"] == 1 and r["discrete"] and r["output_dtype"] == "int64", r
     assert r["discrete_changed"] == changed and r["discrete_elements"] == 256, r
-    assert r["verdict"] != "accurate", r["reason"]
+    # compare finds topk making the change (its inputs carry only rounding): replay agrees.
+    assert r["verdict"] == "ill-conditioned" and not r["discrete_upstream"], r["reason"]
     assert f"{changed} of 256 indices differ" in r["reason"], r["reason"]
     assert r["total"]["rel_l2"] == pytest.approx(r["discrete_changed"] / 256, abs=0.05), r
 

@@ -212,6 +212,9 @@ struct KernelComparison {
   // when no output changed discretely.
   bool discrete_divergence = false;
   std::string discrete_change;
+  // The graph files record an argument of A's kernel as `<runtime>` (an index list, a size
+  // computed while it ran): it reads values the comparison cannot see.
+  bool reads_unrecorded = false;
 };
 
 // The ranked order of contributors (CompareResult::contributors): discrete divergences first

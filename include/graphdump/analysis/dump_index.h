@@ -274,6 +274,10 @@ struct GraphEntry {
   std::map<std::string, IntendedInfinity> intended_infinities;
   // The kernels Inductor generated, by full name (from graphs/*.pb; none in an eager graph).
   std::map<std::string, CompiledKernelInfo> compiled_kernels;
+  // Kernels an argument of which the graph files do not record (`<runtime>`: a value computed
+  // while the graph ran, or a list of optional tensors such as indexing's index list), by full
+  // name: they read values the dump does not hold (from graphs/*.pb; none without it).
+  std::set<std::string> unrecorded_arguments;
 
  private:
   struct IrTraces {
@@ -416,6 +420,9 @@ std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& grap
 // uninitialized_inputs and uninitialized_outputs), by full name: (is_input, slot) pairs.
 std::map<std::string, std::set<std::pair<bool, uint32_t>>> UninitializedTensors(
     const GraphInfo& graph);
+
+// The kernels of `graph` with an argument recorded as `<runtime>` (docs/graph-proto.md).
+std::set<std::string> UnrecordedArguments(const GraphInfo& graph);
 
 // The kernels of `graph` whose attributes hold `inductor_kernel`, by full name.
 std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph);

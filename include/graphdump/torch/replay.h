@@ -85,6 +85,10 @@ struct ReplayResult {
   int64_t discrete_elements = 0;    // its elements
   int64_t discrete_changed = 0;     // how many differ from the reference run's (see above)
   bool discrete_input_differs = false;  // an integer or bool input differs from the reference's
+  // With a reference: the measured discrete output's change was made upstream (an integer or
+  // bool input differs, or compare of the iteration finds the kernel inheriting its discrete
+  // change rather than making it: the same judgement as compare's).
+  bool discrete_upstream = false;
   ReplayError own;      // y_dtype(x) vs y_f64(x); rel_l2 over ||y_f64(x)||
   double rounding = 0;  // rel L2 of y_f64(x) rounded to dtype: what the output alone loses
 

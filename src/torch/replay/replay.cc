@@ -252,6 +252,18 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
       r.total = Measure(y, yr64);
     }
   }
+  if (reference && r.discrete) {
+    // Whether the choice was made here or upstream is compare's judgement of the iteration
+    // (docs/precision.md, "Discrete outputs"); where it has none, inputs that differ by more
+    // than their rounding in a way that explains more of the change than their rounding does.
+    const std::optional<bool> inherited = replay_internal::ComparedDiscreteInherited(
+        *index, *ref_index, r);
+    r.discrete_upstream =
+        r.discrete_input_differs ||
+        (inherited ? *inherited
+                   : r.input_difference > analysis::kRoundingMultiple * r.input_rounding &&
+                         r.inherited.rel_l2 > r.conditioning.rel_l2);
+  }
   Judge(&r);
   if (reference && (r.verdict == ReplayVerdict::kIllConditioned ||
                     r.verdict == ReplayVerdict::kInherits)) {

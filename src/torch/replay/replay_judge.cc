@@ -183,11 +183,7 @@ void JudgeDiscrete(ReplayResult* r) {
     evidence.input_difference = r->input_difference;
     evidence.input_rounding = r->input_rounding;
     evidence.output_error = Key(r->total.rel_l2);
-    // Its inputs already differ discretely, or by more than rounding in a way that explains
-    // more of the change than their rounding does: the choice was made upstream.
-    evidence.discrete_upstream =
-        r->discrete_input_differs ||
-        (r->input_difference > analysis::kRoundingMultiple * r->input_rounding && inh > cond);
+    evidence.discrete_upstream = r->discrete_upstream;
   }
   const analysis::PrecisionJudgement j = analysis::JudgePrecision(evidence);
   r->growth = j.growth;
@@ -315,6 +311,22 @@ void Judge(ReplayResult* r) {
                   "before it";
       return;
   }
+}
+
+std::optional<bool> ComparedDiscreteInherited(const analysis::DumpIndex& dump,
+                                              const analysis::DumpIndex& reference,
+                                              const ReplayResult& r) {
+  analysis::CompareOptions options;
+  options.iteration = r.iteration;
+  options.progress = false;
+  const analysis::CompareResult compared = analysis::CompareDumps(dump, reference, options);
+  for (const analysis::KernelComparison& k : compared.kernels) {
+    if (k.rank == r.rank && k.graph_id == r.graph_id && k.iteration == r.iteration &&
+        k.call == r.call && k.name_a == r.full_name && !k.discrete_change.empty()) {
+      return !k.discrete_divergence;
+    }
+  }
+  return std::nullopt;
 }
 
 // The chain of kernels and parameters that produces the kernel's inputs, from a comparison of

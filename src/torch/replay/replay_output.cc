@@ -55,6 +55,7 @@ std::string ReplayResultJson(const ReplayResult& r) {
       j["discrete_elements"] = r.discrete_elements;
       j["discrete_changed"] = r.discrete_changed;
       j["discrete_input_differs"] = r.discrete_input_differs;
+      j["discrete_upstream"] = r.discrete_upstream;
     }
     j["own"] = error(r.own);
     j["rounding"] = num(r.rounding);

@@ -88,6 +88,12 @@ std::vector<at::Tensor> Cast(const std::vector<at::Tensor>& inputs, at::ScalarTy
 // Rounded to `dtype` and back to float64: the values a `dtype` tensor can hold.
 std::vector<at::Tensor> RoundTo(const std::vector<at::Tensor>& inputs, at::ScalarType dtype);
 
+// Whether compare of the replayed iteration finds the kernel inheriting its discrete change
+// (true) or making it, a discrete divergence (false); nullopt when it finds no such change.
+std::optional<bool> ComparedDiscreteInherited(const analysis::DumpIndex& dump,
+                                              const analysis::DumpIndex& reference,
+                                              const ReplayResult& r);
+
 // The verdict of the model every precision tool shares (precision_verdict.h), in words.
 void Judge(ReplayResult* r);
 
