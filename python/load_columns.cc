@@ -53,15 +53,15 @@ bool ProvenFinite(const TensorEntry& t) {
 }
 
 // Where the first bad element of a tensor file lies, as watch finds it: the first NaN, else the
-// first +-Inf, as an index in the tensor's shape; empty when there is none or the file cannot be
-// read (the index's warnings and watch name such files).
-std::vector<int64_t> FirstBadIndex(const TensorEntry& t) {
+// first +-Inf, as an index in the tensor's shape (a 0-d tensor's is the empty index); none when
+// there is none or the file cannot be read (the index's warnings and watch name such files).
+std::optional<std::vector<int64_t>> FirstBadIndex(const TensorEntry& t) {
   auto npy = analysis::OpenTensor(t);
-  if (!npy.ok()) return {};
+  if (!npy.ok()) return std::nullopt;
   const NpyInfo& info = (*npy)->info();
   const analysis::FiniteSummary s = analysis::SummarizeFinite(**npy);
   const int64_t first = s.nan_at.first >= 0 ? s.nan_at.first : s.inf_at.first;
-  if (first < 0 || info.shape.empty()) return {};
+  if (first < 0) return std::nullopt;
   return analysis::UnravelIndex(first, info.shape, info.fortran_order);
 }
 
@@ -213,8 +213,8 @@ void AddRank(const DumpIndex& index, Part* c) {
             }
             for (auto& column : c->stats) column.Fill(row + 1);  // missing where none
             if (!t.path.empty() && !ProvenFinite(t)) {
-              std::vector<int64_t> at = FirstBadIndex(t);
-              if (!at.empty()) c->bad.emplace_back(row, std::move(at));
+              std::optional<std::vector<int64_t>> at = FirstBadIndex(t);
+              if (at) c->bad.emplace_back(row, std::move(*at));
             }
           }
         }

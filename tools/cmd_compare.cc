@@ -32,13 +32,20 @@ std::string Err(double v) { return std::isnan(v) ? "-" : fmt::format("{:.3g}", v
 void PrintAttribution(const CompareShown& r) {
   constexpr size_t kShown = 10;
   if (!r.contributors.empty()) {
-    fmt::print("kernels adding error (norm rel err of inputs -> outputs, largest added first):\n");
+    fmt::print(
+        "kernels adding error (discrete divergences first, then norm rel err of inputs -> "
+        "outputs, largest added first):\n");
     for (size_t i = 0; i < r.contributors.size() && i < kShown; ++i) {
       const auto& k = r.contributors[i];
-      fmt::print("  {:2}. it {}{}{} {}{}: {} -> {} (x{})\n", i + 1, k.iteration,
-                 CallTag(k.call, k.calls), OrderTag(k.order), k.name_a,
-                 k.source_line.empty() ? "" : " at " + k.source_line, Err(k.input_error),
-                 Err(k.output_error), Err(k.growth));
+      const std::string what =
+          k.discrete_divergence
+              ? fmt::format("{} (a discrete divergence; inputs {})", k.discrete_change,
+                            Err(k.input_error))
+              : fmt::format("{} -> {} (x{})", Err(k.input_error), Err(k.output_error),
+                            Err(k.growth));
+      fmt::print("  {:2}. it {}{}{} {}{}: {}\n", i + 1, k.iteration, CallTag(k.call, k.calls),
+                 OrderTag(k.order), k.name_a, k.source_line.empty() ? "" : " at " + k.source_line,
+                 what);
     }
     if (r.contributors.size() > kShown)
       fmt::print("  ... {} in all (see --json contributors)\n", r.contributors.size());
@@ -336,9 +343,10 @@ int RunCompare(int argc, char** argv) {
   app.add_option("--out", out, "write the per-tensor CSV here (columns: docs/analysis.md)");
   app.add_option("-j,--threads", options.threads, "worker threads (default: all cores)");
   app.add_option("--replay", replay_count,
-                 "re-execute the first N kernels of the ranked list of kernels adding error with "
-                 "LibTorch and say whether each is inaccurate, ill-conditioned or inherits "
-                 "(graphdump replay; needs inputs in the dump)");
+                 "re-execute the first N kernels of the ranked list of kernels adding error "
+                 "(discrete divergences, such as topk indices that differ, first) with LibTorch "
+                 "and say whether each is inaccurate, ill-conditioned or inherits (graphdump "
+                 "replay; needs inputs in the dump)");
   app.add_flag("--json", json, "print the result as JSON");
   app.add_flag("-q,--quiet", quiet, "no progress bar");
   app.add_option("--nproc", nproc,

@@ -68,7 +68,9 @@ void CompareCollector::Add(analysis::CompareResult& part) {
   std::vector<size_t> rank_at;
   for (analysis::KernelComparison& k : part.kernels) {
     const bool contributor = k.role == analysis::KernelRole::kOperator && k.adds_error;
-    if (contributor) contributors_.push_back({k.added_error, k.growth, analysis::KernelWithoutTensors(k)});
+    if (contributor) {
+      contributors_.push_back({analysis::ContributionKeyOf(k), analysis::KernelWithoutTensors(k)});
+    }
     if (k.verdict != analysis::Verdict::kPass && shown_.not_passed.size() < kNotPassedKept) {
       shown_.not_passed.push_back(analysis::KernelWithoutTensors(k));
     }
@@ -111,10 +113,8 @@ CompareShown CompareCollector::Finish(std::vector<analysis::Skipped> index_skipp
   std::vector<uint32_t> order(contributors_.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    const Contributor &a = contributors_[x], &b = contributors_[y];
-    if (a.added_error != b.added_error) return a.added_error > b.added_error;
-    if (a.growth != b.growth) return a.growth > b.growth;
-    return x < y;
+    const int order = analysis::CompareContribution(contributors_[x].key, contributors_[y].key);
+    return order != 0 ? order < 0 : x < y;
   });
   rank_of_.assign(contributors_.size(), 0);
   for (size_t i = 0; i < order.size(); ++i) {

@@ -57,7 +57,7 @@ class CompareCollector {
 
  private:
   struct Contributor {
-    double added_error, growth;
+    analysis::ContributionKey key;  // its place in the ranking (CompareContribution)
     analysis::KernelComparison kernel;
   };
   std::FILE* spill_ = nullptr;  // the CSV rows, contribution ranks left out; removed on close

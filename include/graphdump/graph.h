@@ -57,7 +57,18 @@ struct KernelInfo {
   // The host has run the graph and this kernel has not run yet: it lies in a branch not taken
   // (the in-place branch of F.relu). False when the host does not know.
   bool not_run = false;
+  // Slots holding uninitialised memory, which is not data (docs/file-format.md): the outputs of
+  // an operator that allocates without writing (`empty`, `empty_like`, `new_empty`...: an
+  // AllocatesUninitialized op type), and the inputs that hold such memory nothing wrote yet (an
+  // in-place kernel's input, dumped before it writes). Ascending; empty when none or unknown.
+  std::vector<uint32_t> uninitialized_inputs;
+  std::vector<uint32_t> uninitialized_outputs;
 };
+
+// Does an operator of this op type return memory it does not write: `empty`, `empty_like`,
+// `empty_strided`, `new_empty`, `new_empty_strided`, `empty_permuted` and the quantized
+// `_empty_affine_quantized`, `_empty_per_channel_affine_quantized`, `empty_quantized`?
+bool AllocatesUninitialized(const std::string& op_type);
 
 struct GraphInfo {
   uint32_t graph_id = 0;

@@ -22,6 +22,7 @@ Analysis (this module), through the same C++ as the CLI:
 import io
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -218,24 +219,53 @@ def _hyperparameter_columns(table, graph_files, n, pd, objects):
     return columns
 
 
+def _one_row(tensor):
+    """A row of load() in any form pandas gives one, as a mapping with 'file', 'io' and 'slot'."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(tensor, pd.DataFrame):
+        if len(tensor) != 1:
+            raise ValueError(f"read: a DataFrame of {len(tensor)} rows; pass one row "
+                             "(df.iloc[i], a row of df.itertuples())")
+        tensor = tensor.iloc[0]
+    if (isinstance(tensor, tuple) and not hasattr(tensor, "_fields") and len(tensor) == 2
+            and pd is not None and isinstance(tensor[1], pd.Series)):
+        tensor = tensor[1]  # an iterrows() pair: (index, row)
+    if hasattr(tensor, "_asdict"):
+        tensor = tensor._asdict()  # an itertuples() row: a named tuple
+    try:
+        row = {key: tensor[key] for key in ("file", "io", "slot")}
+    except (KeyError, TypeError, IndexError):
+        raise ValueError(f"read: expected a row of load() (with 'file', 'io' and 'slot': "
+                         f"df.iloc[i], a row of df.itertuples() or df.iterrows(), a dict) or a "
+                         f"file's path; got {type(tensor).__name__}") from None
+    try:
+        row["kernel"] = tensor["kernel"]
+    except (KeyError, TypeError, IndexError):
+        pass
+    return row
+
+
 def read(tensor, *, as_torch=False):
     """Reads one dumped tensor as a NumPy array (or a torch tensor with ``as_torch=True``).
 
-    `tensor` is a row of ``load()`` (or a dict with its 'file', 'io' and 'slot'), or the path of
-    a .npy file. Tensors inside Ascend dump files (file_format "bin", GE layout) are read out of
-    them and converted to host layout. bfloat16 tensors come back as float32, as .npy stores them
-    (a raw bfloat16 file with descr '<E2' too, widened exactly).
-    Raises ValueError naming the file when it is not a valid dump file, and ValueError for a
-    statistic-only row (it has no file).
+    `tensor` is a row of ``load()`` in any form pandas gives one (``df.iloc[i]``, ``df.loc[i]``,
+    an ``itertuples()`` row, an ``iterrows()`` pair, a one-row DataFrame), a dict with its
+    'file', 'io' and 'slot', or the path of a .npy file. Tensors inside Ascend dump files
+    (file_format "bin", GE layout) are read out of them and converted to host layout. bfloat16
+    tensors come back as float32, as .npy stores them (a raw bfloat16 file with descr '<E2' too,
+    widened exactly).
+    Raises ValueError naming the file when it is not a valid dump file, ValueError for a
+    statistic-only row (it has no file), and ValueError for anything else that is not one row.
     """
     import numpy
     if isinstance(tensor, (str, os.PathLike)):
         path, io_name, slot = os.fspath(tensor), "output", 0
     else:
-        path, io_name, slot = tensor["file"], tensor["io"], int(tensor["slot"])
+        row = _one_row(tensor)
+        path, io_name, slot = row["file"], row["io"], int(row["slot"])
         if not path:
-            raise ValueError(f"{tensor['kernel']} {io_name} {slot}: a statistic-only tensor has "
-                             "no file to read (saved_data was 'statistic')")
+            raise ValueError(f"{row.get('kernel', '?')} {io_name} {slot}: a statistic-only tensor "
+                             "has no file to read (saved_data was 'statistic')")
     ascend = not os.fsdecode(path).endswith(".npy")
     descr, shape, fortran, data = _graphdump.read_tensor(_path(path), ascend, io_name == "input",
                                                          slot)
@@ -256,11 +286,13 @@ class Comparison:
       dict with 'kernel', 'rank', 'graph_id', 'iteration', 'order', 'op_type',
       'source_line', 'reason', 'source_trace' and the attribution fields ('input_error',
       'output_error', 'growth', 'added_error', 'adds_error', 'contribution_rank', 'role',
-      'input_rounding', 'inputs_near_rounding', 'error_origin'); a kernel that adds error also
+      'input_rounding', 'inputs_near_rounding', 'error_origin', 'discrete_divergence',
+      'discrete_change': docs/precision.md, "Discrete outputs"); a kernel that adds error also
       has 'float32_chain': what to keep in float32, the kernel and the chain of kernels and
       rounded parameters producing its inputs ('keep_fp32', 'kernels', 'parameters',
       'upstream'; docs/precision.md, "Verdicts"). None when no kernel fails.
-    contributors: the kernels that add error, the largest added error first, as dicts of the
+    contributors: the kernels that add error, discrete divergences first, then the largest
+      added error, as dicts of the
       same form (``contributors[0]`` is the top contributor).
     summary: counts: 'kernels', 'pass', 'warning', 'error', 'unpaired', 'skipped'.
     unpaired: kernels found on one side only, as dicts with 'side' ('A' or 'B') and 'kernel'.

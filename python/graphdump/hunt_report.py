@@ -57,6 +57,8 @@ def _position(answer):
     if index is None:
         return "no position (statistics only)"
     text = "[" + ", ".join(str(i) for i in index) + "]"
+    if not index:
+        text += " (a 0-d tensor: its one element)"
     if answer.get("row") is not None:
         text += f", batch row {answer['row']}"
     return text

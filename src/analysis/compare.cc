@@ -83,6 +83,8 @@ KernelComparison& AddKernel(const RankEntry& ra, const GraphEntry& ga, const Gra
   k.name_b = b.full_name;
   k.op_type = a.op_type;
   k.pairing = pairing;
+  k.reads_unrecorded =
+      !ga.unrecorded_arguments.empty() && ga.unrecorded_arguments.count(k.name_a) > 0;
   k.source_trace = SharedTrace(ga.SharedSourceTrace(k.name_a, a.order));
   k.source_line = SourceLineOf(k.source_trace);
   if (k.source_line.empty()) {

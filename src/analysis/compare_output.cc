@@ -98,6 +98,8 @@ void AttributionJson(const CompareResult& result, const KernelComparison& k, nlo
   (*o)["inputs_near_rounding"] = k.inputs_near_rounding;
   (*o)["error_origin"] = k.error_origin >= 0 ? json(result.kernels[k.error_origin].name_a)
                                              : json(nullptr);
+  (*o)["discrete_divergence"] = k.discrete_divergence;
+  (*o)["discrete_change"] = k.discrete_change.empty() ? json(nullptr) : json(k.discrete_change);
 }
 
 }  // namespace
@@ -135,6 +137,7 @@ nlohmann::json KernelComparisonJson(const CompareResult& result, const KernelCom
                {"standard", t.standard},
                {"error", Known(t.error)},
                {"rounding", Known(t.rounding)},
+               {"discrete", t.discrete},
                {"path_a", t.path_a},
                {"path_b", t.path_b}};
     if (t.mode == "tensor") {

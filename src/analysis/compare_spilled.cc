@@ -97,7 +97,7 @@ struct SpilledCompare::Spill {
   bool keep = false;
   struct Contributor {
     Place place;
-    double added_error, growth;
+    ContributionKey key;
     std::string brief;  // its element of "contributors", an AppendRecord record
     std::optional<KernelComparison> kernel;  // with `keep`
   };
@@ -149,7 +149,7 @@ void SpilledCompare::Add(CompareResult& part) {
   for (int64_t i : part.contributors) {
     KernelComparison& k = part.kernels[i];
     contributor_of[i] = static_cast<uint32_t>(s.contributors.size());
-    Spill::Contributor c{{KeyOf(k), run, i}, k.added_error, k.growth, {}, {}};
+    Spill::Contributor c{{KeyOf(k), run, i}, ContributionKeyOf(k), {}, {}};
     rank_at.clear();
     const std::string brief = Element(BriefKernelJson(part, k), &rank_at);
     AppendRecord(contributor_of[i], rank_at, brief, &c.brief);
@@ -217,8 +217,8 @@ void SpilledCompare::Add(CompareResult& part) {
 
 Status SpilledCompare::Finish(std::vector<Skipped> index_skipped) {
   Spill& s = *spill_;
-  // Summarize's ranking: the largest added error first, then the larger growth, then the
-  // earlier in the whole result.
+  // Summarize's ranking (CompareContribution): discrete divergences first, then the largest
+  // added error, then the larger growth, then the earlier in the whole result.
   const size_t n = s.contributors.size();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -228,10 +228,8 @@ Status SpilledCompare::Finish(std::vector<Skipped> index_skipped) {
   std::vector<size_t> position(n);
   for (size_t i = 0; i < n; ++i) position[order[i]] = i;
   std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    const Spill::Contributor &a = s.contributors[x], &b = s.contributors[y];
-    if (a.added_error != b.added_error) return a.added_error > b.added_error;
-    if (a.growth != b.growth) return a.growth > b.growth;
-    return position[x] < position[y];
+    const int order = CompareContribution(s.contributors[x].key, s.contributors[y].key);
+    return order != 0 ? order < 0 : position[x] < position[y];
   });
   s.rank_of.assign(n, 0);
   for (size_t i = 0; i < n; ++i) s.rank_of[order[i]] = static_cast<int>(i + 1);

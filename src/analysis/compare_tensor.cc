@@ -246,11 +246,22 @@ std::string WhereText(int64_t flat, const MappedNpy& a, TensorComparison* t) {
                      flat);
 }
 
+// What the elements of a discrete pair are called: "indices" (integers: the indices of topk,
+// max, sort, argmax, nonzero), "bool elements" (a mask).
+std::string DiscreteNoun(const std::string& dtype) {
+  return Lower(dtype) == "bool" ? "bool elements" : "indices";
+}
+
 void JudgeTensor(const CompareOptions& options, const PrecisionStandard& standard,
                  const MappedNpy& a, TensorComparison* t) {
   const PairMetrics& m = t->metrics;
   const bool both_floating = IsFloating(Lower(t->dtype_a)) && IsFloating(Lower(t->dtype_b));
-  if (m.nonfinite_mismatches > 0) {
+  if (t->discrete && m.allclose_failures > 0) {
+    // A different index is a different choice, not a rounding error: said as what it is.
+    t->verdict = Verdict::kError;
+    t->reason = fmt::format("{} of {} {} differ (first at {})", m.allclose_failures, m.elements,
+                            DiscreteNoun(t->dtype_b), WhereText(m.first_failure, a, t));
+  } else if (m.nonfinite_mismatches > 0) {
     t->verdict = Verdict::kError;
     t->reason = fmt::format(
         "NaN/Inf positions differ at {} elements (first at {}; A has {} NaN {} Inf, B "
@@ -338,6 +349,18 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   out->error = kNaN;
   const PrecisionStandard standard = StandardOfPair(out->dtype_a, out->dtype_b);
   out->standard = options.user_tolerances ? "user" : standard.dtype;
+  if (ta->uninitialized || tb->uninitialized) {
+    // Memory nothing wrote yet (the output of `empty`): whatever it holds is not data.
+    out->mode = "uninitialized";
+    out->uninitialized = true;
+    out->shape_a = ta->stats ? ShapeToString(ta->stats->shape) : "";
+    out->shape_b = tb->stats ? ShapeToString(tb->stats->shape) : "";
+    out->reason = fmt::format("not compared: uninitialised memory in {} (not data)",
+                              ta->uninitialized && tb->uninitialized ? "both runs"
+                              : ta->uninitialized                    ? "A"
+                                                                     : "B");
+    return;
+  }
   std::unique_ptr<MappedNpy> na, nb;
   for (auto [t, npy] : {std::pair{ta, &na}, std::pair{tb, &nb}}) {
     if (t->path.empty()) continue;
@@ -372,6 +395,7 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
     out->verdict = Verdict::kError;
     out->reason = "shape " + out->shape_a + " vs " + out->shape_b;
     out->error = kInf;
+    out->shape_differs = true;
     return;
   }
   if (!na || !nb) {
@@ -395,7 +419,15 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
   out->metrics = options.user_tolerances
                      ? ComparePair(*na, *nb, options.atol, options.rtol)
                      : ComparePair(*na, *nb, 0, standard.rtol, standard.small_value);
-  out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
+  out->discrete = !out->dtype_a.empty() && !out->dtype_b.empty() &&
+                  !IsFloating(Lower(out->dtype_a)) && !IsFloating(Lower(out->dtype_b));
+  if (out->discrete) {
+    // The share of elements that differ: what a discrete output's error is.
+    const PairMetrics& m = out->metrics;
+    out->error = m.elements > 0 ? static_cast<double>(m.allclose_failures) / m.elements : 0.0;
+  } else {
+    out->error = out->metrics.nonfinite_mismatches > 0 ? kInf : out->metrics.norm_rel_err;
+  }
   if (LowerPrecision(out->dtype_a, out->dtype_b)) {
     out->rounding = RoundingError(*nb, out->dtype_a, standard.small_value);
   }
@@ -403,6 +435,10 @@ void CompareTensor(const TensorEntry* ta, const TensorEntry* tb, const CompareOp
 }
 
 }  // namespace compare_internal
+
+bool DiscreteChange(const TensorComparison& t) {
+  return t.shape_differs || (t.discrete && t.metrics.allclose_failures > 0);
+}
 
 PrecisionStandard StandardFor(const std::string& dtype_a, const std::string& dtype_b) {
   const PrecisionStandard a = compare_internal::StandardOf(dtype_a),

@@ -1,6 +1,7 @@
 // What graphs/*.pb tells of a graph's kernels beyond their names: the infinities a kernel writes
-// on purpose (docs/analysis.md, "What counts as a hit") and the kernels Inductor generated
-// (docs/analysis.md, "Compiled against eager").
+// on purpose (docs/analysis.md, "What counts as a hit"), the kernels Inductor generated
+// (docs/analysis.md, "Compiled against eager") and the tensors that hold uninitialised memory
+// (docs/file-format.md).
 #include <set>
 #include <string>
 
@@ -28,6 +29,31 @@ std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& grap
     if (!found.positive && !found.negative) continue;
     found.argument = k.op_type + "(" + found.argument + ")";
     out.emplace(k.full_name, std::move(found));
+  }
+  return out;
+}
+
+std::map<std::string, std::set<std::pair<bool, uint32_t>>> UninitializedTensors(
+    const GraphInfo& graph) {
+  std::map<std::string, std::set<std::pair<bool, uint32_t>>> out;
+  for (const KernelInfo& k : graph.kernels) {
+    if (k.uninitialized_inputs.empty() && k.uninitialized_outputs.empty()) continue;
+    auto& slots = out[k.full_name];
+    for (uint32_t slot : k.uninitialized_inputs) slots.insert({true, slot});
+    for (uint32_t slot : k.uninitialized_outputs) slots.insert({false, slot});
+  }
+  return out;
+}
+
+std::set<std::string> UnrecordedArguments(const GraphInfo& graph) {
+  std::set<std::string> out;
+  for (const KernelInfo& k : graph.kernels) {
+    for (const KernelArgument& a : k.arguments) {
+      if (a.value == "<runtime>") {
+        out.insert(k.full_name);
+        break;
+      }
+    }
   }
   return out;
 }

@@ -109,7 +109,9 @@ PrecisionJudgement JudgePrecision(const PrecisionEvidence& e) {
   } else if (!std::isnan(e.own) && e.own > e.own_floor && e.own >= known(e.conditioning) &&
              e.own >= known(e.inherited)) {
     j.verdict = PrecisionVerdict::kInaccurate;
-  } else if (j.magnifies) {
+  } else if (e.discrete_upstream) {
+    j.verdict = PrecisionVerdict::kInherits;
+  } else if (j.magnifies || e.discrete) {
     j.verdict = std::isnan(e.own) ? PrecisionVerdict::kAddsError : PrecisionVerdict::kIllConditioned;
   } else {
     j.verdict = PrecisionVerdict::kInherits;

@@ -72,6 +72,26 @@ TEST(PrecisionVerdictTest, TheRulesInOrder) {
   EXPECT_FALSE(JudgePrecision(Compared(0.0072, 0.00172, 0.1)).inputs_near_rounding);  // > 4x
 }
 
+TEST(PrecisionVerdictTest, DiscreteOutputs) {
+  // topk's indices differ while its inputs carry their rounding: growth aside, it adds error.
+  PrecisionEvidence topk = Compared(0.00311, 0.0039, 0.0035);
+  EXPECT_EQ(JudgePrecision(topk).verdict, PrecisionVerdict::kInherits);  // as values
+  topk.discrete = true;
+  EXPECT_EQ(JudgePrecision(topk).verdict, PrecisionVerdict::kAddsError);
+  topk.own = 0;
+  topk.conditioning = 0.7;
+  topk.inherited = 0.1;
+  EXPECT_EQ(JudgePrecision(topk).verdict, PrecisionVerdict::kIllConditioned);  // replay
+  // Its own dtype chooses otherwise than float64 on the same inputs: inaccurate.
+  topk.own = 0.8;
+  EXPECT_EQ(JudgePrecision(topk).verdict, PrecisionVerdict::kInaccurate);
+  // nonzero on indices that already differ: inherits, whatever its growth.
+  PrecisionEvidence nonzero = Compared(0.5, std::nan(""), INFINITY);
+  nonzero.discrete = true;
+  nonzero.discrete_upstream = true;
+  EXPECT_EQ(JudgePrecision(nonzero).verdict, PrecisionVerdict::kInherits);
+}
+
 // A comparison of x -> cumsum -> mul(., freqs) -> sin, the parameter freqs rounded.
 TensorComparison Tensor(bool input, uint32_t slot, const std::string& shape, double sum,
                         double error, const std::string& dtype_a = "bfloat16") {

@@ -497,6 +497,25 @@ StatusOr<IterationEntry> IndexIteration(const fs::path& dir, int64_t iteration,
   return entry;
 }
 
+// Marks the tensors that hold uninitialised memory (docs/file-format.md): those the graph files
+// list (`uninitialized`, by full name), and every output of a kernel whose operator allocates
+// without writing (`empty`, `empty_like`...), which a dump without graph files shows too.
+void MarkUninitialized(const std::map<std::string, std::set<std::pair<bool, uint32_t>>>& listed,
+                       GraphEntry* graph) {
+  for (IterationEntry& it : graph->iterations) {
+    for (KernelEntry& k : it.kernels) {
+      if (k.is_parameter) continue;
+      const bool allocates = AllocatesUninitialized(k.op_type);
+      auto found = listed.empty() ? listed.end() : listed.find(k.full_name);
+      if (!allocates && found == listed.end()) continue;
+      for (TensorEntry& t : k.tensors) {
+        t.uninitialized = (allocates && !t.is_input) ||
+                          (found != listed.end() && found->second.count({t.is_input, t.slot}));
+      }
+    }
+  }
+}
+
 StatusOr<GraphEntry> IndexGraph(const fs::path& rank_dir, const std::string& net,
                                 const fs::path& dir, uint32_t graph_id, const IndexFilter& filter,
                                 std::vector<Skipped>* skipped) {
@@ -538,11 +557,14 @@ StatusOr<GraphEntry> IndexGraph(const fs::path& rank_dir, const std::string& net
   }
   // graphdump's graph files record each kernel's arguments (docs/graph-proto.md).
   const fs::path pb = rank_dir / "graphs" / ("ms_output_trace_code_graph_" + id + ".pb");
+  std::map<std::string, std::set<std::pair<bool, uint32_t>>> uninitialized;
   if (fs::is_regular_file(pb, ec)) {
     StatusOr<GraphInfo> info = ParseGraphProto(ReadText(pb, skipped), pb.string());
     if (info.ok()) {
       graph.intended_infinities = IntendedInfinities(*info);
       graph.compiled_kernels = CompiledKernels(*info);
+      uninitialized = UninitializedTensors(*info);
+      graph.unrecorded_arguments = UnrecordedArguments(*info);
     } else {
       skipped->push_back({pb.string(), info.status().message()});
     }
@@ -587,6 +609,7 @@ StatusOr<GraphEntry> IndexGraph(const fs::path& rank_dir, const std::string& net
     FilterIteration(filter, &constants);
   }
   if (have_constants) graph.iterations.push_back(std::move(constants));
+  MarkUninitialized(uninitialized, &graph);
   return graph;
 }
 

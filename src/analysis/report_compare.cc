@@ -19,14 +19,13 @@ KernelComparison Light(KernelComparison& k) {
   return light;
 }
 
-// Summarize's ranking of the contributors: the largest added error first, then the larger
-// growth, then execution order.
+// Summarize's ranking of the contributors (CompareContribution): discrete divergences first, then
+// the largest added error, then the larger growth, then execution order.
 template <typename C>
 void Rank(std::vector<C>* list) {
   std::stable_sort(list->begin(), list->end(), [](const C& a, const C& b) {
-    if (a.added_error != b.added_error) return a.added_error > b.added_error;
-    if (a.growth != b.growth) return a.growth > b.growth;
-    return a.position < b.position;
+    const int order = CompareContribution(a.key, b.key);
+    return order != 0 ? order < 0 : a.position < b.position;
   });
 }
 
@@ -97,7 +96,7 @@ void ReportCompareCollector::Add(CompareResult& part) {
     if (keep) kept_.emplace(position, Light(k));
     if (k.role == KernelRole::kOperator && k.adds_error) {
       ++result_.contributors;
-      found.push_back({k.added_error, k.growth, position, Light(k), {}});
+      found.push_back({ContributionKeyOf(k), position, Light(k), {}});
     }
   }
   if (replays_ > 0 && !found.empty()) {

@@ -42,11 +42,12 @@ int64_t RowCount(const StatisticRow& row, StatCategory category) {
   return v && std::isfinite(*v) ? static_cast<int64_t>(*v) : -1;
 }
 
-// Output 0's statistics, or nullopt when the kernel has none or its file cannot be read.
+// Output 0's statistics, or nullopt when the kernel has none, its file cannot be read or it holds
+// uninitialised memory (the output of `empty`: not data).
 std::optional<StatPoint> ReadStatPoint(const KernelEntry& k, int64_t iteration) {
   auto out = std::find_if(k.tensors.begin(), k.tensors.end(),
                           [](const TensorEntry& t) { return !t.is_input && t.slot == 0; });
-  if (out == k.tensors.end()) return std::nullopt;
+  if (out == k.tensors.end() || out->uninitialized) return std::nullopt;
   StatPoint p;
   p.kernel = k.full_name;
   p.iteration = iteration;

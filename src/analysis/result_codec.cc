@@ -22,7 +22,8 @@ void from_json(const nlohmann::json& j, SharedTrace& trace) {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Skipped, path, reason)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WatchHit, rank, graph_id, iteration, call, calls, timestamp,
                                    sequence, order, kernel, is_input, slot, check, detail,
-                                   first_index, row, source_line, source_trace, path)
+                                   first_index, row, has_position, source_line, source_trace,
+                                   path)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(WatchResult, hits, intended, skipped, tensors_checked,
                                    weight_pairs_checked, judged, ranks)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PairMetrics, elements, finite_pairs, cosine, max_abs_err,
@@ -33,13 +34,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PairMetrics, elements, finite_pairs, cosine, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TensorComparison, is_input, slot, path_a, path_b, dtype_a,
                                    dtype_b, shape_a, shape_b, mode, metrics, stat_diffs,
                                    worst_statistic, worst_statistic_a, worst_statistic_b, verdict,
-                                   reason, first_index, standard, error, rounding)
+                                   reason, first_index, standard, error, rounding, discrete,
+                                   shape_differs, uninitialized)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelComparison, rank, graph_id, iteration, call, calls,
                                    order, name_a, name_b, op_type, pairing, source_line,
                                    source_trace, fused_ops, tensors, verdict, reason, role, input_error,
                                    output_error, growth, added_error, adds_error,
                                    contribution_rank, input_rounding, inputs_near_rounding,
-                                   error_origin)
+                                   error_origin, discrete_divergence, discrete_change,
+                                   reads_unrecorded)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(UnpairedKernel, side, rank, graph_id, iteration, call,
                                    full_name, why)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CallCountDifference, rank, graph_id, iteration, name_a,

@@ -223,6 +223,7 @@ struct Found {
   std::string detail;
   std::vector<int64_t> first_index = {};
   int64_t row = -1;
+  bool has_position = false;
 };
 
 // Each check's count of tensors judged is added to `judged` (by the check's place in `checks`).
@@ -255,10 +256,14 @@ void CheckTensor(size_t task, const TensorTask& t, const TensorEvidence& e,
       }
     }
     Found hit{task, &c, std::move(detail)};
-    if (at && at->first >= 0 && !e.info.shape.empty()) {
-      hit.detail += "; " + PositionText(*at, e.info);
-      hit.first_index = UnravelIndex(at->first, e.info.shape, e.info.fortran_order);
-      if (e.info.shape.size() >= 2) hit.row = hit.first_index[0];
+    if (at && at->first >= 0) {
+      // A 0-d tensor's one element is at index [] (NumPy's `x[()]`): a position too.
+      hit.has_position = true;
+      if (!e.info.shape.empty()) {
+        hit.detail += "; " + PositionText(*at, e.info);
+        hit.first_index = UnravelIndex(at->first, e.info.shape, e.info.fortran_order);
+        if (e.info.shape.size() >= 2) hit.row = hit.first_index[0];
+      }
     }
     hits->push_back(std::move(hit));
   }
@@ -449,7 +454,10 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
             }
           }
           for (const TensorEntry& t : k.tensors) {
-            if (tensor_checks) tasks.push_back({&r, &g, &it, &k, &t, nullptr, -1, sequence});
+            // Uninitialised memory (the output of `empty`) holds no data to watch.
+            if (tensor_checks && !t.uninitialized) {
+              tasks.push_back({&r, &g, &it, &k, &t, nullptr, -1, sequence});
+            }
             if (!weight_checks || !k.is_parameter || it.iteration < 0 ||
                 (t.path.empty() && !t.stats)) {
               continue;
@@ -557,6 +565,7 @@ WatchResult RunWatch(const DumpIndex& index, const std::vector<WatchCheck>& chec
     WatchHit h = MakeHit(index, tasks[f.task], *f.check, std::move(f.detail));
     h.first_index = std::move(f.first_index);
     h.row = f.row;
+    h.has_position = f.has_position;
     return h;
   };
   const size_t keep = options.keep_hits;

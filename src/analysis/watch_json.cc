@@ -30,7 +30,7 @@ nlohmann::json HitJson(const WatchHit& h) {
           {"check", h.check},
           {"detail", h.detail},
           {"first_index",
-           h.first_index.empty() ? nlohmann::json(nullptr) : nlohmann::json(h.first_index)},
+           h.has_position ? nlohmann::json(h.first_index) : nlohmann::json(nullptr)},
           {"row", h.row >= 0 ? nlohmann::json(h.row) : nlohmann::json(nullptr)},
           {"source_line", h.source_line},
           {"source_trace", SourceTraceJson<nlohmann::json>(h.source_trace)},

@@ -1,6 +1,16 @@
 #include "graphdump/graph.h"
 
+#include <set>
+
 namespace graphdump {
+
+bool AllocatesUninitialized(const std::string& op_type) {
+  static const std::set<std::string> kEmpty = {
+      "empty",         "empty_like",      "empty_strided",           "new_empty",
+      "new_empty_strided", "empty_permuted", "_empty_affine_quantized",
+      "_empty_per_channel_affine_quantized", "empty_quantized"};
+  return kEmpty.count(op_type) > 0;
+}
 
 std::string OpTypeFromFullName(const std::string& full_name) {
   const size_t slash = full_name.rfind('/');

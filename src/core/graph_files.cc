@@ -55,6 +55,16 @@ void KernelToIr(const KernelInfo& k, std::string* out) {
     fmt::format_to(std::back_inserter(*out), "      # In file {}({})/{}/\n", loc.file, loc.line,
                    OneLine(loc.code));
   }
+  if (!k.uninitialized_inputs.empty() || !k.uninitialized_outputs.empty()) {
+    std::string slots;
+    for (uint32_t s : k.uninitialized_inputs) {
+      slots += fmt::format("{}input {}", slots.empty() ? "" : ", ", s);
+    }
+    for (uint32_t s : k.uninitialized_outputs) {
+      slots += fmt::format("{}output {}", slots.empty() ? "" : ", ", s);
+    }
+    fmt::format_to(std::back_inserter(*out), "      # Uninitialized: {}\n", slots);
+  }
   if (!k.schema.empty()) fmt::format_to(std::back_inserter(*out), "      # Schema: {}\n", k.schema);
   if (!k.arguments.empty()) {
     std::string args;
@@ -126,6 +136,8 @@ std::string SerializeGraphProto(const GraphInfo& graph) {
       ap->set_name(a.name);
       ap->set_value(a.value);
     }
+    for (uint32_t slot : k.uninitialized_inputs) kp->add_uninitialized_inputs(slot);
+    for (uint32_t slot : k.uninitialized_outputs) kp->add_uninitialized_outputs(slot);
   }
   return g.SerializeAsString();
 }
@@ -164,6 +176,10 @@ StatusOr<GraphInfo> ParseGraphProto(const std::string& bytes, const std::string&
     for (const auto& ap : kp.attributes()) k.attributes[ap.name()] = ap.value();
     k.schema = kp.schema();
     for (const auto& ap : kp.arguments()) k.arguments.push_back({ap.name(), ap.value()});
+    k.uninitialized_inputs.assign(kp.uninitialized_inputs().begin(),
+                                  kp.uninitialized_inputs().end());
+    k.uninitialized_outputs.assign(kp.uninitialized_outputs().begin(),
+                                   kp.uninitialized_outputs().end());
     graph.kernels.push_back(std::move(k));
   }
   return graph;

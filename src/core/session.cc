@@ -199,6 +199,8 @@ void SessionImpl::UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>
     k.outputs = kernels[i].outputs;
     k.marked_for_dump = kernels[i].marked_for_dump;
     k.not_run = kernels[i].not_run;
+    k.uninitialized_inputs = kernels[i].uninitialized_inputs;
+    k.uninitialized_outputs = kernels[i].uninitialized_outputs;
     state.selected[i] = selector_->KernelSelected(k);
   }
   state.files_dirty = true;

@@ -127,7 +127,20 @@ struct TensorComparison {
   // floor of the standard) when A's dtype is a lower floating precision than B's (bfloat16
   // against float32); NaN otherwise.
   double rounding = std::nan("");
+  // A discrete pair: integer or bool on both sides (indices of topk/max/sort/argmax, a mask),
+  // compared element for element. Its `error` is the share of elements that differ
+  // (metrics.allclose_failures of metrics.elements): no rounding explains a different index.
+  bool discrete = false;
+  // The shapes differ (a data-dependent shape: nonzero, boolean indexing).
+  bool shape_differs = false;
+  // The tensor holds uninitialised memory (the output of `empty`, or such memory not yet
+  // written, as the dump's graph files mark it): it is not data and was not compared.
+  bool uninitialized = false;
 };
+
+// A discrete change a tensor comparison shows: a discrete pair whose elements differ, or a
+// shape that differs.
+bool DiscreteChange(const TensorComparison& t);
 
 // What a compared kernel is. Parameters (Parameter.* files) and graph constants (constants/)
 // are sources of values, not computations: attribution never names them.
@@ -196,7 +209,30 @@ struct KernelComparison {
   // itself when it adds error, else the origin of the earlier operator that made its input of
   // largest error; -1 when none is known (the error came from a source, or nothing differs).
   int64_t error_origin = -1;
+  // A discrete divergence (docs/precision.md, "Discrete outputs"): an output's indices, mask or
+  // shape differ from the reference while its inputs carry no discrete difference and no error
+  // an earlier kernel added. It adds error whatever its growth and ranks before every other
+  // contributor. `discrete_change` says what differs ("output 1: 198 of 256 indices differ",
+  // "output 0: shape (55,1) vs (17,1)"), also for a kernel that inherits such a change; empty
+  // when no output changed discretely.
+  bool discrete_divergence = false;
+  std::string discrete_change;
+  // The graph files record an argument of A's kernel as `<runtime>` (an index list, a size
+  // computed while it ran): it reads values the comparison cannot see.
+  bool reads_unrecorded = false;
 };
+
+// The ranked order of contributors (CompareResult::contributors): discrete divergences first
+// (among them execution order decides), then the larger added_error, then the larger growth.
+// Negative when `a` comes first, positive when `b` does, 0 when the caller's execution order
+// decides.
+struct ContributionKey {
+  bool discrete = false;
+  double added_error = 0;
+  double growth = 0;
+};
+ContributionKey ContributionKeyOf(const KernelComparison& k);
+int CompareContribution(const ContributionKey& a, const ContributionKey& b);
 
 struct UnpairedKernel {
   char side = 'A';
@@ -234,8 +270,9 @@ struct CompareResult {
   // Equal to first_failure when outputs were dumped. What `compare` prints as the first
   // divergence.
   int64_t first_adding_error = -1;
-  // Indices into `kernels` of every kernel with adds_error, the largest added_error first
-  // (ties: the larger growth, then execution order). `compare --replay N` replays the first N.
+  // Indices into `kernels` of every kernel with adds_error, discrete divergences first, then
+  // the largest added_error (CompareContribution; ties: execution order). `compare --replay N`
+  // replays the first N.
   std::vector<int64_t> contributors;
   // Indices into `kernels` of parameters and constants whose values differ beyond their
   // standard (verdict error), in execution order: reported apart, never a divergence.

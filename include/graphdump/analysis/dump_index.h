@@ -198,6 +198,9 @@ struct TensorEntry {
   uint64_t timestamp = 0;
   std::optional<StatisticRow> stats;
   bool in_dump_file = false;  // `path` is an Ascend dump file holding this tensor (docs/ascend.md)
+  // The tensor holds uninitialised memory (the output of `empty`, or such memory before anything
+  // wrote it), as the graph files mark it (KernelInfo::uninitialized_outputs/_inputs): not data.
+  bool uninitialized = false;
   // in_dump_file: the tensor as the file's header described it when indexed (where its bytes
   // are); when absent, OpenTensor finds it by io and slot in the header. Shared: an index holds
   // millions of tensors, few of them in Ascend dump files.
@@ -271,6 +274,10 @@ struct GraphEntry {
   std::map<std::string, IntendedInfinity> intended_infinities;
   // The kernels Inductor generated, by full name (from graphs/*.pb; none in an eager graph).
   std::map<std::string, CompiledKernelInfo> compiled_kernels;
+  // Kernels an argument of which the graph files do not record (`<runtime>`: a value computed
+  // while the graph ran, or a list of optional tensors such as indexing's index list), by full
+  // name: they read values the dump does not hold (from graphs/*.pb; none without it).
+  std::set<std::string> unrecorded_arguments;
 
  private:
   struct IrTraces {
@@ -412,6 +419,14 @@ void SplitCalls(KernelEntry kernel, std::span<StatisticRow> rows, std::vector<Ke
 // masked_fill_, where, full, full_like, new_full, fill, fill_, index_fill, index_fill_) that is
 // inf or -inf (graph-proto.md's argument values), by full name.
 std::map<std::string, IntendedInfinity> IntendedInfinities(const GraphInfo& graph);
+
+// The tensors of `graph`'s kernels that hold uninitialised memory (KernelInfo's
+// uninitialized_inputs and uninitialized_outputs), by full name: (is_input, slot) pairs.
+std::map<std::string, std::set<std::pair<bool, uint32_t>>> UninitializedTensors(
+    const GraphInfo& graph);
+
+// The kernels of `graph` with an argument recorded as `<runtime>` (docs/graph-proto.md).
+std::set<std::string> UnrecordedArguments(const GraphInfo& graph);
 
 // The kernels of `graph` whose attributes hold `inductor_kernel`, by full name.
 std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph);

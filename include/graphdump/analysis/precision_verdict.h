@@ -58,6 +58,14 @@ struct PrecisionEvidence {
   // replay only: the kernel's own error and the two shares of the rest (replay.h)
   double own = std::nan(""), conditioning = std::nan(""), inherited = std::nan("");
   double own_floor = 0;  // kRoundingMultiple roundings of the dtype: own above it counts
+  // A discrete output differs from the reference (indices of topk/max/sort/argmax, a mask, a
+  // data-dependent shape): a different choice, which no rounding explains and no tolerance
+  // covers, so it counts as magnifying whatever the growth (docs/precision.md, "Discrete
+  // outputs").
+  bool discrete = false;
+  // The kernel's inputs already carry a discrete difference (indices or a shape that differ) or
+  // error an earlier kernel added: what differs was decided upstream, and the kernel inherits.
+  bool discrete_upstream = false;
 };
 
 struct PrecisionJudgement {
@@ -74,9 +82,10 @@ struct PrecisionJudgement {
 // The rules, in order (docs/precision.md, "Verdicts"):
 //   1. not significant: accurate;
 //   2. own measured, above own_floor and at least conditioning and inherited: inaccurate;
-//   3. magnifies: ill-conditioned (adds error when own was not measured), whatever the
-//      inherited share;
-//   4. otherwise: inherits.
+//   3. discrete_upstream: inherits;
+//   4. magnifies, or a discrete output differs: ill-conditioned (adds error when own was not
+//      measured), whatever the inherited share;
+//   5. otherwise: inherits.
 PrecisionJudgement JudgePrecision(const PrecisionEvidence& evidence);
 
 // A parameter or buffer rounded to the run's dtype that feeds a kernel's chain.

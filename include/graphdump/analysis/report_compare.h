@@ -50,7 +50,7 @@ class ReportCompareCollector {
 
  private:
   struct Contributor {
-    double added_error, growth;
+    ContributionKey key;  // its place in the ranking (CompareContribution)
     int64_t position;
     KernelComparison kernel;  // light
     std::string chain;        // for the first kReportChainsShown

@@ -46,6 +46,9 @@ struct WatchHit {
   // otherwise (a statistic-only tensor has no positions).
   std::vector<int64_t> first_index;
   int64_t row = -1;
+  // first_index is known: a tensor read from its file (a 0-d tensor's position is the empty
+  // index []); false for a statistic-only tensor, which has no positions.
+  bool has_position = false;
   std::string source_line;  // "model.py:58", may be empty
   std::vector<SourceLocation> source_trace;  // every frame, innermost first (--json)
   std::string path;

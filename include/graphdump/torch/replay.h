@@ -73,8 +73,22 @@ struct ReplayResult {
   double reproduce_max_abs = 0;  // largest |replayed - dumped| over the outputs
 
   double unit_roundoff = 0;  // u of `dtype`: 2^-8 bfloat16, 2^-11 float16, 2^-24 float32
-  // The first floating output (`output_slot`) is measured.
+  // The output measured (`output_slot`): the first discrete output (integer or bool: the
+  // indices of topk, max, sort, argmax) whose elements differ, where one does (from the
+  // reference run's dumped output; without a reference, from float64's on the same inputs);
+  // else the first floating output; else the first output. Every output is replayed.
   uint32_t output_slot = 0;
+  // The measured output is discrete: own, conditioning, inherited and total are then the share
+  // of its elements that differ (rel_l2), and rounding is 0 (an index has no rounding).
+  bool discrete = false;
+  std::string output_dtype;         // the measured output's dtype ("int64")
+  int64_t discrete_elements = 0;    // its elements
+  int64_t discrete_changed = 0;     // how many differ from the reference run's (see above)
+  bool discrete_input_differs = false;  // an integer or bool input differs from the reference's
+  // With a reference: the measured discrete output's change was made upstream (an integer or
+  // bool input differs, or compare of the iteration finds the kernel inheriting its discrete
+  // change rather than making it: the same judgement as compare's).
+  bool discrete_upstream = false;
   ReplayError own;      // y_dtype(x) vs y_f64(x); rel_l2 over ||y_f64(x)||
   double rounding = 0;  // rel L2 of y_f64(x) rounded to dtype: what the output alone loses
 

@@ -74,6 +74,9 @@ class EagerGraph final : public HostGraph {
   void set_writes(size_t index, Writes writes) { writes_[index] = std::move(writes); }
   // Output dtypes and shapes learned when a new kernel finished; sent at the root call's end.
   void SetOutputs(size_t index, std::vector<TensorMeta> outputs);
+  // Input slots of a kernel found holding uninitialised memory (KernelInfo::
+  // uninitialized_inputs), added to those known; sent at the root call's end when new.
+  void MarkUninitializedInputs(size_t index, const std::vector<uint32_t>& slots);
 
   // dump_mode 2: marks the module at `module_path` and everything under it. InvalidArgument
   // naming the path when the root has no such module.

@@ -43,6 +43,7 @@ using torch_internal::RebuildCall;
 using torch_internal::ReplayCall;
 
 using replay_internal::Cast;
+using replay_internal::ChangedElements;
 using replay_internal::ChooseRank;
 using replay_internal::DTypeText;
 using replay_internal::FindGraphKernel;
@@ -51,6 +52,7 @@ using replay_internal::KernelTensors;
 using replay_internal::LoadKernelTensors;
 using replay_internal::Locate;
 using replay_internal::Measure;
+using replay_internal::MeasureDiscrete;
 using replay_internal::Number;
 using replay_internal::ResolveKernelName;
 using replay_internal::RoundTo;
@@ -158,24 +160,12 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
                         " (another LibTorch, thread count or device computed the dump)");
     }
   }
-  size_t slot = same->size();
-  for (size_t i = 0; i < same->size(); ++i) {
-    if ((*same)[i].is_floating_point()) {
-      slot = i;
-      break;
-    }
-  }
-  if (slot == same->size()) return not_replayable("it has no floating-point output to measure");
-  r.output_slot = static_cast<uint32_t>(slot);
-
   auto exact = Execute(call, Cast(x, at::kDouble));
   if (!exact.ok()) return not_replayable(exact.status().message() + " (in float64)");
   if (exact->size() != same->size()) return not_replayable("its float64 run has other outputs");
-  const at::Tensor& y = (*same)[slot];
-  const at::Tensor& y64 = (*exact)[slot];
-  r.own = Measure(y, y64);
-  r.rounding = Measure(y64.to(dtype), y64).rel_l2;
+  if (same->empty()) return not_replayable("it has no output to measure");
 
+  std::optional<std::vector<at::Tensor>> ref_exact, ref_rounded;
   if (reference) {
     const std::vector<at::Tensor>& xr = reference->inputs;
     if (xr.size() != x.size()) {
@@ -193,23 +183,86 @@ StatusOr<ReplayResult> ReplayInto(const ReplayRequest& request, ReplayResult& r)
       if (x[i].is_floating_point() && xr[i].is_floating_point()) {
         r.input_difference = std::max(r.input_difference, Measure(x[i], xr[i]).rel_l2);
         r.input_rounding = std::max(r.input_rounding, Measure(xr[i].to(dtype), xr[i]).rel_l2);
+      } else if (!x[i].is_floating_point() && !x[i].is_complex() &&
+                 ChangedElements(x[i], xr[i]) > 0) {
+        r.discrete_input_differs = true;
       }
     }
-    auto ref_exact = Execute(call, Cast(xr, at::kDouble));
-    if (!ref_exact.ok()) {
-      return not_replayable(ref_exact.status().message() + " (on the reference's inputs)");
+    auto exact_r = Execute(call, Cast(xr, at::kDouble));
+    if (!exact_r.ok()) {
+      return not_replayable(exact_r.status().message() + " (on the reference's inputs)");
     }
-    auto ref_rounded = Execute(call, RoundTo(xr, dtype));
-    if (!ref_rounded.ok()) {
-      return not_replayable(ref_rounded.status().message() + " (on the reference's inputs)");
+    auto rounded_r = Execute(call, RoundTo(xr, dtype));
+    if (!rounded_r.ok()) {
+      return not_replayable(rounded_r.status().message() + " (on the reference's inputs)");
     }
-    if (ref_exact->size() <= slot || ref_rounded->size() <= slot) {
+    if (exact_r->size() != same->size() || rounded_r->size() != same->size()) {
       return not_replayable("its run on the reference's inputs has other outputs");
     }
+    ref_exact = std::move(*exact_r);
+    ref_rounded = std::move(*rounded_r);
+  }
+
+  // Which output to measure: a discrete output whose elements differ is the divergence; else
+  // the first floating output; else the first output (discrete, unchanged).
+  auto discrete = [](const at::Tensor& t) { return !t.is_floating_point() && !t.is_complex(); };
+  size_t slot = same->size();
+  for (size_t i = 0; i < same->size() && slot == same->size(); ++i) {
+    if (!discrete((*same)[i])) continue;
+    int64_t changed = 0;
+    if (reference && i < reference->outputs.size()) {
+      changed = ChangedElements((*same)[i], reference->outputs[i]);
+    } else if (ref_exact) {
+      changed = ChangedElements((*same)[i], (*ref_exact)[i]);
+    } else {
+      changed = ChangedElements((*same)[i], (*exact)[i]);
+    }
+    if (changed > 0) {
+      slot = i;
+      r.discrete_changed = changed;
+    }
+  }
+  for (size_t i = 0; i < same->size() && slot == same->size(); ++i) {
+    if ((*same)[i].is_floating_point()) slot = i;
+  }
+  if (slot == same->size()) slot = 0;
+  r.output_slot = static_cast<uint32_t>(slot);
+  r.output_dtype = DTypeText((*same)[slot].scalar_type());
+  r.discrete = discrete((*same)[slot]);
+  const at::Tensor& y = (*same)[slot];
+  const at::Tensor& y64 = (*exact)[slot];
+  if (r.discrete) {
+    r.discrete_elements = y.numel();
+    r.own = MeasureDiscrete(y, y64);
+    r.rounding = 0;
+  } else {
+    r.own = Measure(y, y64);
+    r.rounding = Measure(y64.to(dtype), y64).rel_l2;
+  }
+  if (reference) {
     const at::Tensor& yr64 = (*ref_exact)[slot];
-    r.conditioning = Measure((*ref_rounded)[slot], yr64);
-    r.inherited = Measure(y64, (*ref_rounded)[slot], yr64);
-    r.total = Measure(y, yr64);
+    const at::Tensor& yr_rounded = (*ref_rounded)[slot];
+    if (r.discrete) {
+      r.conditioning = MeasureDiscrete(yr_rounded, yr64);
+      r.inherited = MeasureDiscrete(y64, yr_rounded);
+      r.total = MeasureDiscrete(y, yr64);
+    } else {
+      r.conditioning = Measure(yr_rounded, yr64);
+      r.inherited = Measure(y64, yr_rounded, yr64);
+      r.total = Measure(y, yr64);
+    }
+  }
+  if (reference && r.discrete) {
+    // Whether the choice was made here or upstream is compare's judgement of the iteration
+    // (docs/precision.md, "Discrete outputs"); where it has none, inputs that differ by more
+    // than their rounding in a way that explains more of the change than their rounding does.
+    const std::optional<bool> inherited = replay_internal::ComparedDiscreteInherited(
+        *index, *ref_index, r);
+    r.discrete_upstream =
+        r.discrete_input_differs ||
+        (inherited ? *inherited
+                   : r.input_difference > analysis::kRoundingMultiple * r.input_rounding &&
+                         r.inherited.rel_l2 > r.conditioning.rel_l2);
   }
   Judge(&r);
   if (reference && (r.verdict == ReplayVerdict::kIllConditioned ||

@@ -114,6 +114,26 @@ bool SameAsDumped(const std::vector<at::Tensor>& replayed, const std::vector<at:
   return same;
 }
 
+int64_t ChangedElements(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes()) return a.numel();
+  return a.to(at::kLong).ne(b.to(at::kLong)).sum().item<int64_t>();
+}
+
+ReplayError MeasureDiscrete(const at::Tensor& a, const at::Tensor& b) {
+  ReplayError e;
+  const int64_t n = a.numel();
+  if (a.sizes() != b.sizes()) {
+    e.rel_l2 = 1;
+    e.max_abs = e.cosine = std::numeric_limits<double>::quiet_NaN();
+    return e;
+  }
+  const ReplayError values = Measure(a, b);
+  e.rel_l2 = n > 0 ? static_cast<double>(ChangedElements(a, b)) / static_cast<double>(n) : 0.0;
+  e.max_abs = values.max_abs;
+  e.cosine = values.cosine;
+  return e;
+}
+
 std::vector<at::Tensor> Cast(const std::vector<at::Tensor>& inputs, at::ScalarType dtype) {
   std::vector<at::Tensor> out;
   for (const at::Tensor& t : inputs) out.push_back(t.is_floating_point() ? t.to(dtype) : t);
@@ -136,8 +156,93 @@ std::string Times(double a, double b) {
 
 double Key(double x) { return std::isnan(x) ? INFINITY : x; }
 
+// "output 1 (int64): 198 of 256 indices differ from the reference run's".
+std::string DiscreteText(const ReplayResult& r) {
+  return "output " + std::to_string(r.output_slot) + " (" + r.output_dtype + "): " +
+         std::to_string(r.discrete_changed) + " of " + std::to_string(r.discrete_elements) +
+         (r.output_dtype == "bool" ? " bool elements" : " indices") + " differ from " +
+         (r.has_reference ? "the reference run's" : "float64's on the same inputs");
+}
+
+// Judge for a discrete output (docs/precision.md, "Discrete outputs"): the shares of its
+// elements that differ stand for the three numbers, and any change is significant.
+void JudgeDiscrete(ReplayResult* r) {
+  const double own = Key(r->own.rel_l2);
+  const double cond = r->has_reference ? Key(r->conditioning.rel_l2) : 0;
+  const double inh = r->has_reference ? Key(r->inherited.rel_l2) : 0;
+  const std::string& d = r->dtype;
+  analysis::PrecisionEvidence evidence;
+  evidence.significant = r->discrete_changed > 0;
+  evidence.own = own;
+  evidence.own_floor = 0;
+  evidence.growth_floor = analysis::StandardFor(d, d).rtol;
+  evidence.discrete = true;
+  if (r->has_reference) {
+    evidence.conditioning = cond;
+    evidence.inherited = inh;
+    evidence.input_difference = r->input_difference;
+    evidence.input_rounding = r->input_rounding;
+    evidence.output_error = Key(r->total.rel_l2);
+    evidence.discrete_upstream = r->discrete_upstream;
+  }
+  const analysis::PrecisionJudgement j = analysis::JudgePrecision(evidence);
+  r->growth = j.growth;
+  r->inputs_near_rounding = j.inputs_near_rounding;
+  const std::string change = DiscreteText(*r);
+  const std::string shares =
+      "in " + d + " on these inputs it chooses otherwise than float64 for a share of " +
+      Number(own) +
+      (r->has_reference ? "; rounding the reference's inputs to " + d + " alone changes a share of " +
+                              Number(cond) + ", this run's inputs against those a share of " +
+                              Number(inh)
+                        : std::string());
+  switch (j.verdict) {
+    case analysis::PrecisionVerdict::kAccurate:
+      r->verdict = ReplayVerdict::kAccurate;
+      r->reason = "accurate at " + d + ": output " + std::to_string(r->output_slot) + " (" +
+                  r->output_dtype + ") equals " +
+                  (r->has_reference ? "the reference run's" : "float64's on the same inputs") +
+                  " element for element";
+      return;
+    case analysis::PrecisionVerdict::kInaccurate:
+      r->verdict = ReplayVerdict::kInaccurate;
+      r->reason = "inaccurate at " + d + ": " + change + ": a discrete divergence of its own (" +
+                  shares + "); computing it in float32 (run --keep-fp32) removes it";
+      return;
+    case analysis::PrecisionVerdict::kIllConditioned:
+    case analysis::PrecisionVerdict::kAddsError:
+      r->verdict = ReplayVerdict::kIllConditioned;
+      r->reason = "ill-conditioned: " + change +
+                  ": a discrete divergence: its inputs differ from the reference run's by " +
+                  Number(r->input_difference) + " (" +
+                  (r->input_rounding > 0 ? Times(r->input_difference, r->input_rounding)
+                                         : std::string("far more than")) +
+                  " their rounding to " + d + ", " + Number(r->input_rounding) +
+                  ") and that flips its choices (" + shares +
+                  "); a different choice is no rounding error; computing it alone in float32 "
+                  "does not help: keep it and the chain that produces its inputs in float32";
+      return;
+    case analysis::PrecisionVerdict::kInherits:
+      r->verdict = ReplayVerdict::kInherits;
+      r->reason = "inherits: " + change + ": its inputs already differ from the reference run's (" +
+                  (r->discrete_input_differs
+                       ? std::string("an integer or bool input differs")
+                       : "by " + Number(r->input_difference) + ", " +
+                             (r->input_rounding > 0
+                                  ? Times(r->input_difference, r->input_rounding)
+                                  : std::string("far more than")) +
+                             " their rounding") +
+                  "; " + shares + "): look at the kernels before it";
+      return;
+  }
+}
+
 // The verdict of the model every precision tool shares (precision_verdict.h), in words.
 void Judge(ReplayResult* r) {
+  if (r->discrete) {
+    JudgeDiscrete(r);
+    return;
+  }
   const double floor = kSignificantRoundings * r->unit_roundoff;
   const double own = Key(r->own.rel_l2);
   const double cond = r->has_reference ? Key(r->conditioning.rel_l2) : 0;
@@ -206,6 +311,22 @@ void Judge(ReplayResult* r) {
                   "before it";
       return;
   }
+}
+
+std::optional<bool> ComparedDiscreteInherited(const analysis::DumpIndex& dump,
+                                              const analysis::DumpIndex& reference,
+                                              const ReplayResult& r) {
+  analysis::CompareOptions options;
+  options.iteration = r.iteration;
+  options.progress = false;
+  const analysis::CompareResult compared = analysis::CompareDumps(dump, reference, options);
+  for (const analysis::KernelComparison& k : compared.kernels) {
+    if (k.rank == r.rank && k.graph_id == r.graph_id && k.iteration == r.iteration &&
+        k.call == r.call && k.name_a == r.full_name && !k.discrete_change.empty()) {
+      return !k.discrete_divergence;
+    }
+  }
+  return std::nullopt;
 }
 
 // The chain of kernels and parameters that produces the kernel's inputs, from a comparison of

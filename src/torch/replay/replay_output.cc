@@ -49,6 +49,14 @@ std::string ReplayResultJson(const ReplayResult& r) {
     j["reproduce_max_abs"] = num(r.reproduce_max_abs);
     j["unit_roundoff"] = r.unit_roundoff;
     j["output_slot"] = r.output_slot;
+    j["output_dtype"] = r.output_dtype;
+    j["discrete"] = r.discrete;
+    if (r.discrete) {
+      j["discrete_elements"] = r.discrete_elements;
+      j["discrete_changed"] = r.discrete_changed;
+      j["discrete_input_differs"] = r.discrete_input_differs;
+      j["discrete_upstream"] = r.discrete_upstream;
+    }
     j["own"] = error(r.own);
     j["rounding"] = num(r.rounding);
     if (r.has_reference) {
@@ -79,18 +87,24 @@ std::string ReplayResultText(const ReplayResult& r) {
     out << "computed   in " << r.dtype << "; replayed output "
         << (r.reproduces ? "equals the dumped one bit for bit" : "differs from the dumped one")
         << "\n";
-    out << "own          " << Number(r.own.rel_l2) << "  (" << r.dtype
+    const std::string share = r.discrete ? "share of elements that differ, " : "";
+    if (r.discrete) {
+      out << "output     " << r.output_slot << " (" << r.output_dtype << "): discrete, "
+          << r.discrete_changed << " of " << r.discrete_elements << " elements differ\n";
+    }
+    out << "own          " << Number(r.own.rel_l2) << "  (" << share << r.dtype
         << " against float64 on the same inputs; rounding the output alone: " << Number(r.rounding)
         << ")\n";
     if (r.has_reference) {
-      out << "conditioning " << Number(r.conditioning.rel_l2) << "  (float64 on the reference's "
+      out << "conditioning " << Number(r.conditioning.rel_l2) << "  (" << share
+          << "float64 on the reference's "
           << "inputs rounded to " << r.dtype << "; their rounding: " << Number(r.input_rounding)
           << ")\n";
-      out << "inherited    " << Number(r.inherited.rel_l2)
-          << "  (float64 on this run's inputs against the rounded reference's; inputs differ by "
+      out << "inherited    " << Number(r.inherited.rel_l2) << "  (" << share
+          << "float64 on this run's inputs against the rounded reference's; inputs differ by "
           << Number(r.input_difference) << ")\n";
-      out << "total        " << Number(r.total.rel_l2)
-          << "  (this run's output against float64 on the reference's inputs)\n";
+      out << "total        " << Number(r.total.rel_l2) << "  (" << share
+          << "this run's output against float64 on the reference's inputs)\n";
     }
   }
   out << "verdict    " << r.reason << "\n";

@@ -76,10 +76,23 @@ ReplayError Measure(const at::Tensor& a, const at::Tensor& b, const at::Tensor& 
 bool SameAsDumped(const std::vector<at::Tensor>& replayed, const std::vector<at::Tensor>& dumped,
                   double* max_abs);
 
+// A discrete (integer or bool) output `a` against `b`: rel_l2 is the share of elements that differ
+// (1 when the shapes differ), max_abs the largest |a - b|, cosine compare's.
+ReplayError MeasureDiscrete(const at::Tensor& a, const at::Tensor& b);
+
+// How many elements of `a` differ from `b` (all of `a`'s when the shapes differ).
+int64_t ChangedElements(const at::Tensor& a, const at::Tensor& b);
+
 std::vector<at::Tensor> Cast(const std::vector<at::Tensor>& inputs, at::ScalarType dtype);
 
 // Rounded to `dtype` and back to float64: the values a `dtype` tensor can hold.
 std::vector<at::Tensor> RoundTo(const std::vector<at::Tensor>& inputs, at::ScalarType dtype);
+
+// Whether compare of the replayed iteration finds the kernel inheriting its discrete change
+// (true) or making it, a discrete divergence (false); nullopt when it finds no such change.
+std::optional<bool> ComparedDiscreteInherited(const analysis::DumpIndex& dump,
+                                              const analysis::DumpIndex& reference,
+                                              const ReplayResult& r);
 
 // The verdict of the model every precision tool shares (precision_verdict.h), in words.
 void Judge(ReplayResult* r);
