@@ -25,14 +25,15 @@ const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsR
   return &it->second.stats;
 }
 
-void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
+bool StatsCache::Insert(const TensorView& view, const StatsRequest& request,
                         const NanPropagatingStats& stats) {
   std::optional<Key> key = KeyOf(view, request);
-  if (!key) return;
+  if (!key) return false;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
-  if (entries_.size() >= kMaxEntries) return;
+  if (entries_.size() >= kMaxEntries) return false;
   entries_.insert_or_assign(std::move(*key), Entry{stats, view.origin.storage});
+  return true;
 }
 
 void StatsCache::EndStep(bool keep) {

@@ -42,6 +42,12 @@ uint64_t OccurrenceKey(uint32_t scope_id, uint32_t op_id) {
 
 // One outermost operator call in flight, from its start callback to its end callback.
 struct EagerCapture::KernelCall : at::ObserverContext {
+  // Made and freed once per outermost operator call: the memory of freed calls is kept on the
+  // thread for the next ones (a RecordFunction deletes its context through the base class,
+  // whose virtual destructor makes these the functions that free it).
+  static void* operator new(size_t size);
+  static void operator delete(void* memory, size_t size) noexcept;
+
   EagerGraph* graph = nullptr;
   uint32_t index = 0;
   bool wants = false;
@@ -54,6 +60,43 @@ struct EagerCapture::KernelCall : at::ObserverContext {
   std::vector<at::Tensor> unannotated_writes;
 };
 
+namespace {
+
+// Freed KernelCalls' memory, per thread (a call is made and freed on the watched thread); plain
+// arrays, so that no destructor runs at the thread's end before a last call is freed.
+constexpr size_t kMaxFreeCalls = 64;
+thread_local void* t_free_calls[kMaxFreeCalls];
+thread_local size_t t_free_call_count = 0;
+
+// The operator last seen at each of a few slots picked by its name's address (OperatorOf runs
+// twice per operator call; most calls find it here before the hash map). Only the watched
+// thread reads and writes it, and a new capture empties it (one capture at a time).
+struct OpCacheEntry {
+  const char* name = nullptr;
+  uint32_t op_id = 0;
+};
+constexpr int kOpCacheBits = 8;
+OpCacheEntry g_op_cache[size_t{1} << kOpCacheBits];
+
+OpCacheEntry& OpCacheSlot(const char* name) {
+  return g_op_cache[(reinterpret_cast<uintptr_t>(name) * 0x9E3779B97F4A7C15ull) >>
+                    (64 - kOpCacheBits)];
+}
+
+}  // namespace
+
+void* EagerCapture::KernelCall::operator new(size_t size) {
+  if (size != sizeof(KernelCall) || t_free_call_count == 0) return ::operator new(size);
+  return t_free_calls[--t_free_call_count];
+}
+
+void EagerCapture::KernelCall::operator delete(void* memory, size_t size) noexcept {
+  if (size != sizeof(KernelCall) || t_free_call_count == kMaxFreeCalls) {
+    return ::operator delete(memory);
+  }
+  t_free_calls[t_free_call_count++] = memory;
+}
+
 HostWork::HostWork() { ++t_host_work; }
 HostWork::~HostWork() { --t_host_work; }
 
@@ -65,6 +108,7 @@ EagerCapture::EagerCapture(Callbacks callbacks, std::recursive_mutex* lock)
       pthread_atfork(nullptr, nullptr, [] { g_capture.store(nullptr, std::memory_order_release); });
   (void)registered;
   thread_id_ = at::RecordFunction::currentThreadId();
+  for (OpCacheEntry& entry : g_op_cache) entry = OpCacheEntry{};  // an earlier capture's ids
   script_frame_.scope = "Default/script";
   script_frame_.scope_id = ScopeId(script_frame_.scope);
   g_capture.store(this, std::memory_order_release);
@@ -187,8 +231,14 @@ uint32_t EagerCapture::ScopeId(const std::string& scope) {
 bool EagerCapture::OperatorOf(const at::RecordFunction& fn, uint32_t* op_id) {
   // An operator's name lives in its schema, so its address identifies it: one lookup per call.
   const char* name = fn.name();
+  OpCacheEntry& cached = OpCacheSlot(name);
+  if (cached.name == name) {
+    *op_id = cached.op_id;
+    return true;
+  }
   auto it = op_by_address_.find(name);
   if (it != op_by_address_.end()) {
+    cached = {name, it->second};
     *op_id = it->second;
     return true;
   }
@@ -201,6 +251,7 @@ bool EagerCapture::OperatorOf(const at::RecordFunction& fn, uint32_t* op_id) {
     op_types_.push_back(colons == std::string::npos ? qualified : qualified.substr(colons + 2));
   }
   op_by_address_.emplace(name, named->second);
+  cached = {name, named->second};
   *op_id = named->second;
   return true;
 }
