@@ -90,8 +90,6 @@ class SessionImpl final : public DumpSession {
   bool Wants(const KernelInfo& kernel) const override;
   void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                     const std::vector<TensorView>& outputs) override;
-  // Also false for a dense host tensor with an origin in a statistic dump (no md5): its
-  // statistics are computed here, now, before the kernel writes it (session.cc).
   bool ReadsInput(const KernelInfo& kernel, const TensorView& input) override;
   void BeforeWrite(const void* storage) override;
   void ForgetStatistics(const void* storage) override;

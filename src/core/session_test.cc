@@ -384,49 +384,6 @@ TEST(SessionTest, StatisticsOfTheSameOriginAreReusedWithinAStep) {
   }
 }
 
-// An input a kernel is about to write in place (the host asks ReadsInput before taking a copy):
-// in a statistic dump its statistics are taken at once from the tensor itself, so the host
-// hands over the tensor, not a copy, and the row shows the bytes as they were before the write.
-// A tensor that is not dense (whose copy would be read in another order), or an md5 request,
-// still needs the copy.
-TEST(SessionTest, AnInputAboutToBeWrittenIsSummarisedBeforeTheWrite) {
-  for (const char* categories : {R"(["max", "min"])", R"(["max", "md5"])"}) {
-    TempDir dir;
-    auto session = OpenSession(Parse(ConfigJson(dir.path(), std::string(R"(, "saved_data":
-        "statistic", "input_output": 0, "statistic_category": )") + categories)));
-    GraphInfo graph = SyntheticGraph({});
-    ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
-    const bool md5 = std::string(categories).find("md5") != std::string::npos;
-    std::vector<float> data = {1, 2, 3, 4};
-    auto storage = std::make_shared<int>(0);
-    auto with_origin = [&](std::vector<int64_t> shape, std::vector<int64_t> strides,
-                           uint64_t version) {
-      TensorView view = testing::MakeView(DType::kFloat32, shape, strides, data.data());
-      view.origin = TensorOrigin{storage, version, 0};
-      return view;
-    };
-    const KernelInfo k0 = graph.kernels[0], k1 = graph.kernels[1];
-    session->BeginStep(0);
-    const TensorView before = with_origin({4}, {}, 1);
-    EXPECT_EQ(session->ReadsInput(k0, before), md5);
-    // Every other element: not dense, so its copy would be contiguous, read in another order.
-    EXPECT_TRUE(session->ReadsInput(k1, with_origin({2}, {2}, 1)));
-    for (float& x : data) x *= 10;  // the kernel writes its input in place
-    session->OnKernelDone(k0, {before}, {with_origin({4}, {}, 2)});
-    session->EndStep(0);
-    ASSERT_TRUE(session->Close().ok());
-    if (md5) continue;
-    const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
-    std::vector<std::string> values;
-    std::regex value(R"re("\(4\)",([^,]+),([^,]+),\n)re");
-    for (auto m = std::sregex_iterator(csv.begin(), csv.end(), value); m != std::sregex_iterator();
-         ++m) {
-      values.push_back((*m)[1].str() + "/" + (*m)[2].str());
-    }
-    EXPECT_EQ(values, (std::vector<std::string>{"4/1", "40/10"})) << csv;
-  }
-}
-
 // A tensor dumped again in the same step with the same bytes (same origin and version: the
 // previous kernel's output read as this kernel's input) is a second name for the first file, in
 // both modes and with statistics too; new bytes (a new version) and a new step get their own.

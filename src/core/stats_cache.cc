@@ -25,15 +25,14 @@ const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsR
   return &it->second.stats;
 }
 
-bool StatsCache::Insert(const TensorView& view, const StatsRequest& request,
+void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
                         const NanPropagatingStats& stats) {
   std::optional<Key> key = KeyOf(view, request);
-  if (!key) return false;
+  if (!key) return;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
-  if (entries_.size() >= kMaxEntries) return false;
+  if (entries_.size() >= kMaxEntries) return;
   entries_.insert_or_assign(std::move(*key), Entry{stats, view.origin.storage});
-  return true;
 }
 
 void StatsCache::EndStep(bool keep) {

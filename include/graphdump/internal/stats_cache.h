@@ -25,9 +25,8 @@ class StatsCache {
   // strides) and the same request, or null. Views without an origin, and md5 requests (the
   // md5 depends on the order the bytes are visited in), never match.
   const NanPropagatingStats* Find(const TensorView& view, const StatsRequest& request);
-  // Records `stats` for `view`: false when not recorded (where Find would never match, or the
-  // cache is full), else Find(view, request) gives them until EndStep.
-  bool Insert(const TensorView& view, const StatsRequest& request,
+  // Records `stats` for `view`; ignored where Find would never match.
+  void Insert(const TensorView& view, const StatsRequest& request,
               const NanPropagatingStats& stats);
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
