@@ -339,11 +339,13 @@ def _after_pass1(h, status, pass2_child):
             answer["script_status"] = status
             answer["message"] = (
                 "the script ended normally, but pass 1 captured no iteration of its training: "
-                "graphdump python dumps the processes it starts (the script's, and the ranks "
-                "of --nproc), not processes the script starts itself (torch.multiprocessing."
-                "spawn, multiprocessing with the spawn or forkserver start method, "
-                "subprocess); nothing to hunt. Train in the script's own process, or start "
-                "the ranks with --nproc (docs/hunt.md, Limits)")
+                "graphdump python dumps the torch.nn.Module calls and optimizer steps of the "
+                "processes it starts (the script's, and the ranks of --nproc); a script that "
+                "calls no module (graphdump python's warning above says so), or trains in "
+                "processes it starts itself (torch.multiprocessing.spawn, multiprocessing with "
+                "the spawn or forkserver start method, subprocess), has nothing to hunt. Train "
+                "in the script's own process, or start the ranks with --nproc (docs/hunt.md, "
+                "Limits)")
         else:
             answer["status"] = "no-hit"
             answer["message"] = (f"the script ended normally with no hit "

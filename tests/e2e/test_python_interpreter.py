@@ -118,12 +118,13 @@ def test_bad_python_is_a_usage_error(work, command, case):
 
 
 def test_hunt_passes_run_with_its_python(work, other_env):
-    # A script with no NaN: pass 1 runs it to its end (no optimizer) and the hunt says no-hit.
+    # A script that calls no module: pass 1 runs it to its end, captures no iteration, and the
+    # hunt says it has nothing to hunt (exit 3), not that it found no hit.
     clear(work)
     python = os.path.join(other_env, "bin", "python")
     code, out, err = t.run("hunt", "--python", python, "--dump-path",
                            os.path.join(work, "hunt"), "where.py", "b", cwd=work)
     seen = ran(out)
-    assert code == 0 and seen and all(same(s["prefix"], other_env) and s["argv"] == ["b"]
+    assert code == 3 and "captured no iteration" in err and "calls no module" in err and seen and all(same(s["prefix"], other_env) and s["argv"] == ["b"]
                                       for s in seen), \
         f"hunt's pass ran the script with --python's Python: {code}\n{out}\n{err}"

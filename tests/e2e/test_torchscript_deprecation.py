@@ -74,7 +74,9 @@ def test_user_calls_warn_as_under_plain_python(scratch, filters):
                                 os.path.join(scratch, "dumped.pt"),
                                 env={"PYTHONWARNINGS": filters} if filters else None)
     assert code == 0 and "trained" in out, f"graphdump python: exit {code}\n{err[-2000:]}"
-    assert "3 optimizer step(s)" in err, f"the script trained under graphdump:\n{err}"
+    # The optimizer holds the loaded module's parameters: the steps after the scripted and the
+    # traced module's backward update nothing, and only an update is an optimizer step.
+    assert "1 optimizer step(s)" in err, f"the script trained under graphdump:\n{err}"
     expected = deprecations(plain.stderr)
     if filters == "always":
         assert len(expected) >= 4, f"torch warns for script, trace, save and load: {expected}"
