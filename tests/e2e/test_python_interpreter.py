@@ -125,6 +125,7 @@ def test_hunt_passes_run_with_its_python(work, other_env):
     code, out, err = t.run("hunt", "--python", python, "--dump-path",
                            os.path.join(work, "hunt"), "where.py", "b", cwd=work)
     seen = ran(out)
-    assert code == 3 and "captured no iteration" in err and "calls no module" in err and seen and all(same(s["prefix"], other_env) and s["argv"] == ["b"]
-                                      for s in seen), \
+    said = out + err
+    assert code == 3 and "captured no iteration" in said and "calls no module" in said, said
+    assert seen and all(same(s["prefix"], other_env) and s["argv"] == ["b"] for s in seen), \
         f"hunt's pass ran the script with --python's Python: {code}\n{out}\n{err}"
