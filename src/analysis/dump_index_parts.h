@@ -24,6 +24,24 @@ StatusOr<std::vector<std::filesystem::path>> SortedChildren(const std::filesyste
 // it is gone. An IOError naming its directory and the reason when it cannot be looked at.
 StatusOr<bool> IsSubdirectory(const std::filesystem::path& entry);
 
+// A symbolic link inside a dump is not read (docs/analysis.md): what it points to lies outside
+// the dump, and the commands (and report's page) would show it as the dump's. Adds the refusal
+// to `skipped` and returns true for one.
+bool RefusedLink(const std::filesystem::path& path, std::vector<Skipped>* skipped);
+
+// The text of `path`, a regular file (a FIFO is not waited on); "" and a `skipped` entry when it
+// cannot be read.
+std::string ReadText(const std::filesystem::path& path, std::vector<Skipped>* skipped);
+
+// Whether `path` exists; a path that cannot be looked at (its directory is unreadable) is
+// added to `skipped` and counts as absent.
+bool Present(const std::filesystem::path& path, std::vector<Skipped>* skipped);
+
+// The non-empty lines of `path` (a trailing \r dropped); none, and a `skipped` entry, when it
+// cannot be read.
+std::vector<std::string> ReadLines(const std::filesystem::path& path,
+                                   std::vector<Skipped>* skipped);
+
 // Drops the kernels and tensors of `it` that `filter` leaves out (calls keep their numbers).
 void FilterIteration(const IndexFilter& filter, IterationEntry* it);
 
