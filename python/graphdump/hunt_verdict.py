@@ -204,7 +204,7 @@ def verdict(rerun, first1, first2, hit_iteration, failure):
         return "persistent", (
             "reproduced on a rerun: the same kernel's same tensor, and each input and output "
             "of that kernel call, have the same statistics (NaN, infinity and zero counts, "
-            f"min, max: {count_text(first2)})")
+            f"min, max); the hit: {count_text(first2)}")
     if first2 is None:
         why = "the rerun had no hit in that iteration"
     elif same_tensor(first1, first2):
