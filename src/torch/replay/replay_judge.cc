@@ -156,6 +156,29 @@ std::string Times(double a, double b) {
 
 double Key(double x) { return std::isnan(x) ? INFINITY : x; }
 
+// The evidence of `r` judged by the model every precision tool shares (precision_verdict.h);
+// sets its growth and whether its inputs are near their rounding.
+analysis::PrecisionJudgement JudgeEvidence(ReplayResult* r, bool significant, double own_floor) {
+  analysis::PrecisionEvidence evidence;
+  evidence.significant = significant;
+  evidence.own = Key(r->own.rel_l2);
+  evidence.own_floor = own_floor;
+  evidence.growth_floor = analysis::StandardFor(r->dtype, r->dtype).rtol;
+  evidence.discrete = r->discrete;
+  if (r->has_reference) {
+    evidence.conditioning = Key(r->conditioning.rel_l2);
+    evidence.inherited = Key(r->inherited.rel_l2);
+    evidence.input_difference = r->input_difference;
+    evidence.input_rounding = r->input_rounding;
+    evidence.output_error = Key(r->total.rel_l2);
+    evidence.discrete_upstream = r->discrete && r->discrete_upstream;
+  }
+  const analysis::PrecisionJudgement j = analysis::JudgePrecision(evidence);
+  r->growth = j.growth;
+  r->inputs_near_rounding = j.inputs_near_rounding;
+  return j;
+}
+
 // "output 1 (int64): 198 of 256 indices differ from the reference run's".
 std::string DiscreteText(const ReplayResult& r) {
   return "output " + std::to_string(r.output_slot) + " (" + r.output_dtype + "): " +
@@ -171,23 +194,8 @@ void JudgeDiscrete(ReplayResult* r) {
   const double cond = r->has_reference ? Key(r->conditioning.rel_l2) : 0;
   const double inh = r->has_reference ? Key(r->inherited.rel_l2) : 0;
   const std::string& d = r->dtype;
-  analysis::PrecisionEvidence evidence;
-  evidence.significant = r->discrete_changed > 0;
-  evidence.own = own;
-  evidence.own_floor = 0;
-  evidence.growth_floor = analysis::StandardFor(d, d).rtol;
-  evidence.discrete = true;
-  if (r->has_reference) {
-    evidence.conditioning = cond;
-    evidence.inherited = inh;
-    evidence.input_difference = r->input_difference;
-    evidence.input_rounding = r->input_rounding;
-    evidence.output_error = Key(r->total.rel_l2);
-    evidence.discrete_upstream = r->discrete_upstream;
-  }
-  const analysis::PrecisionJudgement j = analysis::JudgePrecision(evidence);
-  r->growth = j.growth;
-  r->inputs_near_rounding = j.inputs_near_rounding;
+  const analysis::PrecisionJudgement j =
+      JudgeEvidence(r, /*significant=*/r->discrete_changed > 0, /*own_floor=*/0);
   const std::string change = DiscreteText(*r);
   const std::string shares =
       "in " + d + " on these inputs it chooses otherwise than float64 for a share of " +
@@ -248,21 +256,8 @@ void Judge(ReplayResult* r) {
   const double cond = r->has_reference ? Key(r->conditioning.rel_l2) : 0;
   const double inh = r->has_reference ? Key(r->inherited.rel_l2) : 0;
   const std::string& d = r->dtype;
-  analysis::PrecisionEvidence evidence;
-  evidence.significant = std::max({own, cond, inh}) > floor;
-  evidence.own = own;
-  evidence.own_floor = floor;
-  evidence.growth_floor = analysis::StandardFor(d, d).rtol;
-  if (r->has_reference) {
-    evidence.conditioning = cond;
-    evidence.inherited = inh;
-    evidence.input_difference = r->input_difference;
-    evidence.input_rounding = r->input_rounding;
-    evidence.output_error = Key(r->total.rel_l2);
-  }
-  const analysis::PrecisionJudgement j = analysis::JudgePrecision(evidence);
-  r->growth = j.growth;
-  r->inputs_near_rounding = j.inputs_near_rounding;
+  const analysis::PrecisionJudgement j =
+      JudgeEvidence(r, /*significant=*/std::max({own, cond, inh}) > floor, floor);
   // "0.0027 (1.6 times their rounding to bfloat16, 0.0017)"
   const std::string inputs =
       Number(r->input_difference) + " (" +
