@@ -347,16 +347,17 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   auto call = std::make_unique<KernelCall>();
   call->graph = graph;
   call->exceptions = std::uncaught_exceptions();
-  int64_t found = -1;
-  {
-    std::lock_guard<std::recursive_mutex> lock(*lock_);
-    found = graph->Find(frame.scope_id, op_id, occurrence);
-  }
-  // Only this thread adds eager kernels: the kernel is still new when the lock is taken again.
-  // The source trace takes the GIL, which a thread waiting for the lock may hold.
+  std::unique_lock<std::recursive_mutex> lock(*lock_);
+  const int64_t found = graph->Find(frame.scope_id, op_id, occurrence);
+  // The source trace takes the GIL, which a thread waiting for the lock may hold: it is taken
+  // with the lock released. Only this thread adds eager kernels, so the kernel is still new
+  // when the lock is taken again.
   std::vector<SourceLocation> trace;
-  if (found < 0 && callbacks_.source_trace) trace = callbacks_.source_trace();
-  std::lock_guard<std::recursive_mutex> lock(*lock_);
+  if (found < 0 && callbacks_.source_trace) {
+    lock.unlock();
+    trace = callbacks_.source_trace();
+    lock.lock();
+  }
   if (found < 0) {
     call->index = Discover(graph, frame, op_id, occurrence, fn, std::move(trace)).index;
     call->discovering = true;
