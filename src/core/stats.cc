@@ -14,11 +14,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -321,9 +321,13 @@ bool HasNonFinite(DType dtype, const void* data, int64_t elements) {
 std::string FormatStatValue(double value) {
   // glibc prints a NaN with its sign bit set as "-nan"; MindSpore's files say "nan".
   if (std::isnan(value)) return "nan";
-  std::ostringstream out;
-  out << value;
-  return out.str();
+  // An ostream's default formatting is printf's %g with precision 6, which to_chars' general
+  // format with precision 6 is specified to match ("inf" and "-inf" included), without the
+  // stream's construction and locale look-ups (a statistic dump formats three values a row).
+  char text[32];
+  const std::to_chars_result end = std::to_chars(text, text + sizeof text, value,
+                                                 std::chars_format::general, 6);
+  return std::string(text, end.ptr);
 }
 
 }  // namespace graphdump

@@ -446,6 +446,28 @@ TEST(StatsTest, FormatStatValue) {
   EXPECT_EQ(FormatStatValue(-kNaN), "nan");
 }
 
+// The ostream formatting statistic.csv always had (printf's %g, 6 digits), for doubles of every
+// magnitude, both signs, zeros, subnormals, the largest and values that round up a digit.
+TEST(StatsTest, FormatStatValueIsTheStreamsFormatting) {
+  std::vector<double> values = {-0.0, 0.0, 5e-324, -5e-324, 2.2250738585072014e-308,
+                                1.7976931348623157e308, 999999.5, 9999995.0, 0.000099999949,
+                                0.00009999995, 1e-5, 123456.5, 1e15, 1e16, 1e17, 0.1, 1.0 / 3};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    const double bits = std::bit_cast<double>(rng());
+    if (!std::isnan(bits)) values.push_back(bits);
+    values.push_back(std::ldexp(static_cast<double>(rng() >> 11) / 9007199254740992.0,
+                                static_cast<int>(rng() % 160) - 80) *
+                     (i % 2 ? 1 : -1));
+    values.push_back(static_cast<double>(static_cast<float>(values.back())));
+  }
+  for (double v : values) {
+    std::ostringstream stream;
+    stream << v;
+    ASSERT_EQ(FormatStatValue(v), stream.str()) << std::hexfloat << v;
+  }
+}
+
 TEST(StatisticCsvTest, HeaderHasNoTrailingComma) {
   EXPECT_EQ(StatisticCsvHeader({StatCategory::kMax, StatCategory::kMin, StatCategory::kL2Norm}),
             "Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,Shape,"

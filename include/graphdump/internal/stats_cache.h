@@ -8,9 +8,9 @@
 
 #include <compare>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "graphdump/internal/bytes_key.h"
@@ -41,7 +41,12 @@ class StatsCache {
   struct Key {
     BytesKey bytes;
     StatsRequest request;  // whole: a request that computes more or less is another entry
-    auto operator<=>(const Key&) const = default;
+    bool operator==(const Key&) const = default;
+  };
+  // Hashed, not ordered: a step's thousand entries are found without comparing shapes and
+  // strides along a tree's path.
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
   };
   struct Entry {
     NanPropagatingStats stats;
@@ -51,7 +56,7 @@ class StatsCache {
   // The key of `view` and `request`, or nothing where Find never matches.
   static std::optional<Key> KeyOf(const TensorView& view, const StatsRequest& request);
 
-  std::map<Key, Entry> entries_;
+  std::unordered_map<Key, Entry, KeyHash> entries_;
 };
 
 }  // namespace graphdump
