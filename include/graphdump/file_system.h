@@ -22,6 +22,14 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status Append(const void* data, size_t size) = 0;
+  // Appends `first` (`first_size` bytes) and then `second`: a header and the data after it,
+  // handed to the file system in one call where it can (POSIX: writev), so that neither is
+  // copied to be joined. The same as two Appends otherwise.
+  virtual Status AppendTwo(const void* first, size_t first_size, const void* second,
+                           size_t second_size) {
+    GRAPHDUMP_RETURN_IF_ERROR(Append(first, first_size));
+    return Append(second, second_size);
+  }
   virtual Status Commit() = 0;
 };
 

@@ -144,8 +144,10 @@ class DumpSession {
                             const std::vector<TensorView>& outputs) = 0;
 
   // Would OnKernelDone(kernel, ...) read the bytes of `input` as one of its inputs? False when
-  // the kernel's inputs are not dumped in this step, or when only statistics are saved and the
-  // statistics of these bytes (same TensorOrigin) are already known. A kernel about to write
+  // the kernel's inputs are not dumped in this step, when only statistics are saved and the
+  // statistics of these bytes (same TensorOrigin) are already known, or when only tensors are
+  // saved (.npy) and a file of these bytes was written in this step (the input's file is then
+  // a second name for it, docs/file-format.md). A kernel about to write
   // `input` in place must hand OnKernelDone a copy taken before it ran, unless this is false:
   // then `input` itself may be handed over, written or not. Holds until EndStep.
   virtual bool ReadsInput(const KernelInfo& kernel, const TensorView& input) = 0;

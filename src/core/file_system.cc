@@ -14,6 +14,7 @@
 #include <stdio.h>  // renameat2
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +68,41 @@ int WriteFully(int fd, const void* data, size_t size) {
     size -= static_cast<size_t>(n);
   }
   return 0;
+}
+
+int WriteTwoFully(int fd, const void* first, size_t first_size, const void* second,
+                  size_t second_size) {
+  struct iovec pieces[2] = {{const_cast<void*>(first), first_size},
+                            {const_cast<void*>(second), second_size}};
+  struct iovec* next = pieces;
+  int left = 2;
+  while (left > 0) {
+    if (next->iov_len == 0) {
+      ++next;
+      --left;
+      continue;
+    }
+    const ssize_t n = ::writev(fd, next, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    size_t done = static_cast<size_t>(n);
+    while (left > 0 && done >= next->iov_len) {
+      done -= next->iov_len;
+      ++next;
+      --left;
+    }
+    if (left > 0) {
+      next->iov_base = static_cast<uint8_t*>(next->iov_base) + done;
+      next->iov_len -= done;
+    }
+  }
+  return 0;
+}
+
+int RenameNoReplace(int dir_fd, const char* from, const char* to) {
+  return ::renameat2(dir_fd, from, dir_fd, to, RENAME_NOREPLACE);
 }
 
 // ".{basename}.tmp.{pid}.{n}" (so rename stays in one directory), with the basename shortened
@@ -270,7 +306,10 @@ class PosixFileSystem : public FileSystem {
   Status LinkOrCopy(const std::string& existing, const std::string& path) override {
     GRAPHDUMP_ASSIGN_OR_RETURN(DirFd from,
                                OpenDirectory(DirName(existing), false, "open", existing));
-    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd to, OpenDirectory(DirName(path), false, "create", path));
+    DirFd to = from;  // usually: a tensor's names lie in one iteration directory
+    if (DirName(path) != DirName(existing)) {
+      GRAPHDUMP_ASSIGN_OR_RETURN(to, OpenDirectory(DirName(path), false, "create", path));
+    }
     const std::string from_base = BaseName(existing);
     if (hard_links_.load(std::memory_order_relaxed)) {
       // Flags 0: a symbolic link planted under `existing` is linked itself, never followed.

@@ -74,6 +74,26 @@ TEST(PosixFileSystemTest, FileAppearsOnlyOnCommitReadOnly) {
   EXPECT_EQ((*file)->Append("more", 4).code(), StatusCode::kInternal);
 }
 
+// AppendTwo writes its two pieces in order (one writev), empty ones included, after what was
+// appended before; a large second piece (a tensor's data after its header) arrives whole.
+TEST(PosixFileSystemTest, AppendTwoWritesBothPiecesInOrder) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  const std::string path = dir.Sub("two.npy");
+  auto file = fs->NewWritableFile(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  std::string big(3 << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+  ASSERT_TRUE((*file)->Append("<", 1).ok());
+  ASSERT_TRUE((*file)->AppendTwo("head:", 5, big.data(), big.size()).ok());
+  ASSERT_TRUE((*file)->AppendTwo("", 0, "|", 1).ok());
+  ASSERT_TRUE((*file)->AppendTwo(">", 1, nullptr, 0).ok());
+  ASSERT_TRUE((*file)->Commit().ok());
+  EXPECT_EQ(ReadFile(path), "<head:" + big + "|>");
+  EXPECT_EQ(Mode(path), 0400u);
+  EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"two.npy"});
+}
+
 TEST(PosixFileSystemTest, UncommittedFileLeavesNothing) {
   TempDir dir;
   auto fs = NewPosixFileSystem(/*fsync=*/true);

@@ -250,7 +250,20 @@ void SessionImpl::OnKernelDone(const KernelInfo& kernel, const std::vector<Tenso
 
 bool SessionImpl::ReadsInput(const KernelInfo& kernel, const TensorView& input) {
   if (!Wants(kernel) || !selector_->DumpInputs()) return false;
-  if (config_.saved_data != SavedData::kStatistic || input.device != "cpu") return true;
+  if (input.device != "cpu") return true;
+  if (config_.saved_data == SavedData::kTensor) {
+    // A tensor dump (no statistics) whose file of these very bytes was written in this step
+    // (a parameter, the previous kernel's output) only links that file under the input's name
+    // (EmitTensor): the bytes are not read again, so no copy of them is needed.
+    if (config_.file_format == "bin") return true;
+    TensorView view = input;
+    std::string format;
+    if (!config_.trans_flag) view = StorageOrderView(input, &format);
+    const int64_t max_elements =
+        config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
+    return written_files_.Find(view, max_elements) == nullptr;
+  }
+  if (config_.saved_data != SavedData::kStatistic) return true;
   const StatsRequest request = StatsRequest::For(config_.statistic_category);
   return request.md5 || stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
 }

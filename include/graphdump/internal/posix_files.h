@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <memory>
 #include <string>
 
@@ -25,6 +27,11 @@ std::string BaseName(const std::string& path);
 
 // Writes all of `data`, retrying short writes and EINTR. Returns 0 or the errno.
 int WriteFully(int fd, const void* data, size_t size);
+
+// Writes all of `first` and then all of `second` with writev (one call for both when the
+// kernel takes them whole), retrying short writes and EINTR. Returns 0 or the errno.
+int WriteTwoFully(int fd, const void* first, size_t first_size, const void* second,
+                  size_t second_size);
 
 // A descriptor closed on destruction.
 class Fd {
@@ -66,6 +73,10 @@ const char* FileKind(mode_t mode);
 // directory or symbolic link is never replaced (nor written through).
 std::string NotReplaceable(int dir_fd, const std::string& base);
 
+// renameat2(RENAME_NOREPLACE) of `from` to `to`, both in `dir_fd`: 0, or -1 with errno (EEXIST
+// when `to` exists; EINVAL or ENOSYS where the file system or kernel has no RENAME_NOREPLACE).
+int RenameNoReplace(int dir_fd, const char* from, const char* to);
+
 // Creates the temporary for `base` in `dir_fd` with `mode`, registered with signal_cleanup.
 // Returns its descriptor (or -1 with errno set), its name and its cleanup slot. A temporary
 // left by a crashed process with the same pid can collide: the next name is taken.
@@ -99,6 +110,14 @@ class PosixWritableFile : public WritableFile {
     return Status::Ok();
   }
 
+  Status AppendTwo(const void* first, size_t first_size, const void* second,
+                   size_t second_size) override {
+    if (fd_ < 0) return Status::Internal("append to " + path_ + " after commit");
+    const int error = WriteTwoFully(fd_, first, first_size, second, second_size);
+    if (error != 0) return ErrnoError("write", path_, error);
+    return Status::Ok();
+  }
+
   Status Commit() override {
     if (fd_ < 0) return Status::Internal("commit of " + path_ + " twice");
     if (fsync_ && ::fsync(fd_) != 0) return ErrnoError("sync", path_, errno);
@@ -110,13 +129,19 @@ class PosixWritableFile : public WritableFile {
     // close() can report a delayed write error (NFS, quotas).
     if (::close(fd) != 0) return ErrnoError("write", path_, errno);
     // Only a regular file is replaced: a FIFO, a device or a symbolic link with the final name
-    // is refused (the temporary is removed), never replaced or written through.
+    // is refused (the temporary is removed), never replaced or written through. A new name
+    // (the usual case: every tensor file of a dump) is taken in one step that replaces nothing
+    // (RENAME_NOREPLACE), without looking the name up first; only when something has it, or
+    // the file system cannot rename without replacing, is it checked and then replaced.
     const std::string base = BaseName(path_);
-    if (const std::string why = NotReplaceable(dir_->get(), base); !why.empty()) {
-      return Status::InvalidArgument("cannot write " + path_ + ": " + why);
-    }
-    if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), base.c_str()) != 0) {
-      return ErrnoError("rename to", path_, errno);
+    if (RenameNoReplace(dir_->get(), temp_name_.c_str(), base.c_str()) != 0) {
+      if (errno != EEXIST && errno != EINVAL && errno != ENOSYS) return ErrnoError("rename to", path_, errno);
+      if (const std::string why = NotReplaceable(dir_->get(), base); !why.empty()) {
+        return Status::InvalidArgument("cannot write " + path_ + ": " + why);
+      }
+      if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), base.c_str()) != 0) {
+        return ErrnoError("rename to", path_, errno);
+      }
     }
     committed_ = true;
     if (fsync_) (void)::fsync(dir_->get());  // best effort: some file systems refuse

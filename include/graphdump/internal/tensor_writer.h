@@ -25,6 +25,8 @@ struct TensorWriteOptions {
   // as its first N elements in C order with shape (N,). Statistics still cover the whole tensor.
   int64_t max_elements = 0;
   // Bytes read (and written) per piece; bounds the extra memory of strided and encoded tensors.
+  // A contiguous tensor written without statistics, whose .npy bytes are its memory, goes to
+  // the file whole, in one call with its header.
   size_t chunk_bytes = size_t{1} << 20;
 };
 
