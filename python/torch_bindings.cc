@@ -392,6 +392,12 @@ void BindTorch(py::module_& m) {
                    (session->StepDumps() || session->config().op_debug_mode == 4);
           },
           "Does the step begun last dump anything (or watch for exceptions, op_debug_mode 4)?")
+      .def_property_readonly(
+          "iteration_open",
+          [](const DumpHost& host) {
+            return host.session() != nullptr && host.session()->IterationOpen();
+          },
+          "Has an iteration begun and not ended (step_dumps() answers for it)?")
       .def("end_compiled_call", &DumpHost::EndCompiledCall, "The compiled graph's call ended.")
       .def(
           "compiled_kernel_inputs",

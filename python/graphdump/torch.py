@@ -484,9 +484,16 @@ class Dump:
                 dump._stepped.clear()
                 if _state.after_iteration is not None:
                     _state.after_iteration(dump, iteration)
-            before = [_state_tensors(opt.state.get(p)) for p in params]
-            groups, hyper = _group_hyperparameters(opt)
-            token = host.begin_optimizer_step(type(opt).__name__, params, before, groups, hyper)
+            # An iteration that captures nothing has no update kernels (nothing is registered
+            # or dumped): the parameters' states and hyperparameters are not gathered for it.
+            captures = not host.iteration_open or host.step_dumps()
+            if captures:
+                before = [_state_tensors(opt.state.get(p)) for p in params]
+                groups, hyper = _group_hyperparameters(opt)
+                token = host.begin_optimizer_step(type(opt).__name__, params, before, groups,
+                                                  hyper)
+            else:
+                token = host.begin_optimizer_step(type(opt).__name__, [], [])
             # The update's operators are the update kernels; in a precision run a closure's
             # forward runs as the script's (its casts are the run's).
             if run is not None:
@@ -502,8 +509,8 @@ class Dump:
             # iteration ends at the last of them (docs/python.md).
             dump._stepped.add(id(opt))
             ends = not dump._optimizer_pending(opt)
-            host.end_optimizer_step(token, [_state_tensors(opt.state.get(p)) for p in params],
-                                    ends)
+            after = [_state_tensors(opt.state.get(p)) for p in params] if captures else []
+            host.end_optimizer_step(token, after, ends)
             if run is not None:
                 run.after_step()
             if ends:
