@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "eager/eager_graph.h"
+#include "host/unwritten_memory.h"
 #include "graphdump/graph.h"
 
 namespace graphdump::torch_internal {
@@ -177,17 +178,10 @@ class EagerCapture {
   // that never ends an iteration would otherwise hold every output it ever made).
   size_t prune_producers_at_ = kMinProducerPrune;
   static constexpr size_t kMinProducerPrune = 4096;
-  // Outputs of operators that allocate without writing (AllocatesUninitialized: `empty`,
-  // `empty_like`...), with their version counter then: while it is unchanged nothing wrote
-  // them, and a kernel that reads one reads memory that is not data. Forgotten when the
-  // iteration ends, pruned like producers_.
-  struct Unwritten {
-    c10::weak_intrusive_ptr<c10::TensorImpl> tensor;
-    uint32_t version;
-  };
-  std::unordered_map<const at::TensorImpl*, Unwritten> unwritten_;
-  // The input slots of `args` (numbered as the dump numbers them) that hold such memory.
-  std::vector<uint32_t> UnwrittenInputs(c10::ArrayRef<const c10::IValue> args) const;
+  // Memory of operators that allocate without writing (`empty`, `empty_like`...) that nothing
+  // wrote yet: a kernel that reads it, or returns a view of it, holds memory that is not data.
+  // Forgotten when the iteration ends.
+  UnwrittenMemory unwritten_;
   std::string failure_;
 };
 
