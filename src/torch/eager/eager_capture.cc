@@ -164,7 +164,7 @@ const std::string& EagerCapture::current_scope() const {
   return frames_.empty() ? script_frame_.scope : frames_.back().scope;
 }
 
-bool EagerCapture::InBackward() const { return backward_depth_ > 0; }
+bool EagerCapture::InBackward() const { return backward_depth_ > 0 || autograd_calls_ > 0; }
 
 void EagerCapture::PushModule(EagerGraph* graph, const std::string& module_path,
                               const std::string& scope) {

@@ -101,8 +101,17 @@ class EagerCapture {
   EagerGraph* current_graph() const { return frames_.empty() ? nullptr : frames_.back().graph; }
   const std::string& current_path() const;
   const std::string& current_scope() const;
-  // Is a backward pass running on the watched thread (an autograd node is being evaluated)?
+  // Is a backward pass running on the watched thread (an autograd node is being evaluated, or
+  // the program's torch.autograd.backward/grad call is under way)?
   bool InBackward() const;
+  // The program calls torch.autograd.backward or grad on the watched thread: until the matching
+  // ExitAutograd, what autograd runs there outside its nodes (the seed gradient's `ones_like`,
+  // the engine's casts of gradients to the dtype their node expects, which exist only when the
+  // dtypes differ) is backward work, not kernels, so kernel names never depend on dtypes.
+  void EnterAutograd() { ++autograd_calls_; }
+  void ExitAutograd() {
+    if (autograd_calls_ > 0) --autograd_calls_;
+  }
 
   // The graph that holds operators called outside any module ("Default/script/...").
   void set_script_graph(EagerGraph* graph) { script_graph_ = graph; }
@@ -155,6 +164,7 @@ class EagerCapture {
   KernelCall* taken_call_ = nullptr;     // the one TakeKernel handed out last
   int op_depth_ = 0;        // operator calls open on the watched thread
   int backward_depth_ = 0;  // autograd node records (and engine evaluations) open on it
+  int autograd_calls_ = 0;  // EnterAutograd calls not yet exited (not reset by Switch)
   std::vector<Frame> frames_;
   Frame script_frame_;
   EagerGraph* script_graph_ = nullptr;
