@@ -371,6 +371,11 @@ void BindTorch(py::module_& m) {
           "pause_eager", [](DumpHost& host) { return EagerPauseHandle{host.PauseEager()}; },
           "Operators are not captured until the handle is closed.")
       .def(
+          "autograd_call",
+          [](DumpHost& host) { return EagerPauseHandle{host.AutogradCall()}; },
+          "The program's torch.autograd.backward/grad runs until the handle is closed: what "
+          "autograd runs on this thread is not eager kernels.")
+      .def(
           "add_compiled_graph",
           [](DumpHost& host, const std::string& name,
              const std::vector<CompiledKernelSpec>& kernels) {

@@ -25,6 +25,7 @@ def install(auto):
     _patch(torch.nn.Module, "__call__", _eager_call)
     _patch(torch.jit.ScriptModule, "__call__", _script_call)
     _patch(torch.autograd, "backward", _backward)
+    _patch(torch.autograd, "grad", _grad)
     _patch(ddp, "__init__", _torch_ddp.ddp_init)
     _patch(ddp, "register_comm_hook", _torch_ddp.ddp_register_comm_hook)
     _patch(torch, "compile", _compile)
@@ -53,6 +54,7 @@ def _compile(*args, **kwargs):
         _compiled.install()
     return _torch_compile(*args, **kwargs)
 _autograd_backward = torch.autograd.backward
+_autograd_grad = torch.autograd.grad
 _optimizer_init_original = torch.optim.Optimizer.__init__
 
 
@@ -130,18 +132,41 @@ def _backward_roots(args, kwargs):
     return args, kwargs, [t for t in tensors if isinstance(t, torch.Tensor)]
 
 
+def _autograd_call(dump):
+    """A handle to close when the program's torch.autograd.backward/grad returns: what autograd
+    runs on the watched thread meanwhile (the seed gradient's ones_like, the engine's casts of
+    gradients to their nodes' dtypes) is not kernels (docs/precision.md, "Kernel identity");
+    None when nothing names kernels here."""
+    host = _state.naming_host(dump)
+    return host.autograd_call() if host is not None else None
+
+
 def _backward(*args, **kwargs):
     dump = _state.active
-    host = _dumping_host(dump)
-    if host is None:
-        return _autograd_backward(*args, **kwargs)
-    args, kwargs, roots = _backward_roots(args, kwargs)
-    backward_pass = host.hook_backward(roots)
+    autograd = _autograd_call(dump)
     try:
-        return _autograd_backward(*args, **kwargs)
+        host = _dumping_host(dump)
+        if host is None:
+            return _autograd_backward(*args, **kwargs)
+        args, kwargs, roots = _backward_roots(args, kwargs)
+        backward_pass = host.hook_backward(roots)
+        try:
+            return _autograd_backward(*args, **kwargs)
+        finally:
+            backward_pass.close()
+            dump._flush_allreduce()
     finally:
-        backward_pass.close()
-        dump._flush_allreduce()
+        if autograd is not None:
+            autograd.close()
+
+
+def _grad(*args, **kwargs):
+    autograd = _autograd_call(_state.active)
+    try:
+        return _autograd_grad(*args, **kwargs)
+    finally:
+        if autograd is not None:
+            autograd.close()
 
 
 def _optimizer_init(optimizer, *args, **kwargs):

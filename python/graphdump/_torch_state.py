@@ -40,6 +40,15 @@ def captures_thread(dump):
     return host is not None and host.dumping and host.in_hooked_backward()
 
 
+def naming_host(dump):
+    """The host of `dump` when it names this thread's eager kernels (it dumps them, or a
+    precision run casts them) in this process, else None."""
+    if (dump is None or os.getpid() != dump._pid or threading.get_ident() != dump._thread
+            or not dump._host_opened):
+        return None
+    return dump._eager
+
+
 def dumping_host(dump):
     """The host of `dump` when it dumps in this process and captures this thread, else None."""
     if dump is None or os.getpid() != dump._pid or not dump._dumping():

@@ -13,6 +13,7 @@ import sys
 import threading
 
 import torch
+import torch.nn.utils.clip_grad as _clip_grad
 
 PRECISIONS = ("bf16", "fp16", "fp32")
 
@@ -40,6 +41,7 @@ class PrecisionRun:
         self.steps_done = 0
         self.root_calls = 0
         self.host = None
+        self._clip_grouping = None  # clip_grad's own grouping while the run replaces it
 
     def takes(self, dump):
         """Is a module call now one of the run's root calls: from outside any module, on the
@@ -98,6 +100,9 @@ class PrecisionRun:
         self.host = host
         if self.precision != "fp32":
             host.set_precision(self.precision, self.keep)
+            self._clip_grouping = _clip_grad.__dict__.get("_group_tensors_by_device_and_dtype")
+            if self._clip_grouping is not None:
+                _clip_grad._group_tensors_by_device_and_dtype = _group_by_device
 
     def root_call(self, module, call, args, kwargs):
         """Runs `call(module, *args, **kwargs)`, a call from outside any module; keeps the
@@ -138,6 +143,9 @@ class PrecisionRun:
     def finish(self, host):
         """At the script's end: writes the files for bisect; returns the error messages of
         --keep-fp32 entries that matched nothing (the run is then a usage error)."""
+        if self._clip_grouping is not None:
+            _clip_grad._group_tensors_by_device_and_dtype = self._clip_grouping
+            self._clip_grouping = None
         unmatched = host.precision_unmatched() if host is not None else [
             f"--keep-fp32 '{entry}' matches nothing: the script called no torch.nn.Module"
             for entry in self.keep]
@@ -156,6 +164,28 @@ class PrecisionRun:
             _save_whole(os.path.join(self.out_dir, "run.json"),
                         lambda f: f.write(json.dumps(report).encode()))
         return unmatched
+
+
+def _group_by_device(tensorlistlist, with_indices=False):
+    """torch.nn.utils.clip_grad's grouping of gradients in a bf16/fp16 run: by device only, in
+    their order, where torch groups them by device and dtype. A parameter kept in float32 has a
+    float32 gradient among bfloat16 ones, which would split clip_grad_norm_'s `_foreach_norm`
+    and `_foreach_mul_` into one call per dtype: the script would call other kernels than its
+    float32 run and the other rounds of a bisection (docs/precision.md, "Kernel identity"). The
+    one call computes as the two would: its floating inputs are cast as any kernel's are. A
+    group's key holds its first tensor's dtype."""
+    groups = {}
+    first = tensorlistlist[0]
+    for i, t in enumerate(first):
+        if t is None:
+            continue
+        key = t.device
+        if key not in groups:
+            groups[key] = (t.dtype, [])
+        groups[key][1].append(i)
+    return {(device, dtype): ([[tensors[i] for i in indices] for tensors in tensorlistlist],
+                              indices if with_indices else [])
+            for device, (dtype, indices) in groups.items()}
 
 
 def _save_whole(path, write):

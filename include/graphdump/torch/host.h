@@ -124,6 +124,10 @@ class DumpHost {
   // While the returned object lives, operators are not captured as eager kernels (the
   // program's optimizer step, which the host dumps as update kernels).
   std::shared_ptr<void> PauseEager();
+  // While the returned object lives, the program's torch.autograd.backward (or grad) call runs
+  // on the watched thread: the operators autograd runs there are not eager kernels
+  // (EagerCapture::EnterAutograd). Null when nothing is captured yet.
+  std::shared_ptr<void> AutogradCall();
 
   // --- compiled front end (torch.compile, exported programs; src/torch/compiled/) ---
   // Registers a graph Inductor compiled (or an exported program's graph, whose kernels are its

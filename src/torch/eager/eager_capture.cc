@@ -25,14 +25,6 @@ thread_local int t_host_work = 0;
 // The scope prefix of a module run again by a backward pass.
 constexpr std::string_view kRecompute = "Recompute/";
 
-// `t`'s version counter, which every write through `t` or a view of it advances; false for an
-// inference tensor, which has none.
-bool VersionOf(const at::Tensor& t, uint32_t* version) {
-  if (t.is_inference()) return false;
-  *version = t.unsafeGetTensorImpl()->version_counter().current_version();
-  return true;
-}
-
 // Calls of an operator inside one scope are counted under one key.
 uint64_t OccurrenceKey(uint32_t scope_id, uint32_t op_id) {
   return uint64_t{scope_id} << 32 | op_id;
@@ -172,7 +164,7 @@ const std::string& EagerCapture::current_scope() const {
   return frames_.empty() ? script_frame_.scope : frames_.back().scope;
 }
 
-bool EagerCapture::InBackward() const { return backward_depth_ > 0; }
+bool EagerCapture::InBackward() const { return backward_depth_ > 0 || autograd_calls_ > 0; }
 
 void EagerCapture::PushModule(EagerGraph* graph, const std::string& module_path,
                               const std::string& scope) {
@@ -197,28 +189,7 @@ void EagerCapture::StartRootCall() { occurrences_.clear(); }
 void EagerCapture::StartIteration() {
   occurrences_.clear();
   producers_.clear();
-  unwritten_.clear();
-}
-
-std::vector<uint32_t> EagerCapture::UnwrittenInputs(c10::ArrayRef<const c10::IValue> args) const {
-  std::vector<uint32_t> slots;
-  uint32_t slot = 0;
-  // Slots count the tensors a dump writes (MakeView's: defined, strided, of a dump dtype).
-  auto visit = [&](const at::Tensor& t) {
-    if (!t.defined() || t.layout() != at::kStrided || t.is_quantized() ||
-        !torch_compat::ToDType(t.scalar_type())) {
-      return;
-    }
-    auto it = unwritten_.find(t.unsafeGetTensorImpl());
-    uint32_t version = 0;
-    if (it != unwritten_.end() && !it->second.tensor.expired() && VersionOf(t, &version) &&
-        it->second.version == version) {
-      slots.push_back(slot);
-    }
-    ++slot;
-  };
-  for (const c10::IValue& v : args) ForEachTensor(v, visit);
-  return slots;
+  unwritten_.Clear();
 }
 
 std::string EagerCapture::TakeFailure() { return std::exchange(failure_, std::string()); }
@@ -377,7 +348,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
     if (i < args.size() && args[i].isTensor()) call->unannotated_writes.push_back(args[i].toTensor());
   }
   if (keep_inputs && !unwritten_.empty()) {
-    const std::vector<uint32_t> unwritten = UnwrittenInputs(args);
+    const std::vector<uint32_t> unwritten = unwritten_.Slots(args);
     if (!unwritten.empty()) graph->MarkUninitializedInputs(call->index, unwritten);
   }
   // An in-place operator's input is dumped as it was before the operator wrote it.
@@ -446,8 +417,9 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
     k.arguments.push_back(std::move(arg));
   }
   // Memory the operator allocates and does not write is not data (docs/file-format.md).
-  if (AllocatesUninitialized(k.op_type)) k.uninitialized_outputs = {0};
   EagerGraph::Writes writes;
+  writes.allocates = AllocatesUninitialized(k.op_type);
+  if (writes.allocates) k.uninitialized_outputs = {0};
   for (uint32_t i = 0; schema && i < schema->arguments().size(); ++i) {
     if (torch_compat::SchemaWritesArgument(*schema, i)) writes.annotated.push_back(i);
     if (torch_compat::SchemaWritesUnannotated(*schema, i)) writes.unannotated.push_back(i);
@@ -487,19 +459,14 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
       }
     });
   }
-  if (!kernel.uninitialized_outputs.empty()) {
-    for (const c10::IValue& v : outputs) {
-      ForEachTensor(v, [&](const at::Tensor& t) {
-        uint32_t version = 0;
-        if (!t.defined() || !VersionOf(t, &version)) return;
-        unwritten_.insert_or_assign(
-            t.unsafeGetTensorImpl(),
-            Unwritten{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()), version});
-      });
-    }
-    if (unwritten_.size() >= kMinProducerPrune) {
-      std::erase_if(unwritten_, [](const auto& entry) { return entry.second.tensor.expired(); });
-    }
+  if (call.graph->writes(call.index).allocates) {
+    for (const c10::IValue& v : outputs) unwritten_.Note(v);
+  }
+  // A view of memory nothing wrote (`buf[0]`, `buf.view(-1)` of an `empty` buffer) is not data
+  // either.
+  if (call.wants && !unwritten_.empty()) {
+    const std::vector<uint32_t> unwritten = unwritten_.Slots(outputs);
+    if (!unwritten.empty()) call.graph->MarkUninitializedOutputs(call.index, unwritten);
   }
   if (call.discovering) {
     std::vector<TensorMeta> metas;
@@ -604,7 +571,15 @@ void EagerGraph::SetOutputs(size_t index, std::vector<TensorMeta> outputs) {
 }
 
 void EagerGraph::MarkUninitializedInputs(size_t index, const std::vector<uint32_t>& slots) {
-  std::vector<uint32_t>& known = info_.kernels[index].uninitialized_inputs;
+  AddSlots(slots, &info_.kernels[index].uninitialized_inputs);
+}
+
+void EagerGraph::MarkUninitializedOutputs(size_t index, const std::vector<uint32_t>& slots) {
+  AddSlots(slots, &info_.kernels[index].uninitialized_outputs);
+}
+
+void EagerGraph::AddSlots(const std::vector<uint32_t>& slots, std::vector<uint32_t>* sorted) {
+  std::vector<uint32_t>& known = *sorted;
   for (uint32_t slot : slots) {
     auto at = std::lower_bound(known.begin(), known.end(), slot);
     if (at != known.end() && *at == slot) continue;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "eager/eager_graph.h"
+#include "host/unwritten_memory.h"
 #include "graphdump/graph.h"
 
 namespace graphdump::torch_internal {
@@ -100,8 +101,17 @@ class EagerCapture {
   EagerGraph* current_graph() const { return frames_.empty() ? nullptr : frames_.back().graph; }
   const std::string& current_path() const;
   const std::string& current_scope() const;
-  // Is a backward pass running on the watched thread (an autograd node is being evaluated)?
+  // Is a backward pass running on the watched thread (an autograd node is being evaluated, or
+  // the program's torch.autograd.backward/grad call is under way)?
   bool InBackward() const;
+  // The program calls torch.autograd.backward or grad on the watched thread: until the matching
+  // ExitAutograd, what autograd runs there outside its nodes (the seed gradient's `ones_like`,
+  // the engine's casts of gradients to the dtype their node expects, which exist only when the
+  // dtypes differ) is backward work, not kernels, so kernel names never depend on dtypes.
+  void EnterAutograd() { ++autograd_calls_; }
+  void ExitAutograd() {
+    if (autograd_calls_ > 0) --autograd_calls_;
+  }
 
   // The graph that holds operators called outside any module ("Default/script/...").
   void set_script_graph(EagerGraph* graph) { script_graph_ = graph; }
@@ -154,6 +164,7 @@ class EagerCapture {
   KernelCall* taken_call_ = nullptr;     // the one TakeKernel handed out last
   int op_depth_ = 0;        // operator calls open on the watched thread
   int backward_depth_ = 0;  // autograd node records (and engine evaluations) open on it
+  int autograd_calls_ = 0;  // EnterAutograd calls not yet exited (not reset by Switch)
   std::vector<Frame> frames_;
   Frame script_frame_;
   EagerGraph* script_graph_ = nullptr;
@@ -177,17 +188,10 @@ class EagerCapture {
   // that never ends an iteration would otherwise hold every output it ever made).
   size_t prune_producers_at_ = kMinProducerPrune;
   static constexpr size_t kMinProducerPrune = 4096;
-  // Outputs of operators that allocate without writing (AllocatesUninitialized: `empty`,
-  // `empty_like`...), with their version counter then: while it is unchanged nothing wrote
-  // them, and a kernel that reads one reads memory that is not data. Forgotten when the
-  // iteration ends, pruned like producers_.
-  struct Unwritten {
-    c10::weak_intrusive_ptr<c10::TensorImpl> tensor;
-    uint32_t version;
-  };
-  std::unordered_map<const at::TensorImpl*, Unwritten> unwritten_;
-  // The input slots of `args` (numbered as the dump numbers them) that hold such memory.
-  std::vector<uint32_t> UnwrittenInputs(c10::ArrayRef<const c10::IValue> args) const;
+  // Memory of operators that allocate without writing (`empty`, `empty_like`...) that nothing
+  // wrote yet: a kernel that reads it, or returns a view of it, holds memory that is not data.
+  // Forgotten when the iteration ends.
+  UnwrittenMemory unwritten_;
   std::string failure_;
 };
 

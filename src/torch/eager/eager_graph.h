@@ -69,6 +69,7 @@ class EagerGraph final : public HostGraph {
   // it writes without saying so (batch norm's running statistics).
   struct Writes {
     std::vector<uint32_t> annotated, unannotated;
+    bool allocates = false;  // the operator allocates without writing (AllocatesUninitialized)
   };
   const Writes& writes(size_t index) const { return writes_[index]; }
   void set_writes(size_t index, Writes writes) { writes_[index] = std::move(writes); }
@@ -77,6 +78,8 @@ class EagerGraph final : public HostGraph {
   // Input slots of a kernel found holding uninitialised memory (KernelInfo::
   // uninitialized_inputs), added to those known; sent at the root call's end when new.
   void MarkUninitializedInputs(size_t index, const std::vector<uint32_t>& slots);
+  // Output slots found holding it (a view of an unwritten buffer), likewise.
+  void MarkUninitializedOutputs(size_t index, const std::vector<uint32_t>& slots);
 
   // dump_mode 2: marks the module at `module_path` and everything under it. InvalidArgument
   // naming the path when the root has no such module.
@@ -93,6 +96,8 @@ class EagerGraph final : public HostGraph {
  private:
   KernelInfo AppendKernel(KernelInfo kernel) override;
   bool UnderSetDump(const std::string& module_path) const;
+  // Adds `slots` to the sorted list `sorted`; marks the metadata to be sent when one is new.
+  void AddSlots(const std::vector<uint32_t>& slots, std::vector<uint32_t>* sorted);
   struct Key {
     uint32_t scope_id, op_id, occurrence;
     bool operator==(const Key& o) const {

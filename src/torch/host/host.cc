@@ -235,6 +235,18 @@ std::shared_ptr<void> DumpHost::PauseEager() {
   return std::make_shared<torch_internal::HostWork>();
 }
 
+std::shared_ptr<void> DumpHost::AutogradCall() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (!capture_) return nullptr;
+  capture_->EnterAutograd();
+  EagerCapture* capture = capture_.get();
+  // The capture lives as long as the host; the handle is closed before the host is.
+  return std::shared_ptr<void>(capture, [this](void*) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (capture_) capture_->ExitAutograd();
+  });
+}
+
 // A call of an eager graph's root from outside any module: iteration bookkeeping as for a
 // TorchScript model's call (Call), then the graph's step.
 void DumpHost::BeginRootCall(HostGraph* graph) {

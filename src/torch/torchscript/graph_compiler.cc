@@ -362,6 +362,10 @@ class Compiler {
         step->written_inputs.push_back(i);
       }
     }
+    // Memory the operator allocates and does not write is not data (docs/file-format.md); the
+    // executor finds the kernels that read it, or views of it.
+    step->allocates = AllocatesUninitialized(k.op_type);
+    if (step->allocates) k.uninitialized_outputs = {0};
     step->kernel = static_cast<int>(k.index);
     out_->info.kernels.push_back(std::move(k));
   }

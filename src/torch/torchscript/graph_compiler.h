@@ -58,6 +58,7 @@ struct StepPlan {
   int64_t slice_end = 0;
   int kernel = -1;                         // index in GraphInfo::kernels; -1: not a kernel
   std::vector<size_t> written_inputs;      // kernels: inputs the operator writes in place
+  bool allocates = false;  // kernels: the operator allocates without writing (`empty`...)
   std::vector<size_t> unannotated_writes;  // of those, the ones its schema does not declare
   std::vector<uint32_t> inputs;            // slots
   std::vector<uint32_t> outputs;           // slots

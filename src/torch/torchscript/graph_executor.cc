@@ -294,6 +294,10 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
     AppendInputViews(*session_, kernel, stack, step.written_inputs, logical_layout_, &input_views,
                      &input_slots);
   }
+  // Inputs that hold memory nothing wrote (an `empty` buffer, a view of one) are marked.
+  if (wants && metas_ && !unwritten_.empty()) {
+    MarkUninitialized(unwritten_.Slots(stack), &(*metas_)[step.kernel].uninitialized_inputs);
+  }
   if (session_) {
     // Queued writes that still read what this kernel overwrites finish first.
     for (size_t i : step.written_inputs) BeforeWrite(*session_, stack[i]);
@@ -305,11 +309,17 @@ Status GraphExecutor::RunKernel(const StepPlan& step, Frame& frame) {
     return KernelFailed(step, frame, ErrorText(e));
   }
   if (metas_ && !(*metas_known_)[step.kernel]) RecordMetas(step, frame, stack);
+  if (step.allocates) {
+    for (size_t i = 0; i < step.outputs.size(); ++i) unwritten_.Note(stack[i]);
+  }
   for (size_t i = 0; i < step.outputs.size(); ++i) frame[step.outputs[i]] = std::move(stack[i]);
   if (observer_ || wants) {
     std::vector<c10::IValue> outputs;
     for (uint32_t slot : step.outputs) outputs.push_back(frame[slot]);
     if (observer_) observer_(kernel, outputs);
+    if (wants && metas_ && !unwritten_.empty()) {
+      MarkUninitialized(unwritten_.Slots(outputs), &(*metas_)[step.kernel].uninitialized_outputs);
+    }
     if (wants) {
       std::vector<TensorView> output_views;
       Slots output_slots;
@@ -339,6 +349,16 @@ Status GraphExecutor::KernelFailed(const StepPlan& step, Frame& frame, const std
     session_->OnKernelFailed(kernel, inputs, message);
   }
   return Status::Internal(message);
+}
+
+void GraphExecutor::MarkUninitialized(const std::vector<uint32_t>& slots,
+                                      std::vector<uint32_t>* sorted) {
+  for (uint32_t slot : slots) {
+    auto at = std::lower_bound(sorted->begin(), sorted->end(), slot);
+    if (at != sorted->end() && *at == slot) continue;
+    sorted->insert(at, slot);
+    *metas_learned_ = true;
+  }
 }
 
 void GraphExecutor::RecordMetas(const StepPlan& step, const Frame& frame,

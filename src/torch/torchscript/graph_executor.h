@@ -14,6 +14,7 @@
 #include "torchscript/graph_compiler.h"
 #include "graphdump/session.h"
 #include "graphdump/status.h"
+#include "host/unwritten_memory.h"
 
 namespace graphdump::torch_internal {
 
@@ -80,6 +81,9 @@ class GraphExecutor {
   void AfterCastKernel(const StepPlan& step, torch::jit::Stack& stack,
                        const std::vector<std::pair<c10::IValue, c10::IValue>>& written_casts);
   bool IsKeptOutput(const at::Tensor& t) const;
+  // Adds `slots` (of memory nothing wrote) to the kernel's list `sorted` of its recorded
+  // metadata, which EndStep sends when one is new.
+  void MarkUninitialized(const std::vector<uint32_t>& slots, std::vector<uint32_t>* sorted);
 
   const CompiledGraph* graph_;
   DumpSession* session_;
@@ -92,6 +96,8 @@ class GraphExecutor {
   std::unordered_map<const c10::TensorImpl*,
                      c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>>
       kept_outputs_;
+  // Memory `empty`-like kernels of this run allocated that nothing wrote yet.
+  UnwrittenMemory unwritten_;
   std::vector<KernelInfo>* metas_ = nullptr;
   std::vector<uint8_t>* metas_known_ = nullptr;
   bool* metas_learned_ = nullptr;
