@@ -213,16 +213,18 @@ def _codegen_classes():
                 code.writeline("_graphdump.end(_graphdump_call)")
                 code.do_unindent()
 
-        def _gd_kernel(self, origins, kind, reads, writes, written):
+        def _gd_kernel(self, origins, kind, reads, writes, written, outputs=None):
             """Adds a kernel reading buffers `reads` and writing `writes` (code expressions,
-            names first) and emits the line before its call; returns the line after it."""
+            names first; `outputs`: the FX nodes of each written buffer, for a kernel writing
+            several) and emits the line before its call; returns the line after it."""
             index = len(self._gd_spec.kernels)
             if index == 0:  # the call's first kernel: the graph's call begins
                 self.writeline(f"_graphdump_call = _graphdump.begin({self._gd_key})")
                 self.writeline("try:")
                 self.writeline(_Indent())
             spec = _kernel_spec(origins, kind, self._gd_backward,
-                                [self._gd_producers.get(_name(r), _name(r)) for r in reads])
+                                [self._gd_producers.get(_name(r), _name(r)) for r in reads],
+                                outputs)
             self._gd_spec.kernels.append(spec)
             for w in writes:
                 self._gd_producers[_name(w)] = f"{spec[0]}-op{index}"
@@ -237,8 +239,8 @@ def _codegen_classes():
             known = self._gd_cpp.get(kernel_name)
             if known is None or kwargs.get("triton", True) is not False:
                 return super().generate_kernel_call(kernel_name, call_args, **kwargs)
-            definitions, origins = known
-            reads, writes, written = [], [], []
+            definitions, origins, pointer_origins = known
+            reads, writes, written, outputs = [], [], [], []
             for definition, arg in zip(definitions, call_args):
                 pointer = re.search(r"\b(in_out_ptr|in_ptr|out_ptr)\d+$", definition)
                 if pointer is None or not isinstance(arg, str):
@@ -249,7 +251,9 @@ def _codegen_classes():
                     reads.append(arg)
                 if pointer.group(1) != "in_ptr":
                     writes.append(arg)
-            line = self._gd_kernel(origins, kernel_name, reads, writes, written)
+                    outputs.append(pointer_origins.get(pointer.group(0), []))
+            line = self._gd_kernel(origins, kernel_name, reads, writes, written,
+                                   outputs if len(outputs) > 1 else None)
             super().generate_kernel_call(kernel_name, call_args, **kwargs)
             self.writeline(line)
 
@@ -282,7 +286,8 @@ def _codegen_classes():
             code.do_indent()
 
     class Scheduling(CppScheduling):
-        """C++ kernels as Inductor defines them, remembering each one's arguments and origins."""
+        """C++ kernels as Inductor defines them, remembering each one's arguments and origins
+        (the kernel's, and those of the buffer each output pointer holds last)."""
 
         def define_kernel(self, src_code, nodes, kernel_args=None):
             name = super().define_kernel(src_code, nodes, kernel_args)
@@ -290,10 +295,27 @@ def _codegen_classes():
             if isinstance(wrapper, Wrapper) and name not in wrapper._gd_cpp:
                 args = self.kernel_group.args if kernel_args is None else kernel_args
                 definitions = args.cpp_argdefs()[0]
-                wrapper._gd_cpp[name] = (definitions, list(aggregate_origins(nodes)))
+                wrapper._gd_cpp[name] = (definitions, list(aggregate_origins(nodes)),
+                                         _pointer_origins(args, nodes))
             return name
 
     return Wrapper, scheduling_factory
+
+
+def _pointer_origins(args, nodes):
+    """{'out_ptr0': FX nodes}: for each pointer a C++ kernel writes, the origins of the buffer
+    it holds when the kernel ends (the last of the buffers written in place through it)."""
+    out = {}
+    for node in nodes:
+        for buf in node.get_outputs() if hasattr(node, "get_outputs") else []:
+            name = buf.get_name()
+            pointer = args.output_buffers.get(name)
+            if not isinstance(pointer, str):
+                inplaced = args.inplace_buffers.get(name)
+                pointer = getattr(inplaced, "inner_name", None)
+            if isinstance(pointer, str):
+                out[pointer] = list(getattr(buf.node, "origins", None) or [])
+    return out
 
 
 def _extern_origins(node):
@@ -332,8 +354,10 @@ _VIEWS = {"view", "reshape", "_reshape_alias", "_unsafe_view", "permute", "trans
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n([^\n]*)')
 
 
-def _kernel_spec(origins, kind, backward, input_names):
-    """(name without op id, op type, module path, source trace, input names, attributes)."""
+def _kernel_spec(origins, kind, backward, input_names, outputs=None):
+    """(name without op id, op type, module path, source trace, input names, attributes).
+    `outputs`, for a kernel writing several buffers: each one's FX nodes, whose last computing
+    operator is the value it holds (attribute output_ops, docs/compile.md)."""
     nodes = _ordered([n for n in origins if n is not None and n.op == "call_function"])
     ops = []
     for n in nodes:
@@ -360,7 +384,24 @@ def _kernel_spec(origins, kind, backward, input_names):
         where = f" ({loc[0].rsplit('/', 1)[-1]}:{loc[1]})" if loc else ""
         fused.append(f"{n.target}{where}")
     attributes = {"inductor_kernel": kind, "fused_ops": "; ".join(fused)}
+    if outputs is not None:
+        attributes["output_ops"] = "; ".join(_standing_for(o) for o in outputs)
     return (f"{scope}/{op_type}", op_type, module_path, trace, input_names, attributes)
+
+
+_PASSIVE = _VIEWS | {"convert_element_type", "_to_copy", "copy", "detach"}
+
+
+def _standing_for(origins):
+    """'aten.sigmoid.default (train.py:12)': the last computing operator of a buffer's FX
+    nodes (casts and views aside, as compare takes them), or '-' when none is known."""
+    nodes = _ordered([n for n in origins if n is not None and n.op == "call_function"])
+    computing = [n for n in nodes if _op_name(n.target) not in _PASSIVE] or nodes
+    if not computing:
+        return "-"
+    loc = _user_frame(computing[-1].meta.get("stack_trace") or "")
+    where = f" ({loc[0].rsplit('/', 1)[-1]}:{loc[1]})" if loc else ""
+    return f"{computing[-1].target}{where}"
 
 
 def _ordered(nodes):

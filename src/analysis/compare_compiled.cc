@@ -61,6 +61,8 @@ struct Item {
   // Paired by standing-for: the outputs that are compared (this side's, the partner's).
   const TensorEntry* value = nullptr;
   const TensorEntry* partner_value = nullptr;
+  // A compiled kernel's every paired output (value among them) -> the eager value it holds.
+  std::map<const TensorEntry*, const TensorEntry*> partners;
 };
 
 class Elements {
@@ -148,6 +150,28 @@ const TensorEntry* OutputLike(const KernelEntry& c, const TensorEntry& u, Elemen
   for (const TensorEntry& t : c.tensors)
     if (!t.is_input && elements->Of(t) == elements->Of(u) && SameShape(t, u)) found = &t;
   return found;
+}
+
+// The operator each output slot of a kernel writing several buffers holds
+// (CompiledKernelInfo::output_ops), an empty op where unknown; empty for other kernels.
+std::vector<FusedOp> OutputOps(const std::string& text) {
+  std::vector<FusedOp> out;
+  size_t at = 0;
+  while (!text.empty() && at <= text.size()) {
+    size_t end = text.find("; ", at);
+    if (end == std::string::npos) end = text.size();
+    std::vector<FusedOp> op = ParseFusedOps(text.substr(at, end - at));
+    out.push_back(op.size() == 1 && !op[0].line.empty() ? op[0] : FusedOp{});
+    at = end + 2;
+  }
+  return out;
+}
+
+// Output `slot` of `k`; null when it has none.
+const TensorEntry* OutputAt(const KernelEntry& k, uint32_t slot) {
+  for (const TensorEntry& t : k.tensors)
+    if (!t.is_input && t.slot == slot) return &t;
+  return nullptr;
 }
 
 // Inductor's names of the compiled graph's own inputs (parameters, inputs, incoming gradients).
@@ -251,12 +275,31 @@ std::vector<CompiledPair::Tensors> TensorPairs(
       auto p = by_row.find(RowKey(t));
       if (p != by_row.end() && !RowKey(t).empty()) producer = p->second;
     }
-    if (producer && producer->partner_value &&
-        elements->Of(*producer->partner_value) == elements->Of(t)) {
-      out.push_back({&t, producer->partner_value, true, t.slot});
+    if (!producer) continue;
+    // A producer writing several buffers: the eager value of the one read (its statistic row,
+    // else its size when only one of its paired outputs has it).
+    const TensorEntry* partner = producer->partner_value;
+    if (producer->partners.size() > 1) {
+      partner = nullptr;
+      int sized = 0;
+      for (const auto& [mine, theirs] : producer->partners) {
+        if (!RowKey(t).empty() && RowKey(*mine) == RowKey(t)) {
+          partner = theirs;
+          sized = 1;
+          break;
+        }
+        if (elements->Of(*mine) == elements->Of(t) && sized++ == 0) partner = theirs;
+      }
+      if (sized != 1) partner = nullptr;
+    }
+    if (partner && elements->Of(*partner) == elements->Of(t)) {
+      out.push_back({&t, partner, true, t.slot});
     }
   }
-  out.push_back({c.value, c.partner_value, false, c.value->slot});
+  for (const auto& [mine, theirs] : c.partners) out.push_back({mine, theirs, false, mine->slot});
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) {
+    return x.is_input != y.is_input ? x.is_input : !x.is_input && x.slot < y.slot;
+  });
   return out;
 }
 
@@ -367,6 +410,7 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
           best_rank = rank;
         }
       }
+      const std::vector<FusedOp> outputs = OutputOps(c.compiled->output_ops);
       if (best) {
         best->used = c.used = true;
         taken_outputs.insert(best_value);
@@ -374,6 +418,58 @@ CompiledPairing PairCompiled(const RankEntry& a, const RankEntry& b,
         c.partner_value = best->value;
         c.value = c.backward ? OutputLike(*c.kernel, *best_value, &elements)
                              : LastOutputOf(*c.kernel, elements.Of(*best->value), &elements);
+        // Of a kernel writing several buffers, the one holding the standing-for operator.
+        for (uint32_t s = 0; s < outputs.size(); ++s) {
+          const TensorEntry* t = OutputAt(*c.kernel, s);
+          if (t && outputs[s].op == c.op && outputs[s].line == c.line &&
+              elements.Of(*t) == elements.Of(*best_value) &&
+              (!c.backward || SameShape(*t, *best_value))) {
+            c.value = t;
+            break;
+          }
+        }
+        c.partners[c.value] = best_value;
+      }
+      // Each other buffer it writes, with the eager kernel whose value it holds: of its
+      // operator's line and c's scope, an output of its size not yet taken, of that operator
+      // where one is.
+      for (uint32_t s = 0; s < outputs.size(); ++s) {
+        const TensorEntry* t = OutputAt(*c.kernel, s);
+        if (!t || t == c.value || outputs[s].line.empty()) continue;
+        Item* found = nullptr;
+        const TensorEntry* found_value = nullptr;
+        int found_rank = 3;
+        for (size_t j : eager_by_line[outputs[s].line]) {
+          Item& e = es[j];
+          if ((e.used && !c.backward) || e.backward != c.backward || !InScope(c, e)) continue;
+          const TensorEntry* value = nullptr;
+          for (const TensorEntry& u : e.kernel->tensors) {
+            if (!u.is_input && !taken_outputs.count(&u) && elements.Of(u) == elements.Of(*t) &&
+                (!c.backward || SameShape(u, *t))) {
+              value = &u;
+              break;
+            }
+            if (!u.is_input && !c.backward) break;  // a forward kernel's value: its first output
+          }
+          const int rank = !value ? 3 : e.op == outputs[s].op ? 0 : e.scope == c.scope ? 1 : 2;
+          if (rank < found_rank) {
+            found = &e;
+            found_value = value;
+            found_rank = rank;
+          }
+        }
+        if (!found) continue;
+        found->used = c.used = true;
+        taken_outputs.insert(found_value);
+        found->value = found_value;
+        c.partners[t] = found_value;
+        if (!best) {  // the kernel pairs with the eager kernel of its first paired output
+          best = found;
+          c.value = t;
+          c.partner_value = found_value;
+        }
+      }
+      if (best) {
         CompiledPair p;
         p.a = compiled_is_a ? c.kernel : best->kernel;
         p.b = compiled_is_a ? best->kernel : c.kernel;

@@ -64,12 +64,14 @@ Dumps Block() {
                               {Tensor(true, 0, {16, 128}, "7.5"), Tensor(false, 0, {16, 128})},
                               20));
   g.compiled_kernels["Default/up-Linear/addmm-op0"] = {
-      "extern_kernels.addmm", "aten.addmm.default (script.py:7)", {"arg0_1", "arg1_1", "arg2_1"}};
+      "extern_kernels.addmm", "aten.addmm.default (script.py:7)", "",
+      {"arg0_1", "arg1_1", "arg2_1"}};
   g.compiled_kernels["Default/FusionOp_mul_erf_add_sub-op1"] = {
       "cpp_fused_add_gelu_sub_view_1",
       "aten.reshape.default (script.py:7); aten.mul.Tensor (script.py:7); aten.erf.default "
       "(script.py:7); aten.add.Tensor (script.py:8); aten.sub.Tensor (script.py:8); "
       "prims.convert_element_type.default (script.py:8)",
+      "",
       {"buf5"}};
   GraphEntry& e = d.eager.graphs.emplace_back();
   IterationEntry& ie = e.iterations.emplace_back();
@@ -222,6 +224,56 @@ TEST(PairCompiledTest, KernelsKeepTheOrderTheyRanInAcrossGraphs) {
   for (KernelComparison& k : kernels) k.ran = -1;
   SortKernels(&kernels);
   EXPECT_EQ(kernels[0].name_a, "Default/pow-op0");
+}
+
+// A fused kernel writing two buffers (gelu's value, line 7; the shift's, line 8): each output
+// is compared with the eager kernel of its own operator's line, neither eager value is left as
+// an intermediate, and a later kernel reading the first buffer compares it with eager gelu's
+// value, not with the value the kernel stands for.
+TEST(PairCompiledTest, EachBufferOfAKernelWritingSeveralPairsWithItsOwnEagerKernel) {
+  Dumps d = Block();
+  GraphEntry& g = d.compiled.graphs[0];
+  KernelEntry& fusion = g.iterations[0].kernels[1];
+  fusion.tensors[1].stats->values["Max Value"] = "2.5";  // gelu's buffer, read below
+  fusion.tensors.push_back(Tensor(false, 1, {16, 128}));
+  g.compiled_kernels["Default/FusionOp_mul_erf_add_sub-op1"].output_ops =
+      "aten.mul.Tensor (script.py:7); aten.sub.Tensor (script.py:8)";
+  g.iterations[0].kernels.push_back(Kernel(
+      "Default/down-Linear/addmm-op2",
+      {Tensor(true, 0, {32}), Tensor(true, 1, {16, 128}, "2.5"), Tensor(false, 0, {16, 32})},
+      30));
+  g.compiled_kernels["Default/down-Linear/addmm-op2"] = {
+      "extern_kernels.addmm", "aten.addmm.default (script.py:9)", "",
+      {"arg3_1", "Default/FusionOp_mul_erf_add_sub-op1"}};
+  IterationEntry& ie = d.eager.graphs[0].iterations[0];
+  ie.kernels.push_back(Kernel("Default/down-Linear/linear-op4",
+                              {Tensor(true, 0, {2, 8, 128}), Tensor(false, 0, {2, 8, 32})}, 200));
+  std::string ir;
+  const std::vector<std::pair<std::string, int>> lines = {
+      {"Default/up-Linear/linear-op0", 7}, {"Default/gelu-op1", 7}, {"Default/add-op2", 8},
+      {"Default/sub-op3", 8}, {"Default/down-Linear/linear-op4", 9}};
+  for (const auto& [name, line] : lines) ir += IrLines(name, line);
+  d.eager.graphs[0].execution_order.push_back("Default/down-Linear/linear-op4");
+  d.eager.graphs[0].SetIrText(ir);
+
+  const CompiledPairing p = PairCompiled(d.compiled, d.eager, std::nullopt);
+  ASSERT_EQ(p.pairs.size(), 3u);
+  const CompiledPair& fused = p.pairs[1];
+  EXPECT_EQ(fused.b->full_name, "Default/sub-op3");  // the value the kernel stands for
+  ASSERT_EQ(fused.tensors.size(), 3u);
+  EXPECT_TRUE(fused.tensors[0].is_input);
+  EXPECT_EQ(fused.tensors[1].slot, 0u);
+  EXPECT_EQ(fused.tensors[1].b, &ie.kernels[1].tensors[1]);  // gelu's output
+  EXPECT_EQ(fused.tensors[2].slot, 1u);
+  EXPECT_EQ(fused.tensors[2].b, &ie.kernels[3].tensors[1]);  // sub's output
+  const CompiledPair& down = p.pairs[2];
+  EXPECT_EQ(down.b->full_name, "Default/down-Linear/linear-op4");
+  ASSERT_EQ(down.tensors.size(), 2u);
+  EXPECT_EQ(down.tensors[0].slot, 1u);
+  EXPECT_EQ(down.tensors[0].b, &ie.kernels[1].tensors[1]);
+  ASSERT_EQ(p.unpaired.size(), 1u);
+  EXPECT_EQ(p.unpaired[0].full_name, "Default/add-op2");
+  EXPECT_EQ(p.unpaired[0].why, "intermediate");
 }
 
 }  // namespace

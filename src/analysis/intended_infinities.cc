@@ -68,6 +68,9 @@ std::map<std::string, CompiledKernelInfo> CompiledKernels(const GraphInfo& graph
     if (auto fused = k.attributes.find("fused_ops"); fused != k.attributes.end()) {
       c.fused_ops = fused->second;
     }
+    if (auto outputs = k.attributes.find("output_ops"); outputs != k.attributes.end()) {
+      c.output_ops = outputs->second;
+    }
     c.input_names = k.input_names;
   }
   return out;

@@ -13,6 +13,12 @@ TrainNet's first linear has a bias near 64, so its output lies near 64, where bf
 0.25 to 0.5; the "unshift" line subtracts the 64: in bfloat16 (compiled or not) what is left
 carries that rounding, an error far beyond bfloat16's standard against float32, which the GELU
 after it (fused with the subtraction by Inductor) passes on.
+  branch-compiled  Branches in bfloat16 compiled with torch.compile(model)
+  branch-eager32   Branches as it is, in float32
+Branches' "gate" and "half" lines both read the first linear's output (near 64), which Inductor
+computes in one generated kernel writing two buffers (the sigmoid's and the product's): the gate
+subtracts the 64, so what is left carries bfloat16's rounding of the linear's output, an error
+far beyond bfloat16's standard against float32; the half only scales by 0.5 (exact), within it.
 OUT.npz gets the output (and, for the training step, the parameters after it).
 """
 import sys
@@ -52,6 +58,22 @@ class TrainNet(nn.Module):
         return x + self.down(h)  # line: train down
 
 
+class Branches(nn.Module):
+    def __init__(self, width=32):
+        super().__init__()
+        self.up = nn.Linear(width, 4 * width)
+        self.gate_out = nn.Linear(4 * width, width)
+        self.half_out = nn.Linear(4 * width, width)
+        with torch.no_grad():
+            self.up.bias += 64.0
+
+    def forward(self, x):
+        h = self.up(x)  # line: branch up
+        g = torch.sigmoid(h - 64.0)  # line: gate
+        s = h * 0.5  # line: half
+        return self.gate_out(g) + self.half_out(s)  # line: branch out
+
+
 def train(compiled):
     torch.manual_seed(0)
     model = TrainNet()
@@ -75,6 +97,14 @@ def main():
         np.savez(out, y=y, **arrays)
         return
     torch.manual_seed(0)
+    if mode in ("branch-compiled", "branch-eager32"):
+        model, x = Branches(), torch.randn(2, 8, 32)
+        if mode == "branch-compiled":
+            model, x = model.to(torch.bfloat16), x.to(torch.bfloat16)
+        with torch.no_grad():
+            y = (torch.compile(model) if mode == "branch-compiled" else model)(x)
+        np.savez(out, y=y.float().numpy())
+        return
     model = Net().to(torch.bfloat16)
     x = torch.randn(2, 8, 32).to(torch.bfloat16)
     if mode == "compiled":

@@ -14,6 +14,9 @@ usage: compiled_train.py MODE OUT.npz
   raise    an embedding and a linear layer compiled with torch.compile(model): step 2's batch
            holds a token out of the vocabulary, so the compiled forward raises (the generated
            kernel's bounds check); the script catches it and skips that batch
+  fail     as raise, but step 2's bad token is not caught: the script ends with PyTorch's
+           exception; OUT.npz gets, before each step, what it feeds the compiled forward (the
+           ids, the embedding's weight)
 OUT.npz gets every parameter after training and the losses (bit-identity checks).
 """
 import sys
@@ -95,15 +98,23 @@ def main():
         model = Lookup()
         batches = [torch.randint(0, 10, (4, 6)) for _ in range(4)]
         batches[1][2, 3] = 12
+    elif mode == "fail":
+        model = Lookup()
+        batches = [torch.randint(0, 10, (4, 6)) for _ in range(4)]
+        batches[2][1, 4] = 11
     else:
         sys.exit(f"unknown mode {mode}")
     compiled = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     losses = []
     for step, x in enumerate(batches):
+        if mode == "fail":
+            np.savez(out, ids=x.numpy(), weight=model.embed.weight.detach().numpy())
         try:
             loss = compiled(x).pow(2).mean()  # line: loss
         except (RuntimeError, IndexError) as e:  # mode raise: a token out of the vocabulary
+            if mode != "raise":
+                raise
             print(f"step {step} skipped: {type(e).__name__}")
             continue
         optimizer.zero_grad()

@@ -213,3 +213,64 @@ def test_training_step_against_float32_eager(train_dumps):
     backward_at = [i for i, n in enumerate(order) if graph.get(n) == 2]
     assert forward_at and backward_at
     assert max(forward_at) < pow_at < min(backward_at), order
+
+
+@pytest.fixture(scope="module")
+def branch_dumps(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("compile_branches")
+    for mode in ("branch-compiled", "branch-eager32"):
+        config = write_config(tmp / f"{mode}.json", tmp / mode, {"saved_data": "full"})
+        graphdump("python", "--config", config, SCRIPT, mode, tmp / f"{mode}.npz", check=0,
+                  timeout=600)
+    return tmp
+
+
+def test_a_kernel_writing_two_buffers_pairs_each_with_its_eager_kernel(branch_dumps):
+    """Inductor computes the gate and half lines in one kernel writing two buffers (the
+    sigmoid's, the product's): each is compared with eager's kernel of its line, the first
+    divergence is that kernel by its sigmoid's buffer (it adds error), and each linear after it
+    compares the buffer it reads with the eager value that buffer holds."""
+    result = compare(branch_dumps, "branch-compiled", "branch-eager32")
+    rank = branch_dumps / "branch-compiled" / "rank_0"
+    gate, half = script_line("gate"), script_line("half")
+    names = compiled_kernels(rank)
+    fusion = [n for n in names if re.search(r"/FusionOp_\w*sigmoid\w*-op\d+$", n)]
+    assert len(fusion) == 1, names
+    fusion = fusion[0]
+    ir = (rank / "graphs" / "ms_output_trace_code_graph_1.ir").read_text()
+    assert (f"output_ops: aten.sigmoid.default (compiled_eager.py:{gate}); "
+            f"aten.mul.Tensor (compiled_eager.py:{half})") in ir, ir
+    k = kernel(result, fusion)
+    assert k["pairing"] == "stands-for", k
+    outputs = {t["slot"]: t for t in k["tensors"] if t["io"] == "output"}
+    assert sorted(outputs) == [0, 1], k["tensors"]
+    eager = execution_order(branch_dumps / "branch-eager32" / "rank_0", 0)
+    sigmoid = next(n for n in eager if re.search(r"/sigmoid-op\d+$", n))
+    mul = next(n for n in eager if re.search(r"/mul-op\d+$", n))
+    assert f".{sigmoid.replace('/', '_')}." in outputs[0]["path_b"], outputs[0]
+    assert f".{mul.replace('/', '_')}." in outputs[1]["path_b"], outputs[1]
+    # The values on the files: the sigmoid's near eager's (paired with another value, as h * 0.5
+    # near 32, its error would be near 1) but beyond bfloat16's standard, the
+    # product's within it.
+    for slot, bound in ((0, 0.25), (1, 2 ** -8)):
+        a = np.load(outputs[slot]["path_a"]).astype(np.float64).ravel()
+        b = np.load(outputs[slot]["path_b"]).astype(np.float64).ravel()
+        error = np.linalg.norm(a - b) / np.linalg.norm(b)
+        assert error < bound and np.isclose(error, outputs[slot]["error"], rtol=1e-3), (
+            slot, error, outputs[slot])
+    assert outputs[0]["verdict"] == "error" and outputs[0]["error"] > 2 ** -6, outputs[0]
+    # The product scales the linear's output by 0.5, exactly on both sides: its error is the
+    # linear's, bfloat16's rounding of it.
+    up = kernel(result, next(n for n in names if n.startswith("Default/up-Linear/")))
+    up_output = [t for t in up["tensors"] if t["io"] == "output"]
+    assert len(up_output) == 1 and np.isclose(outputs[1]["error"], up_output[0]["error"],
+                                              rtol=1e-6), (outputs[1], up_output)
+    first = result["first_adding_error"]
+    assert first is not None and first["kernel"] == fusion, first
+    assert result["first_failure"]["kernel"] == fusion, result["first_failure"]
+    assert first["reason"].startswith("adds error"), first["reason"]
+    for reader, slot in (("gate_out", 0), ("half_out", 1)):
+        linear = next(n for n in names if n.startswith(f"Default/{reader}-Linear/"))
+        read = [t for t in kernel(result, linear)["tensors"]
+                if t["io"] == "input" and t["path_b"] == outputs[slot]["path_b"]]
+        assert len(read) == 1, (reader, kernel(result, linear)["tensors"])

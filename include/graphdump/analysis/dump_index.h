@@ -247,6 +247,9 @@ struct CompiledKernelInfo {
   std::string inductor_kernel;  // "cpp_fused_add_mul_relu_0", "extern_kernels.addmm"
   // "aten.relu.default (script.py:7); aten.mul.Tensor (script.py:7)", topological order
   std::string fused_ops;
+  // Of a kernel writing several buffers: the operator whose value each output holds, one per
+  // output slot as fused_ops gives operators, "-" where unknown; empty otherwise.
+  std::string output_ops;
   std::vector<std::string> input_names;  // a producer kernel's full name, or a buffer's name
 };
 

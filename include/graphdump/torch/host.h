@@ -118,8 +118,8 @@ class DumpHost {
   // The Python frames of the calling thread, innermost first: the user's source lines of eager
   // kernels (asked once per kernel).
   void SetSourceTraceProvider(std::function<std::vector<SourceLocation>()> provider);
-  // "kernel NAME (aten::op) failed at FILE:LINE" for the last eager kernel that raised, then
-  // cleared; "" when none did.
+  // "kernel NAME (aten::op) failed at FILE:LINE" for the last eager kernel that raised (or
+  // compiled kernel: "(cpp_fused_...)"), then cleared; "" when none did.
   std::string TakeEagerFailure();
   // While the returned object lives, operators are not captured as eager kernels (the
   // program's optimizer step, which the host dumps as update kernels).
@@ -264,6 +264,7 @@ class DumpHost {
   std::vector<torch_internal::CompiledGraph*> compiled_by_id_;
   std::vector<std::unique_ptr<torch_internal::CompiledGraph>> compiled_graphs_;
   torch_internal::CompiledGraph* Compiled(uint32_t graph_id) const;
+  std::string compiled_failure_;  // TakeEagerFailure's, of the last compiled call that raised
   std::vector<HostGraph*> graphs_;  // both kinds, by graph id
   // Modules of eager graphs: key -> (graph, path).
   std::unordered_map<const void*, std::pair<torch_internal::EagerGraph*, std::string>> modules_;

@@ -8,6 +8,11 @@
 #include "host/tensor_views.h"
 
 namespace graphdump::torch_internal {
+
+// torchscript/graph_compiler.h's (whose CompiledGraph, the TorchScript executor's, is another
+// type): "file:line `code`" of the kernel's user frame.
+std::string DescribeSource(const KernelInfo& kernel);
+
 namespace {
 
 // Generated kernels write their buffers through raw pointers, never through a version counter,
@@ -46,18 +51,42 @@ KernelInfo CompiledGraph::AppendKernel(KernelInfo kernel) {
 void CompiledGraph::BeginCall() {
   if (!registered_ || in_call_) return;
   in_call_ = true;
+  running_.reset();
   session_->BeginStep(info_.graph_id);
 }
 
-void CompiledGraph::EndCall() {
-  if (!in_call_) return;
+std::string CompiledGraph::EndCall() {
+  if (!in_call_) return "";
   in_call_ = false;
+  std::string failure;
+  if (running_ && running_index_ < info_.kernels.size()) {
+    // The kernel raised (the generated code's try/finally, the interpreter's, ended the call
+    // between its two lines): the script gets PyTorch's exception as it was raised.
+    const KernelInfo& kernel = info_.kernels[running_index_];
+    auto kind = kernel.attributes.find("inductor_kernel");
+    failure = "kernel " + kernel.full_name + " (" +
+              (kind != kernel.attributes.end() ? kind->second : "aten::" + kernel.op_type) +
+              ") failed at " + DescribeSource(kernel);
+    session_->OnKernelFailed(kernel, *running_, failure);
+  }
+  running_.reset();
   session_->EndStep(info_.graph_id);
+  return failure;
 }
 
 bool CompiledGraph::Wants(uint32_t index) const {
   return in_call_ && index < info_.kernels.size() && session_->StepDumps() &&
          session_->Wants(info_.kernels[index]);
+}
+
+bool CompiledGraph::WatchesFailure(uint32_t index) const {
+  return in_call_ && index < info_.kernels.size() && session_->config().op_debug_mode == 4;
+}
+
+void CompiledGraph::Starting(uint32_t index,
+                             std::shared_ptr<const std::vector<TensorView>> inputs) {
+  running_index_ = index;
+  running_ = std::move(inputs);
 }
 
 std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
@@ -115,6 +144,7 @@ void DumpHost::BeginCompiledCall(uint32_t graph_id) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
+  compiled_failure_.clear();  // one caught before: the program went on
   // As for modules: until an optimizer step is seen, each call of the first graph registered
   // (an exported program's, a compiled function's) starts the next iteration.
   if (!optimizer_mode_ && graph == graphs_.front() && session_->IterationOpen()) EndIteration();
@@ -127,7 +157,8 @@ void DumpHost::EndCompiledCall(uint32_t graph_id) {
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
   torch_internal::HostWork host_work;
-  graph->EndCall();
+  std::string failure = graph->EndCall();
+  if (!failure.empty()) compiled_failure_ = std::move(failure);
 }
 
 std::shared_ptr<std::vector<TensorView>> DumpHost::CompiledKernelInputs(
@@ -135,8 +166,13 @@ std::shared_ptr<std::vector<TensorView>> DumpHost::CompiledKernelInputs(
     const std::vector<uint32_t>& written) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
-  if (graph == nullptr || !session_ || !graph->Wants(index)) return nullptr;
-  return std::make_shared<std::vector<TensorView>>(graph->Inputs(index, inputs, written));
+  if (graph == nullptr || !session_) return nullptr;
+  // op_debug_mode 4 keeps every kernel's inputs until it has run: those of one that raises
+  // are dumped (EndCompiledCall).
+  if (!graph->Wants(index) && !graph->WatchesFailure(index)) return nullptr;
+  auto views = std::make_shared<std::vector<TensorView>>(graph->Inputs(index, inputs, written));
+  graph->Starting(index, views);
+  return views;
 }
 
 void DumpHost::CompiledKernelDone(uint32_t graph_id, uint32_t index,
@@ -145,7 +181,8 @@ void DumpHost::CompiledKernelDone(uint32_t graph_id, uint32_t index,
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return;
-  graph->Done(index, inputs, outputs);
+  graph->Ran();
+  if (graph->Wants(index)) graph->Done(index, inputs, outputs);
 }
 
 }  // namespace graphdump

@@ -34,11 +34,20 @@ class CompiledGraph final : public HostGraph {
   const GraphInfo& graph() const override { return info_; }
   DumpSession* session() const override { return session_; }
 
-  // A call of the graph begins and ends (the session's step of this graph).
+  // A call of the graph begins and ends (the session's step of this graph). A call that ends
+  // while a watched kernel runs (Starting, no Ran: it raised) ends failed in that kernel:
+  // the session has its inputs (op_debug_mode 4 dumps them), and EndCall returns
+  // "kernel NAME (KERNEL) failed at FILE:LINE `code`"; else "".
   void BeginCall();
-  void EndCall();
+  std::string EndCall();
   // Does kernel `index` dump in this call? False for an index the graph does not have.
   bool Wants(uint32_t index) const;
+  // Does this call watch kernel `index` for an exception (op_debug_mode 4)?
+  bool WatchesFailure(uint32_t index) const;
+  // Kernel `index` (dumped or watched) is about to run with `inputs` (from Inputs), and has
+  // run.
+  void Starting(uint32_t index, std::shared_ptr<const std::vector<TensorView>> inputs);
+  void Ran() { running_.reset(); }
   // The views of kernel `index`'s inputs, taken before it runs; those at `written` (the
   // buffers it writes in place) are copied first when the session reads them.
   std::vector<TensorView> Inputs(uint32_t index, const std::vector<at::Tensor>& inputs,
@@ -54,6 +63,8 @@ class CompiledGraph final : public HostGraph {
   GraphInfo info_;
   bool registered_ = false;
   bool in_call_ = false;
+  uint32_t running_index_ = 0;
+  std::shared_ptr<const std::vector<TensorView>> running_;  // its inputs; null: none runs
 };
 
 }  // namespace graphdump::torch_internal

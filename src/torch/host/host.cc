@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -228,7 +229,8 @@ Status DumpHost::SetEagerDump(const void* key) {
 
 std::string DumpHost::TakeEagerFailure() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
-  return capture_ ? capture_->TakeFailure() : "";
+  std::string failure = capture_ ? capture_->TakeFailure() : "";
+  return failure.empty() ? std::exchange(compiled_failure_, std::string()) : failure;
 }
 
 std::shared_ptr<void> DumpHost::PauseEager() {
