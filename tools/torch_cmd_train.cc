@@ -118,6 +118,13 @@ int RunTorchTrain(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
+  if (flags.model.ends_with(".pt2")) {
+    return Fail(command, Status::InvalidArgument(
+                             flags.model + " is an exported program (torch.export.save): train "
+                             "takes TorchScript files; `graphdump run` runs exported programs, "
+                             "and a training script runs under `graphdump python` "
+                             "(docs/cli-run-train.md, \"Exported programs\")"));
+  }
   if (data_file.empty() != labels_file.empty()) {
     return Fail(command, Status::InvalidArgument("--data and --labels go together"));
   }

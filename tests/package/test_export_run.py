@@ -137,6 +137,10 @@ def test_torchscript_options_and_foreign_files_are_refused(exported):
     tmp = exported["tmp"]
     p = graphdump("run", tmp / "net.pt2", "--precision", "bf16", check=2)
     assert "--precision: not an option for an exported program (.pt2)" in p.stderr, p.stderr
+    # train is the TorchScript trainer: an exported program is refused with why (exit 2).
+    p = graphdump("train", tmp / "net.pt2", "--steps", "1", check=2)
+    assert (f"{tmp / 'net.pt2'} is an exported program (torch.export.save): train takes "
+            "TorchScript files") in p.stderr, p.stderr
     (tmp / "bad.pt2").write_bytes(b"not a zip archive")
     p = graphdump("run", tmp / "bad.pt2", check=2)
     assert "bad.pt2: not an exported program" in p.stderr, p.stderr
