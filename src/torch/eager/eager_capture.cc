@@ -75,6 +75,39 @@ OpCacheEntry& OpCacheSlot(const char* name) {
                     (64 - kOpCacheBits)];
 }
 
+// The watched thread's callbacks (the capture made on this thread registered them).
+thread_local std::vector<at::CallbackHandle> t_thread_handles;
+
+// Turns this thread's callback `handle` on or off, when it has it and it is not so already
+// (PyTorch keeps a thread's callbacks in its thread-local state, which the autograd engine
+// swaps while it runs a node: only what the state holds now is switched).
+void SetThreadCallback(at::CallbackHandle handle, bool on) {
+  for (const at::RecordFunctionCallbacksEntry& entry :
+       at::get_record_function_tls_().sorted_tls_callbacks_) {
+    if (entry.handle_ != handle) continue;
+    if (entry.enabled_ == on) return;
+    if (on) {
+      at::reenableCallback(handle);
+    } else {
+      at::disableCallback(handle);
+    }
+    return;
+  }
+}
+
+// Removes the callbacks a capture registered on this thread, once it is gone.
+void RemoveStaleThreadCallbacks() {
+  for (at::CallbackHandle handle : std::exchange(t_thread_handles, {})) {
+    for (const at::RecordFunctionCallbacksEntry& entry :
+         at::get_record_function_tls_().sorted_tls_callbacks_) {
+      if (entry.handle_ == handle) {
+        at::removeCallback(handle);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void* EagerCapture::KernelCall::operator new(size_t size) {
@@ -94,7 +127,7 @@ HostWork::~HostWork() { --t_host_work; }
 
 EagerCapture::EagerCapture(Callbacks callbacks, std::recursive_mutex* lock)
     : callbacks_(std::move(callbacks)), lock_(lock) {
-  // A forked child (a DataLoader worker) keeps the callback and this thread's id, but never
+  // A forked child (a DataLoader worker) keeps the callbacks and this thread's id, but never
   // the dump: it captures nothing.
   static const int registered =
       pthread_atfork(nullptr, nullptr, [] { g_capture.store(nullptr, std::memory_order_release); });
@@ -103,17 +136,25 @@ EagerCapture::EagerCapture(Callbacks callbacks, std::recursive_mutex* lock)
   for (OpCacheEntry& entry : g_op_cache) entry = OpCacheEntry{};  // an earlier capture's ids
   script_frame_.scope = "Default/script";
   script_frame_.scope_id = ScopeId(script_frame_.scope);
+  RemoveStaleThreadCallbacks();  // an earlier capture's, ended on another thread
   g_capture.store(this, std::memory_order_release);
-  handle_ = at::addGlobalCallback(
-      at::RecordFunctionCallback(&EagerCapture::OnStart, &EagerCapture::OnEnd)
+  operator_handle_ = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&EagerCapture::OnThreadStart, &EagerCapture::OnThreadEnd)
           .needsInputs(true)
           .needsOutputs(true)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
-  at::disableCallback(handle_);
+          .scopes({at::RecordScope::FUNCTION}));
+  backward_handle_ = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&EagerCapture::OnThreadStart, &EagerCapture::OnThreadEnd)
+          .scopes({at::RecordScope::BACKWARD_FUNCTION}));
+  t_thread_handles = {operator_handle_, backward_handle_};
+  SetThreadCallbacks(false);
 }
 
 EagerCapture::~EagerCapture() {
-  at::removeCallback(handle_);
+  if (global_handle_ != 0) at::removeCallback(global_handle_);
+  // Another thread cannot reach the watched thread's callbacks: they remove themselves when
+  // next called there (RemoveStaleThreadCallbacks).
+  if (at::RecordFunction::currentThreadId() == thread_id_) RemoveStaleThreadCallbacks();
   g_capture.store(nullptr, std::memory_order_release);
 }
 
@@ -125,16 +166,42 @@ void EagerCapture::Switch(bool active, bool naming) {
   const bool was_on = active_ || naming_;
   active_ = active;
   naming_ = naming;
-  if (was_on == (active_ || naming_)) return;
+  const bool on = active_ || naming_;
+  if (was_on == on) return;
   // Depths are counted only while the callback runs; it is switched between operator calls.
   op_depth_ = 0;
   backward_depth_ = 0;
-  if (active_ || naming_) {
-    at::reenableCallback(handle_);
-  } else {
-    at::disableCallback(handle_);
+  on_.store(on, std::memory_order_release);
+  const bool watched = at::RecordFunction::currentThreadId() == thread_id_;
+  if (watched && !global_mode_.load(std::memory_order_acquire)) {
+    SetThreadCallbacks(on);
+    return;
   }
+  // A switch on another thread: the global callback serves from now on (the watched thread's
+  // callbacks turn themselves off when next called, OnThreadStart).
+  if (global_handle_ == 0) {
+    global_handle_ = at::addGlobalCallback(
+        at::RecordFunctionCallback(&EagerCapture::OnGlobalStart, &EagerCapture::OnGlobalEnd)
+            .needsInputs(true)
+            .needsOutputs(true)
+            .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+    at::disableCallback(global_handle_);
+  }
+  global_mode_.store(true, std::memory_order_release);
+  if (on) {
+    at::reenableCallback(global_handle_);
+  } else {
+    at::disableCallback(global_handle_);
+  }
+  if (watched) SetThreadCallbacks(false);
 }
+
+void EagerCapture::SetThreadCallbacks(bool on) {
+  SetThreadCallback(backward_handle_, on);
+  SetThreadCallback(operator_handle_, on);
+}
+
+void EagerCapture::SetOperatorCallback(bool on) { SetThreadCallback(operator_handle_, on); }
 
 bool EagerCapture::TakeKernel(EagerGraph** graph, uint32_t* index) {
   taken_call_ = nullptr;
@@ -227,68 +294,106 @@ bool EagerCapture::OperatorOf(const at::RecordFunction& fn, uint32_t* op_id) {
   return true;
 }
 
-std::unique_ptr<at::ObserverContext> EagerCapture::OnStart(const at::RecordFunction& fn) {
+std::unique_ptr<at::ObserverContext> EagerCapture::OnThreadStart(const at::RecordFunction& fn) {
+  EagerCapture* self = g_capture.load(std::memory_order_acquire);
+  if (self == nullptr) {
+    RemoveStaleThreadCallbacks();
+    return nullptr;
+  }
+  if (fn.threadId() != self->thread_id_) return nullptr;
+  // Switched off, or the global callback serves: a state the autograd engine restored, or a
+  // switch on another thread, left them on.
+  if (!self->on_.load(std::memory_order_acquire) ||
+      self->global_mode_.load(std::memory_order_acquire)) {
+    self->SetThreadCallbacks(false);
+    return nullptr;
+  }
+  return self->Start(fn, /*per_thread=*/true);
+}
+
+void EagerCapture::OnThreadEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  EagerCapture* self = g_capture.load(std::memory_order_acquire);
+  if (self == nullptr || fn.threadId() != self->thread_id_) return;
+  self->End(fn, ctx, /*per_thread=*/true);
+}
+
+std::unique_ptr<at::ObserverContext> EagerCapture::OnGlobalStart(const at::RecordFunction& fn) {
   EagerCapture* self = g_capture.load(std::memory_order_acquire);
   if (self == nullptr || fn.threadId() != self->thread_id_) return nullptr;
+  return self->Start(fn, /*per_thread=*/false);
+}
+
+void EagerCapture::OnGlobalEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  EagerCapture* self = g_capture.load(std::memory_order_acquire);
+  if (self == nullptr || fn.threadId() != self->thread_id_) return;
+  self->End(fn, ctx, /*per_thread=*/false);
+}
+
+std::unique_ptr<at::ObserverContext> EagerCapture::Start(const at::RecordFunction& fn,
+                                                         bool per_thread) {
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    ++self->backward_depth_;
+    ++backward_depth_;
     return nullptr;
   }
   uint32_t op_id = 0;
-  if (!self->OperatorOf(fn, &op_id)) {
+  if (!OperatorOf(fn, &op_id)) {
     if (torch_compat::IsAutogradEvaluation(fn)) {
-      ++self->backward_depth_;
+      ++backward_depth_;
     } else {
-      self->NoteFunction(fn);
+      NoteFunction(fn);
     }
     return nullptr;
   }
-  const bool outermost = self->op_depth_++ == 0;
+  const bool outermost = op_depth_++ == 0;
   if (!outermost) return nullptr;
-  self->starting_graph_ = nullptr;
-  self->starting_call_ = nullptr;
-  self->failure_.clear();  // one caught before: the program went on
+  // The operators this one calls are not kernels: none is recorded until it ends (End).
+  if (per_thread) SetOperatorCallback(false);
+  starting_graph_ = nullptr;
+  starting_call_ = nullptr;
+  failure_.clear();  // one caught before: the program went on
   if (t_host_work > 0) return nullptr;
   // Operators inside an autograd node belong to the backward pass, unless a module is being
   // recomputed there.
-  if (self->InBackward() && (self->frames_.empty() ||
-                             !self->frames_.back().scope.starts_with(kRecompute))) {
+  if (InBackward() && (frames_.empty() || !frames_.back().scope.starts_with(kRecompute))) {
     return nullptr;
   }
   try {
-    return self->StartKernel(fn, op_id);
+    return StartKernel(fn, op_id);
   } catch (const std::exception&) {
     return nullptr;  // never disturb the program: this call is not dumped
   }
 }
 
-void EagerCapture::OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
-  EagerCapture* self = g_capture.load(std::memory_order_acquire);
-  if (self == nullptr || fn.threadId() != self->thread_id_) return;
+void EagerCapture::End(const at::RecordFunction& fn, at::ObserverContext* ctx, bool per_thread) {
+  // The global callback serves now (a switch on another thread while this call ran): only the
+  // kernel this callback started is finished here.
+  const bool served = !per_thread || !global_mode_.load(std::memory_order_acquire);
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    if (self->backward_depth_ > 0) --self->backward_depth_;
+    if (served && backward_depth_ > 0) --backward_depth_;
     return;
   }
   uint32_t op_id = 0;
-  if (!self->OperatorOf(fn, &op_id)) {
-    if (torch_compat::IsAutogradEvaluation(fn) && self->backward_depth_ > 0) {
-      --self->backward_depth_;
+  if (!OperatorOf(fn, &op_id)) {
+    if (served && torch_compat::IsAutogradEvaluation(fn) && backward_depth_ > 0) {
+      --backward_depth_;
     }
     return;
   }
   if (ctx != nullptr) {
     try {
       // Operators graphdump runs here (a view's copy) are nested in this one: not kernels.
-      self->EndKernel(fn, *static_cast<KernelCall*>(ctx));
+      EndKernel(fn, *static_cast<KernelCall*>(ctx));
     } catch (const std::exception&) {
     }
   }
-  if (self->op_depth_ > 0) --self->op_depth_;
-  if (self->op_depth_ == 0) {
+  if (!served) return;
+  if (op_depth_ > 0) --op_depth_;
+  if (op_depth_ == 0) {
     // A kernel no dispatcher call took (its operator never reached the precision run's key)
     // is not handed to the next call.
-    self->starting_graph_ = nullptr;
-    self->starting_call_ = nullptr;
+    starting_graph_ = nullptr;
+    starting_call_ = nullptr;
+    if (per_thread && on_.load(std::memory_order_acquire)) SetOperatorCallback(true);
   }
 }
 

@@ -2,8 +2,16 @@
 // C++, and turns the ones the program's own code called into kernels of EagerGraphs
 // (eager_graph.h), dumped through the same DumpSession as the TorchScript executor's kernels.
 //
-// How it hooks in: one global ATen RecordFunction callback (the profiler's hook; with
-// needsInputs and needsOutputs the dispatcher hands it each call's arguments and results).
+// How it hooks in: ATen RecordFunction callbacks (the profiler's hook; with needsInputs and
+// needsOutputs the dispatcher hands them each call's arguments and results), registered on the
+// watched thread only (thread-local callbacks): one for operator calls, one for autograd nodes.
+//   - While an outermost operator runs, the operator callback is off on the thread, so PyTorch
+//     records none of the operators nested in it (a `to` inside an addition: a dtype cast, its
+//     copy, its allocation), and boxes none of their arguments and results: they are never
+//     kernels, and recording them cost more than the kernel's own record.
+//   - The callbacks are switched on the watched thread, where PyTorch keeps them. A switch made
+//     on another thread falls back to one global callback (the thread filter below) for the
+//     rest of the capture, recording nested operators again.
 //   - A kernel is an outermost operator call: `aten::linear`, not the `aten::addmm` inside it.
 //     Nested calls only count depth. Records that are not operators (a custom autograd
 //     Function's apply, profiler labels) are transparent.
@@ -30,6 +38,7 @@
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -134,8 +143,19 @@ class EagerCapture {
   };
   struct KernelCall;
 
-  static std::unique_ptr<at::ObserverContext> OnStart(const at::RecordFunction& fn);
-  static void OnEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
+  // The watched thread's callbacks, and the global one that serves instead after a switch on
+  // another thread (global_mode_).
+  static std::unique_ptr<at::ObserverContext> OnThreadStart(const at::RecordFunction& fn);
+  static void OnThreadEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
+  static std::unique_ptr<at::ObserverContext> OnGlobalStart(const at::RecordFunction& fn);
+  static void OnGlobalEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
+  // `per_thread`: called through the watched thread's callbacks, which turn the operator
+  // callback off while an outermost operator runs.
+  std::unique_ptr<at::ObserverContext> Start(const at::RecordFunction& fn, bool per_thread);
+  void End(const at::RecordFunction& fn, at::ObserverContext* ctx, bool per_thread);
+  // Turns the watched thread's callbacks (both, or the operator one) on or off; on that thread.
+  void SetThreadCallbacks(bool on);
+  void SetOperatorCallback(bool on);
   std::unique_ptr<at::ObserverContext> StartKernel(const at::RecordFunction& fn, uint32_t op_id);
   void EndKernel(const at::RecordFunction& fn, KernelCall& call);
   // `trace`: the kernel's source trace, asked before the lock was taken.
@@ -153,7 +173,11 @@ class EagerCapture {
 
   Callbacks callbacks_;
   std::recursive_mutex* lock_;
-  at::CallbackHandle handle_ = 0;
+  at::CallbackHandle operator_handle_ = 0;  // the watched thread's
+  at::CallbackHandle backward_handle_ = 0;  // the watched thread's
+  at::CallbackHandle global_handle_ = 0;    // made at the first switch on another thread
+  std::atomic<bool> global_mode_{false};
+  std::atomic<bool> on_{false};  // active_ || naming_
   uint64_t thread_id_ = 0;
   bool active_ = false;
   bool naming_ = false;
