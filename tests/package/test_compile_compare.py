@@ -30,14 +30,19 @@ def script_line(marker):
     return marked_line(SCRIPT, marker)
 
 
-@pytest.fixture(scope="module")
-def dumps(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("compile_compare")
-    for mode in ("compiled", "eager"):
+def full_dumps(tmp_path_factory, folder, modes):
+    """A full dump of the script in each of `modes`, each in a folder of its mode's name."""
+    tmp = tmp_path_factory.mktemp(folder)
+    for mode in modes:
         config = write_config(tmp / f"{mode}.json", tmp / mode, {"saved_data": "full"})
         graphdump("python", "--config", config, SCRIPT, mode, tmp / f"{mode}.npz", check=0,
                   timeout=600)
     return tmp
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    return full_dumps(tmp_path_factory, "compile_compare", ("compiled", "eager"))
 
 
 def compare(dumps, a, b):
@@ -153,12 +158,7 @@ def test_eager_against_compiled(dumps):
 
 @pytest.fixture(scope="module")
 def train_dumps(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("compile_compare_train")
-    for mode in ("train-compiled", "train-eager32"):
-        config = write_config(tmp / f"{mode}.json", tmp / mode, {"saved_data": "full"})
-        graphdump("python", "--config", config, SCRIPT, mode, tmp / f"{mode}.npz", check=0,
-                  timeout=600)
-    return tmp
+    return full_dumps(tmp_path_factory, "compile_compare_train", ("train-compiled", "train-eager32"))
 
 
 def test_training_step_against_float32_eager(train_dumps):
@@ -217,12 +217,7 @@ def test_training_step_against_float32_eager(train_dumps):
 
 @pytest.fixture(scope="module")
 def branch_dumps(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("compile_branches")
-    for mode in ("branch-compiled", "branch-eager32"):
-        config = write_config(tmp / f"{mode}.json", tmp / mode, {"saved_data": "full"})
-        graphdump("python", "--config", config, SCRIPT, mode, tmp / f"{mode}.npz", check=0,
-                  timeout=600)
-    return tmp
+    return full_dumps(tmp_path_factory, "compile_branches", ("branch-compiled", "branch-eager32"))
 
 
 def test_a_kernel_writing_two_buffers_pairs_each_with_its_eager_kernel(branch_dumps):
