@@ -170,6 +170,8 @@ class Dump:
         self._pending_set_dump = []
         self._optimizers = weakref.WeakSet()
         self._stepped = set()  # id() of the optimizers that stepped in the open iteration
+        self._own = weakref.WeakSet()  # optimizers that stepped on the capturing thread
+        self._foreign = weakref.WeakSet()  # optimizers that stepped on another thread
         self._routed_parameters = set()  # ids of the parameters of modules run here
         self._warned_unowned = False
         self._open_failed = False  # the session refused to open (ConfigError raised)
@@ -454,6 +456,7 @@ class Dump:
         def step(opt, *args, **kwargs):
             dump = _state.active
             if dump is not None and not _state.captures_thread(dump):
+                dump._foreign.add(opt)
                 return original(*args, **kwargs)  # another thread's training: untouched
             if dump is not None and os.getpid() == dump._pid and not dump._closed:
                 dump._open_host()  # a step before any module call: the rank is known now
@@ -508,6 +511,7 @@ class Dump:
             # One iteration per training step, however many optimizers step in it: the
             # iteration ends at the last of them (docs/python.md).
             dump._stepped.add(id(opt))
+            dump._own.add(opt)
             ends = not dump._optimizer_pending(opt)
             after = [_state_tensors(opt.state.get(p)) for p in params] if captures else []
             host.end_optimizer_step(token, after, ends)
@@ -528,10 +532,17 @@ class Dump:
         optimizer.step = types.MethodType(step, optimizer)
 
     def _optimizer_pending(self, stepped):
-        """Is another tracked optimizer still to step in this training step: one that has not
-        stepped in the open iteration and has a parameter with a gradient?"""
+        """Is another tracked optimizer still to step in this training step: one of this
+        thread's training (it stepped here, or it updates a module run here) that has not
+        stepped in the open iteration and has a parameter with a gradient? Another thread's
+        optimizer is never looked at: its gradients are written by that thread's backward
+        pass while this one runs (docs/reliability.md, "Threads")."""
         for other in list(self._optimizers):
-            if other is stepped or id(other) in self._stepped:
+            if other is stepped or id(other) in self._stepped or other in self._foreign:
+                continue
+            if other not in self._own and not any(
+                    id(p) in self._routed_parameters for group in other.param_groups
+                    for p in group["params"]):
                 continue
             if any(p.grad is not None for group in other.param_groups
                    for p in group["params"]):
