@@ -78,33 +78,32 @@ OpCacheEntry& OpCacheSlot(const char* name) {
 // The watched thread's callbacks (the capture made on this thread registered them).
 thread_local std::vector<at::CallbackHandle> t_thread_handles;
 
-// Turns this thread's callback `handle` on or off, when it has it and it is not so already
-// (PyTorch keeps a thread's callbacks in its thread-local state, which the autograd engine
-// swaps while it runs a node: only what the state holds now is switched).
-void SetThreadCallback(at::CallbackHandle handle, bool on) {
+// This thread's entry of callback `handle`, or null. PyTorch keeps a thread's callbacks in its
+// thread-local state, which the autograd engine swaps while it runs a node: only what the state
+// holds now is found.
+const at::RecordFunctionCallbacksEntry* ThreadCallback(at::CallbackHandle handle) {
   for (const at::RecordFunctionCallbacksEntry& entry :
        at::get_record_function_tls_().sorted_tls_callbacks_) {
-    if (entry.handle_ != handle) continue;
-    if (entry.enabled_ == on) return;
-    if (on) {
-      at::reenableCallback(handle);
-    } else {
-      at::disableCallback(handle);
-    }
-    return;
+    if (entry.handle_ == handle) return &entry;
+  }
+  return nullptr;
+}
+
+// Turns this thread's callback `handle` on or off, when it has it and it is not so already.
+void SetThreadCallback(at::CallbackHandle handle, bool on) {
+  const at::RecordFunctionCallbacksEntry* entry = ThreadCallback(handle);
+  if (entry == nullptr || entry->enabled_ == on) return;
+  if (on) {
+    at::reenableCallback(handle);
+  } else {
+    at::disableCallback(handle);
   }
 }
 
 // Removes the callbacks a capture registered on this thread, once it is gone.
 void RemoveStaleThreadCallbacks() {
   for (at::CallbackHandle handle : std::exchange(t_thread_handles, {})) {
-    for (const at::RecordFunctionCallbacksEntry& entry :
-         at::get_record_function_tls_().sorted_tls_callbacks_) {
-      if (entry.handle_ == handle) {
-        at::removeCallback(handle);
-        break;
-      }
-    }
+    if (ThreadCallback(handle) != nullptr) at::removeCallback(handle);
   }
 }
 
