@@ -2,6 +2,8 @@
 bracketed for the eager capture, TorchScript modules run through graphdump's executor),
 backward passes, and, with auto, optimizer construction. DistributedDataParallel's are
 _torch_ddp.py's. Not an API."""
+import contextlib
+
 import torch
 
 from . import _compiled, _torch_ddp
@@ -133,18 +135,18 @@ def _backward_roots(args, kwargs):
 
 
 def _autograd_call(dump):
-    """A handle to close when the program's torch.autograd.backward/grad returns: what autograd
-    runs on the watched thread meanwhile (the seed gradient's ones_like, the engine's casts of
-    gradients to their nodes' dtypes) is not kernels (docs/precision.md, "Kernel identity");
-    None when nothing names kernels here."""
+    """A context around the program's torch.autograd.backward/grad: what autograd runs on the
+    watched thread meanwhile (the seed gradient's ones_like, the engine's casts of gradients to
+    their nodes' dtypes) is not kernels (docs/precision.md, "Kernel identity"); it does nothing
+    when nothing names kernels here."""
     host = _state.naming_host(dump)
-    return host.autograd_call() if host is not None else None
+    return contextlib.closing(host.autograd_call()) if host is not None else \
+        contextlib.nullcontext()
 
 
 def _backward(*args, **kwargs):
     dump = _state.active
-    autograd = _autograd_call(dump)
-    try:
+    with _autograd_call(dump):
         host = _dumping_host(dump)
         if host is None:
             return _autograd_backward(*args, **kwargs)
@@ -155,18 +157,11 @@ def _backward(*args, **kwargs):
         finally:
             backward_pass.close()
             dump._flush_allreduce()
-    finally:
-        if autograd is not None:
-            autograd.close()
 
 
 def _grad(*args, **kwargs):
-    autograd = _autograd_call(_state.active)
-    try:
+    with _autograd_call(_state.active):
         return _autograd_grad(*args, **kwargs)
-    finally:
-        if autograd is not None:
-            autograd.close()
 
 
 def _optimizer_init(optimizer, *args, **kwargs):
