@@ -57,17 +57,7 @@ std::string BaseName(const std::string& path) {
 
 // Writes all of `data`, retrying short writes and EINTR. Returns 0 or the errno.
 int WriteFully(int fd, const void* data, size_t size) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
+  return WriteTwoFully(fd, data, size, nullptr, 0);
 }
 
 int WriteTwoFully(int fd, const void* first, size_t first_size, const void* second,

@@ -135,7 +135,9 @@ class PosixWritableFile : public WritableFile {
     // the file system cannot rename without replacing, is it checked and then replaced.
     const std::string base = BaseName(path_);
     if (RenameNoReplace(dir_->get(), temp_name_.c_str(), base.c_str()) != 0) {
-      if (errno != EEXIST && errno != EINVAL && errno != ENOSYS) return ErrnoError("rename to", path_, errno);
+      if (errno != EEXIST && errno != EINVAL && errno != ENOSYS) {
+        return ErrnoError("rename to", path_, errno);
+      }
       if (const std::string why = NotReplaceable(dir_->get(), base); !why.empty()) {
         return Status::InvalidArgument("cannot write " + path_ + ": " + why);
       }
