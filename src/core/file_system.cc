@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdio.h>  // renameat2
+#include <stdio.h>  // renameat2, fopen
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -99,7 +99,7 @@ int RenameNoReplace(int dir_fd, const char* from, const char* to) {
 // so the temporary name fits NAME_MAX.
 std::string TempNameFor(const std::string& base) {
   static std::atomic<uint64_t> counter{0};
-  const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." +
+  const std::string suffix = ".tmp." + std::to_string(ProcessId()) + "." +
                              std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
   const size_t room = kNameMax - 1 - suffix.size();
   return "." + (base.size() > room ? base.substr(0, room) : base) + suffix;
@@ -219,6 +219,24 @@ Status OpenError(const std::string& what, const std::string& path, int error) {
   return ErrnoError(what, path, error);
 }
 
+// Whether the process's umask, read without changing it (/proc/self/status; false when that
+// cannot be read), leaves a new file's owner-read bit.
+bool UmaskKeepsOwnerRead() {
+  FILE* status = std::fopen("/proc/self/status", "re");
+  if (status == nullptr) return false;
+  bool keeps = false;
+  char line[256];
+  while (std::fgets(line, sizeof(line), status) != nullptr) {
+    unsigned mask = 0;
+    if (std::sscanf(line, "Umask: %o", &mask) == 1) {
+      keeps = (mask & S_IRUSR) == 0;
+      break;
+    }
+  }
+  std::fclose(status);
+  return keeps;
+}
+
 // Creates `dir` and its missing parents with mode 0700, following any symbolic links on the
 // way (the caller named the path).
 Status MakeParents(const std::string& dir) {
@@ -243,7 +261,9 @@ Status MakeParents(const std::string& dir) {
 class PosixFileSystem : public FileSystem {
  public:
   PosixFileSystem(bool fsync, std::string root)
-      : fsync_(fsync), root_(root.empty() ? "" : WithoutTrailingSlashes(std::move(root))) {}
+      : fsync_(fsync),
+        root_(root.empty() ? "" : WithoutTrailingSlashes(std::move(root))),
+        create_read_only_(UmaskKeepsOwnerRead()) {}
   PosixFileSystem(const PosixFileSystem&) = delete;
   PosixFileSystem& operator=(const PosixFileSystem&) = delete;
 
@@ -258,11 +278,13 @@ class PosixFileSystem : public FileSystem {
     GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "create", path));
     std::string temp_name;
     int slot = -1;
-    const int fd =
-        CreateTemporary(dir->get(), BaseName(path), S_IRUSR | S_IWUSR, &temp_name, &slot);
+    // Created with its final mode, 0400, where the umask keeps it (the new descriptor writes
+    // all the same): no fchmod per file. Otherwise created 0600 and made 0400 when committed.
+    const mode_t mode = create_read_only_ ? S_IRUSR : S_IRUSR | S_IWUSR;
+    const int fd = CreateTemporary(dir->get(), BaseName(path), mode, &temp_name, &slot);
     if (fd < 0) return ErrnoError("create", path, errno);
     return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
-        std::move(dir), fd, slot, temp_name, path, fsync_, S_IRUSR));
+        std::move(dir), fd, slot, temp_name, path, fsync_, create_read_only_ ? -1 : S_IRUSR));
   }
 
   Status AppendToFile(const std::string& path, const std::string& data) override {
@@ -590,6 +612,7 @@ class PosixFileSystem : public FileSystem {
   static constexpr size_t kOpenDirs = 64;
   bool fsync_;
   std::string root_;  // "" when not confined
+  const bool create_read_only_;  // files are created 0400 (the umask keeps S_IRUSR)
   std::atomic<bool> hard_links_{true};  // false once the file system refused one
   std::mutex mu_;
   std::map<std::string, DirFd> open_dirs_;  // by path without trailing '/'

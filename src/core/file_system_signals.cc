@@ -1,7 +1,11 @@
 // Signal cleanup: on SIGINT, SIGTERM or SIGHUP the temporaries being written are removed and
 // the appends in progress cut back (internal/signal_cleanup.h), then the process dies of the
 // signal as it would have (docs/file-format.md, "Layout and sampling").
+#include <pthread.h>
 #include <signal.h>
+
+#include <atomic>
+#include <mutex>
 
 #include "graphdump/file_system.h"
 #include "graphdump/internal/signal_cleanup.h"
@@ -12,6 +16,22 @@ namespace internal {
 // Constant-initialised (no constructor runs, nothing to destroy), so the handler may use it at
 // any time.
 constinit SignalCleanup signal_cleanup;
+
+namespace {
+std::atomic<pid_t> remembered_pid{0};  // 0: not yet known in this process
+}  // namespace
+
+pid_t ProcessId() {
+  pid_t pid = remembered_pid.load(std::memory_order_relaxed);
+  if (pid != 0) return pid;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(nullptr, nullptr, [] { remembered_pid.store(0, std::memory_order_relaxed); });
+  });
+  pid = ::getpid();
+  remembered_pid.store(pid, std::memory_order_relaxed);
+  return pid;
+}
 
 }  // namespace internal
 

@@ -17,6 +17,10 @@ namespace graphdump::internal {
 
 constexpr size_t kNameMax = 255;
 
+// getpid(), remembered: a system call per temporary otherwise (a tensor dump creates hundreds a
+// step). A fork's child (pthread_atfork) forgets its parent's and asks again.
+pid_t ProcessId();
+
 // What a signal must undo before the process dies of it: the temporaries being written (removed)
 // and the appends in progress (truncated back to their old size), so that SIGINT, SIGTERM or
 // SIGHUP leave only whole files and whole rows. A fixed table of slots, since a signal handler
@@ -100,7 +104,7 @@ class SignalCleanup {
     for (int i = 0; i < kSlots; ++i) {
       int expected = kFree;
       if (!slots_[i].state.compare_exchange_strong(expected, kClaimed)) continue;
-      slots_[i].pid = ::getpid();
+      slots_[i].pid = ProcessId();
       fill(slots_[i]);
       slots_[i].state.store(kLive, std::memory_order_release);
       return i;
