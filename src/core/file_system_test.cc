@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,6 +73,53 @@ TEST(PosixFileSystemTest, FileAppearsOnlyOnCommitReadOnly) {
   EXPECT_EQ(Mode(path), 0400u);
   EXPECT_EQ(DirEntries(dir.path()), std::vector<std::string>{"x.npy"});
   EXPECT_EQ((*file)->Append("more", 4).code(), StatusCode::kInternal);
+}
+
+// A file is created with its final mode (0400) where the umask keeps the owner's read bit, and
+// made 0400 at commit where it does not (umask 0477): finished files are 0400 either way. The
+// umask is read when the file system is made.
+TEST(PosixFileSystemTest, CommittedFilesAreReadOnlyWhateverTheUmask) {
+  TempDir dir;
+  for (const mode_t mask : {mode_t{022}, mode_t{0477}}) {
+    const mode_t old = ::umask(mask);
+    auto fs = NewPosixFileSystem();
+    const std::string path = dir.Sub("umask" + std::to_string(mask) + ".npy");
+    auto file = fs->NewWritableFile(path);
+    ::umask(old);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    ASSERT_TRUE((*file)->Append("data", 4).ok());
+    ASSERT_TRUE((*file)->Commit().ok());
+    EXPECT_EQ(Mode(path), 0400u) << "umask " << std::oct << mask;
+    EXPECT_EQ(ReadFile(path), "data");
+  }
+}
+
+// A temporary's name carries the id of the process writing it, a fork's child its own (the id
+// is remembered, and forgotten in the child).
+TEST(PosixFileSystemTest, TemporaryNamesCarryTheWritersProcessIdAfterAFork) {
+  TempDir dir;
+  auto fs = NewPosixFileSystem();
+  auto temporary_of = [&](const std::string& name) {
+    auto file = fs->NewWritableFile(dir.Sub(name));
+    std::string found;
+    for (const std::string& entry : DirEntries(dir.path())) {
+      if (entry.rfind("." + name + ".tmp.", 0) == 0) found = entry;
+    }
+    return found;
+  };
+  const std::string parent = temporary_of("parent.npy");
+  EXPECT_EQ(parent.rfind(".parent.npy.tmp." + std::to_string(::getpid()) + ".", 0), 0u) << parent;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string name = temporary_of("child.npy");
+    const std::string want = ".child.npy.tmp." + std::to_string(::getpid()) + ".";
+    ::_exit(name.rfind(want, 0) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child's temporary does not carry the child's process id";
 }
 
 // AppendTwo writes its two pieces in order (one writev), empty ones included, after what was
