@@ -149,7 +149,10 @@ def _backward(*args, **kwargs):
     with _autograd_call(dump):
         host = _dumping_host(dump)
         if host is None:
-            return _autograd_backward(*args, **kwargs)
+            try:
+                return _autograd_backward(*args, **kwargs)
+            finally:
+                _end_backward_steps(dump)
         args, kwargs, roots = _backward_roots(args, kwargs)
         backward_pass = host.hook_backward(roots)
         try:
@@ -157,6 +160,14 @@ def _backward(*args, **kwargs):
         finally:
             backward_pass.close()
             dump._flush_allreduce()
+            _end_backward_steps(dump)
+
+
+def _end_backward_steps(dump):
+    """A backward pass ended: optimizers that stepped inside it (in gradient hooks) end their
+    training step now, unless this was a backward inside a backward."""
+    if dump is not None and torch._C._current_graph_task_id() == -1:
+        dump._end_backward_steps()
 
 
 def _grad(*args, **kwargs):

@@ -170,6 +170,9 @@ class Dump:
         self._pending_set_dump = []
         self._optimizers = weakref.WeakSet()
         self._stepped = set()  # id() of the optimizers that stepped in the open iteration
+        # An optimizer stepped inside the running backward pass (in a gradient hook): the
+        # training step ends with that pass (_end_backward_steps).
+        self._stepped_in_backward = False
         self._own = weakref.WeakSet()  # optimizers that stepped on the capturing thread
         self._foreign = weakref.WeakSet()  # optimizers that stepped on another thread
         self._routed_parameters = set()  # ids of the parameters of modules run here
@@ -469,7 +472,10 @@ class Dump:
                     out = original(*args, **kwargs)
                 finally:
                     pause[0].close()
-                run.after_step()
+                if torch._C._current_graph_task_id() != -1:
+                    dump._stepped_in_backward = True  # the step ends with the backward pass
+                else:
+                    run.after_step()
                 return out
             if host is None:
                 return original(*args, **kwargs)
@@ -509,13 +515,17 @@ class Dump:
                 pause[0].close()
             iteration = host.iteration
             # One iteration per training step, however many optimizers step in it: the
-            # iteration ends at the last of them (docs/python.md).
+            # iteration ends at the last of them, or, for optimizers stepping inside a backward
+            # pass (one per parameter, in post-accumulate-grad hooks), when the pass ends
+            # (docs/python.md).
             dump._stepped.add(id(opt))
             dump._own.add(opt)
-            ends = not dump._optimizer_pending(opt)
+            in_backward = torch._C._current_graph_task_id() != -1
+            dump._stepped_in_backward |= in_backward
+            ends = not in_backward and not dump._optimizer_pending(opt)
             after = [_state_tensors(opt.state.get(p)) for p in params] if captures else []
             host.end_optimizer_step(token, after, ends)
-            if run is not None:
+            if run is not None and not in_backward:
                 run.after_step()
             if ends:
                 dump._stepped.clear()
@@ -530,6 +540,22 @@ class Dump:
         if hasattr(original, "_wrapped_by_lr_sched"):
             step._wrapped_by_lr_sched = original._wrapped_by_lr_sched
         optimizer.step = types.MethodType(step, optimizer)
+
+    def _end_backward_steps(self):
+        """A backward pass of the capturing thread ended: when optimizers stepped inside it,
+        the training step, and its iteration, end here (_torch_patches.py)."""
+        if not self._stepped_in_backward:
+            return
+        self._stepped_in_backward = False
+        host = _dumping_host(self)
+        iteration = host.iteration if host is not None else None
+        if host is not None:
+            host.end_open_iteration()
+            self._stepped.clear()
+        if self._precision is not None:
+            self._precision.after_step()  # --steps counts training steps
+        if host is not None and _state.after_iteration is not None:
+            _state.after_iteration(self, iteration)
 
     def _optimizer_pending(self, stepped):
         """Is another tracked optimizer still to step in this training step: one of this

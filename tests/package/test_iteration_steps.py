@@ -4,17 +4,23 @@ later iteration is ordered as a plain run's:
 - two optimizers (one per part of the model) stepping in each of 3 training steps: 3
   iterations, not 6; a third optimizer over a frozen part (no gradients) steps too and ends
   nothing; every step's update kernels of both are in that step's iteration;
+- an optimizer per parameter stepping in post-accumulate-grad hooks (optimizer in backward, as
+  in PyTorch's tutorial): 5 training steps of a 4-parameter model are 5 iterations, not 20, each
+  with the 4 updates, named as in a dump of one later iteration only; `graphdump python
+  --precision bf16 --steps 2` of such a script stops at the end of its second training step's
+  backward pass, not inside the first at its second parameter's step;
 - a dump of iterations 1 and 2 only (what hunt's pass 2 does): the execution order is
   forward-first, as a dump of every iteration: the backward's and the optimizer's kernels of the
   iterations that dump nothing are not registered before the forward's.
 """
 import os
 
+import numpy as np
 import torch
 from torch import nn
 
 import graphdump.torch as gd
-from conftest import execution_order, write_config
+from conftest import execution_order, graphdump, write_config
 
 
 class Net(nn.Module):
@@ -83,3 +89,80 @@ def test_later_iterations_are_ordered_forward_first(tmp_path):
     forward = [i for i, k in enumerate(order)
                if not k.startswith("Gradients/") and "/optimizer-" not in k]
     assert max(forward) < first_backward < first_update, order
+
+
+def _train_in_backward(dump, steps=5):
+    """Trains Net's body and head with one Adam per parameter, stepped by each parameter's
+    post-accumulate-grad hook; returns the parameters after training."""
+    torch.manual_seed(0)
+    net = Net()
+    params = list(net.body.parameters()) + list(net.head.parameters())
+    optimizers = {p: torch.optim.Adam([p], lr=0.01) for p in params}
+
+    def hook(p):
+        optimizers[p].step()
+        optimizers[p].zero_grad()
+    for p in params:
+        dump.track(optimizers[p])
+        p.register_post_accumulate_grad_hook(hook)
+    model = dump.wrap(net)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        x, y = torch.randn(4, 6, generator=g), torch.randn(4, 2, generator=g)
+        ((model(x) - y) ** 2).mean().backward()
+    return [p.detach().clone() for p in params]
+
+
+def _updates(rank, it):
+    with open(rank / "Net" / "0" / str(it) / "statistic.csv", encoding="utf-8") as f:
+        return sorted({line.split(",")[1] for line in f if line.startswith("Adam,")})
+
+
+def test_optimizers_in_backward_one_iteration_per_step(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"})
+    with gd.Dump(config) as dump:
+        trained = _train_in_backward(dump)
+    rank = tmp_path / "dump" / "rank_0"
+    assert _iterations(rank) == [0, 1, 2, 3, 4], "one iteration per training step"
+    names = _updates(rank, 0)
+    assert len(names) == 4, names
+    assert all(_updates(rank, it) == names for it in range(5)), "every update in its step"
+    # A dump of iteration 3 alone names the updates as the dump of every iteration does, and
+    # the training is the same.
+    config = write_config(tmp_path / "e.json", tmp_path / "late", {"saved_data": "statistic",
+                                                                    "iteration": "3"})
+    with gd.Dump(config) as dump:
+        late = _train_in_backward(dump)
+    assert _iterations(tmp_path / "late" / "rank_0") == [3]
+    assert _updates(tmp_path / "late" / "rank_0", 3) == names
+    for a, b in zip(trained, late):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
+IN_BACKWARD = """
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2))
+optimizers = {p: torch.optim.Adam([p], lr=0.01) for p in model.parameters()}
+def hook(p):
+    optimizers[p].step()
+    optimizers[p].zero_grad()
+for p in model.parameters():
+    p.register_post_accumulate_grad_hook(hook)
+x, y = torch.randn(4, 6), torch.randn(4, 2)
+for step in range(5):
+    loss = ((model(x) - y) ** 2).mean()
+    print("forward", step, flush=True)
+    loss.backward()  # the training step: its optimizers step in here
+    print("step", step, flush=True)
+"""
+
+
+def test_precision_steps_count_training_steps_with_optimizers_in_backward(tmp_path):
+    script = tmp_path / "in_backward.py"
+    script.write_text(IN_BACKWARD)
+    run = graphdump("python", "--precision", "bf16", "--steps", "2", "--", script, check=0)
+    # The second training step ends with its backward pass, where the script stops (as it
+    # stops at the second optimizer.step() of a script that steps after backward).
+    assert run.stdout.split() == ["forward", "0", "step", "0", "forward", "1"], (
+        run.stdout + run.stderr)

@@ -43,9 +43,10 @@ class HostGraph {
 
  protected:
   // Appends `kernel` (its full name without the "-op{N}" suffix) to the graph: gives it the
-  // graph's id and the next index N, appends "-op{N}" to its name, marks it for dump_mode 2
-  // when its module lies under a module given to set_dump, and registers it with the session
-  // once the graph is registered. Returns it as stored.
+  // graph's id and the next index, appends "-op{N}" to its name (N unique within the graph:
+  // the index, or as an EagerGraph numbers the kernels the host adds, eager_graph.h), marks it
+  // for dump_mode 2 when its module lies under a module given to set_dump, and registers it
+  // with the session once the graph is registered. Returns it as stored.
   virtual KernelInfo AppendKernel(KernelInfo kernel) = 0;
 };
 

@@ -58,9 +58,14 @@ bool EagerGraph::UnderSetDump(const std::string& module_path) const {
 }
 
 KernelInfo EagerGraph::AppendKernel(KernelInfo kernel) {
+  // A kernel the host adds (a backward node, an update, an all-reduce).
+  return AppendNumbered(std::move(kernel), kHostNumbers + host_kernels_++);
+}
+
+KernelInfo EagerGraph::AppendNumbered(KernelInfo kernel, uint64_t number) {
   kernel.graph_id = info_.graph_id;
   kernel.index = static_cast<uint32_t>(info_.kernels.size());
-  kernel.full_name += "-op" + std::to_string(kernel.index);
+  kernel.full_name += "-op" + std::to_string(number);
   kernel.marked_for_dump = UnderSetDump(kernel.module_path);
   if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
   info_.kernels.push_back(kernel);
@@ -75,7 +80,8 @@ int64_t EagerGraph::Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence)
 
 const KernelInfo& EagerGraph::Add(uint32_t scope_id, uint32_t op_id, uint32_t occurrence,
                                   KernelInfo kernel) {
-  const uint32_t index = AppendKernel(std::move(kernel)).index;
+  // A kernel the program's code called.
+  const uint32_t index = AppendNumbered(std::move(kernel), forward_kernels_++).index;
   by_key_.emplace(Key{scope_id, op_id, occurrence}, index);
   return info_.kernels[index];
 }

@@ -10,10 +10,17 @@
 //                                                  code: a loss written in Python, clipping)
 //   Recompute/{module scope}/{op_type}-op{N}       a call made again during backward
 //                                                  (activation checkpointing)
-// N is the kernel's index in the graph, given when the kernel is first seen. A kernel is found
-// again, in every call, by (scope, operator, how many calls of that operator the scope made
-// before it in this call of the root), so the k-th `linear` of `blocks.0.attn` is the same
-// kernel in every iteration.
+// N is given when the kernel is first seen: the kernels the program's code called (the three
+// kinds above) are numbered 0, 1, 2, ... in the order first seen, as the TorchScript executor
+// numbers a scripted model's kernels; the kernels the host adds around them (backward nodes,
+// optimizer updates, all-reduces: host_kernels.h) are numbered from kHostNumbers (10^9) up. So N
+// is unique within the graph (a graph of 10^9 kernels would not fit in memory), and a forward
+// kernel's name does not depend on whether the backward pass and the updates were captured
+// before it (a run that dumps nothing captures neither; docs/python.md). N is not the kernel's
+// index (its place in the graph, KernelInfo::index).
+// A kernel is found again, in every call, by (scope, operator, how many calls of that operator
+// the scope made before it in this call of the root), so the k-th `linear` of `blocks.0.attn`
+// is the same kernel in every iteration.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -94,7 +101,12 @@ class EagerGraph final : public HostGraph {
   std::string TensorName(const at::TensorImpl* impl) const;
 
  private:
-  KernelInfo AppendKernel(KernelInfo kernel) override;
+  // The first N of the kernels the host adds (above).
+  static constexpr uint64_t kHostNumbers = 1000000000;
+
+  KernelInfo AppendKernel(KernelInfo kernel) override;  // a host kernel
+  // Appends `kernel` as AppendKernel does (HostGraph), its name ending in "-op{number}".
+  KernelInfo AppendNumbered(KernelInfo kernel, uint64_t number);
   bool UnderSetDump(const std::string& module_path) const;
   // Adds `slots` to the sorted list `sorted`; marks the metadata to be sent when one is new.
   void AddSlots(const std::vector<uint32_t>& slots, std::vector<uint32_t>* sorted);
@@ -119,6 +131,7 @@ class EagerGraph final : public HostGraph {
   std::unordered_map<Key, uint32_t, KeyHash> by_key_;
   std::vector<Writes> writes_;  // per kernel
   std::vector<std::string> set_dump_paths_;
+  uint64_t forward_kernels_ = 0, host_kernels_ = 0;  // numbered so far
   bool registered_ = false;
   bool metas_dirty_ = false;
   int64_t parameters_iteration_ = -1;
