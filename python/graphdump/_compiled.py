@@ -156,6 +156,11 @@ def after(call, index, inputs, outputs):
     call[0].compiled_kernel_done(call[1], index, inputs, _tensors(outputs))
 
 
+def unseen(call):
+    """The call's code wrote a buffer between its kernels (a copy between devices)."""
+    call[0].compiled_write_unseen(call[1])
+
+
 def _tensors(values):
     """The tensors of `values`, nested tuples and lists flattened (a fallback kernel's output
     is a tuple), other values left out."""
@@ -235,6 +240,11 @@ def _codegen_classes():
                            "if _graphdump_call is not None else None")
             return (f"if _graphdump_in is not None: _graphdump.after(_graphdump_call, {index}, "
                     f"_graphdump_in, ({''.join(w + ', ' for w in writes)}))")
+
+        def codegen_device_copy(self, src, dst, non_blocking):
+            super().codegen_device_copy(src, dst, non_blocking)
+            if self._gd_spec.kernels:  # inside the call's try: a kernel's buffer may be `dst`
+                self.writeline("if _graphdump_call is not None: _graphdump.unseen(_graphdump_call)")
 
         def generate_kernel_call(self, kernel_name, call_args, **kwargs):
             known = self._gd_cpp.get(kernel_name)
