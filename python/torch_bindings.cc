@@ -404,6 +404,8 @@ void BindTorch(py::module_& m) {
           },
           "Has an iteration begun and not ended (step_dumps() answers for it)?")
       .def("end_compiled_call", &DumpHost::EndCompiledCall, "The compiled graph's call ended.")
+      .def("compiled_write_unseen", &DumpHost::CompiledWriteUnseen,
+           "The compiled graph's call wrote a buffer outside its kernels.")
       .def(
           "compiled_kernel_inputs",
           [](DumpHost& host, uint32_t graph_id, uint32_t index,

@@ -32,10 +32,8 @@ _installed = None  # what install() changed, to put back
 _keys = itertools.count()
 _graphs = {}  # graph key -> _GraphSpec, for every graph generated in this process
 _ids = weakref.WeakKeyDictionary()  # Dump -> {graph key: its host's graph id}
-# (graph key, thread) -> (host, graph id) while a call of it runs on the thread the dump
-# captures: another thread running the same graph at the same time is not that call.
-_calls = {}
 _lock = threading.Lock()
+_Tensor = torch.Tensor
 
 
 class _GraphSpec:
@@ -119,7 +117,9 @@ def _compile_ended(args):
 # --- the generated code's calls ----------------------------------------------------------------
 
 def begin(key):
-    """A call of generated graph `key` starts; returns what end() needs, or None."""
+    """A call of generated graph `key` starts; returns what before(), after() and end() need
+    (the generated call keeps it in a local variable: a call of the same graph on another
+    thread has its own), or None when the call dumps nothing."""
     dump = _state.active
     host = _dumping_host(dump)
     if host is None:
@@ -135,34 +135,40 @@ def begin(key):
     if not host.step_dumps():  # nothing of this call is dumped: its kernels run unobserved
         host.end_compiled_call(gid)
         return None
-    _calls[key, threading.get_ident()] = (host, gid)
-    return key, host, gid, host.pause_eager()
+    return host, gid, host.pause_eager()
 
 
 def end(call):
     if call is None:
         return
-    key, host, gid, pause = call
-    _calls.pop((key, threading.get_ident()), None)
+    host, gid, pause = call
     pause.close()
     host.end_compiled_call(gid)
 
 
-def before(key, index, inputs, written):
-    """Kernel `index` of graph `key` is about to run: its inputs when it dumps, else None."""
-    call = _calls.get((key, threading.get_ident()))
-    if call is None:
-        return None
+def before(call, index, inputs, written):
+    """Kernel `index` of the graph of `call` (begin's, not None) is about to run: its inputs
+    when it dumps, else None."""
     return call[0].compiled_kernel_inputs(call[1], index, _tensors(inputs), written)
 
 
-def after(key, index, inputs, outputs):
-    call = _calls.get((key, threading.get_ident()))
-    if call is not None:
-        call[0].compiled_kernel_done(call[1], index, inputs, _tensors(outputs))
+def after(call, index, inputs, outputs):
+    call[0].compiled_kernel_done(call[1], index, inputs, _tensors(outputs))
+
+
+def unseen(call):
+    """The call's code wrote a buffer between its kernels (a copy between devices)."""
+    call[0].compiled_write_unseen(call[1])
 
 
 def _tensors(values):
+    """The tensors of `values`, nested tuples and lists flattened (a fallback kernel's output
+    is a tuple), other values left out."""
+    for v in values:
+        if type(v) is not _Tensor:
+            break
+    else:
+        return values  # most kernel calls: buffers only
     out = []
     for v in values:
         if isinstance(v, torch.Tensor):
@@ -229,11 +235,16 @@ def _codegen_classes():
             for w in writes:
                 self._gd_producers[_name(w)] = f"{spec[0]}-op{index}"
             # When the call dumps nothing, a kernel costs the check of _graphdump_call.
-            self.writeline(f"_graphdump_in = _graphdump.before({self._gd_key}, {index}, "
+            self.writeline(f"_graphdump_in = _graphdump.before(_graphdump_call, {index}, "
                            f"({''.join(r + ', ' for r in reads)}), {tuple(written)!r}) "
                            "if _graphdump_call is not None else None")
-            return (f"if _graphdump_in is not None: _graphdump.after({self._gd_key}, {index}, "
+            return (f"if _graphdump_in is not None: _graphdump.after(_graphdump_call, {index}, "
                     f"_graphdump_in, ({''.join(w + ', ' for w in writes)}))")
+
+        def codegen_device_copy(self, src, dst, non_blocking):
+            super().codegen_device_copy(src, dst, non_blocking)
+            if self._gd_spec.kernels:  # inside the call's try: a kernel's buffer may be `dst`
+                self.writeline("if _graphdump_call is not None: _graphdump.unseen(_graphdump_call)")
 
         def generate_kernel_call(self, kernel_name, call_args, **kwargs):
             known = self._gd_cpp.get(kernel_name)

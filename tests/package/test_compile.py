@@ -163,6 +163,32 @@ def test_statistics_equal_numpys_on_the_dumped_buffers(runs):
     assert checked > 100, checked
 
 
+
+def test_a_statistic_dump_has_the_statistics_of_a_full_dump(runs, tmp_path):
+    """A statistic dump alone reuses, for a kernel's input, the statistics of the kernel of the
+    same call that wrote the buffer last (docs/compile.md): the rows are those a full dump
+    computes from the buffers, kernel by kernel."""
+    full = runs("block")["rank"]
+    config = write_config(tmp_path / "stat.json", tmp_path / "dump", {"saved_data": "statistic"})
+    graphdump("python", "--config", config, SCRIPT, "block", tmp_path / "out.npz", check=0)
+    rank = tmp_path / "dump" / "rank_0"
+    checked = 0
+    for graph in (1, 2):
+        for it in range(3):
+            got, want = rows(rank, graph, it), rows(full, graph, it)
+            assert [(r["Op Name"], r["IO"], r["Slot"]) for r in got] == \
+                [(r["Op Name"], r["IO"], r["Slot"]) for r in want]
+            outputs = {(r["Op Name"], r["Shape"]) for r in want if r["IO"] == "output"}
+            for g, w in zip(got, want):
+                # A buffer a kernel writes may be read before it is written (a fresh buffer's
+                # bytes, another in each run): an input shaped as one of its kernel's outputs.
+                if g["IO"] == "input" and (g["Op Name"], g["Shape"]) in outputs:
+                    continue
+                assert {k: v for k, v in g.items() if k != "Timestamp"} == \
+                    {k: v for k, v in w.items() if k != "Timestamp"}, (g, w)
+                checked += g["IO"] == "input"
+    assert checked > 100, checked
+
 def test_graph_break_and_recompilation_are_graphs_with_eager_code_between(runs):
     rank = runs("break")["rank"]
     ids = graphs(rank)

@@ -149,6 +149,9 @@ class DumpHost {
   void CompiledKernelDone(uint32_t graph_id, uint32_t index,
                           const std::vector<TensorView>& inputs,
                           const std::vector<at::Tensor>& outputs);
+  // The generated code of the graph's call wrote a buffer outside any kernel (a copy between
+  // devices): the rest of the call reuses no kernel's statistics for another's input.
+  void CompiledWriteUnseen(uint32_t graph_id);
 
   // Runs one call of `model`'s forward (arguments without the module) in the current
   // iteration, starting one when none is open. Errors name the failing kernel and its source.

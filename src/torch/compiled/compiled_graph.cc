@@ -1,5 +1,6 @@
 #include "compiled/compiled_graph.h"
 
+#include <atomic>
 #include <cstdio>
 #include <utility>
 
@@ -16,10 +17,23 @@ std::string DescribeSource(const KernelInfo& kernel);
 namespace {
 
 // Generated kernels write their buffers through raw pointers, never through a version counter,
-// and Inductor reuses a buffer's storage for later values: a statistic summarised from a
-// compiled kernel's buffer is never reused (TensorOrigin).
-void ForgetOrigins(std::vector<TensorView>* views) {
-  for (TensorView& v : *views) v.origin = TensorOrigin{};
+// and Inductor reuses a buffer's storage for later values: the version counter of a compiled
+// kernel's buffer says nothing of its bytes (TensorOrigin). CompiledGraph versions the buffers
+// its kernels write itself, within one call (InputOrigins, OutputOrigins).
+
+// The versions CompiledGraph gives the bytes its kernels write: one sequence for every graph
+// (a forward's buffer is a backward's input), far above any version counter's value.
+uint64_t NextVersion() {
+  static std::atomic<uint64_t> next{uint64_t{1} << 62};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Kernels that write only what the generated code reports: Inductor's C++ kernels (through
+// their out and in_out pointers) and extern calls into an `out` buffer (mm, addmm, bmm, ...).
+bool ReportsWrites(const KernelInfo& kernel) {
+  auto kind = kernel.attributes.find("inductor_kernel");
+  if (kind == kernel.attributes.end()) return false;
+  return kind->second.rfind("cpp_", 0) == 0 || kind->second.rfind("extern_kernels.", 0) == 0;
 }
 
 }  // namespace
@@ -44,6 +58,7 @@ KernelInfo CompiledGraph::AppendKernel(KernelInfo kernel) {
   kernel.index = static_cast<uint32_t>(info_.kernels.size());
   kernel.full_name += "-op" + std::to_string(kernel.index);
   if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
+  reports_writes_.push_back(ReportsWrites(kernel));
   info_.kernels.push_back(kernel);
   return kernel;
 }
@@ -53,6 +68,44 @@ void CompiledGraph::BeginCall() {
   in_call_ = true;
   running_.reset();
   session_->BeginStep(info_.graph_id);
+  // Statistics alone are computed as each kernel ends, from the buffers as they are then: a
+  // buffer a kernel of this call wrote, read by a later one with no write between, has the
+  // statistics its writer's output had. Tensor files are left as they were (an asynchronous
+  // dump writes from the buffer later, and Inductor reuses buffers behind the host's back).
+  written_.clear();
+  reuse_ = session_->StepDumps() && session_->config().op_debug_mode == 0 &&
+           session_->config().saved_data == SavedData::kStatistic;
+}
+
+void CompiledGraph::InputOrigins(uint32_t index, std::vector<TensorView>* views) {
+  const bool reports = reuse_ && reports_writes_[index];
+  for (TensorView& v : *views) {
+    const void* storage = v.origin.storage.get();
+    auto it = storage != nullptr ? written_.find(storage) : written_.end();
+    if (it == written_.end()) {
+      v.origin = TensorOrigin{};  // a graph input, or a buffer of an earlier call
+    } else if (reports) {
+      v.origin.version = it->second.second;
+    } else {
+      // A fallback operator may write the buffers it reads: they are unknown from now on.
+      v.origin = TensorOrigin{};
+      written_.erase(it);
+    }
+  }
+}
+
+void CompiledGraph::OutputOrigins(std::vector<TensorView>* views) {
+  for (TensorView& v : *views) {
+    if (!reuse_ || v.origin.storage == nullptr) {
+      v.origin = TensorOrigin{};
+      continue;
+    }
+    auto& entry = written_[v.origin.storage.get()];
+    if (entry.first == nullptr) entry.first = v.origin.storage;
+    // Every view of the allocation sees the write: the new bytes get a new version.
+    entry.second = NextVersion();
+    v.origin.version = entry.second;
+  }
 }
 
 std::string CompiledGraph::EndCall() {
@@ -91,7 +144,7 @@ void CompiledGraph::Starting(uint32_t index,
 
 std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
                                               const std::vector<at::Tensor>& inputs,
-                                              const std::vector<uint32_t>& written) const {
+                                              const std::vector<uint32_t>& written) {
   HostWork host_work;  // the copies are graphdump's, not kernels
   std::vector<c10::IValue> args(inputs.begin(), inputs.end());
   std::vector<TensorView> views;
@@ -99,7 +152,7 @@ std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
   AppendInputViews(*session_, info_.kernels[index], args, written, /*logical_layout=*/true,
                    &views, &slots);
   ReportSkipped(*session_, info_.kernels[index], /*input=*/true, slots);
-  ForgetOrigins(&views);
+  InputOrigins(index, &views);
   return views;
 }
 
@@ -110,7 +163,7 @@ void CompiledGraph::Done(uint32_t index, const std::vector<TensorView>& inputs,
   Slots slots;
   for (const at::Tensor& t : outputs) AppendViews(t, /*logical_layout=*/true, &views, &slots);
   ReportSkipped(*session_, info_.kernels[index], /*input=*/false, slots);
-  ForgetOrigins(&views);
+  OutputOrigins(&views);
   session_->OnKernelDone(info_.kernels[index], inputs, views);
 }
 
@@ -169,10 +222,16 @@ std::shared_ptr<std::vector<TensorView>> DumpHost::CompiledKernelInputs(
   if (graph == nullptr || !session_) return nullptr;
   // op_debug_mode 4 keeps every kernel's inputs until it has run: those of one that raises
   // are dumped (EndCompiledCall).
+  if (!graph->Wants(index)) graph->WriteUnseen();
   if (!graph->Wants(index) && !graph->WatchesFailure(index)) return nullptr;
   auto views = std::make_shared<std::vector<TensorView>>(graph->Inputs(index, inputs, written));
   graph->Starting(index, views);
   return views;
+}
+
+void DumpHost::CompiledWriteUnseen(uint32_t graph_id) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (CompiledGraph* graph = Compiled(graph_id)) graph->WriteUnseen();
 }
 
 void DumpHost::CompiledKernelDone(uint32_t graph_id, uint32_t index,

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graphdump/session.h"
@@ -51,13 +53,19 @@ class CompiledGraph final : public HostGraph {
   // The views of kernel `index`'s inputs, taken before it runs; those at `written` (the
   // buffers it writes in place) are copied first when the session reads them.
   std::vector<TensorView> Inputs(uint32_t index, const std::vector<at::Tensor>& inputs,
-                                 const std::vector<uint32_t>& written) const;
+                                 const std::vector<uint32_t>& written);
+  // A kernel of this call that is not dumped, or the generated code between kernels, writes
+  // buffers unseen: no statistic is reused for the rest of the call.
+  void WriteUnseen() { reuse_ = false; }
   // Kernel `index` has run: dumps it with `inputs` (from Inputs) and the buffers it wrote.
   void Done(uint32_t index, const std::vector<TensorView>& inputs,
             const std::vector<at::Tensor>& outputs);
 
  private:
   KernelInfo AppendKernel(KernelInfo kernel) override;
+  // The origins of a kernel's tensor views: see compiled_graph.cc.
+  void InputOrigins(uint32_t index, std::vector<TensorView>* views);
+  void OutputOrigins(std::vector<TensorView>* views);
 
   DumpSession* session_;
   GraphInfo info_;
@@ -65,6 +73,14 @@ class CompiledGraph final : public HostGraph {
   bool in_call_ = false;
   uint32_t running_index_ = 0;
   std::shared_ptr<const std::vector<TensorView>> running_;  // its inputs; null: none runs
+  // Per kernel: does it write only the buffers it reports (a generated kernel, an extern
+  // call's `out`)? A fallback operator may write its inputs too.
+  std::vector<bool> reports_writes_;
+  // In this call: may a kernel's input reuse the statistics of the kernel of this call that
+  // wrote it last? And the allocations its kernels wrote, each with the version its bytes had
+  // last (the weak reference keeps the address from another allocation).
+  bool reuse_ = false;
+  std::unordered_map<const void*, std::pair<std::shared_ptr<const void>, uint64_t>> written_;
 };
 
 }  // namespace graphdump::torch_internal
