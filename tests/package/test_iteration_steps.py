@@ -11,8 +11,12 @@ later iteration is ordered as a plain run's:
   backward pass, not inside the first at its second parameter's step;
 - a dump of iterations 1 and 2 only (what hunt's pass 2 does): the execution order is
   forward-first, as a dump of every iteration: the backward's and the optimizer's kernels of the
-  iterations that dump nothing are not registered before the forward's.
+  iterations that dump nothing are not registered before the forward's;
+- a dump of iteration 2 only names every kernel of that iteration, its backward's included, as a
+  dump of every iteration does, with the same statistics (the backward graphs of the steps that
+  dump nothing are not walked).
 """
+import csv
 import os
 
 import numpy as np
@@ -166,3 +170,24 @@ def test_precision_steps_count_training_steps_with_optimizers_in_backward(tmp_pa
     # stops at the second optimizer.step() of a script that steps after backward).
     assert run.stdout.split() == ["forward", "0", "step", "0", "forward", "1"], (
         run.stdout + run.stderr)
+
+
+def _rows(rank, iteration):
+    """(op name, IO, slot, max, min) of each statistic row of `iteration`."""
+    with open(rank / "Net" / "0" / str(iteration) / "statistic.csv", encoding="utf-8") as f:
+        return [(r["Op Name"], r["IO"], r["Slot"], r["Max Value"], r["Min Value"])
+                for r in csv.DictReader(f)]
+
+
+def test_one_later_iteration_is_named_as_in_a_dump_of_all(tmp_path):
+    ranks = {}
+    for name, iteration in (("all", "all"), ("one", "2")):
+        config = write_config(tmp_path / f"{name}.json", tmp_path / name,
+                              {"saved_data": "statistic", "iteration": iteration})
+        with gd.Dump(config) as dump:
+            _train(dump, split=False)
+        ranks[name] = tmp_path / name / "rank_0"
+    assert _iterations(ranks["one"]) == [2]
+    alone, among_all = _rows(ranks["one"], 2), _rows(ranks["all"], 2)
+    assert any(r[0].startswith("Gradients_") for r in alone), alone
+    assert alone == among_all

@@ -304,8 +304,11 @@ std::shared_ptr<DumpHost::BackwardPass> DumpHost::HookBackward(
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (!session_ || graphs_.empty()) return nullptr;
   EnsureIteration();
+  // A step that dumps nothing registers no backward kernel (BackwardKernels::OnNode): its nodes
+  // are not named.
+  const bool names = session_->StepDumps() || session_->config().op_debug_mode == 4;
   return std::make_shared<BackwardPass>(&mutex_, backward_.get(),
-                                        backward_->Hook(roots, graphs_.front()));
+                                        backward_->Hook(roots, graphs_.front(), names));
 }
 
 bool DumpHost::InHookedBackward() const { return backward_->InHookedPass(); }

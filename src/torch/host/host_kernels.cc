@@ -133,11 +133,26 @@ const BackwardKernels::Producer* BackwardKernels::ProducerOf(
 }
 
 std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<at::Tensor>& roots,
-                                                              HostGraph* fallback) {
+                                                              HostGraph* fallback, bool names) {
   std::lock_guard<std::recursive_mutex> lock(*lock_);
   auto hooks = std::make_unique<Hooks>();
   hooks->owner_ = this;
   open_.push_back(hooks.get());
+  if (!names) {
+    // The roots run first in the pass: the first one to run names its graph task.
+    for (const at::Tensor& root : roots) {
+      if (!root.defined() || !root.grad_fn()) continue;
+      torch_compat::AutogradNodePtr node = root.grad_fn();
+      uintptr_t handle = torch_compat::AddObserver(
+          *node, [pass = hooks->pass_](const std::vector<at::Tensor>&,
+                                       const std::vector<at::Tensor>&) {
+            int unknown = -1;
+            pass->task.compare_exchange_strong(unknown, torch_compat::CurrentGraphTaskId());
+          });
+      hooks->hooks_.emplace_back(std::move(node), handle);
+    }
+    return hooks;
+  }
   // Nodes no forward kernel produced inherit from the node that reaches them.
   std::unordered_map<const Node*, Producer> inherited;
   std::unordered_set<const Node*> seen;

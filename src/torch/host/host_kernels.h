@@ -94,8 +94,11 @@ class BackwardKernels {
   void ForgetDeadNodes();
 
   // Hooks every node reachable from the grad_fns of `roots`. `fallback` (not null) owns the
-  // nodes no model produced.
-  std::unique_ptr<Hooks> Hook(const std::vector<at::Tensor>& roots, HostGraph* fallback);
+  // nodes no model produced. Without `names`, in a step that neither dumps nor watches for
+  // exceptions (where no node would register or dump a kernel), only the roots are hooked, so
+  // that InHookedPass still knows the pass: the graph is neither walked nor named.
+  std::unique_ptr<Hooks> Hook(const std::vector<at::Tensor>& roots, HostGraph* fallback,
+                              bool names = true);
   // Is the calling thread running a node of a backward pass hooked now (its own thread, or a
   // device thread the engine runs it on)?
   bool InHookedPass() const;
