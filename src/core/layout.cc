@@ -1,6 +1,7 @@
 #include "graphdump/layout.h"
 
 #include <array>
+#include <charconv>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -67,8 +68,25 @@ std::string GlobalExecutionOrderPath(const std::string& rank_dir, uint32_t graph
 }
 
 std::string TensorFileName::Basename() const {
-  return fmt::format("{}.{}.{}.{}.{}.{}.{}.{}.{}.npy", op_type, op_name, task_id, stream_id,
-                     timestamp, is_input ? "input" : "output", slot, format, dtype);
+  // Appended piece by piece into one allocation (a statistic dump names every tensor of every
+  // kernel; a format string is parsed again for each).
+  char number[24];
+  auto append_number = [&](std::string* out, uint64_t value) {
+    out->append(number, std::to_chars(number, number + sizeof number, value).ptr);
+    out->push_back('.');
+  };
+  std::string name;
+  name.reserve(op_type.size() + op_name.size() + format.size() + dtype.size() + 64);
+  name.append(op_type).push_back('.');
+  name.append(op_name).push_back('.');
+  append_number(&name, task_id);
+  append_number(&name, stream_id);
+  append_number(&name, timestamp);
+  name.append(is_input ? "input." : "output.");
+  append_number(&name, slot);
+  name.append(format).push_back('.');
+  name.append(dtype).append(".npy");
+  return name;
 }
 
 uint64_t NowMicros() {

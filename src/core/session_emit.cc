@@ -107,14 +107,15 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName file,
     return;
   }
   file.dtype = std::string(DTypeName(original.dtype));
-  TensorView view = original;
-  if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
   const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;
   TensorWriteOptions options;
   options.write_npy = allow_npy && (config_.saved_data != SavedData::kStatistic || !statistics);
   if (want_stats) options.stats = StatsRequest::For(config_.statistic_category);
   options.max_elements = config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
   if (!options.write_npy && !want_stats) return;
+  if (!options.write_npy) return EmitStatisticRow(dir, std::move(file), original, options);
+  TensorView view = original;
+  if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
 
   StatRowInfo row;
   row.op_type = file.op_type;
@@ -127,22 +128,9 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName file,
   row.data_size = view.ContiguousBytes();
   row.dtype = view.dtype;
   row.shape = view.shape;
-  // Statistics other than md5 do not depend on element order: a statistic-only write of a
-  // transposed or channels-last tensor reads it in storage order, which is plain memory when
-  // the layout is dense (a transposed weight), instead of gathering it element by element.
-  if (!options.write_npy && !options.stats->md5) view = StatisticOnlyView(original);
-
   const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
   StepDir* sd = want_stats ? StepDirFor(dir) : nullptr;
   const uint64_t seq = next_seq_++;
-  // A statistic-only tensor is reduced here even in asynchronous mode: reading it once costs
-  // no more than the copy a queued write needs, and skips allocating and filling that copy
-  // (a statistic dump of every kernel otherwise copied the whole step's tensors). Bytes
-  // already reduced in this step (the previous kernel's output) are not read again.
-  if (!options.write_npy) {
-    ReduceStatistics(path, view, options, row, sd, seq);
-    return;
-  }
   // The same bytes already went to a file in this step (this is the previous kernel's output,
   // or a parameter read again): the new name is a second name for that file.
   if (std::shared_ptr<WrittenFiles::File> source =

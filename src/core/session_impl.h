@@ -170,6 +170,9 @@ class SessionImpl final : public DumpSession {
                   StepDir* sd, uint64_t seq);
 
   // Statistic rows (session_statistics.cc).
+  // EmitTensor of a statistic-only tensor (no .npy): its row, reduced at once.
+  void EmitStatisticRow(const std::string& dir, TensorFileName file, const TensorView& original,
+                        const TensorWriteOptions& options);
   StepDir* StepDirFor(const std::string& dir);
   // What a statistic-only row without md5 reduces: the bytes in storage order. Whatever
   // trans_flag made of the file's view, its storage order is the original's (StorageOrderView

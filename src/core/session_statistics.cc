@@ -18,6 +18,43 @@ StepDir* SessionImpl::StepDirFor(const std::string& dir) {
   return sd.get();
 }
 
+void SessionImpl::EmitStatisticRow(const std::string& dir, TensorFileName file,
+                                   const TensorView& original, const TensorWriteOptions& options) {
+  // As EmitTensor's file would be: the row shows the view the file would hold (trans_flag
+  // false: storage order), and its name (for mapping.csv) has that layout's format. Statistics
+  // other than md5 do not depend on element order: they read the bytes in storage order, which
+  // is plain memory when the layout is dense (a transposed weight), instead of gathering them
+  // element by element. A view already in storage order is used as it is, not copied.
+  const bool ordered = original.strides.empty() || original.IsContiguous();
+  TensorView reordered;
+  if (!ordered && (!config_.trans_flag || !options.stats->md5)) {
+    std::string format;
+    reordered = StorageOrderView(original, &format);
+    if (!config_.trans_flag) file.format = std::move(format);
+  }
+  const TensorView& shown = ordered || config_.trans_flag ? original : reordered;
+  const TensorView& reduced = ordered || options.stats->md5 ? shown : reordered;
+
+  const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
+  StatRowInfo row;
+  row.op_type = std::move(file.op_type);
+  row.op_name = std::move(file.op_name);
+  row.task_id = file.task_id;
+  row.stream_id = file.stream_id;
+  row.timestamp = file.timestamp;
+  row.is_input = file.is_input;
+  row.slot = file.slot;
+  row.data_size = shown.ContiguousBytes();
+  row.dtype = shown.dtype;
+  row.shape = shown.shape;
+  StepDir* sd = StepDirFor(dir);
+  // Reduced here even in asynchronous mode: reading it once costs no more than the copy a
+  // queued write needs, and skips allocating and filling that copy (a statistic dump of every
+  // kernel otherwise copied the whole step's tensors). Bytes already reduced in this step (the
+  // previous kernel's output) are not read again.
+  ReduceStatistics(path, reduced, options, row, sd, next_seq_++);
+}
+
 TensorView SessionImpl::StatisticOnlyView(const TensorView& original) {
   std::string unused_format;
   return StorageOrderView(original, &unused_format);

@@ -11,18 +11,19 @@ namespace graphdump {
 namespace {
 
 Status ValidateView(const std::string& path, const TensorView& view) {
-  const std::string what = "tensor for " + path + ": ";
+  // The message prefix, made only for a view that is refused.
+  auto what = [&] { return "tensor for " + path + ": "; };
   if (view.device != "cpu") {
-    return Status::Unsupported(what + "data is on device '" + view.device +
+    return Status::Unsupported(what() + "data is on device '" + view.device +
                                "'; only host (cpu) memory can be written");
   }
   for (int64_t dim : view.shape) {
     if (dim < 0)
-      return Status::InvalidArgument(what + "negative dimension in shape " +
+      return Status::InvalidArgument(what() + "negative dimension in shape " +
                                      ShapeToString(view.shape));
   }
   if (!view.strides.empty() && view.strides.size() != view.shape.size()) {
-    return Status::InvalidArgument(what + std::to_string(view.strides.size()) +
+    return Status::InvalidArgument(what() + std::to_string(view.strides.size()) +
                                    " strides for shape " + ShapeToString(view.shape));
   }
   if (view.dtype == DType::kInt4 && !view.strides.empty()) {
@@ -31,11 +32,11 @@ Status ValidateView(const std::string& path, const TensorView& view) {
     TensorView as_bytes = view;
     as_bytes.dtype = DType::kInt8;
     if (!as_bytes.IsContiguous()) {
-      return Status::InvalidArgument(what + "int4 tensors must be contiguous");
+      return Status::InvalidArgument(what() + "int4 tensors must be contiguous");
     }
   }
   if (view.data == nullptr && view.NumElements() > 0) {
-    return Status::InvalidArgument(what + "no data for " + std::to_string(view.NumElements()) +
+    return Status::InvalidArgument(what() + "no data for " + std::to_string(view.NumElements()) +
                                    " elements");
   }
   return Status::Ok();
@@ -116,11 +117,14 @@ StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
   const bool packed = view.dtype == DType::kInt4;
   const size_t item = packed ? 1 : DTypeBits(view.dtype) / 8;
   // In sample mode without statistics only the sampled prefix needs reading.
-  TensorView visited = view;
-  if (sampled && !stats && view.IsContiguous()) {
-    visited.shape = {file_count};
-    visited.strides.clear();
+  TensorView prefix;
+  const bool prefix_only = sampled && !stats && view.IsContiguous();
+  if (prefix_only) {
+    prefix = view;
+    prefix.shape = {file_count};
+    prefix.strides.clear();
   }
+  const TensorView& visited = prefix_only ? prefix : view;
   const int64_t visited_count = visited.NumElements();
   int64_t seen = 0;  // elements visited so far
   if (sink && !stats && NpyPayloadIsIdentity(view.dtype) && visited.IsContiguous()) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -29,6 +31,49 @@ void WithItemSize(size_t item, F&& f, Fallback&& fallback) {
       return fallback();
   }
 }
+
+// ForEachContiguousChunk's gather buffer: the thread's, kept for its next gather, where the thread
+// has none in use (a buffer made per tensor was zero-filled first, and from 128 KiB on mapped
+// and faulted in page by page: a statistic dump gathers every strided tensor of a step). Holds
+// at least `bytes`, uninitialised.
+class GatherBuffer {
+ public:
+  explicit GatherBuffer(size_t bytes) {
+    Slot& slot = ThreadSlot();
+    if (slot.busy) {  // a gather inside a visit of another: a buffer of its own
+      own_.reset(new uint8_t[bytes]);
+      data_ = own_.get();
+      return;
+    }
+    if (slot.size < bytes) {
+      slot.data.reset(new uint8_t[bytes]);
+      slot.size = bytes;
+    }
+    slot.busy = true;
+    slot_ = &slot;
+    data_ = slot.data.get();
+  }
+  ~GatherBuffer() {
+    if (slot_ != nullptr) slot_->busy = false;
+  }
+  GatherBuffer(const GatherBuffer&) = delete;
+  GatherBuffer& operator=(const GatherBuffer&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  struct Slot {
+    std::unique_ptr<uint8_t[]> data;
+    size_t size = 0;
+    bool busy = false;
+  };
+  static Slot& ThreadSlot() {
+    thread_local Slot slot;
+    return slot;
+  }
+  Slot* slot_ = nullptr;
+  std::unique_ptr<uint8_t[]> own_;
+  uint8_t* data_ = nullptr;
+};
 
 // Copies `n` elements of `item` bytes, `stride` elements apart, from `src` to `dst`.
 inline void GatherStrided(const uint8_t* src, int64_t stride, int64_t n, size_t item,
@@ -105,13 +150,14 @@ void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& 
   const int64_t inner_stride = view.strides[rank - 1];
   const bool tiled = rank >= 2 && inner_stride != 1 && view.strides[rank - 2] == 1;
   const int64_t capacity = std::min<int64_t>(std::max<size_t>(1, chunk_bytes / item), count);
-  std::vector<uint8_t> buffer(static_cast<size_t>(capacity) * item);
+  const size_t buffer_bytes = static_cast<size_t>(capacity) * item;
+  internal::GatherBuffer buffer(buffer_bytes);
   std::vector<int64_t> index(rank - 1, 0);
   int64_t offset = 0;  // element offset of the current row's first element
   int64_t filled = 0;
   auto flush_if_full = [&] {
     if (filled == capacity) {
-      visit(static_cast<const uint8_t*>(buffer.data()), buffer.size());
+      visit(static_cast<const uint8_t*>(buffer.data()), buffer_bytes);
       filled = 0;
     }
   };

@@ -32,18 +32,13 @@ std::string ModuleOfParameter(const std::string& name) {
 
 namespace {
 
-// The scope of a kernel: its full name without the last segment.
-std::string ScopeOfFullName(const std::string& full_name) {
-  return full_name.substr(0, full_name.rfind('/'));
-}
-
 // Views of the tensors, each keeping its index as its slot: a backward node's undefined
 // gradients (none for an input that needs none) and sparse ones leave gaps, so a slot always
 // names the same gradient (the input or output index).
 std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors, Slots* slots) {
   std::vector<TensorView> views;
   for (const at::Tensor& t : tensors) {
-    AppendSlot(t.defined() ? t.detach() : t, /*logical_layout=*/true, &views, slots);
+    AppendSlot(Detached(t), /*logical_layout=*/true, &views, slots);
   }
   return views;
 }
@@ -76,11 +71,17 @@ void BackwardKernels::NoteForward(HostGraph* model, const KernelInfo& kernel,
                                   const std::vector<c10::IValue>& outputs) {
   if (!at::GradMode::is_enabled()) return;
   auto note = [&](const at::Tensor& t) {
-    if (!t.defined() || !t.grad_fn()) return;
-    Producer& p = producers_[t.grad_fn().get()];
+    if (!t.defined()) return;
+    const torch_compat::AutogradNodePtr& node = t.grad_fn();
+    if (!node) return;
+    Producer& p = producers_[node.get()];
     if (p.model != nullptr && !p.node.expired()) return;  // the first producer wins
-    p = Producer{torch_compat::WeakAutogradNodePtr(t.grad_fn()), model, ScopeOfFullName(kernel.full_name), kernel.module_path,
-                 static_cast<int64_t>(kernel.index)};
+    p.node = torch_compat::WeakAutogradNodePtr(node);
+    p.model = model;
+    // The kernel's scope: its full name without the last segment.
+    p.scope.assign(kernel.full_name, 0, kernel.full_name.rfind('/'));
+    p.module_path = kernel.module_path;
+    p.kernel = static_cast<int64_t>(kernel.index);
   };
   for (const auto& v : outputs) {
     if (v.isTensor()) note(v.toTensor());
@@ -262,7 +263,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
     const int32_t slot = slots.next++;
     if (!original.defined()) return;
     TensorView view;
-    if (MakeViewBeforeWrite(*session_, kernel_, original.detach(), /*logical_layout=*/true,
+    if (MakeViewBeforeWrite(*session_, kernel_, Detached(original), /*logical_layout=*/true,
                             &view)) {
       view.slot = slot;
       inputs_.push_back(std::move(view));
@@ -271,7 +272,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
     }
   };
   add_before_update(param);
-  AppendSlot(grad.defined() ? grad.detach() : grad, /*logical_layout=*/true, &inputs_, &slots);
+  AppendSlot(Detached(grad), /*logical_layout=*/true, &inputs_, &slots);
   for (const at::Tensor& s : state) add_before_update(s);
   ReportSkipped(*session_, kernel_, /*input=*/true, slots);
 }

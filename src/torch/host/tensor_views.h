@@ -19,6 +19,12 @@
 
 namespace graphdump::torch_internal {
 
+// `tensor` without autograd history: itself when it has none to drop (a gradient of a plain
+// backward pass, an optimizer's state), else a detached alias. Undefined stays undefined.
+inline at::Tensor Detached(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.requires_grad() ? tensor.detach() : tensor;
+}
+
 // Where the bytes of `tensor` come from (TensorOrigin): its storage, pinned by a weak reference,
 // its version counter, and its offset. Empty for tensors without a version counter (inference
 // tensors, and anything under InferenceMode, where in-place writes may not be counted): their
@@ -72,7 +78,9 @@ inline bool MakeView(const at::Tensor& tensor, bool logical_layout, TensorView* 
   view->shape = std::move(shape);
   view->strides = std::move(strides);
   view->data = host.data_ptr();
-  view->device = tensor.device().str();
+  // "cpu" without formatting the device (every tensor of every dumped kernel comes here).
+  const c10::Device device = tensor.device();
+  view->device = device.is_cpu() && !device.has_index() ? std::string("cpu") : device.str();
   // A copy made here to reach the CPU has no origin of its own worth remembering.
   if (host.is_same(tensor)) view->origin = OriginOf(tensor);
   view->keep_alive = std::make_shared<at::Tensor>(std::move(host));
