@@ -257,6 +257,19 @@ class DumpHost {
   // kernel's attributes; returns whether they changed.
   static bool RecordHyperparameters(KernelInfo* kernel, int64_t group,
                                     const std::string& hyperparameters, uint64_t iteration);
+  // The update kernel of one parameter for one optimizer class, found once (OwnerOf and
+  // HostKernel give the same kernel for a parameter every step).
+  struct UpdateKernel {
+    KernelInfo* kernel = nullptr;  // in host_kernels_
+    HostGraph* model = nullptr;
+  };
+  // The hyperparameters last recorded in an update kernel: recording the same text and group
+  // again changes nothing, so it is not parsed again.
+  struct Recorded {
+    std::string hyperparameters;
+    int64_t group = 0;
+    bool settled = false;  // recording `hyperparameters` and `group` again would change nothing
+  };
 
   // Before everything it guards; see "Threading" above.
   mutable std::recursive_mutex mutex_;
@@ -286,6 +299,10 @@ class DumpHost {
   uint64_t unnamed_parameters_ = 0;
   // Host kernels (optimizer updates, all-reduces), by (model, full name without the op id).
   std::map<std::pair<HostGraph*, std::string>, KernelInfo> host_kernels_;
+  // By optimizer class, then parameter (as OwnerOf knows it).
+  std::unordered_map<std::string, std::unordered_map<const at::TensorImpl*, UpdateKernel>>
+      update_kernels_;
+  std::unordered_map<const KernelInfo*, Recorded> recorded_;  // by update kernel
   bool optimizer_mode_ = false;
   uint64_t calls_ = 0;
   uint64_t optimizer_steps_ = 0;

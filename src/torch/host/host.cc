@@ -390,16 +390,34 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
   };
   const uint64_t iteration = session_->CurrentIteration();
   std::set<HostGraph*> changed;  // graphs whose update kernels' hyperparameters changed
+  auto& by_param = update_kernels_[optimizer_class];
+  step->params.reserve(params.size());
+  step->indexes.reserve(params.size());
+  step->captures.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     const at::Tensor& p = params[i];
     if (!p.defined() || !p.grad().defined()) continue;
-    const Owner owner = OwnerOf(p);
-    KernelInfo& kernel =
-        HostKernel(owner, "Default/optimizer-" + optimizer_class, optimizer_class, caller);
-    if (i < hyperparameters.size() && !hyperparameters[i].empty() &&
-        RecordHyperparameters(&kernel, i < groups.size() ? groups[i] : 0, hyperparameters[i],
-                              iteration)) {
-      changed.insert(owner.model);
+    UpdateKernel& update = by_param[p.unsafeGetTensorImpl()];
+    if (update.kernel == nullptr) {
+      const Owner owner = OwnerOf(p);
+      update.model = owner.model;
+      update.kernel =
+          &HostKernel(owner, "Default/optimizer-" + optimizer_class, optimizer_class, caller);
+    }
+    KernelInfo& kernel = *update.kernel;
+    if (i < hyperparameters.size() && !hyperparameters[i].empty()) {
+      const int64_t group = i < groups.size() ? groups[i] : 0;
+      Recorded& recorded = recorded_[&kernel];
+      if (!recorded.settled || group != recorded.group ||
+          hyperparameters[i] != recorded.hyperparameters) {
+        if (RecordHyperparameters(&kernel, group, hyperparameters[i], iteration)) {
+          changed.insert(update.model);
+        }
+        // Settled unless the values have a "from" of their own (each step then records a run).
+        recorded.hyperparameters = hyperparameters[i];
+        recorded.group = group;
+        recorded.settled = hyperparameters[i].find("\"from\"") == std::string::npos;
+      }
     }
     step->params.push_back(p);
     step->indexes.push_back(i);
