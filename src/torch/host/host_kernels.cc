@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -70,18 +71,30 @@ bool BackwardKernels::InHookedPass() const {
 void BackwardKernels::NoteForward(HostGraph* model, const KernelInfo& kernel,
                                   const std::vector<c10::IValue>& outputs) {
   if (!at::GradMode::is_enabled()) return;
+  // The kernel's scope: its full name without the last segment. Interned once per kernel.
+  const Scope* scope = nullptr;
+  auto where = [&] {
+    if (scope != nullptr) return scope;
+    std::vector<const Scope*>& by_index = kernel_scopes_[model];
+    if (by_index.size() <= kernel.index) by_index.resize(kernel.index + 1);
+    const Scope*& known = by_index[kernel.index];
+    const std::string_view name(kernel.full_name);
+    const std::string_view prefix = name.substr(0, name.rfind('/'));
+    if (known == nullptr || known->name->scope != prefix ||
+        known->module_path != kernel.module_path) {
+      known = InternScope(model, std::string(prefix), kernel.module_path,
+                          static_cast<int64_t>(kernel.index));
+    }
+    return scope = known;
+  };
   auto note = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     const torch_compat::AutogradNodePtr& node = t.grad_fn();
     if (!node) return;
     Producer& p = producers_[node.get()];
-    if (p.model != nullptr && !p.node.expired()) return;  // the first producer wins
+    if (p.where != nullptr && !p.node.expired()) return;  // the first producer wins
     p.node = torch_compat::WeakAutogradNodePtr(node);
-    p.model = model;
-    // The kernel's scope: its full name without the last segment.
-    p.scope.assign(kernel.full_name, 0, kernel.full_name.rfind('/'));
-    p.module_path = kernel.module_path;
-    p.kernel = static_cast<int64_t>(kernel.index);
+    p.where = where();
   };
   for (const auto& v : outputs) {
     if (v.isTensor()) note(v.toTensor());
@@ -94,18 +107,15 @@ void BackwardKernels::NoteForward(HostGraph* model, const KernelInfo& kernel,
 void BackwardKernels::NoteNode(const at::Tensor& tensor, HostGraph* model,
                                const std::string& scope, const std::string& module_path) {
   if (tensor.defined() && tensor.grad_fn()) {
-    producers_[tensor.grad_fn().get()] =
-        Producer{torch_compat::WeakAutogradNodePtr(tensor.grad_fn()), model, scope, module_path};
+    producers_[tensor.grad_fn().get()] = Producer{torch_compat::WeakAutogradNodePtr(tensor.grad_fn()),
+                                                  InternScope(model, scope, module_path, -1)};
   }
 }
 
 void BackwardKernels::NoteFunction(HostGraph* model, const std::string& scope,
                                    const std::string& module_path, uint64_t sequence_nr,
                                    uint64_t thread_id) {
-  Producer& p = functions_[{thread_id, sequence_nr}];
-  p.model = model;
-  p.scope = scope;
-  p.module_path = module_path;
+  functions_[{thread_id, sequence_nr}].where = InternScope(model, scope, module_path, -1);
   // Sequence numbers grow: the first entries are the oldest Functions.
   while (functions_.size() > kMaxFunctions) functions_.erase(functions_.begin());
 }
@@ -117,7 +127,36 @@ const BackwardKernels::Producer* BackwardKernels::FunctionOf(const Node& node) c
 
 void BackwardKernels::AddParameter(const at::Tensor& param, HostGraph* model,
                                    const std::string& name) {
-  parameters_.emplace(param.unsafeGetTensorImpl(), std::make_pair(model, name));
+  parameters_.emplace(param.unsafeGetTensorImpl(), Parameter{model, name});
+}
+
+const BackwardKernels::Scope* BackwardKernels::InternScope(HostGraph* model,
+                                                           const std::string& scope,
+                                                           const std::string& module_path,
+                                                           int64_t kernel) {
+  std::unique_ptr<ScopeName>& name = scope_names_[scope];
+  if (!name) {
+    name = std::make_unique<ScopeName>();
+    name->scope = scope;
+  }
+  std::unique_ptr<Scope>& interned = scopes_[{model, name.get(), module_path, kernel}];
+  if (!interned) {
+    interned = std::make_unique<Scope>();
+    interned->model = model;
+    interned->name = name.get();
+    interned->module_path = module_path;
+    interned->kernel = kernel;
+  }
+  return interned.get();
+}
+
+const BackwardKernels::Scope* BackwardKernels::Inherited(const Scope* scope) {
+  if (scope->kernel < 0) return scope;
+  if (scope->inherited == nullptr) {
+    // As the node's: the scope, not the source line.
+    scope->inherited = InternScope(scope->model, scope->name->scope, scope->module_path, -1);
+  }
+  return scope->inherited;
 }
 
 void BackwardKernels::ForgetDeadNodes() {
@@ -155,18 +194,16 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     return hooks;
   }
   // Nodes no forward kernel produced inherit from the node that reaches them.
-  std::unordered_map<const Node*, Producer> inherited;
+  std::unordered_map<const Node*, const Scope*> inherited;
   std::unordered_set<const Node*> seen;
   std::deque<torch_compat::AutogradNodePtr> queue;
   for (const at::Tensor& root : roots) {
     if (!root.defined() || !root.grad_fn() || !seen.insert(root.grad_fn().get()).second) continue;
-    Producer& root_producer = inherited[root.grad_fn().get()];
-    root_producer.model = fallback;
-    root_producer.scope = "Default";
+    inherited[root.grad_fn().get()] = InternScope(fallback, "Default", "", -1);
     queue.push_back(root.grad_fn());
   }
   const std::unordered_set<const Node*> root_nodes = seen;
-  std::unordered_map<std::string, int> ordinals;
+  std::unordered_map<const Base*, int> ordinals;
   while (!queue.empty()) {
     torch_compat::AutogradNodePtr node = queue.front();
     queue.pop_front();
@@ -175,23 +212,30 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     // tensor) and was noted as producing it.
     const Producer* known = FunctionOf(*node);
     if (known == nullptr) known = ProducerOf(node);
-    Producer where = known ? *known : inherited[node.get()];
-    const std::string name = torch_compat::BackwardNodeName(*node);
+    const Scope* where = known ? known->where : inherited[node.get()];
     if (const at::TensorImpl* var = torch_compat::AccumulatedVariable(*node)) {
       auto it = parameters_.find(var);
       if (it != parameters_.end()) {
-        where.model = it->second.first;
-        where.module_path = ModuleOfParameter(it->second.second);
-        where.scope =
-            where.model->ScopeOf(where.module_path) + "/" + Underscored(it->second.second);
-        where.kernel = -1;
+        Parameter& param = it->second;
+        if (param.where == nullptr) {
+          const std::string module_path = ModuleOfParameter(param.name);
+          param.where = InternScope(param.model,
+                                    param.model->ScopeOf(module_path) + "/" +
+                                        Underscored(param.name),
+                                    module_path, -1);
+        }
+        where = param.where;
       }
     }
-    const std::string base = "Gradients/" + where.scope + "/" + name;
-    const std::string key = base + "#" + std::to_string(ordinals[base]++);
+    // Kernels are numbered by "Gradients/<scope>/<name>" in the order of the walk.
+    std::string name = torch_compat::BackwardNodeName(*node);
+    auto [named, added] = where->name->bases.try_emplace(name);
+    Base* base = &named->second;
+    if (added) base->name = std::move(name);
+    Site* site = &base->sites[{where->model, ordinals[base]++}];
     const bool root = root_nodes.count(node.get()) > 0;
     uintptr_t handle = torch_compat::AddObserver(
-        *node, [this, pass = hooks->pass_, root, where, key, name](
+        *node, [this, pass = hooks->pass_, root, where, base, site](
                    const std::vector<at::Tensor>& produced,
                    const std::vector<at::Tensor>& received) {
           const int task = torch_compat::CurrentGraphTaskId();
@@ -204,29 +248,26 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
           // accumulator of a parameter both reach) is that thread's: left alone.
           if (task < 0 || task != pass->task.load()) return;
           std::lock_guard<std::recursive_mutex> lock(*lock_);
-          OnNode(where, key, name, received, produced);
+          OnNode(*where, *base, *site, received, produced);
         });
     hooks->hooks_.emplace_back(node, handle);
+    const Scope* next = nullptr;  // a node nobody produced inherits the scope, not the source line
     for (const auto& edge : node->next_edges()) {
       if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
-      // A node nobody produced inherits the scope, not the source line.
-      Producer& next = inherited[edge.function.get()];
-      next.model = where.model;
-      next.scope = where.scope;
-      next.module_path = where.module_path;
+      if (next == nullptr) next = Inherited(where);
+      inherited[edge.function.get()] = next;
       queue.push_back(edge.function);
     }
   }
   return hooks;
 }
 
-void BackwardKernels::OnNode(const Producer& where, const std::string& key,
-                             const std::string& name, const std::vector<at::Tensor>& received,
+void BackwardKernels::OnNode(const Scope& where, const Base& base, Site& site,
+                             const std::vector<at::Tensor>& received,
                              const std::vector<at::Tensor>& produced) {
   HostWork host_work;  // the views' operators are not the program's
   DumpSession* session = where.model->session();
-  auto it = kernels_.find({where.model, key});
-  if (it == kernels_.end()) {
+  if (!site.registered) {
     // A kernel is registered (given its place in the execution order) in the first step that
     // captures: registered in a step that dumps nothing, the backward's kernels would come
     // before the forward's of a dump that starts at a later iteration (docs/hunt.md).
@@ -235,24 +276,25 @@ void BackwardKernels::OnNode(const Producer& where, const std::string& key,
     }
     std::vector<SourceLocation> trace;
     if (where.kernel >= 0) trace = where.model->graph().kernels[where.kernel].source_trace;
-    KernelInfo kernel = where.model->AddHostKernel("Gradients/" + where.scope, name,
-                                                   where.module_path, std::move(trace));
-    it = kernels_.emplace(std::make_pair(where.model, key), std::move(kernel)).first;
+    site.kernel = where.model->AddHostKernel("Gradients/" + where.name->scope, base.name,
+                                             where.module_path, std::move(trace));
+    site.registered = true;
   }
-  if (session && session->Wants(it->second)) {
+  const KernelInfo& kernel = site.kernel;
+  if (session && session->Wants(kernel)) {
     Slots in, out;
     std::vector<TensorView> inputs = SlotViews(received, &in);
     std::vector<TensorView> outputs = SlotViews(produced, &out);
-    ReportSkipped(*session, it->second, /*input=*/true, in);
-    ReportSkipped(*session, it->second, /*input=*/false, out);
-    session->OnKernelDone(it->second, inputs, outputs);
+    ReportSkipped(*session, kernel, /*input=*/true, in);
+    ReportSkipped(*session, kernel, /*input=*/false, out);
+    session->OnKernelDone(kernel, inputs, outputs);
   }
 }
 
 UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
                              const at::Tensor& param, const at::Tensor& grad,
                              const std::vector<at::Tensor>& state)
-    : session_(session && session->Wants(kernel) ? session : nullptr), kernel_(kernel) {
+    : session_(session && session->Wants(kernel) ? session : nullptr), kernel_(&kernel) {
   if (!session_) return;
   HostWork host_work;
   // Slots: 0 the parameter, 1 its gradient, then the state tensors, whether or not each has a
@@ -263,7 +305,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
     const int32_t slot = slots.next++;
     if (!original.defined()) return;
     TensorView view;
-    if (MakeViewBeforeWrite(*session_, kernel_, Detached(original), /*logical_layout=*/true,
+    if (MakeViewBeforeWrite(*session_, *kernel_, Detached(original), /*logical_layout=*/true,
                             &view)) {
       view.slot = slot;
       inputs_.push_back(std::move(view));
@@ -274,7 +316,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
   add_before_update(param);
   AppendSlot(Detached(grad), /*logical_layout=*/true, &inputs_, &slots);
   for (const at::Tensor& s : state) add_before_update(s);
-  ReportSkipped(*session_, kernel_, /*input=*/true, slots);
+  ReportSkipped(*session_, *kernel_, /*input=*/true, slots);
 }
 
 void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor>& state) {
@@ -284,8 +326,8 @@ void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor
   outputs.insert(outputs.end(), state.begin(), state.end());
   Slots slots;
   std::vector<TensorView> views = SlotViews(outputs, &slots);
-  ReportSkipped(*session_, kernel_, /*input=*/false, slots);
-  session_->OnKernelDone(kernel_, inputs_, views);
+  ReportSkipped(*session_, *kernel_, /*input=*/false, slots);
+  session_->OnKernelDone(*kernel_, inputs_, views);
   session_ = nullptr;
 }
 

@@ -35,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -104,27 +105,65 @@ class BackwardKernels {
   bool InHookedPass() const;
 
  private:
+  // What is the same for a node's kernel every step is interned once, so that hooking a
+  // backward pass builds no names and a node's kernel is found without a lookup by name.
+  //
+  // One registered (or not yet) kernel: the ordinal-th node of its base in a pass.
+  struct Site {
+    bool registered = false;
+    KernelInfo kernel;
+  };
+  // "Gradients/<scope>/<node name>": the nodes of a pass with this base are numbered in the
+  // order the pass is walked, and the ordinal-th is the same kernel (of its model) every step.
+  struct Base {
+    std::string name;  // the node name
+    std::map<std::pair<HostGraph*, int>, Site> sites;  // by (model, ordinal)
+  };
+  // A scope's name ("Default/fc1-Linear") and, by backward node name, the kernels under it.
+  struct ScopeName {
+    std::string scope;
+    std::unordered_map<std::string, Base> bases;  // by node name ("ConvolutionBackward0")
+  };
+  // Where a node's kernel goes: the model and scope, and the forward kernel (-1 when none)
+  // whose source trace it takes.
+  struct Scope {
+    HostGraph* model = nullptr;
+    ScopeName* name = nullptr;
+    std::string module_path;
+    int64_t kernel = -1;  // the forward kernel's index in `model`'s graph; -1 when none
+    mutable const Scope* inherited = nullptr;  // as a node nobody produced inherits it
+  };
   struct Producer {
     // expired: the address was reused (null: a node no forward kernel produced)
     torch_compat::WeakAutogradNodePtr node{torch_compat::AutogradNodePtr()};
+    const Scope* where = nullptr;
+  };
+  struct Parameter {
     HostGraph* model = nullptr;
-    std::string scope;  // "Default/fc1-Linear"
-    std::string module_path;
-    int64_t kernel = -1;  // the forward kernel's index in `model`'s graph; -1 when none
+    std::string name;
+    const Scope* where = nullptr;  // its AccumulateGrad's, made at the first pass
   };
 
+  // The interned scope (kernel -1: no forward kernel's source trace).
+  const Scope* InternScope(HostGraph* model, const std::string& scope,
+                           const std::string& module_path, int64_t kernel);
+  const Scope* Inherited(const Scope* scope);
   const Producer* ProducerOf(const torch_compat::AutogradNodePtr& node) const;
   // The Function NoteFunction attributed `node` to, or null.
   const Producer* FunctionOf(const torch::autograd::Node& node) const;
-  void OnNode(const Producer& where, const std::string& key, const std::string& name,
+  void OnNode(const Scope& where, const Base& base, Site& site,
               const std::vector<at::Tensor>& received, const std::vector<at::Tensor>& produced);
 
   std::unordered_map<const torch::autograd::Node*, Producer> producers_;
   // Sequence numbers never repeat on a thread: an old entry can name no later node.
   static constexpr size_t kMaxFunctions = 1 << 14;
   std::map<std::pair<uint64_t, uint64_t>, Producer> functions_;  // by (thread, sequence_nr)
-  std::unordered_map<const at::TensorImpl*, std::pair<HostGraph*, std::string>> parameters_;
-  std::map<std::pair<HostGraph*, std::string>, KernelInfo> kernels_;  // registered, by key
+  std::unordered_map<const at::TensorImpl*, Parameter> parameters_;
+  std::unordered_map<std::string, std::unique_ptr<ScopeName>> scope_names_;
+  std::map<std::tuple<HostGraph*, const ScopeName*, std::string, int64_t>, std::unique_ptr<Scope>>
+      scopes_;
+  // The scope of each forward kernel (by model, then kernel index), as NoteForward last saw it.
+  std::unordered_map<HostGraph*, std::vector<const Scope*>> kernel_scopes_;
   std::recursive_mutex own_lock_;
   std::recursive_mutex* lock_;
   std::vector<const Hooks*> open_;  // passes hooked now
@@ -140,14 +179,15 @@ class BackwardKernels {
 class UpdateCapture {
  public:
   // Does nothing (and copies nothing) unless `kernel`'s session wants it in this step.
-  // REQUIRES: `session` is the session `kernel` was registered with, or null.
+  // REQUIRES: `session` is the session `kernel` was registered with, or null; `kernel` lives
+  // until Finish (it is not copied).
   UpdateCapture(DumpSession* session, const KernelInfo& kernel, const at::Tensor& param,
                 const at::Tensor& grad, const std::vector<at::Tensor>& state);
   void Finish(const at::Tensor& param, const std::vector<at::Tensor>& state);
 
  private:
   DumpSession* session_;  // null: not wanted
-  KernelInfo kernel_;
+  const KernelInfo* kernel_;  // the caller's, which outlives the capture
   std::vector<TensorView> inputs_;
 };
 
