@@ -48,6 +48,8 @@ struct TensorFileName {
 
   // "{op_type}.{op_name}.{task}.{stream}.{timestamp}.{input|output}.{slot}.{format}.{dtype}.npy"
   std::string Basename() const;
+  // Basename() appended to `out` (a path being built in a reused buffer).
+  void AppendBasename(std::string* out) const;
 };
 
 // Microseconds since the epoch, from the system clock.

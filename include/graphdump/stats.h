@@ -98,5 +98,8 @@ std::string StatisticCsvHeader(const std::vector<StatCategory>& categories);
 // One data row: every field followed by ',' and the line ending in "\n".
 std::string StatisticCsvRow(const StatRowInfo& info, const NanPropagatingStats& stats,
                             const std::vector<StatCategory>& categories);
+// The same row appended to `row`.
+void AppendStatisticCsvRow(const StatRowInfo& info, const NanPropagatingStats& stats,
+                           const std::vector<StatCategory>& categories, std::string* row);
 
 }  // namespace graphdump

@@ -68,25 +68,29 @@ std::string GlobalExecutionOrderPath(const std::string& rank_dir, uint32_t graph
 }
 
 std::string TensorFileName::Basename() const {
-  // Appended piece by piece into one allocation (a statistic dump names every tensor of every
-  // kernel; a format string is parsed again for each).
+  std::string name;
+  name.reserve(op_type.size() + op_name.size() + format.size() + dtype.size() + 64);
+  AppendBasename(&name);
+  return name;
+}
+
+void TensorFileName::AppendBasename(std::string* out) const {
+  // Appended piece by piece (a statistic dump names every tensor of every kernel; a format
+  // string is parsed again for each).
   char number[24];
-  auto append_number = [&](std::string* out, uint64_t value) {
+  auto append_number = [&](uint64_t value) {
     out->append(number, std::to_chars(number, number + sizeof number, value).ptr);
     out->push_back('.');
   };
-  std::string name;
-  name.reserve(op_type.size() + op_name.size() + format.size() + dtype.size() + 64);
-  name.append(op_type).push_back('.');
-  name.append(op_name).push_back('.');
-  append_number(&name, task_id);
-  append_number(&name, stream_id);
-  append_number(&name, timestamp);
-  name.append(is_input ? "input." : "output.");
-  append_number(&name, slot);
-  name.append(format).push_back('.');
-  name.append(dtype).append(".npy");
-  return name;
+  out->append(op_type).push_back('.');
+  out->append(op_name).push_back('.');
+  append_number(task_id);
+  append_number(stream_id);
+  append_number(timestamp);
+  out->append(is_input ? "input." : "output.");
+  append_number(slot);
+  out->append(format).push_back('.');
+  out->append(dtype).append(".npy");
 }
 
 uint64_t NowMicros() {

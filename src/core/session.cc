@@ -265,7 +265,12 @@ bool SessionImpl::ReadsInput(const KernelInfo& kernel, const TensorView& input) 
   }
   if (config_.saved_data != SavedData::kStatistic) return true;
   const StatsRequest request = StatsRequest::For(config_.statistic_category);
-  return request.md5 || stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
+  if (request.md5) return true;
+  // A view in storage order is its own StatisticOnlyView: looked up as it is, not copied.
+  if (input.strides.empty() || input.IsContiguous()) {
+    return stats_cache_.Find(StatsCache::Probe(input, request)) == nullptr;
+  }
+  return stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
 }
 
 void SessionImpl::BeforeWrite(const void* storage) {
@@ -306,8 +311,7 @@ void SessionImpl::OnParameter(uint32_t graph_id, const std::string& name, const 
   file.op_name = SanitizeName(name);
   file.timestamp = NowMicros();
   file.dtype = std::string(DTypeName(value.dtype));
-  const std::string dir = IterationDir(root_, config_.net_name, graph_id, iteration_);
-  EmitTensor(dir, file, value, /*statistics=*/true);
+  EmitTensor(IterationDirOf(graph_id), file, value, /*statistics=*/true);
 }
 
 void SessionImpl::OnConstant(uint32_t graph_id, uint32_t index, const TensorView& value) {

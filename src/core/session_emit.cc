@@ -17,17 +17,17 @@ namespace graphdump::session_internal {
 
 void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorView>* inputs,
                              const std::vector<TensorView>* outputs) {
-  const std::string dir = IterationDir(root_, config_.net_name, kernel.graph_id, iteration_);
+  const GraphState::FileNames& names = FileNamesOf(kernel);
+  if (config_.ge_layout && GeSkipsOpType(names.file_op_type)) return;
+  const std::string& dir = IterationDirOf(kernel.graph_id);
   TensorFileName file;
-  file.op_type =
-      SanitizeName(kernel.op_type.empty() ? OpTypeFromFullName(kernel.full_name) : kernel.op_type);
-  if (config_.ge_layout && GeSkipsOpType(file.op_type)) return;
+  file.op_type = names.file_op_type;
   if (auto graph = graphs_.find(kernel.graph_id); graph != graphs_.end()) {
     std::vector<uint8_t>& dumped = graph->second.dumped;
     if (kernel.index >= dumped.size()) dumped.resize(kernel.index + 1);
     dumped[kernel.index] = 1;
   }
-  file.op_name = SanitizeName(kernel.full_name);
+  file.op_name = names.file_op_name;
   file.stream_id = kernel.stream_id;
   file.timestamp = NowMicros();
   ++kernels_dumped_;
@@ -42,6 +42,7 @@ void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorV
     for (uint32_t i = 0; i < list->size(); ++i) {
       const TensorView& view = (*list)[i];
       file.slot = view.slot >= 0 ? static_cast<uint32_t>(view.slot) : i;
+      file.format = kDefaultFormat;  // the previous tensor's file may have had its own
       EmitTensor(dir, file, view, /*statistics=*/true, /*allow_npy=*/!bin);
     }
   }
@@ -98,22 +99,22 @@ SessionImpl::QueuedCopy SessionImpl::Copy(const TensorView& view) {
   return copy;
 }
 
-void SessionImpl::EmitTensor(const std::string& dir, TensorFileName file,
+void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
                              const TensorView& original, bool statistics, bool allow_npy) {
   if (failed_ || !EnsureDir(dir)) return;
+  file.dtype.assign(DTypeName(original.dtype));
   if (original.device != "cpu") {
     Log(fmt::format("skipping {}: tensor is on device '{}'; hand graphdump host tensors",
                     file.Basename(), original.device));
     return;
   }
-  file.dtype = std::string(DTypeName(original.dtype));
   const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;
   TensorWriteOptions options;
   options.write_npy = allow_npy && (config_.saved_data != SavedData::kStatistic || !statistics);
   if (want_stats) options.stats = StatsRequest::For(config_.statistic_category);
   options.max_elements = config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
   if (!options.write_npy && !want_stats) return;
-  if (!options.write_npy) return EmitStatisticRow(dir, std::move(file), original, options);
+  if (!options.write_npy) return EmitStatisticRow(dir, file, original, options);
   TensorView view = original;
   if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
 

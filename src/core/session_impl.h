@@ -50,6 +50,16 @@ struct GraphState {
   // What the .ir, .pb and execution order files hold now: a file whose new text is the same is
   // not written again (replacing a file frees its blocks, which some mounts discard at once).
   std::array<std::optional<std::string>, 3> written;
+  // Per kernel index: its names in file form, made at its first dump (DumpKernel), for the
+  // full name and op type it was made from.
+  struct FileNames {
+    std::string full_name, op_type;  // as the kernel gave them
+    std::string file_op_type, file_op_name;
+  };
+  std::vector<std::optional<FileNames>> file_names;
+  // IterationDir of the iteration `iteration_dir_of`, made once per iteration.
+  std::string iteration_dir;
+  std::optional<uint64_t> iteration_dir_of;
 };
 
 // For trans_flag false: the view in the order its elements are stored (dimensions sorted by
@@ -141,6 +151,10 @@ class SessionImpl final : public DumpSession {
 
   // Naming (session_naming.cc).
   bool EnsureDir(const std::string& dir);
+  // IterationDir of `graph_id` and the current iteration, made once per graph and iteration.
+  const std::string& IterationDirOf(uint32_t graph_id);
+  // The file-form op type and op name of `kernel` (SanitizeName), made once per kernel.
+  const GraphState::FileNames& FileNamesOf(const KernelInfo& kernel);
   // A basename longer than 255 bytes becomes "{n}{ext}" and is listed in mapping.csv.
   std::string FileNameIn(const std::string& dir, const std::string& basename, const char* ext);
 
@@ -153,8 +167,10 @@ class SessionImpl final : public DumpSession {
                       const std::string& full_name, const std::vector<TensorView>* inputs,
                       const std::vector<TensorView>* outputs);
   QueuedCopy Copy(const TensorView& view);
-  // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row.
-  void EmitTensor(const std::string& dir, TensorFileName file, const TensorView& original,
+  // Writes (or queues) one tensor file and, with `statistics`, its statistic.csv row. Sets
+  // `file`'s dtype (and, for a .npy file, its format) to `original`'s: a kernel's tensors
+  // share one TensorFileName.
+  void EmitTensor(const std::string& dir, TensorFileName& file, const TensorView& original,
                   bool statistics, bool allow_npy = true);
   // Writes one tensor; returns its statistics unless the write failed. `file`, when given, is
   // told whether the file was written.
@@ -171,8 +187,8 @@ class SessionImpl final : public DumpSession {
 
   // Statistic rows (session_statistics.cc).
   // EmitTensor of a statistic-only tensor (no .npy): its row, reduced at once.
-  void EmitStatisticRow(const std::string& dir, TensorFileName file, const TensorView& original,
-                        const TensorWriteOptions& options);
+  void EmitStatisticRow(const std::string& dir, const TensorFileName& file,
+                        const TensorView& original, const TensorWriteOptions& options);
   StepDir* StepDirFor(const std::string& dir);
   // What a statistic-only row without md5 reduces: the bytes in storage order. Whatever
   // trans_flag made of the file's view, its storage order is the original's (StorageOrderView
@@ -206,6 +222,9 @@ class SessionImpl final : public DumpSession {
   std::map<uint32_t, GraphState> graphs_;
   std::unordered_set<std::string> created_dirs_;
   std::map<std::string, uint64_t> mapping_counters_;
+  // For kernels and graphs that graphs_ does not hold (IterationDirOf, FileNamesOf).
+  std::string unregistered_dir_;
+  GraphState::FileNames unregistered_names_;
   uint64_t steps_completed_ = 0;
   uint64_t iteration_ = 0;
   uint32_t step_graph_ = 0;
@@ -222,6 +241,11 @@ class SessionImpl final : public DumpSession {
   WrittenFiles written_files_;      // tensor files of this step, by the bytes they hold
   // Tensors said not to be dumped (OnTensorNotDumped): (graph, kernel index, input, slot).
   std::set<std::tuple<uint32_t, uint32_t, bool, uint32_t>> not_dumped_said_;
+  // EmitStatisticRow's path and row, reused from row to row (their buffers stay allocated).
+  std::string statistic_path_;
+  StatRowInfo statistic_row_;
+  // The StepDir StepDirFor gave last; reset by EndStepDirs, after which it may be freed.
+  StepDir* last_step_dir_ = nullptr;
 
   // Shared with writer threads.
   mutable std::mutex mu_;

@@ -57,6 +57,43 @@ bool SessionImpl::EnsureDir(const std::string& dir) {
   return true;
 }
 
+const std::string& SessionImpl::IterationDirOf(uint32_t graph_id) {
+  auto graph = graphs_.find(graph_id);
+  if (graph == graphs_.end()) {
+    unregistered_dir_ = IterationDir(root_, config_.net_name, graph_id, iteration_);
+    return unregistered_dir_;
+  }
+  GraphState& state = graph->second;
+  if (state.iteration_dir_of != iteration_) {
+    state.iteration_dir = IterationDir(root_, config_.net_name, graph_id, iteration_);
+    state.iteration_dir_of = iteration_;
+  }
+  return state.iteration_dir;
+}
+
+const GraphState::FileNames& SessionImpl::FileNamesOf(const KernelInfo& kernel) {
+  auto make = [&kernel](GraphState::FileNames* names) {
+    names->full_name = kernel.full_name;
+    names->op_type = kernel.op_type;
+    names->file_op_type = SanitizeName(
+        kernel.op_type.empty() ? OpTypeFromFullName(kernel.full_name) : kernel.op_type);
+    names->file_op_name = SanitizeName(kernel.full_name);
+  };
+  auto graph = graphs_.find(kernel.graph_id);
+  if (graph == graphs_.end()) {
+    make(&unregistered_names_);
+    return unregistered_names_;
+  }
+  std::vector<std::optional<GraphState::FileNames>>& all = graph->second.file_names;
+  if (kernel.index >= all.size()) all.resize(kernel.index + 1);
+  std::optional<GraphState::FileNames>& names = all[kernel.index];
+  // Made again should the kernel at this index be named otherwise (a host's own KernelInfo).
+  if (!names || names->full_name != kernel.full_name || names->op_type != kernel.op_type) {
+    make(&names.emplace());
+  }
+  return *names;
+}
+
 std::string SessionImpl::FileNameIn(const std::string& dir, const std::string& basename,
                                     const char* ext) {
   if (basename.size() <= kMaxBasenameBytes) return basename;

@@ -9,16 +9,20 @@
 namespace graphdump::session_internal {
 
 StepDir* SessionImpl::StepDirFor(const std::string& dir) {
+  // A step's rows go to one directory after another: the last one is found without the lock
+  // and the map (it lives until EndStepDirs, which forgets it; its `dir` never changes).
+  if (last_step_dir_ && last_step_dir_->dir == dir) return last_step_dir_;
   std::lock_guard<std::mutex> lock(mu_);
   std::unique_ptr<StepDir>& sd = step_dirs_[dir];
   if (!sd) {
     sd = std::make_unique<StepDir>();
     sd->dir = dir;
   }
+  last_step_dir_ = sd.get();
   return sd.get();
 }
 
-void SessionImpl::EmitStatisticRow(const std::string& dir, TensorFileName file,
+void SessionImpl::EmitStatisticRow(const std::string& dir, const TensorFileName& file,
                                    const TensorView& original, const TensorWriteOptions& options) {
   // As EmitTensor's file would be: the row shows the view the file would hold (trans_flag
   // false: storage order), and its name (for mapping.csv) has that layout's format. Statistics
@@ -27,18 +31,34 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, TensorFileName file,
   // element by element. A view already in storage order is used as it is, not copied.
   const bool ordered = original.strides.empty() || original.IsContiguous();
   TensorView reordered;
+  const TensorFileName* named = &file;
+  TensorFileName reformatted;
   if (!ordered && (!config_.trans_flag || !options.stats->md5)) {
     std::string format;
     reordered = StorageOrderView(original, &format);
-    if (!config_.trans_flag) file.format = std::move(format);
+    if (!config_.trans_flag) {
+      reformatted = file;
+      reformatted.format = std::move(format);
+      named = &reformatted;
+    }
   }
   const TensorView& shown = ordered || config_.trans_flag ? original : reordered;
   const TensorView& reduced = ordered || options.stats->md5 ? shown : reordered;
 
-  const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
-  StatRowInfo row;
-  row.op_type = std::move(file.op_type);
-  row.op_name = std::move(file.op_name);
+  // The path and the row are built in buffers reused from row to row: this runs for every
+  // tensor of every kernel, and is done with both before it returns.
+  std::string& path = statistic_path_;
+  path.assign(dir).push_back('/');
+  const size_t basename_at = path.size();
+  named->AppendBasename(&path);
+  if (path.size() - basename_at > kMaxBasenameBytes) {
+    const std::string mapped = FileNameIn(dir, path.substr(basename_at), ".npy");
+    path.resize(basename_at);
+    path += mapped;
+  }
+  StatRowInfo& row = statistic_row_;
+  row.op_type.assign(file.op_type);
+  row.op_name.assign(file.op_name);
   row.task_id = file.task_id;
   row.stream_id = file.stream_id;
   row.timestamp = file.timestamp;
@@ -46,7 +66,7 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, TensorFileName file,
   row.slot = file.slot;
   row.data_size = shown.ContiguousBytes();
   row.dtype = shown.dtype;
-  row.shape = shown.shape;
+  row.shape.assign(shown.shape.begin(), shown.shape.end());
   StepDir* sd = StepDirFor(dir);
   // Reduced here even in asynchronous mode: reading it once costs no more than the copy a
   // queued write needs, and skips allocating and filling that copy (a statistic dump of every
@@ -63,12 +83,13 @@ TensorView SessionImpl::StatisticOnlyView(const TensorView& original) {
 bool SessionImpl::ReduceStatistics(const std::string& path, const TensorView& view,
                                    const TensorWriteOptions& options, const StatRowInfo& row,
                                    StepDir* sd, uint64_t seq) {
-  if (const NanPropagatingStats* known = stats_cache_.Find(view, *options.stats)) {
+  StatsCache::Probe probe(view, *options.stats);  // its key is made once, for both
+  if (const NanPropagatingStats* known = stats_cache_.Find(probe)) {
     AddStatisticRow(row, *known, sd, seq);
     return true;
   }
   std::optional<NanPropagatingStats> stats = WriteOne(path, view, options, row, sd, seq);
-  if (stats) stats_cache_.Insert(view, *options.stats, *stats);
+  if (stats) stats_cache_.Insert(std::move(probe), *stats);
   return stats.has_value();
 }
 
@@ -96,6 +117,7 @@ std::unique_ptr<StepDir> SessionImpl::TakeStepDir(const std::string& dir) {
 }
 
 void SessionImpl::EndStepDirs() {
+  last_step_dir_ = nullptr;  // the writer thread that finishes it may free it from now on
   std::vector<std::unique_ptr<StepDir>> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -655,6 +655,39 @@ TEST(SessionTest, LongNamesGoThroughMappingCsv) {
       << mapping;
 }
 
+// A statistic dump names its rows' files as a tensor dump would (mapping.csv for a long
+// name), per kernel and iteration, with the names a kernel's own KernelInfo gives it.
+TEST(SessionTest, StatisticRowsNameEachKernelInEachIteration) {
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic")")));
+  const std::string long_name = "Default/" + std::string(300, 'a') + "/MatMul-op7";
+  GraphInfo graph;
+  KernelInfo k;
+  k.full_name = long_name;
+  graph.kernels.push_back(k);
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  std::vector<int32_t> v = {1, 2, 3};
+  for (int step = 0; step < 2; ++step) {
+    session->BeginStep(0);
+    k.index = 0;
+    k.full_name = step == 0 ? long_name : "Default/Add-op1";  // the host renamed it
+    session->OnKernelDone(k, {}, {testing::MakeView(DType::kInt32, {3}, {}, v.data())});
+    session->EndStep(0);
+  }
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_TRUE(std::regex_match(
+      ReadFile(dir.Sub("rank_0/Net/0/0/mapping.csv")),
+      std::regex(R"(0\.npy,MatMul\.Default_a{300}_MatMul-op7\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.int32\.npy\n)")));
+  const std::string first = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
+  const std::string second = ReadFile(dir.Sub("rank_0/Net/0/1/statistic.csv"));
+  EXPECT_NE(first.find("\nMatMul,Default_" + std::string(300, 'a') + "_MatMul-op7,0,0,"),
+            std::string::npos)
+      << first;
+  EXPECT_NE(second.find("\nAdd,Default_Add-op1,0,0,"), std::string::npos) << second;
+  EXPECT_NE(second.find(",output,0,12,int32,\"(3)\","), std::string::npos) << second;
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("rank_0/Net/0/1/mapping.csv")));
+}
+
 TEST(SessionTest, HostileKernelNamesStayInsideTheDumpRoot) {
   TempDir dir;
   const std::string root = dir.Sub("root");

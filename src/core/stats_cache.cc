@@ -35,23 +35,33 @@ std::optional<StatsCache::Key> StatsCache::KeyOf(const TensorView& view,
   return Key{std::move(*bytes), request};
 }
 
-const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
-  std::optional<Key> key = KeyOf(view, request);
-  if (!key) return nullptr;
-  auto it = entries_.find(*key);
+StatsCache::Probe::Probe(const TensorView& view, const StatsRequest& request)
+    : view_(view), key_(KeyOf(view, request)) {}
+
+const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
+  if (!probe.key_) return nullptr;
+  auto it = entries_.find(*probe.key_);
   if (it == entries_.end()) return nullptr;
   it->second.used = true;
   return &it->second.stats;
 }
 
-void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
-                        const NanPropagatingStats& stats) {
-  std::optional<Key> key = KeyOf(view, request);
-  if (!key) return;
+void StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
+  if (!probe.key_) return;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
   if (entries_.size() >= kMaxEntries) return;
-  entries_.insert_or_assign(std::move(*key), Entry{stats, view.origin.storage});
+  entries_.insert_or_assign(std::move(*probe.key_), Entry{stats, probe.view_.origin.storage});
+  probe.key_.reset();
+}
+
+const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
+  return Find(Probe(view, request));
+}
+
+void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
+                        const NanPropagatingStats& stats) {
+  Insert(Probe(view, request), stats);
 }
 
 void StatsCache::EndStep(bool keep) {

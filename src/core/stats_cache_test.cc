@@ -56,6 +56,31 @@ TEST(StatsCacheTest, FindsTheSameBytesOnly) {
   EXPECT_EQ(cache.Find(view, values), nullptr);
 }
 
+TEST(StatsCacheTest, ProbeFindsAndRecordsWithOneKey) {
+  auto storage = std::make_shared<int>(0);
+  const StatsRequest values{.counts = false, .md5 = false};
+  StatsCache cache;
+  const TensorView view = ViewWithOrigin(storage, 3, 16, {2, 3});
+  StatsCache::Probe probe(view, values);
+  EXPECT_EQ(cache.Find(probe), nullptr);
+  cache.Insert(std::move(probe), StatsWithMax(5.0));
+  EXPECT_EQ(cache.size(), 1u);
+  // Found again by a new probe and by the view itself, and the same bytes spelled otherwise.
+  ASSERT_NE(cache.Find(StatsCache::Probe(view, values)), nullptr);
+  EXPECT_EQ(cache.Find(StatsCache::Probe(view, values))->max, 5.0);
+  EXPECT_EQ(cache.Find(ViewWithOrigin(storage, 3, 16, {2, 3}, {3, 1}), values)->max, 5.0);
+  EXPECT_EQ(cache.Find(StatsCache::Probe(ViewWithOrigin(storage, 4, 16, {2, 3}), values)),
+            nullptr);
+  // An md5 request, or a view without an origin, is never recorded.
+  const StatsRequest md5{.counts = false, .md5 = true};
+  cache.Insert(StatsCache::Probe(view, md5), StatsWithMax(6.0));
+  TensorView no_origin = view;
+  no_origin.origin.storage.reset();
+  cache.Insert(StatsCache::Probe(no_origin, values), StatsWithMax(6.0));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.Find(StatsCache::Probe(view, md5)), nullptr);
+}
+
 TEST(StatsCacheTest, NeverMatchesWithoutOriginOrForMd5) {
   StatsCache cache;
   const StatsRequest md5{.counts = false, .md5 = true};

@@ -20,7 +20,25 @@
 namespace graphdump {
 
 class StatsCache {
+  struct Key {
+    BytesKey bytes;
+    StatsRequest request;  // whole: a request that computes more or less is another entry
+    bool operator==(const Key&) const = default;
+  };
+
  public:
+  // One tensor's key, made once: a statistic row looks its tensor up and, when it was not
+  // found, records it after reducing it. Holds `view` by reference: use it while `view` lives.
+  class Probe {
+   public:
+    Probe(const TensorView& view, const StatsRequest& request);
+
+   private:
+    friend class StatsCache;
+    const TensorView& view_;
+    std::optional<Key> key_;  // none where Find never matches
+  };
+
   // The statistics recorded for the same bytes (same origin, version, offset, dtype, shape and
   // strides) and the same request, or null. Views without an origin, and md5 requests (the
   // md5 depends on the order the bytes are visited in), never match.
@@ -28,6 +46,9 @@ class StatsCache {
   // Records `stats` for `view`; ignored where Find would never match.
   void Insert(const TensorView& view, const StatsRequest& request,
               const NanPropagatingStats& stats);
+  // The same, for the key a Probe made (Insert takes it over).
+  const NanPropagatingStats* Find(const Probe& probe);
+  void Insert(Probe&& probe, const NanPropagatingStats& stats);
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
@@ -38,11 +59,6 @@ class StatsCache {
   size_t size() const { return entries_.size(); }
 
  private:
-  struct Key {
-    BytesKey bytes;
-    StatsRequest request;  // whole: a request that computes more or less is another entry
-    bool operator==(const Key&) const = default;
-  };
   // Hashed, not ordered: a step's thousand entries are found without comparing shapes and
   // strides along a tree's path.
   struct KeyHash {
