@@ -119,16 +119,7 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
   if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
 
   StatRowInfo row;
-  row.op_type = file.op_type;
-  row.op_name = file.op_name;
-  row.task_id = file.task_id;
-  row.stream_id = file.stream_id;
-  row.timestamp = file.timestamp;
-  row.is_input = file.is_input;
-  row.slot = file.slot;
-  row.data_size = view.ContiguousBytes();
-  row.dtype = view.dtype;
-  row.shape = view.shape;
+  FillStatRow(file, view, &row);
   const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
   StepDir* sd = want_stats ? StepDirFor(dir) : nullptr;
   const uint64_t seq = next_seq_++;

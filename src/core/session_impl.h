@@ -75,6 +75,9 @@ std::string RootDir(const DumpConfig& config, uint32_t rank);
 // not exist there). pthread_atfork's child handler counts them.
 extern std::atomic<uint64_t> g_forks;
 
+// Fills `row` (its buffers reused) with the statistic.csv fields `file` names for `view`.
+void FillStatRow(const TensorFileName& file, const TensorView& view, StatRowInfo* row);
+
 class SessionImpl final : public DumpSession {
  public:
   SessionImpl(SessionOptions options, std::unique_ptr<Selector> selector);

@@ -8,6 +8,19 @@
 
 namespace graphdump::session_internal {
 
+void FillStatRow(const TensorFileName& file, const TensorView& view, StatRowInfo* row) {
+  row->op_type.assign(file.op_type);
+  row->op_name.assign(file.op_name);
+  row->task_id = file.task_id;
+  row->stream_id = file.stream_id;
+  row->timestamp = file.timestamp;
+  row->is_input = file.is_input;
+  row->slot = file.slot;
+  row->data_size = view.ContiguousBytes();
+  row->dtype = view.dtype;
+  row->shape.assign(view.shape.begin(), view.shape.end());
+}
+
 StepDir* SessionImpl::StepDirFor(const std::string& dir) {
   // A step's rows go to one directory after another: the last one is found without the lock
   // and the map (it lives until EndStepDirs, which forgets it; its `dir` never changes).
@@ -57,16 +70,7 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, const TensorFileName&
     path += mapped;
   }
   StatRowInfo& row = statistic_row_;
-  row.op_type.assign(file.op_type);
-  row.op_name.assign(file.op_name);
-  row.task_id = file.task_id;
-  row.stream_id = file.stream_id;
-  row.timestamp = file.timestamp;
-  row.is_input = file.is_input;
-  row.slot = file.slot;
-  row.data_size = shown.ContiguousBytes();
-  row.dtype = shown.dtype;
-  row.shape.assign(shown.shape.begin(), shown.shape.end());
+  FillStatRow(file, shown, &row);
   StepDir* sd = StepDirFor(dir);
   // Reduced here even in asynchronous mode: reading it once costs no more than the copy a
   // queued write needs, and skips allocating and filling that copy (a statistic dump of every
