@@ -63,6 +63,8 @@ template <typename Visit>
 void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& visit);
 
 std::string ShapeToString(std::span<const int64_t> shape);  // "(2,3)", "()" for a scalar
+// Appends ShapeToString's text to `out`.
+void AppendShape(std::span<const int64_t> shape, std::string* out);
 
 }  // namespace graphdump
 

@@ -59,14 +59,9 @@ void AppendStatisticCsvRow(const StatRowInfo& info, const NanPropagatingStats& s
   add_number(info.slot);
   add_number(info.data_size);
   AddField(DTypeName(info.dtype), row);
-  // "\"(2,3)\"": ShapeToString's text, quoted.
-  row->append("\"(");
-  for (size_t i = 0; i < info.shape.size(); ++i) {
-    if (i > 0) row->push_back(',');
-    row->append(number,
-                std::to_chars(number, number + sizeof number, info.shape[i]).ptr - number);
-  }
-  row->append(")\",");
+  row->push_back('"');  // "\"(2,3)\"": ShapeToString's text, quoted
+  AppendShape(info.shape, row);
+  row->append("\",");
   for (StatCategory category : categories) {
     AddField(StatisticText(StatisticOf(category), stats), row);
   }

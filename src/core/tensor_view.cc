@@ -1,5 +1,6 @@
 #include "graphdump/tensor_view.h"
 
+#include <charconv>
 #include <cstring>
 #include <string>
 
@@ -102,14 +103,20 @@ void CopyContiguousTo(const TensorView& view, uint8_t* out) {
 }
 
 std::string ShapeToString(std::span<const int64_t> shape) {
-  // MindSpore joins the dimensions with ',' and no trailing comma: "(5)" for 1-D, not "(5,)".
-  std::string text = "(";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) text += ',';
-    text += std::to_string(shape[i]);
-  }
-  text += ')';
+  std::string text;
+  AppendShape(shape, &text);
   return text;
+}
+
+void AppendShape(std::span<const int64_t> shape, std::string* out) {
+  // MindSpore joins the dimensions with ',' and no trailing comma: "(5)" for 1-D, not "(5,)".
+  char number[24];
+  out->push_back('(');
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out->push_back(',');
+    out->append(number, std::to_chars(number, number + sizeof number, shape[i]).ptr);
+  }
+  out->push_back(')');
 }
 
 }  // namespace graphdump
