@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -272,6 +273,14 @@ void BindTorch(py::module_& m) {
             options.model_name = model_name;
             options.overwrite = overwrite;
             options.retry_hint = retry_hint;
+            // The eager capture reports every in-place write of an operator; a compiled call
+            // has its tensors read at once (DeferReads). GRAPHDUMP_STATISTICS_THREAD=0 reads
+            // every tensor on the training thread (docs/python.md).
+            const char* thread = std::getenv("GRAPHDUMP_STATISTICS_THREAD");
+            options.reads_in_background = thread == nullptr || std::string_view(thread) != "0";
+            if (const char* delay = std::getenv("GRAPHDUMP_TEST_STATISTICS_DELAY_US")) {
+              options.deferred_read_delay_us = static_cast<uint32_t>(std::strtoul(delay, nullptr, 10));
+            }
             StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
             if (!session.ok() && session.status().code() == StatusCode::kInvalidArgument) {
               RaiseConfigError(session.status().message());

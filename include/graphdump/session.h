@@ -58,6 +58,16 @@ struct SessionOptions {
   // their own memory, kept alive, instead of a staging copy taken on the host's thread. A host
   // whose own code may write tensors behind the session's back (a user's Python) leaves it off.
   bool host_reports_writes = false;
+  // Statistic-only rows (saved_data "statistic") are reduced on a thread of the session's own,
+  // in the order the kernels ran, while the host goes on: the host's thread only queues the
+  // tensors it hands over (kept alive by TensorView::keep_alive; views without it, or without
+  // an origin, are reduced at once). The host must call BeforeWrite before anything writes, in
+  // place, the memory of a tensor it has handed over, and FinishReads before it stops reporting
+  // such writes; a step's rows are complete when the step ends (EndIteration), as without it.
+  bool reads_in_background = false;
+  // Tests only: the worker of reads_in_background sleeps this long before each batch, so that
+  // it lags behind the host and every in-place write of a queued tensor has to wait for it.
+  uint32_t deferred_read_delay_us = 0;
   // One run per directory: a session refuses to open when its rank directory ({path}/rank_{id})
   // already exists, so that two runs never mix their files. With `overwrite`, an existing rank
   // directory is removed first (the CLI's --overwrite; GRAPHDUMP_OVERWRITE=1 in Python).
@@ -152,10 +162,26 @@ class DumpSession {
   // then `input` itself may be handed over, written or not. Holds until EndStep.
   virtual bool ReadsInput(const KernelInfo& kernel, const TensorView& input) = 0;
 
-  // Called by a host with SessionOptions::host_reports_writes before it writes, in place, the
-  // memory of the allocation identified by `storage` (TensorOrigin::storage.get()): returns when
-  // no write of a dumped tensor still reads that memory. Cheap when none is pending.
+  // For a kernel about to write `input` in place, where ReadsInput is true: reads now what the
+  // dump keeps of `input` (the statistics of a statistic dump) and returns true, so that
+  // `input` itself may be handed to OnKernelDone after the write; false where a copy taken
+  // before the write is needed (tensor files, md5).
+  virtual bool ReadInputNow(const KernelInfo& kernel, const TensorView& input) = 0;
+
+  // Called by a host with SessionOptions::host_reports_writes or reads_in_background before it
+  // writes, in place, the memory of the allocation identified by `storage`
+  // (TensorOrigin::storage.get()): returns when no queued write or reduction of a dumped tensor
+  // still reads that memory. Cheap when none is pending.
   virtual void BeforeWrite(const void* storage) = 0;
+
+  // With SessionOptions::reads_in_background: returns when no queued reduction still reads a
+  // tensor handed over so far.
+  virtual void FinishReads() = 0;
+  // With SessionOptions::reads_in_background: false finishes the queued reductions and has the
+  // tensors of later OnKernelDone calls read before those return (a host about to write memory
+  // it cannot report, such as a compiled graph's reused buffers); true lets them be queued
+  // again.
+  virtual void DeferReads(bool defer) = 0;
 
   // The bytes of the allocation `storage` were written without its version counter changing
   // (TensorOrigin::version): statistics recorded for them are not reused. Every host calls it

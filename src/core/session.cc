@@ -75,6 +75,10 @@ SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selec
       root_(RootDir(config_, options_.rank)),
       buffers_(std::max<size_t>(1, options_.queue_bytes)) {
   CountForksOnce();
+  if (options_.reads_in_background && config_.saved_data == SavedData::kStatistic) {
+    reads_ = std::make_unique<OrderedWorker>(std::max<size_t>(1, options_.queue_bytes));
+    deferred_request_ = StatsRequest::For(config_.statistic_category);
+  }
   if (!config_.enable) {
     async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
                                            std::max<size_t>(1, options_.queue_bytes));
@@ -83,7 +87,10 @@ SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selec
 
 SessionImpl::~SessionImpl() {
   if (InChild()) {
-    (void)async_.release();  // its threads live in the parent: nothing to join or drain here
+    // Their threads live in the parent: nothing to join or drain here.
+    (void)async_.release();
+    (void)reads_.release();
+    (void)batch_.release();
     return;
   }
   (void)Close();
@@ -273,7 +280,38 @@ bool SessionImpl::ReadsInput(const KernelInfo& kernel, const TensorView& input) 
   return stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
 }
 
+bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input) {
+  if (config_.saved_data != SavedData::kStatistic || input.device != "cpu" ||
+      !input.origin.storage) {
+    return false;
+  }
+  TensorWriteOptions options;
+  options.write_npy = false;
+  options.stats = StatsRequest::For(config_.statistic_category);
+  if (options.stats->md5) return false;
+  // What EmitStatisticRow reduces, and finds again by the same key after the write.
+  const bool ordered = input.strides.empty() || input.IsContiguous();
+  const TensorView reordered = ordered ? TensorView() : StatisticOnlyView(input);
+  const TensorView& reduced = ordered ? input : reordered;
+  if (stats_cache_.FindCell(StatsCache::Probe(reduced, *options.stats))) return true;
+  StatusOr<TensorWriteResult> result = WriteTensor(*fs_, kernel.full_name, reduced, options);
+  if (!result.ok()) return false;
+  stats_cache_.Insert(StatsCache::Probe(reduced, *options.stats), result->stats);
+  // A full cache keeps nothing new: the copy is needed after all.
+  return stats_cache_.FindCell(StatsCache::Probe(reduced, *options.stats)) != nullptr;
+}
+
 void SessionImpl::BeforeWrite(const void* storage) {
+  if (!read_by_.empty() && storage != nullptr) {
+    auto it = read_by_.find(storage);
+    if (it != read_by_.end()) {
+      if (it->second > reads_->Done()) {
+        if (it->second == reads_->Next()) SubmitDeferredRows();  // the kernel's own batch
+        reads_->WaitFor(it->second);
+      }
+      read_by_.erase(it);
+    }
+  }
   if (unwritten_count_.load() == 0 || storage == nullptr) return;
   std::unique_lock<std::mutex> lock(mu_);
   written_.wait(lock, [&] { return unwritten_.count(storage) == 0; });

@@ -54,6 +54,11 @@ void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorV
     Status st = fs_->WriteWholeFile(dir + "/" + name, internal::JsonText(args, 4) + "\n");
     if (!st.ok()) Fail(st);
   }
+  // Deferred rows go to the worker in batches: it is woken less often.
+  if (reads_) {
+    SubmitDeferredRows(/*when_full=*/true);
+    reads_->Release();  // the tensors read already go back to the host's allocator soon
+  }
 }
 
 void SessionImpl::EmitAscendFile(const std::string& dir, const TensorFileName& file,

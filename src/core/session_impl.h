@@ -22,6 +22,7 @@
 
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/internal/buffer_pool.h"
+#include "graphdump/internal/ordered_worker.h"
 #include "graphdump/internal/stats_cache.h"
 #include "graphdump/internal/tensor_writer.h"
 #include "graphdump/internal/written_files.h"
@@ -104,7 +105,10 @@ class SessionImpl final : public DumpSession {
   void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                     const std::vector<TensorView>& outputs) override;
   bool ReadsInput(const KernelInfo& kernel, const TensorView& input) override;
+  bool ReadInputNow(const KernelInfo& kernel, const TensorView& input) override;
   void BeforeWrite(const void* storage) override;
+  void FinishReads() override;
+  void DeferReads(bool defer) override;
   void ForgetStatistics(const void* storage) override;
   void OnTensorNotDumped(const KernelInfo& kernel, bool input, uint32_t slot,
                          const std::string& why) override;
@@ -199,11 +203,34 @@ class SessionImpl final : public DumpSession {
   static TensorView StatisticOnlyView(const TensorView& original);
   // The statistic row of a tensor (`options` without the .npy), reduced from memory unless the
   // same bytes were reduced already in this step. False when the dump has stopped.
+  // With `may_defer`, a view the worker can read (Defers) is queued instead.
   bool ReduceStatistics(const std::string& path, const TensorView& view,
                         const TensorWriteOptions& options, const StatRowInfo& row, StepDir* sd,
-                        uint64_t seq);
+                        uint64_t seq, bool may_defer = false);
   void AddStatisticRow(const StatRowInfo& row, const NanPropagatingStats& stats, StepDir* sd,
                        uint64_t seq);
+  // Deferred rows (session_deferred.cc; SessionOptions::reads_in_background): a row whose
+  // bytes were not reduced yet reduces them into its StatsCell; one found in the cache waits
+  // for its cell in the queue.
+  class DeferredRows;  // an OrderedWorker task: the rows of one or more kernels
+  // A batch is handed to the worker once it reads this many bytes or holds this many rows (or
+  // when a write, FinishReads or the step's end needs it run): small, so that the tensors it
+  // holds go back to the allocator while their memory is still in cache.
+  static constexpr size_t kDeferredBatchBytes = size_t{256} << 10;
+  static constexpr size_t kDeferredBatchRows = 16;
+  // Can `view`'s statistics be reduced on the worker? It must stay alive (keep_alive) and be
+  // known by its allocation (BeforeWrite).
+  bool Defers(const TensorView& view) const {
+    return reads_ && defer_reads_ && view.keep_alive && view.origin.storage;
+  }
+  // Queues the row `row` of `view` into the batch: reduced into `cell` when `reduce`, else
+  // made from `cell` once an earlier row has filled it.
+  void DeferRow(const TensorView& view, const StatRowInfo& row, StepDir* sd, uint64_t seq,
+                std::shared_ptr<StatsCell> cell, bool reduce);
+  // Hands the batch to the worker (with `when_full`, only once it is as large as a batch gets).
+  void SubmitDeferredRows(bool when_full = false);
+  // On the worker.
+  void RunDeferredRows(DeferredRows& batch);
   void FinishPending(StepDir* sd);
   // REQUIRES: mu_ held.
   std::unique_ptr<StepDir> TakeStepDir(const std::string& dir);
@@ -250,6 +277,17 @@ class SessionImpl final : public DumpSession {
   // The StepDir StepDirFor gave last; reset by EndStepDirs, after which it may be freed.
   StepDir* last_step_dir_ = nullptr;
 
+  // Deferred reads (reads_in_background): the kernel's rows not handed to the worker yet,
+  // whether rows may be deferred now (DeferReads), and by allocation the number of the last
+  // worker task that reads it (BeforeWrite waits for it).
+  std::unique_ptr<OrderedWorker::Task> batch_;  // a DeferredRows
+  bool defer_reads_ = true;
+  std::unordered_map<const void*, uint64_t> read_by_;
+  StatsRequest deferred_request_;  // of every deferred row (the configuration's categories)
+  // The worker's view and row, rebuilt for each deferred row (their buffers reused).
+  TensorView worker_view_;
+  StatRowInfo worker_row_;
+
   // Shared with writer threads.
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<StepDir>> step_dirs_;
@@ -261,6 +299,8 @@ class SessionImpl final : public DumpSession {
   std::atomic<bool> failed_{false};
   Status first_error_;
   std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};
+  // Last: its tasks use the members above, so it is joined first.
+  std::unique_ptr<OrderedWorker> reads_;
 };
 
 }  // namespace graphdump::session_internal

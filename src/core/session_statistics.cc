@@ -76,7 +76,7 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, const TensorFileName&
   // queued write needs, and skips allocating and filling that copy (a statistic dump of every
   // kernel otherwise copied the whole step's tensors). Bytes already reduced in this step (the
   // previous kernel's output) are not read again.
-  ReduceStatistics(path, reduced, options, row, sd, next_seq_++);
+  ReduceStatistics(path, reduced, options, row, sd, next_seq_++, /*may_defer=*/true);
 }
 
 TensorView SessionImpl::StatisticOnlyView(const TensorView& original) {
@@ -86,10 +86,22 @@ TensorView SessionImpl::StatisticOnlyView(const TensorView& original) {
 
 bool SessionImpl::ReduceStatistics(const std::string& path, const TensorView& view,
                                    const TensorWriteOptions& options, const StatRowInfo& row,
-                                   StepDir* sd, uint64_t seq) {
+                                   StepDir* sd, uint64_t seq, bool may_defer) {
   StatsCache::Probe probe(view, *options.stats);  // its key is made once, for both
-  if (const NanPropagatingStats* known = stats_cache_.Find(probe)) {
-    AddStatisticRow(row, *known, sd, seq);
+  std::shared_ptr<StatsCell> known = stats_cache_.FindCell(probe);
+  if (may_defer && Defers(view)) {
+    // The row goes to the worker, after the task that fills its cell when that is queued too.
+    const bool reduce = known == nullptr;
+    if (reduce) {
+      known = std::make_shared<StatsCell>();
+      stats_cache_.InsertCell(std::move(probe), known);
+    }
+    DeferRow(view, row, sd, seq, std::move(known), reduce);
+    return !failed_;
+  }
+  if (known && !known->ready.load(std::memory_order_acquire)) FinishReads();  // queued
+  if (known && known->ready.load(std::memory_order_acquire)) {
+    AddStatisticRow(row, known->stats, sd, seq);
     return true;
   }
   std::optional<NanPropagatingStats> stats = WriteOne(path, view, options, row, sd, seq);
@@ -121,6 +133,7 @@ std::unique_ptr<StepDir> SessionImpl::TakeStepDir(const std::string& dir) {
 }
 
 void SessionImpl::EndStepDirs() {
+  FinishReads();  // a step's rows are complete when it ends
   last_step_dir_ = nullptr;  // the writer thread that finishes it may free it from now on
   std::vector<std::unique_ptr<StepDir>> ready;
   {

@@ -235,6 +235,49 @@ print(a.shape, np.unique(a))
   EXPECT_EQ(r.output, "(1048576,) [1.5]\n");
 }
 
+// Statistics read on the session's worker (reads_in_background), which a delay keeps behind
+// the host: BeforeWrite waits until the queued tensor is read, a row reusing queued statistics
+// gets them once they are filled, and the rows keep the kernels' order.
+TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
+  TempDir dir;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
+      "statistic_category": ["max", "min"])"));
+  options.reads_in_background = true;
+  options.deferred_read_delay_us = 20000;
+  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  GraphInfo graph;
+  for (const char* name : {"Default/a-op0", "Default/b-op1", "Default/c-op2"}) {
+    KernelInfo k;
+    k.full_name = name;
+    graph.kernels.push_back(k);
+  }
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 16, 1.5f)};
+  session->BeginStep(0);
+  session->OnKernelDone(graph.kernels[0], {}, {t.View()});
+  session->BeforeWrite(t.data.get());  // the host is about to write it in place
+  std::fill(t.data->begin(), t.data->end(), -7.0f);
+  TensorView written = t.View();
+  written.origin.version = 1;
+  session->OnKernelDone(graph.kernels[1], {written}, {});
+  // The first bytes again (same origin and version): their queued statistics are reused.
+  session->OnKernelDone(graph.kernels[2], {t.View()}, {});
+  session->EndStep(0);
+  ASSERT_TRUE(session->Close().ok());
+  const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
+  std::vector<std::string> rows;
+  std::regex row(R"re(\n(\w+),[^,]+,0,0,\d+,(\w+),0,262144,float32,"\(65536\)",([^,]+),([^,]+),)re");
+  for (auto m = std::sregex_iterator(csv.begin(), csv.end(), row); m != std::sregex_iterator();
+       ++m) {
+    rows.push_back((*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[3].str() + "/" +
+                   (*m)[4].str());
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"a output 1.5/1.5", "b input -7/-7",
+                                            "c input 1.5/1.5"}))
+      << csv;
+}
+
 TEST(SessionTest, HostDrivenIterationsSpanSeveralGraphSteps) {
   TempDir dir;
   auto session = OpenSession(Parse(ConfigJson(dir.path())));

@@ -38,21 +38,34 @@ std::optional<StatsCache::Key> StatsCache::KeyOf(const TensorView& view,
 StatsCache::Probe::Probe(const TensorView& view, const StatsRequest& request)
     : view_(view), key_(KeyOf(view, request)) {}
 
-const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
+std::shared_ptr<StatsCell> StatsCache::FindCell(const Probe& probe) {
   if (!probe.key_) return nullptr;
   auto it = entries_.find(*probe.key_);
   if (it == entries_.end()) return nullptr;
   it->second.used = true;
-  return &it->second.stats;
+  return it->second.cell;
 }
 
-void StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
+void StatsCache::InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell) {
   if (!probe.key_) return;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
   if (entries_.size() >= kMaxEntries) return;
-  entries_.insert_or_assign(std::move(*probe.key_), Entry{stats, probe.view_.origin.storage});
+  entries_.insert_or_assign(std::move(*probe.key_),
+                            Entry{std::move(cell), probe.view_.origin.storage});
   probe.key_.reset();
+}
+
+const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
+  const std::shared_ptr<StatsCell> cell = FindCell(probe);
+  return cell ? &cell->stats : nullptr;  // the entry holds the cell on
+}
+
+void StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
+  auto cell = std::make_shared<StatsCell>();
+  cell->stats = stats;
+  cell->ready.store(true, std::memory_order_release);
+  InsertCell(std::move(probe), std::move(cell));
 }
 
 const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {

@@ -57,6 +57,9 @@ class RecordingSession : public DumpSession {
   }
   bool ReadsInput(const KernelInfo&, const TensorView&) override { return true; }
   void BeforeWrite(const void*) override {}
+  void FinishReads() override {}
+  void DeferReads(bool) override {}
+  bool ReadInputNow(const KernelInfo&, const TensorView&) override { return false; }
   void ForgetStatistics(const void*) override {}
   void OnKernelFailed(const KernelInfo& k, const std::vector<TensorView>& in,
                       const std::string& error) override {

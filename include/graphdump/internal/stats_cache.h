@@ -3,9 +3,11 @@
 // otherwise: as a kernel's output, as the next kernel's input, as a parameter. Entries may be
 // kept into the next step (SessionOptions::stats_across_steps): a parameter updated by the
 // optimizer is then not read again as the next step's parameter and forward input.
-// Used on the executor thread only.
+// Used on the executor thread only; the statistics of an entry may be filled later, on the thread
+// that reduces them (StatsCell).
 #pragma once
 
+#include <atomic>
 #include <compare>
 #include <cstdint>
 #include <memory>
@@ -18,6 +20,13 @@
 #include "graphdump/tensor_view.h"
 
 namespace graphdump {
+
+// The statistics of one tensor's bytes, recorded in the cache when their reduction is queued and
+// filled when it has run (SessionOptions::reads_in_background), or recorded filled.
+struct StatsCell {
+  NanPropagatingStats stats;
+  std::atomic<bool> ready{false};  // set (release) once `stats` is filled
+};
 
 class StatsCache {
   struct Key {
@@ -49,6 +58,10 @@ class StatsCache {
   // The same, for the key a Probe made (Insert takes it over).
   const NanPropagatingStats* Find(const Probe& probe);
   void Insert(Probe&& probe, const NanPropagatingStats& stats);
+  // The cell recorded for the probe's bytes, filled or still to be filled, or null.
+  std::shared_ptr<StatsCell> FindCell(const Probe& probe);
+  // Records `cell`, whose statistics may still be filled later.
+  void InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell);
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
@@ -65,7 +78,7 @@ class StatsCache {
     size_t operator()(const Key& key) const;
   };
   struct Entry {
-    NanPropagatingStats stats;
+    std::shared_ptr<StatsCell> cell;
     std::shared_ptr<const void> storage;  // pins the identity of Key::storage
     bool used = true;                     // found or recorded in the current step
   };

@@ -67,6 +67,9 @@ void CompiledGraph::BeginCall() {
   if (!registered_ || in_call_) return;
   in_call_ = true;
   running_.reset();
+  // Generated code writes buffers it reuses and graph inputs it mutates behind PyTorch's
+  // dispatcher, where no write is reported: the call's tensors are read as its kernels end.
+  session_->DeferReads(false);
   session_->BeginStep(info_.graph_id);
   // Statistics alone are computed as each kernel ends, from the buffers as they are then: a
   // buffer a kernel of this call wrote, read by a later one with no write between, has the
@@ -124,6 +127,7 @@ std::string CompiledGraph::EndCall() {
   }
   running_.reset();
   session_->EndStep(info_.graph_id);
+  session_->DeferReads(true);
   return failure;
 }
 
@@ -149,8 +153,10 @@ std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
   std::vector<c10::IValue> args(inputs.begin(), inputs.end());
   std::vector<TensorView> views;
   Slots slots;
+  // InputOrigins gives the views the call's own origins afterwards: an input about to be
+  // written is copied, not read now (MakeViewBeforeWrite).
   AppendInputViews(*session_, info_.kernels[index], args, written, /*logical_layout=*/true,
-                   &views, &slots);
+                   &views, &slots, /*read_now=*/false);
   ReportSkipped(*session_, info_.kernels[index], /*input=*/true, slots);
   InputOrigins(index, &views);
   return views;

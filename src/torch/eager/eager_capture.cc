@@ -1,6 +1,7 @@
 #include "eager/eager_capture.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 #include <pthread.h>
 
@@ -345,6 +346,12 @@ std::unique_ptr<at::ObserverContext> EagerCapture::Start(const at::RecordFunctio
   }
   const bool outermost = op_depth_++ == 0;
   if (!outermost) return nullptr;
+  if (callbacks_.before_write) {
+    try {
+      ReportWrites(fn, op_id);
+    } catch (const std::exception&) {
+    }
+  }
   // The operators this one calls are not kernels: none is recorded until it ends (End).
   if (per_thread) SetOperatorCallback(false);
   starting_graph_ = nullptr;
@@ -413,6 +420,33 @@ void EagerCapture::NoteFunction(const at::RecordFunction& fn) {
   }
 }
 
+void EagerCapture::ReportWrites(const at::RecordFunction& fn, uint32_t op_id) {
+  const c10::ArrayRef<const c10::IValue> args = fn.inputs();
+  if (op_id >= op_writes_.size()) op_writes_.resize(op_id + 1);
+  auto [it, added] = op_writes_[op_id].try_emplace(args.size());
+  std::vector<uint32_t>& writes = it->second;
+  if (added) {
+    // Overloads share the operator's name (add.Tensor, add.out): the call is one of those
+    // taking as many arguments.
+    for (const auto& op : torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(fn.name()))) {
+      const c10::FunctionSchema& schema = op->schema();
+      if (schema.arguments().size() != args.size()) continue;
+      for (uint32_t i = 0; i < args.size(); ++i) {
+        if ((torch_compat::SchemaWritesArgument(schema, i) ||
+             torch_compat::SchemaWritesUnannotated(schema, i)) &&
+            std::find(writes.begin(), writes.end(), i) == writes.end()) {
+          writes.push_back(i);
+        }
+      }
+    }
+  }
+  for (uint32_t i : writes) {
+    ForEachTensor(args[i], [&](const at::Tensor& t) {
+      if (t.defined() && t.has_storage()) callbacks_.before_write(t.storage().unsafeGetStorageImpl());
+    });
+  }
+}
+
 std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordFunction& fn,
                                                                uint32_t op_id) {
   const Frame& frame = frames_.empty() ? script_frame_ : frames_.back();
@@ -455,10 +489,16 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
     const std::vector<uint32_t> unwritten = unwritten_.Slots(args);
     if (!unwritten.empty()) graph->MarkUninitializedInputs(call->index, unwritten);
   }
-  // An in-place operator's input is dumped as it was before the operator wrote it.
+  // An in-place operator's input is dumped as it was before the operator wrote it, batch
+  // norm's running statistics too.
   if (keep_inputs) {
-    AppendInputViews(*session, kernel, args, writes.annotated, /*logical_layout=*/true,
-                     &call->inputs, &call->input_slots);
+    std::vector<uint32_t> both;
+    if (!writes.unannotated.empty()) {
+      both = writes.annotated;
+      both.insert(both.end(), writes.unannotated.begin(), writes.unannotated.end());
+    }
+    AppendInputViews(*session, kernel, args, both.empty() ? writes.annotated : both,
+                     /*logical_layout=*/true, &call->inputs, &call->input_slots);
   }
   // Handed out only now: the operators the views above ran (copies) reach the dispatcher
   // before the kernel does, and are not the kernel (a precision run, TakeKernel).

@@ -78,6 +78,10 @@ class EagerCapture {
     std::function<void(EagerGraph*, const std::string& scope, const std::string& module_path,
                        uint64_t sequence_nr, uint64_t thread_id)>
         function;
+    // Called before every outermost operator on the watched thread, while the capture is on,
+    // for the allocation (StorageImpl) of each tensor the operator writes in place: the
+    // session's queued reads of it finish first (DumpSession::BeforeWrite). May be null.
+    std::function<void(const void* storage)> before_write;
   };
 
   // Registers the callback, inactive. The calling thread is the one watched. `lock` (the
@@ -170,6 +174,8 @@ class EagerCapture {
   uint32_t ScopeId(const std::string& scope);
   // Turns the callback on while the capture dumps or names.
   void Switch(bool active, bool naming);
+  // callbacks_.before_write for the tensors `fn` (operator `op_id`) writes in place.
+  void ReportWrites(const at::RecordFunction& fn, uint32_t op_id);
 
   Callbacks callbacks_;
   std::recursive_mutex* lock_;
@@ -196,6 +202,10 @@ class EagerCapture {
   std::unordered_map<const char*, uint32_t> op_by_address_;
   std::unordered_map<std::string, uint32_t> op_by_name_;
   std::vector<std::string> op_types_;  // "linear"
+  // Per operator and number of arguments, the arguments some overload of it with that many
+  // writes in place or updates unannotated (batch norm's running statistics): a superset of
+  // what the call writes, found once from the operators' schemas.
+  std::vector<std::unordered_map<size_t, std::vector<uint32_t>>> op_writes_;
   std::unordered_map<std::string, uint32_t> scope_ids_;
   // Calls of (scope, operator) so far in this root call.
   std::unordered_map<uint64_t, uint32_t> occurrences_;

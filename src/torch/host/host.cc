@@ -62,7 +62,11 @@ class DumpHost::AllReduceStep {
 };
 
 DumpHost::DumpHost(std::unique_ptr<DumpSession> session)
-    : session_(std::move(session)), backward_(std::make_unique<BackwardKernels>(&mutex_)) {}
+    : session_(std::move(session)), backward_(std::make_unique<BackwardKernels>(&mutex_)) {
+  // Statistics are read later only while the eager capture reports in-place writes
+  // (EnsureCapture): without it, gradient accumulation would be unseen.
+  if (session_) session_->DeferReads(false);
+}
 
 DumpHost::~DumpHost() {
   (void)Close();
@@ -168,7 +172,12 @@ void DumpHost::EnsureCapture() {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     backward_->NoteFunction(g, scope, module_path, sequence_nr, thread_id);
   };
+  callbacks.before_write = [this](const void* storage) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (session_) session_->BeforeWrite(storage);
+  };
   capture_ = std::make_unique<EagerCapture>(std::move(callbacks), &mutex_);
+  if (session_) session_->DeferReads(true);
   UpdateEagerActive();
 }
 
@@ -266,8 +275,11 @@ void DumpHost::BeginRootCall(HostGraph* graph) {
 
 void DumpHost::UpdateEagerActive() {
   if (!capture_) return;
-  capture_->SetActive(session_ && session_->IterationOpen() &&
-                      (session_->StepDumps() || session_->config().op_debug_mode == 4));
+  const bool active = session_ && session_->IterationOpen() &&
+                      (session_->StepDumps() || session_->config().op_debug_mode == 4);
+  // Writes are reported while the capture is on only: the session's queued reads finish first.
+  if (!active && session_) session_->FinishReads();
+  capture_->SetActive(active);
 }
 
 void DumpHost::EnsureIteration() {

@@ -103,13 +103,19 @@ inline bool MakeViewOfCopy(const at::Tensor& copy, const at::Tensor& original,
 
 // A view of `original` as it is now, for `kernel`, which is about to write it in place: a view
 // of `original` itself when the session will not read the bytes (DumpSession::ReadsInput; a
-// statistic dump whose statistics of these bytes are known) or the view is a copy already (a
-// device tensor), else of a copy taken now that claims the original's origin.
+// statistic dump whose statistics of these bytes are known), has read them now
+// (ReadInputNow: a statistic dump) or the view is a copy already (a device tensor), else of a
+// copy taken now that claims the original's origin.
+// `read_now` false: the host hands OnKernelDone the view with another origin than it has here
+// (a compiled call's), which ReadInputNow's statistics would not be found by.
 inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
-                                const at::Tensor& original, bool logical_layout, TensorView* view) {
+                                const at::Tensor& original, bool logical_layout, TensorView* view,
+                                bool read_now = true) {
   if (!MakeView(original, logical_layout, view)) return false;
   // Off the CPU, MakeView has copied the tensor to it already.
   if (!original.device().is_cpu() || !session.ReadsInput(kernel, *view)) return true;
+  // Its statistics, taken before the write.
+  if (read_now && session.ReadInputNow(kernel, *view)) return true;
   TensorOrigin origin = view->origin;
   return MakeViewOfCopy(original.clone(), original, std::move(origin), logical_layout, view);
 }
@@ -212,7 +218,7 @@ inline void AppendViews(const c10::IValue& value, bool logical_layout,
 template <typename Args, typename Indices>
 void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args& args,
                       const Indices& written, bool logical_layout, std::vector<TensorView>* views,
-                      Slots* slots) {
+                      Slots* slots, bool read_now = true) {
   for (size_t i = 0; i < args.size(); ++i) {
     const bool writes = std::find(written.begin(), written.end(), i) != written.end();
     if (writes && (args[i].isTensor() || args[i].isTensorList())) {
@@ -220,7 +226,7 @@ void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args
         const int32_t slot = slots->next++;
         if (!t.defined()) return;
         TensorView view;
-        if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view)) {
+        if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view, read_now)) {
           view.slot = slot;
           views->push_back(std::move(view));
         } else {

@@ -1,0 +1,179 @@
+// Statistic rows reduced on the session's worker thread (SessionOptions::reads_in_background,
+// docs/python.md): the host's thread queues each row with what the worker needs, in batches
+// kept compact (names and shapes in one buffer each), and waits for the worker only where a
+// write of a queued tensor, or the end of a step, needs it done.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "session_impl.h"
+
+namespace graphdump::session_internal {
+namespace {
+
+// read_by_ is pruned of allocations no queued task reads when it reaches this size.
+constexpr size_t kReadByPrune = 4096;
+
+}  // namespace
+
+class SessionImpl::DeferredRows final : public OrderedWorker::Task {
+ public:
+  struct Row {
+    // The reduced view (when `reduce`): its memory, kept alive by `keep_alive`, which is
+    // released with the task on the host's thread.
+    const void* data = nullptr;
+    std::shared_ptr<const void> keep_alive;
+    DType dtype = DType::kFloat32;
+    uint32_t dims = 0, shape_at = 0;  // shape, then strides when `strided`, in `ints`
+    bool strided = false;
+    // The row's fields (StatRowInfo); its names in `text`, its shape in `ints`.
+    uint32_t op_type_at = 0, op_type_size = 0, op_name_at = 0, op_name_size = 0;
+    uint32_t task_id = 0, stream_id = 0, slot = 0;
+    uint64_t timestamp = 0, data_size = 0;
+    bool is_input = false;
+    DType row_dtype = DType::kFloat32;
+    uint32_t row_dims = 0, row_shape_at = 0;
+    StepDir* sd = nullptr;
+    uint64_t seq = 0;
+    std::shared_ptr<StatsCell> cell;
+    bool reduce = false;
+  };
+
+  explicit DeferredRows(SessionImpl* session) : session_(session) {}
+  void Run() override { session_->RunDeferredRows(*this); }
+
+  // Appends `s` to `text` unless it ends `text` already (a kernel's rows share its names).
+  std::pair<uint32_t, uint32_t> Text(const std::string& s) {
+    if (s.size() <= last_text_size_ &&
+        std::string_view(text).substr(last_text_at_, last_text_size_) == s) {
+      return {last_text_at_, static_cast<uint32_t>(s.size())};
+    }
+    last_text_at_ = static_cast<uint32_t>(text.size());
+    last_text_size_ = static_cast<uint32_t>(s.size());
+    text += s;
+    return {last_text_at_, last_text_size_};
+  }
+  uint32_t Ints(const std::vector<int64_t>& values) {
+    const auto at = static_cast<uint32_t>(ints.size());
+    ints.insert(ints.end(), values.begin(), values.end());
+    return at;
+  }
+
+  std::vector<Row> rows;
+  std::string text;
+  std::vector<int64_t> ints;
+  size_t bytes = 1;  // of the tensors it reads
+
+ private:
+  SessionImpl* const session_;
+  uint32_t last_text_at_ = 0, last_text_size_ = 0;
+};
+
+void SessionImpl::DeferRow(const TensorView& view, const StatRowInfo& row, StepDir* sd,
+                           uint64_t seq, std::shared_ptr<StatsCell> cell, bool reduce) {
+  if (!batch_) batch_ = std::make_unique<DeferredRows>(this);
+  DeferredRows& b = static_cast<DeferredRows&>(*batch_);
+  DeferredRows::Row& r = b.rows.emplace_back();
+  if (reduce) {
+    r.data = view.data;
+    r.keep_alive = view.keep_alive;
+    r.dtype = view.dtype;
+    r.dims = static_cast<uint32_t>(view.shape.size());
+    r.shape_at = b.Ints(view.shape);
+    r.strided = !view.strides.empty();
+    if (r.strided) b.Ints(view.strides);
+    b.bytes += view.ContiguousBytes();
+    // BeforeWrite of this allocation waits for the task this batch becomes.
+    read_by_[view.origin.storage.get()] = reads_->Next();
+  }
+  std::tie(r.op_type_at, r.op_type_size) = b.Text(row.op_type);
+  std::tie(r.op_name_at, r.op_name_size) = b.Text(row.op_name);
+  r.task_id = row.task_id;
+  r.stream_id = row.stream_id;
+  r.slot = row.slot;
+  r.timestamp = row.timestamp;
+  r.data_size = row.data_size;
+  r.is_input = row.is_input;
+  r.row_dtype = row.dtype;
+  r.row_dims = static_cast<uint32_t>(row.shape.size());
+  r.row_shape_at = b.Ints(row.shape);
+  r.sd = sd;
+  r.seq = seq;
+  r.cell = std::move(cell);
+  r.reduce = reduce;
+}
+
+void SessionImpl::SubmitDeferredRows(bool when_full) {
+  if (!batch_) return;
+  const DeferredRows& b = static_cast<DeferredRows&>(*batch_);
+  const size_t bytes = b.bytes;
+  if (when_full && bytes < kDeferredBatchBytes && b.rows.size() < kDeferredBatchRows) return;
+  reads_->Submit(std::move(batch_), bytes);
+  // Forget the allocations whose readers have all run (a step's tensors, mostly).
+  if (read_by_.size() >= kReadByPrune) {
+    const uint64_t done = reads_->Done();
+    std::erase_if(read_by_, [done](const auto& entry) { return entry.second <= done; });
+  }
+}
+
+void SessionImpl::RunDeferredRows(DeferredRows& batch) {
+  if (options_.deferred_read_delay_us > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(options_.deferred_read_delay_us));
+  }
+  TensorWriteOptions options;
+  options.write_npy = false;
+  options.stats = deferred_request_;
+  StatRowInfo& row = worker_row_;
+  TensorView& view = worker_view_;
+  const int64_t* ints = batch.ints.data();
+  for (const DeferredRows::Row& r : batch.rows) {
+    if (!r.reduce && !r.cell->ready.load(std::memory_order_acquire)) {
+      continue;  // its reduction failed: the dump has stopped
+    }
+    row.op_type.assign(batch.text, r.op_type_at, r.op_type_size);
+    row.op_name.assign(batch.text, r.op_name_at, r.op_name_size);
+    row.task_id = r.task_id;
+    row.stream_id = r.stream_id;
+    row.slot = r.slot;
+    row.timestamp = r.timestamp;
+    row.data_size = r.data_size;
+    row.is_input = r.is_input;
+    row.dtype = r.row_dtype;
+    row.shape.assign(ints + r.row_shape_at, ints + r.row_shape_at + r.row_dims);
+    if (!r.reduce) {
+      AddStatisticRow(row, r.cell->stats, r.sd, r.seq);
+      continue;
+    }
+    view.data = r.data;
+    view.dtype = r.dtype;
+    view.shape.assign(ints + r.shape_at, ints + r.shape_at + r.dims);
+    if (r.strided) {
+      view.strides.assign(ints + r.shape_at + r.dims, ints + r.shape_at + 2 * r.dims);
+    } else {
+      view.strides.clear();
+    }
+    // The path only names the tensor in an error: its row's op name does.
+    std::optional<NanPropagatingStats> stats =
+        WriteOne(row.op_name, view, options, row, r.sd, r.seq);
+    if (!stats) continue;  // the dump has stopped: rows that find this cell are left out
+    r.cell->stats = std::move(*stats);
+    r.cell->ready.store(true, std::memory_order_release);
+  }
+}
+
+void SessionImpl::FinishReads() {
+  if (!reads_) return;
+  SubmitDeferredRows();
+  reads_->Wait();
+  read_by_.clear();
+}
+
+void SessionImpl::DeferReads(bool defer) {
+  if (!defer) FinishReads();
+  defer_reads_ = defer;
+}
+
+}  // namespace graphdump::session_internal

@@ -1,0 +1,75 @@
+"""Statistics reduced on graphdump's worker thread (docs/python.md): the training thread queues
+each tensor and goes on; an operator that writes a queued tensor in place waits until it has
+been read. The rows must be those of the bytes the kernel saw, exactly as if every row were
+computed from the files a full dump writes. GRAPHDUMP_TEST_STATISTICS_DELAY_US makes the worker
+fall behind, so that every in-place write of user_inplace.py meets a tensor still queued."""
+import csv
+import glob
+import os
+
+import numpy as np
+
+from conftest import HERE, graphdump, python, write_config
+
+SCRIPT = os.path.join(HERE, "user_inplace.py")
+CATEGORIES = ["max", "min", "avg", "l2norm", "nan count", "negative zero count"]
+
+
+def rows(root):
+    """{iteration dir: [row without its timestamp]} of every statistic.csv under `root`."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(str(root), "**", "statistic.csv"),
+                                 recursive=True)):
+        with open(path) as f:
+            table = list(csv.reader(f))
+        out[os.path.relpath(os.path.dirname(path), str(root))] = [r[:4] + r[5:] for r in table[1:]]
+    return out
+
+
+def dump(tmp_path, name, saved, env=None):
+    config = write_config(tmp_path / f"{name}.json", tmp_path / name,
+                          {"saved_data": saved, "statistic_category": CATEGORIES})
+    run = graphdump("python", "--config", config, SCRIPT, tmp_path / f"{name}.npz", env=env,
+                    check=0)
+    return run, tmp_path / name / "rank_0"
+
+
+def test_queued_statistics_equal_those_computed_from_the_files(tmp_path):
+    python(SCRIPT, tmp_path / "plain.npz", check=0)
+    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000"}
+    _, queued = dump(tmp_path, "queued", "statistic", behind)
+    _, on_thread = dump(tmp_path, "sync", "statistic", {"GRAPHDUMP_STATISTICS_THREAD": "0"})
+    _, full = dump(tmp_path, "full", "full")
+
+    # The training is the plain one, bit for bit.
+    plain = np.load(tmp_path / "plain.npz")
+    for name in ("queued", "sync", "full"):
+        trained = np.load(tmp_path / f"{name}.npz")
+        assert sorted(trained.files) == sorted(plain.files)
+        for key in plain.files:
+            assert np.array_equal(trained[key], plain[key]), (name, key)
+
+    expected = rows(full)
+    assert sorted(expected) == [f"Net/0/{i}" for i in range(3)]
+    for name, got in (("queued", rows(queued)), ("sync", rows(on_thread))):
+        assert sorted(got) == sorted(expected), name
+        for it, want in expected.items():
+            assert len(got[it]) == len(want) > 100, (name, it)
+            bad = [(a, b) for a, b in zip(got[it], want) if a != b]
+            assert not bad, f"{name} {it}: {len(bad)} rows differ, first: {bad[:2]}"
+
+    # The in-place kernels' inputs are the bytes before their write: NumPy on the full dump's
+    # files gives the values of the rows (equal above), found by their timestamps.
+    with open(full / "Net" / "0" / "1" / "statistic.csv") as f:
+        table = list(csv.reader(f))[1:]
+    for op in ("mul_", "relu_", "add_", "batch_norm", "_foreach_mul_", "AdamW"):
+        inputs = [r for r in table if r[0] == op and r[5] == "input"]
+        assert inputs, f"no input rows of {op}"
+        for r in inputs:
+            name = f"{r[0]}.{r[1]}.{r[2]}.{r[3]}.{r[4]}.input.{r[6]}.*.npy"
+            files = glob.glob(str(full / "Net" / "0" / "1" / name))
+            assert len(files) == 1, (name, files)
+            data = np.load(files[0]).astype(np.float64)
+            # statistic.csv keeps 6 significant digits
+            assert np.isclose(float(r[10]), data.max(), rtol=1e-5, atol=0), (op, r)
+            assert np.isclose(float(r[11]), data.min(), rtol=1e-5, atol=0), (op, r)

@@ -1,0 +1,46 @@
+"""A training that writes tensors in place wherever PyTorch lets a script do it: a module's
+output scaled in place, batch norm's running statistics, an in-place ReLU, dropout, gradients
+accumulated over two micro-batches into .grad kept between steps (zero_grad without
+set_to_none), clipped in place, and AdamW's foreach update of parameters and state.
+Usage: user_inplace.py OUT.npz (the trained parameters)."""
+import sys
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.bn = nn.BatchNorm1d(32)
+        self.drop = nn.Dropout(0.25)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h.mul_(0.5)
+        h = torch.relu_(self.bn(h))
+        y = self.fc2(self.drop(h))
+        y.add_(1.0)
+        return y
+
+
+def main(out):
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+    for _ in range(3):
+        opt.zero_grad(set_to_none=False)
+        for _ in range(2):
+            x, target = torch.randn(8, 16), torch.randn(8, 4)
+            loss = ((model(x) - target) ** 2).mean()
+            loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        opt.step()
+    np.savez(out, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
