@@ -302,7 +302,7 @@ bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input
 }
 
 void SessionImpl::BeforeWrite(const void* storage) {
-  if (!read_by_.empty() && storage != nullptr) {
+  if (!read_by_.empty() && storage != nullptr && !InChild()) {
     auto it = read_by_.find(storage);
     if (it != read_by_.end()) {
       if (it->second > reads_->Done()) {

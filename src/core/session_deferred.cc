@@ -165,7 +165,8 @@ void SessionImpl::RunDeferredRows(DeferredRows& batch) {
 }
 
 void SessionImpl::FinishReads() {
-  if (!reads_) return;
+  // A forked child (a DataLoader worker) has no worker thread: what was queued is the parent's.
+  if (!reads_ || InChild()) return;
   SubmitDeferredRows();
   reads_->Wait();
   read_by_.clear();

@@ -221,7 +221,7 @@ class SessionImpl final : public DumpSession {
   // Can `view`'s statistics be reduced on the worker? It must stay alive (keep_alive) and be
   // known by its allocation (BeforeWrite).
   bool Defers(const TensorView& view) const {
-    return reads_ && defer_reads_ && view.keep_alive && view.origin.storage;
+    return reads_ && defer_reads_ && view.keep_alive && view.origin.storage && !InChild();
   }
   // Queues the row `row` of `view` into the batch: reduced into `cell` when `reduce`, else
   // made from `cell` once an earlier row has filled it.

@@ -15,6 +15,12 @@ SCRIPT = os.path.join(HERE, "user_inplace.py")
 CATEGORIES = ["max", "min", "avg", "l2norm", "nan count", "negative zero count"]
 
 
+def uninitialized(row):
+    """A row of memory nothing wrote: the DataLoader's seed, `torch.empty((), dtype=int64)`
+    filled by `random_` (its values differ from run to run)."""
+    return row[0] == "empty" or (row[0] == "random_" and row[4] == "input")
+
+
 def rows(root):
     """{iteration dir: [row without its timestamp]} of every statistic.csv under `root`."""
     out = {}
@@ -22,7 +28,8 @@ def rows(root):
                                  recursive=True)):
         with open(path) as f:
             table = list(csv.reader(f))
-        out[os.path.relpath(os.path.dirname(path), str(root))] = [r[:4] + r[5:] for r in table[1:]]
+        out[os.path.relpath(os.path.dirname(path), str(root))] = [
+            r[:4] + r[5:] if not uninitialized(r[:4] + r[5:]) else r[:4] for r in table[1:]]
     return out
 
 

@@ -1,7 +1,9 @@
 """A training that writes tensors in place wherever PyTorch lets a script do it: a module's
 output scaled in place, batch norm's running statistics, an in-place ReLU, dropout, gradients
 accumulated over two micro-batches into .grad kept between steps (zero_grad without
-set_to_none), clipped in place, and AdamW's foreach update of parameters and state.
+set_to_none), clipped in place, and AdamW's foreach update of parameters and state. Each
+micro-batch comes from a new DataLoader worker process, forked in the middle of the step
+(while statistics of the step may still be queued).
 Usage: user_inplace.py OUT.npz (the trained parameters)."""
 import sys
 
@@ -31,10 +33,12 @@ def main(out):
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+    data = torch.utils.data.TensorDataset(torch.randn(48, 16), torch.randn(48, 4))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=True, num_workers=1)
     for _ in range(3):
         opt.zero_grad(set_to_none=False)
         for _ in range(2):
-            x, target = torch.randn(8, 16), torch.randn(8, 4)
+            x, target = next(iter(loader))
             loss = ((model(x) - target) ** 2).mean()
             loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 0.5)
