@@ -17,6 +17,18 @@ namespace {
 // read_by_ is pruned of allocations no queued task reads when it reaches this size.
 constexpr size_t kReadByPrune = 4096;
 
+// The fields of a statistic row that are numbers, from a StatRowInfo to a queued row or back.
+template <typename From, typename To>
+void CopyRowNumbers(const From& from, To* to) {
+  to->task_id = from.task_id;
+  to->stream_id = from.stream_id;
+  to->slot = from.slot;
+  to->timestamp = from.timestamp;
+  to->data_size = from.data_size;
+  to->is_input = from.is_input;
+  to->dtype = from.dtype;
+}
+
 }  // namespace
 
 class SessionImpl::DeferredRows final : public OrderedWorker::Task {
@@ -26,7 +38,7 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
     // released with the task on the host's thread.
     const void* data = nullptr;
     std::shared_ptr<const void> keep_alive;
-    DType dtype = DType::kFloat32;
+    DType view_dtype = DType::kFloat32;
     uint32_t dims = 0, shape_at = 0;  // shape, then strides when `strided`, in `ints`
     bool strided = false;
     // The row's fields (StatRowInfo); its names in `text`, its shape in `ints`.
@@ -34,7 +46,7 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
     uint32_t task_id = 0, stream_id = 0, slot = 0;
     uint64_t timestamp = 0, data_size = 0;
     bool is_input = false;
-    DType row_dtype = DType::kFloat32;
+    DType dtype = DType::kFloat32;
     uint32_t row_dims = 0, row_shape_at = 0;
     StepDir* sd = nullptr;
     uint64_t seq = 0;
@@ -80,7 +92,7 @@ void SessionImpl::DeferRow(const TensorView& view, const StatRowInfo& row, StepD
   if (reduce) {
     r.data = view.data;
     r.keep_alive = view.keep_alive;
-    r.dtype = view.dtype;
+    r.view_dtype = view.dtype;
     r.dims = static_cast<uint32_t>(view.shape.size());
     r.shape_at = b.Ints(view.shape);
     r.strided = !view.strides.empty();
@@ -91,13 +103,7 @@ void SessionImpl::DeferRow(const TensorView& view, const StatRowInfo& row, StepD
   }
   std::tie(r.op_type_at, r.op_type_size) = b.Text(row.op_type);
   std::tie(r.op_name_at, r.op_name_size) = b.Text(row.op_name);
-  r.task_id = row.task_id;
-  r.stream_id = row.stream_id;
-  r.slot = row.slot;
-  r.timestamp = row.timestamp;
-  r.data_size = row.data_size;
-  r.is_input = row.is_input;
-  r.row_dtype = row.dtype;
+  CopyRowNumbers(row, &r);
   r.row_dims = static_cast<uint32_t>(row.shape.size());
   r.row_shape_at = b.Ints(row.shape);
   r.sd = sd;
@@ -135,20 +141,14 @@ void SessionImpl::RunDeferredRows(DeferredRows& batch) {
     }
     row.op_type.assign(batch.text, r.op_type_at, r.op_type_size);
     row.op_name.assign(batch.text, r.op_name_at, r.op_name_size);
-    row.task_id = r.task_id;
-    row.stream_id = r.stream_id;
-    row.slot = r.slot;
-    row.timestamp = r.timestamp;
-    row.data_size = r.data_size;
-    row.is_input = r.is_input;
-    row.dtype = r.row_dtype;
+    CopyRowNumbers(r, &row);
     row.shape.assign(ints + r.row_shape_at, ints + r.row_shape_at + r.row_dims);
     if (!r.reduce) {
       AddStatisticRow(row, r.cell->stats, r.sd, r.seq);
       continue;
     }
     view.data = r.data;
-    view.dtype = r.dtype;
+    view.dtype = r.view_dtype;
     view.shape.assign(ints + r.shape_at, ints + r.shape_at + r.dims);
     if (r.strided) {
       view.strides.assign(ints + r.shape_at + r.dims, ints + r.shape_at + 2 * r.dims);
