@@ -418,14 +418,17 @@ void BindTorch(py::module_& m) {
       .def(
           "compiled_kernel_inputs",
           [](DumpHost& host, uint32_t graph_id, uint32_t index,
-             const std::vector<at::Tensor>& inputs,
-             const std::vector<uint32_t>& written) -> std::optional<CompiledInputsHandle> {
-            auto views = host.CompiledKernelInputs(graph_id, index, inputs, written);
+             const std::vector<at::Tensor>& inputs, const std::vector<uint32_t>& written,
+             const std::vector<at::Tensor>& writes) -> std::optional<CompiledInputsHandle> {
+            auto views = host.CompiledKernelInputs(graph_id, index, inputs, written, writes);
             if (!views) return std::nullopt;
             return CompiledInputsHandle{std::move(views)};
           },
+          py::arg("graph_id"), py::arg("index"), py::arg("inputs"), py::arg("written"),
+          py::arg("writes") = std::vector<at::Tensor>(),
           "Before a compiled kernel runs: its inputs when it dumps in this call (those it "
-          "writes, at `written`, copied first), else None.")
+          "writes, at `written`, copied first), else None. `writes`: the buffers it writes "
+          "without PyTorch's dispatcher, whose queued statistics are read first.")
       .def(
           "compiled_kernel_done",
           [](DumpHost& host, uint32_t graph_id, uint32_t index, const CompiledInputsHandle& in,

@@ -146,10 +146,12 @@ def end(call):
     host.end_compiled_call(gid)
 
 
-def before(call, index, inputs, written):
+def before(call, index, inputs, written, writes=()):
     """Kernel `index` of the graph of `call` (begin's, not None) is about to run: its inputs
-    when it dumps, else None."""
-    return call[0].compiled_kernel_inputs(call[1], index, _tensors(inputs), written)
+    when it dumps, else None. `writes`: the buffers it writes that exist before it runs (a C++
+    kernel's), whose statistics still queued are read first."""
+    return call[0].compiled_kernel_inputs(call[1], index, _tensors(inputs), written,
+                                          _tensors(writes))
 
 
 def after(call, index, inputs, outputs):
@@ -219,10 +221,13 @@ def _codegen_classes():
                 code.writeline("_graphdump.end(_graphdump_call)")
                 code.do_unindent()
 
-        def _gd_kernel(self, origins, kind, reads, writes, written, outputs=None):
+        def _gd_kernel(self, origins, kind, reads, writes, written, outputs=None,
+                       existing=False):
             """Adds a kernel reading buffers `reads` and writing `writes` (code expressions,
             names first; `outputs`: the FX nodes of each written buffer, for a kernel writing
-            several) and emits the line before its call; returns the line after it."""
+            several; `existing`: the written buffers exist before the call, and PyTorch's
+            dispatcher does not see the kernel write them) and emits the line before its call;
+            returns the line after it."""
             index = len(self._gd_spec.kernels)
             if index == 0:  # the call's first kernel: the graph's call begins
                 self.writeline(f"_graphdump_call = _graphdump.begin({self._gd_key})")
@@ -235,8 +240,9 @@ def _codegen_classes():
             for w in writes:
                 self._gd_producers[_name(w)] = f"{spec[0]}-op{index}"
             # When the call dumps nothing, a kernel costs the check of _graphdump_call.
+            pre = f", ({''.join(w + ', ' for w in writes)}))" if existing and writes else ")"
             self.writeline(f"_graphdump_in = _graphdump.before(_graphdump_call, {index}, "
-                           f"({''.join(r + ', ' for r in reads)}), {tuple(written)!r}) "
+                           f"({''.join(r + ', ' for r in reads)}), {tuple(written)!r}{pre} "
                            "if _graphdump_call is not None else None")
             return (f"if _graphdump_in is not None: _graphdump.after(_graphdump_call, {index}, "
                     f"_graphdump_in, ({''.join(w + ', ' for w in writes)}))")
@@ -264,7 +270,7 @@ def _codegen_classes():
                     writes.append(arg)
                     outputs.append(pointer_origins.get(pointer.group(0), []))
             line = self._gd_kernel(origins, kernel_name, reads, writes, written,
-                                   outputs if len(outputs) > 1 else None)
+                                   outputs if len(outputs) > 1 else None, existing=True)
             super().generate_kernel_call(kernel_name, call_args, **kwargs)
             self.writeline(line)
 

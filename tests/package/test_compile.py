@@ -167,10 +167,13 @@ def test_statistics_equal_numpys_on_the_dumped_buffers(runs):
 def test_a_statistic_dump_has_the_statistics_of_a_full_dump(runs, tmp_path):
     """A statistic dump alone reuses, for a kernel's input, the statistics of the kernel of the
     same call that wrote the buffer last (docs/compile.md): the rows are those a full dump
-    computes from the buffers, kernel by kernel."""
+    computes from the buffers, kernel by kernel. Its statistics are read on graphdump's worker
+    thread, held behind here: a generated kernel writing a buffer still queued (Inductor reuses
+    buffers) waits until it has been read."""
     full = runs("block")["rank"]
     config = write_config(tmp_path / "stat.json", tmp_path / "dump", {"saved_data": "statistic"})
-    graphdump("python", "--config", config, SCRIPT, "block", tmp_path / "out.npz", check=0)
+    graphdump("python", "--config", config, SCRIPT, "block", tmp_path / "out.npz", check=0,
+              env={"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "2000"})
     rank = tmp_path / "dump" / "rank_0"
     checked = 0
     for graph in (1, 2):

@@ -2,7 +2,8 @@
 each tensor and goes on; an operator that writes a queued tensor in place waits until it has
 been read. The rows must be those of the bytes the kernel saw, exactly as if every row were
 computed from the files a full dump writes. GRAPHDUMP_TEST_STATISTICS_DELAY_US makes the worker
-fall behind, so that every in-place write of user_inplace.py meets a tensor still queued."""
+fall behind, so that every in-place write of user_inplace.py meets a tensor still queued, and
+every buffer compiled_inplace.py's generated kernels rewrite is still queued when they do."""
 import csv
 import glob
 import os
@@ -12,6 +13,7 @@ import numpy as np
 from conftest import HERE, graphdump, python, write_config
 
 SCRIPT = os.path.join(HERE, "user_inplace.py")
+COMPILED = os.path.join(HERE, "compiled_inplace.py")
 CATEGORIES = ["max", "min", "avg", "l2norm", "nan count", "negative zero count"]
 
 
@@ -33,10 +35,10 @@ def rows(root):
     return out
 
 
-def dump(tmp_path, name, saved, env=None):
+def dump(tmp_path, name, saved, env=None, script=SCRIPT):
     config = write_config(tmp_path / f"{name}.json", tmp_path / name,
                           {"saved_data": saved, "statistic_category": CATEGORIES})
-    run = graphdump("python", "--config", config, SCRIPT, tmp_path / f"{name}.npz", env=env,
+    run = graphdump("python", "--config", config, script, tmp_path / f"{name}.npz", env=env,
                     check=0)
     return run, tmp_path / name / "rank_0"
 
@@ -80,3 +82,23 @@ def test_queued_statistics_equal_those_computed_from_the_files(tmp_path):
             # statistic.csv keeps 6 significant digits
             assert np.isclose(float(r[10]), data.max(), rtol=1e-5, atol=0), (op, r)
             assert np.isclose(float(r[11]), data.min(), rtol=1e-5, atol=0), (op, r)
+
+
+def test_compiled_kernels_rewriting_queued_buffers_wait_for_them(tmp_path):
+    """Inductor's kernels write buffers behind PyTorch's dispatcher: each reports what it
+    writes before it runs, and the rows are a full dump's (fails when they do not)."""
+    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000"}
+    _, queued = dump(tmp_path, "queued", "statistic", behind, script=COMPILED)
+    _, full = dump(tmp_path, "full", "full", script=COMPILED)
+    plain = np.load(tmp_path / "full.npz")
+    trained = np.load(tmp_path / "queued.npz")
+    for key in plain.files:
+        assert np.array_equal(trained[key], plain[key]), key
+    got, expected = rows(queued), rows(full)
+    assert sorted(got) == sorted(expected)
+    compiled = [it for it in expected if not it.startswith("Net/0/")]
+    assert len(compiled) >= 4, sorted(expected)  # forward and backward graphs, 2 iterations
+    for it, want in expected.items():
+        assert len(got[it]) == len(want), it
+        bad = [(a, b) for a, b in zip(got[it], want) if a != b]
+        assert not bad, f"{it}: {len(bad)} rows differ, first: {bad[:2]}"

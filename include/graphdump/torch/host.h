@@ -141,10 +141,11 @@ class DumpHost {
   void EndCompiledCall(uint32_t graph_id);
   // Before kernel `index` of compiled graph `graph_id` runs: the views of its inputs when it
   // dumps in this call (those at `written`, which it writes in place, copied first), else
-  // null.
+  // null. `writes`: the buffers it writes without PyTorch's dispatcher (a generated C++
+  // kernel's), whose statistics still queued are read first (DumpSession::BeforeWrite).
   std::shared_ptr<std::vector<TensorView>> CompiledKernelInputs(
       uint32_t graph_id, uint32_t index, const std::vector<at::Tensor>& inputs,
-      const std::vector<uint32_t>& written);
+      const std::vector<uint32_t>& written, const std::vector<at::Tensor>& writes = {});
   // After it ran: dumps it with those inputs and the buffers it wrote.
   void CompiledKernelDone(uint32_t graph_id, uint32_t index,
                           const std::vector<TensorView>& inputs,

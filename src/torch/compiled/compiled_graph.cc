@@ -67,10 +67,10 @@ void CompiledGraph::BeginCall() {
   if (!registered_ || in_call_) return;
   in_call_ = true;
   running_.reset();
-  // Generated code writes buffers it reuses and graph inputs it mutates behind PyTorch's
-  // dispatcher, where no write is reported: the call's tensors are read as its kernels end.
-  session_->DeferReads(false);
   session_->BeginStep(info_.graph_id);
+  // A call that dumps reports what its kernels write (CompiledKernelInputs); one that dumps
+  // nothing reports nothing: what is queued is read before it runs.
+  if (!session_->StepDumps()) session_->FinishReads();
   // Statistics alone are computed as each kernel ends, from the buffers as they are then: a
   // buffer a kernel of this call wrote, read by a later one with no write between, has the
   // statistics its writer's output had. Tensor files are left as they were (an asynchronous
@@ -127,7 +127,6 @@ std::string CompiledGraph::EndCall() {
   }
   running_.reset();
   session_->EndStep(info_.graph_id);
-  session_->DeferReads(true);
   return failure;
 }
 
@@ -222,10 +221,16 @@ void DumpHost::EndCompiledCall(uint32_t graph_id) {
 
 std::shared_ptr<std::vector<TensorView>> DumpHost::CompiledKernelInputs(
     uint32_t graph_id, uint32_t index, const std::vector<at::Tensor>& inputs,
-    const std::vector<uint32_t>& written) {
+    const std::vector<uint32_t>& written, const std::vector<at::Tensor>& writes) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   CompiledGraph* graph = Compiled(graph_id);
   if (graph == nullptr || !session_) return nullptr;
+  // The kernel is about to write these behind the dispatcher (which reports the writes of
+  // extern and fallback calls): reads of them still queued finish first.
+  for (const at::Tensor& t : writes) torch_internal::BeforeWrite(*session_, t);
+  for (uint32_t i : written) {
+    if (i < inputs.size()) torch_internal::BeforeWrite(*session_, inputs[i]);
+  }
   // op_debug_mode 4 keeps every kernel's inputs until it has run: those of one that raises
   // are dumped (EndCompiledCall).
   if (!graph->Wants(index)) graph->WriteUnseen();
