@@ -1,5 +1,6 @@
 // _graphdump's LibTorch half: configuration, and the DumpHost that runs TorchScript modules
 // through graphdump's executor for the package's glue (graphdump/torch.py).
+#include <ATen/Parallel.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/csrc/utils/pybind.h>
@@ -10,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -134,6 +136,18 @@ KernelInfo CompiledKernelOf(const CompiledKernelSpec& spec) {
   }
   return k;
 }
+// Are statistics read on a thread of their own (SessionOptions::reads_in_background;
+// docs/python.md)? GRAPHDUMP_STATISTICS_THREAD=0 or 1 says; by default, only when PyTorch's
+// intra-op threads leave a CPU free: a thread beside them that takes a CPU they use stalls
+// them (an OpenMP team waits for its descheduled member), which costs more than it saves.
+bool StatisticsThread() {
+  const char* setting = std::getenv("GRAPHDUMP_STATISTICS_THREAD");
+  if (setting != nullptr && std::string_view(setting) == "0") return false;
+  if (setting != nullptr && std::string_view(setting) == "1") return true;
+  const unsigned cpus = std::thread::hardware_concurrency();
+  return cpus > 0 && static_cast<unsigned>(at::get_num_threads()) < cpus;
+}
+
 struct EagerPauseHandle {
   std::shared_ptr<void> pause;
 };
@@ -273,11 +287,7 @@ void BindTorch(py::module_& m) {
             options.model_name = model_name;
             options.overwrite = overwrite;
             options.retry_hint = retry_hint;
-            // The eager capture reports every in-place write of an operator; a compiled call
-            // has its tensors read at once (DeferReads). GRAPHDUMP_STATISTICS_THREAD=0 reads
-            // every tensor on the training thread (docs/python.md).
-            const char* thread = std::getenv("GRAPHDUMP_STATISTICS_THREAD");
-            options.reads_in_background = thread == nullptr || std::string_view(thread) != "0";
+            options.reads_in_background = StatisticsThread();
             if (const char* delay = std::getenv("GRAPHDUMP_TEST_STATISTICS_DELAY_US")) {
               options.deferred_read_delay_us = static_cast<uint32_t>(std::strtoul(delay, nullptr, 10));
             }

@@ -45,7 +45,7 @@ def dump(tmp_path, name, saved, env=None, script=SCRIPT):
 
 def test_queued_statistics_equal_those_computed_from_the_files(tmp_path):
     python(SCRIPT, tmp_path / "plain.npz", check=0)
-    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000"}
+    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000", "GRAPHDUMP_STATISTICS_THREAD": "1"}
     _, queued = dump(tmp_path, "queued", "statistic", behind)
     _, on_thread = dump(tmp_path, "sync", "statistic", {"GRAPHDUMP_STATISTICS_THREAD": "0"})
     _, full = dump(tmp_path, "full", "full")
@@ -87,7 +87,7 @@ def test_queued_statistics_equal_those_computed_from_the_files(tmp_path):
 def test_compiled_kernels_rewriting_queued_buffers_wait_for_them(tmp_path):
     """Inductor's kernels write buffers behind PyTorch's dispatcher: each reports what it
     writes before it runs, and the rows are a full dump's (fails when they do not)."""
-    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000"}
+    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000", "GRAPHDUMP_STATISTICS_THREAD": "1"}
     _, queued = dump(tmp_path, "queued", "statistic", behind, script=COMPILED)
     _, full = dump(tmp_path, "full", "full", script=COMPILED)
     plain = np.load(tmp_path / "full.npz")
