@@ -69,6 +69,7 @@ std::atomic<uint64_t> g_forks{0};
 SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selector)
     : options_(std::move(options)),
       config_(options_.config),
+      statistic_request_(StatsRequest::For(config_.statistic_category)),
       selector_(std::move(selector)),
       fs_(options_.file_system ? options_.file_system
                                : NewPosixFileSystem(/*fsync=*/false, config_.path)),
@@ -77,7 +78,6 @@ SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selec
   CountForksOnce();
   if (options_.reads_in_background && config_.saved_data == SavedData::kStatistic) {
     reads_ = std::make_unique<OrderedWorker>(std::max<size_t>(1, options_.queue_bytes));
-    deferred_request_ = StatsRequest::For(config_.statistic_category);
   }
   if (!config_.enable) {
     async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
@@ -271,13 +271,17 @@ bool SessionImpl::ReadsInput(const KernelInfo& kernel, const TensorView& input) 
     return written_files_.Find(view, max_elements) == nullptr;
   }
   if (config_.saved_data != SavedData::kStatistic) return true;
-  const StatsRequest request = StatsRequest::For(config_.statistic_category);
-  if (request.md5) return true;
-  // A view in storage order is its own StatisticOnlyView: looked up as it is, not copied.
-  if (input.strides.empty() || input.IsContiguous()) {
-    return stats_cache_.Find(StatsCache::Probe(input, request)) == nullptr;
-  }
-  return stats_cache_.Find(StatisticOnlyView(input), request) == nullptr;
+  if (statistic_request_.md5) return true;
+  TensorView reordered;
+  return stats_cache_.Find(StatsCache::Probe(StatisticBytes(input, &reordered),
+                                             statistic_request_)) == nullptr;
+}
+
+const TensorView& SessionImpl::StatisticBytes(const TensorView& input, TensorView* reordered) {
+  // A view in storage order is its own StatisticOnlyView: used as it is, not copied.
+  if (input.strides.empty() || input.IsContiguous()) return input;
+  *reordered = StatisticOnlyView(input);
+  return *reordered;
 }
 
 bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input) {
@@ -285,20 +289,18 @@ bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input
       !input.origin.storage) {
     return false;
   }
+  if (statistic_request_.md5) return false;
+  // What EmitStatisticRow reduces, and finds again by the same key after the write.
+  TensorView reordered;
+  const TensorView& reduced = StatisticBytes(input, &reordered);
+  StatsCache::Probe probe(reduced, statistic_request_);
+  if (stats_cache_.Find(probe)) return true;
   TensorWriteOptions options;
   options.write_npy = false;
-  options.stats = StatsRequest::For(config_.statistic_category);
-  if (options.stats->md5) return false;
-  // What EmitStatisticRow reduces, and finds again by the same key after the write.
-  const bool ordered = input.strides.empty() || input.IsContiguous();
-  const TensorView reordered = ordered ? TensorView() : StatisticOnlyView(input);
-  const TensorView& reduced = ordered ? input : reordered;
-  if (stats_cache_.FindCell(StatsCache::Probe(reduced, *options.stats))) return true;
+  options.stats = statistic_request_;
   StatusOr<TensorWriteResult> result = WriteTensor(*fs_, kernel.full_name, reduced, options);
-  if (!result.ok()) return false;
-  stats_cache_.Insert(StatsCache::Probe(reduced, *options.stats), result->stats);
   // A full cache keeps nothing new: the copy is needed after all.
-  return stats_cache_.FindCell(StatsCache::Probe(reduced, *options.stats)) != nullptr;
+  return result.ok() && stats_cache_.Insert(std::move(probe), result->stats);
 }
 
 void SessionImpl::BeforeWrite(const void* storage) {

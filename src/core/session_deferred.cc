@@ -131,7 +131,7 @@ void SessionImpl::RunDeferredRows(DeferredRows& batch) {
   }
   TensorWriteOptions options;
   options.write_npy = false;
-  options.stats = deferred_request_;
+  options.stats = statistic_request_;
   StatRowInfo& row = worker_row_;
   TensorView& view = worker_view_;
   const int64_t* ints = batch.ints.data();

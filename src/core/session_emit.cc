@@ -116,7 +116,7 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
   const bool want_stats = statistics && config_.saved_data != SavedData::kTensor;
   TensorWriteOptions options;
   options.write_npy = allow_npy && (config_.saved_data != SavedData::kStatistic || !statistics);
-  if (want_stats) options.stats = StatsRequest::For(config_.statistic_category);
+  if (want_stats) options.stats = statistic_request_;
   options.max_elements = config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
   if (!options.write_npy && !want_stats) return;
   if (!options.write_npy) return EmitStatisticRow(dir, file, original, options);

@@ -201,6 +201,9 @@ class SessionImpl final : public DumpSession {
   // trans_flag made of the file's view, its storage order is the original's (StorageOrderView
   // of a storage-ordered view is that view).
   static TensorView StatisticOnlyView(const TensorView& original);
+  // The bytes a statistic-only row of `input` reduces (no md5): `input` itself when it is in
+  // storage order, else its StatisticOnlyView, made in `reordered`.
+  static const TensorView& StatisticBytes(const TensorView& input, TensorView* reordered);
   // The statistic row of a tensor (`options` without the .npy), reduced from memory unless the
   // same bytes were reduced already in this step. False when the dump has stopped.
   // With `may_defer`, a view the worker can read (Defers) is queued instead.
@@ -242,6 +245,7 @@ class SessionImpl final : public DumpSession {
 
   const SessionOptions options_;
   const DumpConfig& config_;
+  const StatsRequest statistic_request_;  // what statistic_category needs (StatsRequest::For)
   std::unique_ptr<Selector> selector_;
   std::shared_ptr<FileSystem> fs_;
   const std::string root_;
@@ -283,7 +287,6 @@ class SessionImpl final : public DumpSession {
   std::unique_ptr<OrderedWorker::Task> batch_;  // a DeferredRows
   bool defer_reads_ = true;
   std::unordered_map<const void*, uint64_t> read_by_;
-  StatsRequest deferred_request_;  // of every deferred row (the configuration's categories)
   // The worker's view and row, rebuilt for each deferred row (their buffers reused).
   TensorView worker_view_;
   StatRowInfo worker_row_;

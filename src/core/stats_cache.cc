@@ -38,34 +38,40 @@ std::optional<StatsCache::Key> StatsCache::KeyOf(const TensorView& view,
 StatsCache::Probe::Probe(const TensorView& view, const StatsRequest& request)
     : view_(view), key_(KeyOf(view, request)) {}
 
-std::shared_ptr<StatsCell> StatsCache::FindCell(const Probe& probe) {
+StatsCache::Entry* StatsCache::FindEntry(const Probe& probe) {
   if (!probe.key_) return nullptr;
   auto it = entries_.find(*probe.key_);
   if (it == entries_.end()) return nullptr;
   it->second.used = true;
-  return it->second.cell;
+  return &it->second;
 }
 
-void StatsCache::InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell) {
-  if (!probe.key_) return;
+std::shared_ptr<StatsCell> StatsCache::FindCell(const Probe& probe) {
+  Entry* entry = FindEntry(probe);
+  return entry ? entry->cell : nullptr;
+}
+
+bool StatsCache::InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell) {
+  if (!probe.key_) return false;
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
-  if (entries_.size() >= kMaxEntries) return;
+  if (entries_.size() >= kMaxEntries) return false;
   entries_.insert_or_assign(std::move(*probe.key_),
                             Entry{std::move(cell), probe.view_.origin.storage});
   probe.key_.reset();
+  return true;
 }
 
 const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
-  const std::shared_ptr<StatsCell> cell = FindCell(probe);
-  return cell ? &cell->stats : nullptr;  // the entry holds the cell on
+  Entry* entry = FindEntry(probe);
+  return entry ? &entry->cell->stats : nullptr;
 }
 
-void StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
+bool StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
   auto cell = std::make_shared<StatsCell>();
   cell->stats = stats;
   cell->ready.store(true, std::memory_order_release);
-  InsertCell(std::move(probe), std::move(cell));
+  return InsertCell(std::move(probe), std::move(cell));
 }
 
 const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsRequest& request) {
@@ -74,7 +80,7 @@ const NanPropagatingStats* StatsCache::Find(const TensorView& view, const StatsR
 
 void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
                         const NanPropagatingStats& stats) {
-  Insert(Probe(view, request), stats);
+  (void)Insert(Probe(view, request), stats);
 }
 
 void StatsCache::EndStep(bool keep) {

@@ -55,13 +55,14 @@ class StatsCache {
   // Records `stats` for `view`; ignored where Find would never match.
   void Insert(const TensorView& view, const StatsRequest& request,
               const NanPropagatingStats& stats);
-  // The same, for the key a Probe made (Insert takes it over).
+  // The same, for the key a Probe made (Insert takes it over); Insert says whether it recorded
+  // (not where Find never matches, nor in a full cache).
   const NanPropagatingStats* Find(const Probe& probe);
-  void Insert(Probe&& probe, const NanPropagatingStats& stats);
+  bool Insert(Probe&& probe, const NanPropagatingStats& stats);
   // The cell recorded for the probe's bytes, filled or still to be filled, or null.
   std::shared_ptr<StatsCell> FindCell(const Probe& probe);
-  // Records `cell`, whose statistics may still be filled later.
-  void InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell);
+  // Records `cell`, whose statistics may still be filled later; whether it recorded, as Insert.
+  bool InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell);
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
@@ -82,6 +83,7 @@ class StatsCache {
     std::shared_ptr<const void> storage;  // pins the identity of Key::storage
     bool used = true;                     // found or recorded in the current step
   };
+  Entry* FindEntry(const Probe& probe);  // marks it used
   // The key of `view` and `request`, or nothing where Find never matches.
   static std::optional<Key> KeyOf(const TensorView& view, const StatsRequest& request);
 
