@@ -289,7 +289,8 @@ void BindTorch(py::module_& m) {
             options.retry_hint = retry_hint;
             options.reads_in_background = StatisticsThread();
             if (const char* delay = std::getenv("GRAPHDUMP_TEST_STATISTICS_DELAY_US")) {
-              options.deferred_read_delay_us = static_cast<uint32_t>(std::strtoul(delay, nullptr, 10));
+              options.deferred_read_delay_us =
+                  static_cast<uint32_t>(std::strtoul(delay, nullptr, 10));
             }
             StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
             if (!session.ok() && session.status().code() == StatusCode::kInvalidArgument) {

@@ -29,7 +29,8 @@ uint64_t OrderedWorker::Submit(std::unique_ptr<Task> task, size_t bytes) {
     std::unique_lock<std::mutex> lock(mu_);
     if (in_flight_bytes_ > 0 && in_flight_bytes_ + bytes > budget_) {
       waiting_ = true;
-      task_done_.wait(lock, [&] { return in_flight_bytes_ == 0 || in_flight_bytes_ + bytes <= budget_; });
+      task_done_.wait(
+          lock, [&] { return in_flight_bytes_ == 0 || in_flight_bytes_ + bytes <= budget_; });
       waiting_ = false;
     }
     finished.swap(finished_);

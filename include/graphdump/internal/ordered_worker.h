@@ -1,10 +1,11 @@
 // One thread that runs tasks in the order they were submitted: work a host's thread hands off
 // and does not wait for (the statistics of a kernel's tensors, docs/python.md). Handing a task
 // over costs the submitting thread no system call while work keeps coming: the worker looks for
-// tasks every kPollMicros, and sleeps until woken only after kPollsBeforeSleep empty looks. Memory the
-// queued tasks hold is bounded in bytes: Submit waits while the budget is spent. A finished task
-// is destroyed on the thread that submits (at its next Submit, Wait or Release), never on the
-// worker: what a task holds (a host's tensor handles) may need that thread to be released.
+// tasks every kPollMicros, and sleeps until woken only after kPollsBeforeSleep empty looks.
+// Memory the queued tasks hold is bounded in bytes: Submit waits while the budget is spent. A
+// finished task is destroyed on the thread that submits (at its next Submit, Wait or Release),
+// never on the worker: what a task holds (a host's tensor handles) may need that thread to be
+// released.
 #pragma once
 
 #include <atomic>

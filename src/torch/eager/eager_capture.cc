@@ -442,7 +442,9 @@ void EagerCapture::ReportWrites(const at::RecordFunction& fn, uint32_t op_id) {
   }
   for (uint32_t i : writes) {
     ForEachTensor(args[i], [&](const at::Tensor& t) {
-      if (t.defined() && t.has_storage()) callbacks_.before_write(t.storage().unsafeGetStorageImpl());
+      if (t.defined() && t.has_storage()) {
+        callbacks_.before_write(t.storage().unsafeGetStorageImpl());
+      }
     });
   }
 }
