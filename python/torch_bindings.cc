@@ -92,7 +92,8 @@ py::object Call(DumpHost& host, const py::handle& module, const py::tuple& args,
   return torch::jit::toPyObject(std::move(*out));
 }
 
-py::dict SummaryOf(const DumpHost& host) {
+py::dict SummaryOf(DumpHost& host) {
+  host.FinishReads();  // what was written so far includes the last step's statistic rows
   const DumpSummary s = host.session() ? host.session()->Summary() : DumpSummary{};
   py::dict d;
   d["root"] = s.root;

@@ -63,7 +63,8 @@ struct SessionOptions {
   // tensors it hands over (kept alive by TensorView::keep_alive; views without it, or without
   // an origin, are reduced at once). The host must call BeforeWrite before anything writes, in
   // place, the memory of a tensor it has handed over, and FinishReads before it stops reporting
-  // such writes; a step's rows are complete when the step ends (EndIteration), as without it.
+  // such writes. A step's statistic.csv files are written by that thread too, after the step's
+  // rows, while the host goes on with the next step: FinishReads (or Close) waits for them.
   bool reads_in_background = false;
   // Tests only: the worker of reads_in_background sleeps this long before each batch, so that
   // it lags behind the host and every in-place write of a queued tensor has to wait for it.
@@ -175,8 +176,10 @@ class DumpSession {
   virtual void BeforeWrite(const void* storage) = 0;
 
   // With SessionOptions::reads_in_background: returns when no queued reduction still reads a
-  // tensor handed over so far.
+  // tensor handed over so far, and the statistic.csv files of the steps ended are written.
   virtual void FinishReads() = 0;
+  // With SessionOptions::reads_in_background: is a reduction (or a step's files) still queued?
+  virtual bool ReadsQueued() const = 0;
   // With SessionOptions::reads_in_background: false finishes the queued reductions and has the
   // tensors of later OnKernelDone calls read before those return (a host about to write memory
   // it cannot report, such as a compiled graph's reused buffers); true lets them be queued

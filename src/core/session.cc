@@ -396,6 +396,7 @@ Status SessionImpl::Close() {
   EndIteration();
   closed_ = true;
   EndStepDirs();
+  FinishReads();  // the last step's statistic.csv files, written by the worker
   if (async_) async_->Drain();
   for (const std::string& entry : UnusedEntries()) Log("unused kernel in config: " + entry);
   if (!failed_ && !run_failed_) {

@@ -84,6 +84,34 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
   uint32_t last_text_at_ = 0, last_text_size_ = 0;
 };
 
+// The statistic.csv files of a step that has ended, written on the worker after its rows.
+class SessionImpl::StepFiles final : public OrderedWorker::Task {
+ public:
+  StepFiles(SessionImpl* session, std::vector<std::unique_ptr<StepDir>> dirs)
+      : session_(session), dirs_(std::move(dirs)) {}
+  void Run() override {
+    for (const auto& sd : dirs_) {
+      if (sd->rows.empty()) continue;
+      Status made = session_->fs_->CreateDirectories(sd->dir);
+      if (!made.ok()) {
+        session_->Fail(made);
+        continue;
+      }
+      session_->FlushStatistics(*sd);
+    }
+    dirs_.clear();  // their rows are freed here, not on the host's thread
+  }
+
+ private:
+  SessionImpl* const session_;
+  std::vector<std::unique_ptr<StepDir>> dirs_;
+};
+
+void SessionImpl::QueueStepFiles(std::vector<std::unique_ptr<StepDir>> dirs) {
+  if (dirs.empty()) return;
+  reads_->Submit(std::make_unique<StepFiles>(this, std::move(dirs)), 1);
+}
+
 void SessionImpl::DeferRow(const TensorView& view, const StatRowInfo& row, StepDir* sd,
                            uint64_t seq, std::shared_ptr<StatsCell> cell, bool reduce) {
   if (!batch_) batch_ = std::make_unique<DeferredRows>(this);
@@ -170,6 +198,10 @@ void SessionImpl::FinishReads() {
   SubmitDeferredRows();
   reads_->Wait();
   read_by_.clear();
+}
+
+bool SessionImpl::ReadsQueued() const {
+  return reads_ && !InChild() && (batch_ || reads_->Done() < reads_->Next() - 1);
 }
 
 void SessionImpl::DeferReads(bool defer) {

@@ -106,7 +106,7 @@ SessionImpl::QueuedCopy SessionImpl::Copy(const TensorView& view) {
 
 void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
                              const TensorView& original, bool statistics, bool allow_npy) {
-  if (failed_ || !EnsureDir(dir)) return;
+  if (failed_) return;
   file.dtype.assign(DTypeName(original.dtype));
   if (original.device != "cpu") {
     Log(fmt::format("skipping {}: tensor is on device '{}'; hand graphdump host tensors",
@@ -119,7 +119,12 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
   if (want_stats) options.stats = statistic_request_;
   options.max_elements = config_.sample_mode == 1 ? static_cast<int64_t>(config_.sample_num) : 0;
   if (!options.write_npy && !want_stats) return;
-  if (!options.write_npy) return EmitStatisticRow(dir, file, original, options);
+  if (!options.write_npy) {
+    // With reads on the worker, the worker that writes statistic.csv creates its directory.
+    if (!(reads_ && !InChild()) && !EnsureDir(dir)) return;
+    return EmitStatisticRow(dir, file, original, options);
+  }
+  if (!EnsureDir(dir)) return;
   TensorView view = original;
   if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
 

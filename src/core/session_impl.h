@@ -108,6 +108,7 @@ class SessionImpl final : public DumpSession {
   bool ReadInputNow(const KernelInfo& kernel, const TensorView& input) override;
   void BeforeWrite(const void* storage) override;
   void FinishReads() override;
+  bool ReadsQueued() const override;
   void DeferReads(bool defer) override;
   void ForgetStatistics(const void* storage) override;
   void OnTensorNotDumped(const KernelInfo& kernel, bool input, uint32_t slot,
@@ -234,11 +235,16 @@ class SessionImpl final : public DumpSession {
   void SubmitDeferredRows(bool when_full = false);
   // On the worker.
   void RunDeferredRows(DeferredRows& batch);
+  // Has the worker write the statistic.csv files of `dirs`, iteration directories of a step
+  // that has ended, once the rows queued before are in.
+  class StepFiles;
+  void QueueStepFiles(std::vector<std::unique_ptr<StepDir>> dirs);
   void FinishPending(StepDir* sd);
   // REQUIRES: mu_ held.
   std::unique_ptr<StepDir> TakeStepDir(const std::string& dir);
-  // Marks every open iteration directory ended; those with no pending writes are flushed now,
-  // the others by the writer thread that finishes their last tensor.
+  // Marks every open iteration directory ended; those with no pending writes are flushed now
+  // (by the worker, after the rows queued, when reads are in the background), the others by
+  // the writer thread that finishes their last tensor.
   void EndStepDirs();
   // Also after a failure: the rows are those of tensors written (or reduced) before it.
   void FlushStatistics(const StepDir& sd);

@@ -65,6 +65,7 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, const TensorFileName&
   const size_t basename_at = path.size();
   named->AppendBasename(&path);
   if (path.size() - basename_at > kMaxBasenameBytes) {
+    if (!EnsureDir(dir)) return;  // for its mapping.csv
     const std::string mapped = FileNameIn(dir, path.substr(basename_at), ".npy");
     path.resize(basename_at);
     path += mapped;
@@ -133,8 +134,16 @@ std::unique_ptr<StepDir> SessionImpl::TakeStepDir(const std::string& dir) {
 }
 
 void SessionImpl::EndStepDirs() {
-  FinishReads();  // a step's rows are complete when it ends
-  last_step_dir_ = nullptr;  // the writer thread that finishes it may free it from now on
+  // With reads on the worker (statistic dumps: no row waits for a writer thread), the step's
+  // files are written by the worker after the step's rows, and the host's thread goes on.
+  // Otherwise a step's rows are complete when it ends.
+  const bool on_worker = reads_ && !InChild();
+  if (on_worker) {
+    SubmitDeferredRows();
+  } else {
+    FinishReads();
+  }
+  last_step_dir_ = nullptr;  // the thread that finishes it may free it from now on
   std::vector<std::unique_ptr<StepDir>> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,6 +154,7 @@ void SessionImpl::EndStepDirs() {
     }
     for (const std::string& dir : dirs) ready.push_back(TakeStepDir(dir));
   }
+  if (on_worker) return QueueStepFiles(std::move(ready));
   for (const auto& sd : ready) FlushStatistics(*sd);
 }
 

@@ -58,6 +58,7 @@ class RecordingSession : public DumpSession {
   bool ReadsInput(const KernelInfo&, const TensorView&) override { return true; }
   void BeforeWrite(const void*) override {}
   void FinishReads() override {}
+  bool ReadsQueued() const override { return false; }
   void DeferReads(bool) override {}
   bool ReadInputNow(const KernelInfo&, const TensorView&) override { return false; }
   void ForgetStatistics(const void*) override {}

@@ -192,6 +192,9 @@ class DumpHost {
   // Ends the open iteration, if any (an optimizer steps a second time in one iteration: the
   // training step its first step belonged to has ended).
   void EndOpenIteration();
+  // Returns once the session's queued statistics are reduced and the statistic.csv files of
+  // the iterations that ended are written (they are written on a thread of their own).
+  void FinishReads();
   // From now on optimizer steps end iterations (also implied by the first BeginOptimizerStep).
   void TrackOptimizers();
 

@@ -92,8 +92,10 @@ class EagerCapture {
   EagerCapture(const EagerCapture&) = delete;
   EagerCapture& operator=(const EagerCapture&) = delete;
 
-  // Active: kernels are dumped (the host turns it on for iterations that dump).
-  void SetActive(bool active);
+  // Active: kernels are dumped (the host turns it on for iterations that dump). Inactive
+  // with `writes`: only the in-place writes of outermost operators are reported
+  // (callbacks_.before_write), while the session still reads tensors of a step that has ended.
+  void SetActive(bool active, bool writes = false);
   bool active() const { return active_; }
   // Naming: kernels are found and named in every call even when nothing is dumped (a
   // precision run, eager_precision.h, asks which kernel each call is).
@@ -172,8 +174,8 @@ class EagerCapture {
   // tells callbacks_.function the scope it runs in.
   void NoteFunction(const at::RecordFunction& fn);
   uint32_t ScopeId(const std::string& scope);
-  // Turns the callback on while the capture dumps or names.
-  void Switch(bool active, bool naming);
+  // Turns the callback on while the capture dumps, names or reports writes.
+  void Switch(bool active, bool naming, bool writes);
   // callbacks_.before_write for the tensors `fn` (operator `op_id`) writes in place.
   void ReportWrites(const at::RecordFunction& fn, uint32_t op_id);
 
@@ -183,10 +185,11 @@ class EagerCapture {
   at::CallbackHandle backward_handle_ = 0;  // the watched thread's
   at::CallbackHandle global_handle_ = 0;    // made at the first switch on another thread
   std::atomic<bool> global_mode_{false};
-  std::atomic<bool> on_{false};  // active_ || naming_
+  std::atomic<bool> on_{false};  // active_ || naming_ || writes_
   uint64_t thread_id_ = 0;
   bool active_ = false;
   bool naming_ = false;
+  bool writes_ = false;  // SetActive's `writes`
   // The kernel TakeKernel hands out (set when an outermost call starts).
   EagerGraph* starting_graph_ = nullptr;
   uint32_t starting_index_ = 0;

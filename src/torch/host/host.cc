@@ -277,9 +277,17 @@ void DumpHost::UpdateEagerActive() {
   if (!capture_) return;
   const bool active = session_ && session_->IterationOpen() &&
                       (session_->StepDumps() || session_->config().op_debug_mode == 4);
-  // Writes are reported while the capture is on only: the session's queued reads finish first.
-  if (!active && session_) session_->FinishReads();
-  capture_->SetActive(active);
+  // Writes are reported while the capture is on only. Between steps, while the session still
+  // reads the last step's tensors, it stays on for writes alone (the next step starts soon, and
+  // the training thread need not wait); else the session's queued reads finish first.
+  const bool writes = !active && session_ && !session_->IterationOpen() && session_->ReadsQueued();
+  if (!active && !writes && session_) session_->FinishReads();
+  capture_->SetActive(active, writes);
+}
+
+void DumpHost::FinishReads() {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (session_) session_->FinishReads();
 }
 
 void DumpHost::EnsureIteration() {
