@@ -6,8 +6,9 @@
 
 namespace graphdump {
 
-OrderedWorker::OrderedWorker(size_t budget_bytes)
-    : budget_(budget_bytes), thread_([this] { Loop(); }) {
+OrderedWorker::OrderedWorker(size_t budget_bytes,
+                             std::function<void(std::unique_ptr<Task>)> recycle)
+    : budget_(budget_bytes), recycle_(std::move(recycle)), thread_([this] { Loop(); }) {
   GRAPHDUMP_CHECK(budget_bytes >= 1);
 }
 
@@ -41,8 +42,14 @@ uint64_t OrderedWorker::Submit(std::unique_ptr<Task> task, size_t bytes) {
   }
   // The worker is woken only from its long sleep: otherwise it finds the task when it looks next.
   if (wake) work_ready_.notify_one();
+  Dispose(finished);
   return ++submitted_;
-  // `finished` is destroyed here, on this thread.
+}
+
+void OrderedWorker::Dispose(std::vector<std::unique_ptr<Task>>& tasks) {
+  if (!recycle_) return tasks.clear();
+  for (std::unique_ptr<Task>& task : tasks) recycle_(std::move(task));
+  tasks.clear();
 }
 
 void OrderedWorker::WaitFor(uint64_t number) {
@@ -64,6 +71,7 @@ void OrderedWorker::Release() {
     finished.swap(finished_);
     has_finished_.store(false, std::memory_order_relaxed);
   }
+  Dispose(finished);
 }
 
 void OrderedWorker::Loop() {

@@ -84,5 +84,26 @@ TEST(OrderedWorkerTest, ATaskLargerThanTheBudgetRunsAlone) {
   EXPECT_EQ(record.ran, (std::vector<int>{1, 2}));
 }
 
+TEST(OrderedWorkerTest, RecyclesTasksThatHaveRunOnTheSubmitterInOrder) {
+  Record record;
+  std::vector<int> recycled;
+  std::vector<std::thread::id> recycled_on;
+  {
+    OrderedWorker worker(/*budget_bytes=*/1000, [&](std::unique_ptr<OrderedWorker::Task> task) {
+      recycled.push_back(static_cast<int>(recycled.size()) + 1);
+      recycled_on.push_back(std::this_thread::get_id());
+      // Kept by the host (here: destroyed at once, still on this thread).
+    });
+    for (int i = 1; i <= 20; ++i) worker.Submit(std::make_unique<RecordingTask>(&record, i, 1), 1);
+    worker.Wait();
+  }
+  EXPECT_EQ(recycled.size(), 20u);  // none destroyed by the worker itself
+  for (const std::thread::id& id : recycled_on) EXPECT_EQ(id, std::this_thread::get_id());
+  for (const std::thread::id& id : record.destroyed_on) EXPECT_EQ(id, std::this_thread::get_id());
+  std::lock_guard<std::mutex> lock(record.mu);
+  ASSERT_EQ(record.ran.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(record.ran[i], i + 1);
+}
+
 }  // namespace
 }  // namespace graphdump

@@ -77,7 +77,7 @@ SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selec
       buffers_(std::max<size_t>(1, options_.queue_bytes)) {
   CountForksOnce();
   if (options_.reads_in_background && config_.saved_data == SavedData::kStatistic) {
-    reads_ = std::make_unique<OrderedWorker>(std::max<size_t>(1, options_.queue_bytes));
+    reads_ = MakeReadWorker();
   }
   if (!config_.enable) {
     async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),

@@ -54,8 +54,19 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
     bool reduce = false;
   };
 
-  explicit DeferredRows(SessionImpl* session) : session_(session) {}
+  explicit DeferredRows(SessionImpl* session) : session_(session) {
+    rows.reserve(kDeferredBatchRows);
+  }
   void Run() override { session_->RunDeferredRows(*this); }
+  // Empties the batch for reuse (on the host's thread: the tensors' handles go back there),
+  // keeping its buffers.
+  void Clear() {
+    rows.clear();
+    text.clear();
+    ints.clear();
+    bytes = 1;
+    last_text_at_ = last_text_size_ = 0;
+  }
 
   // Appends `s` to `text` unless it ends `text` already (a kernel's rows share its names).
   std::pair<uint32_t, uint32_t> Text(const std::string& s) {
@@ -112,8 +123,23 @@ void SessionImpl::QueueStepFiles(std::vector<std::unique_ptr<StepDir>> dirs) {
   reads_->Submit(std::make_unique<StepFiles>(this, std::move(dirs)), 1);
 }
 
+std::unique_ptr<OrderedWorker> SessionImpl::MakeReadWorker() {
+  // Batches that have run come back emptied, for the next rows (a few are kept).
+  auto recycle = [this](std::unique_ptr<OrderedWorker::Task> task) {
+    auto* rows = dynamic_cast<DeferredRows*>(task.get());
+    if (rows == nullptr || spare_batches_.size() >= kSpareBatches) return;
+    rows->Clear();
+    spare_batches_.push_back(std::move(task));
+  };
+  return std::make_unique<OrderedWorker>(std::max<size_t>(1, options_.queue_bytes), recycle);
+}
+
 void SessionImpl::DeferRow(const TensorView& view, const StatRowInfo& row, StepDir* sd,
                            uint64_t seq, std::shared_ptr<StatsCell> cell, bool reduce) {
+  if (!batch_ && !spare_batches_.empty()) {
+    batch_ = std::move(spare_batches_.back());
+    spare_batches_.pop_back();
+  }
   if (!batch_) batch_ = std::make_unique<DeferredRows>(this);
   DeferredRows& b = static_cast<DeferredRows&>(*batch_);
   DeferredRows::Row& r = b.rows.emplace_back();

@@ -231,6 +231,9 @@ class SessionImpl final : public DumpSession {
   // made from `cell` once an earlier row has filled it.
   void DeferRow(const TensorView& view, const StatRowInfo& row, StepDir* sd, uint64_t seq,
                 std::shared_ptr<StatsCell> cell, bool reduce);
+  // The worker, which hands the batches that have run back to spare_batches_.
+  std::unique_ptr<OrderedWorker> MakeReadWorker();
+  static constexpr size_t kSpareBatches = 64;
   // Hands the batch to the worker (with `when_full`, only once it is as large as a batch gets).
   void SubmitDeferredRows(bool when_full = false);
   // On the worker.
@@ -291,6 +294,7 @@ class SessionImpl final : public DumpSession {
   // whether rows may be deferred now (DeferReads), and by allocation the number of the last
   // worker task that reads it (BeforeWrite waits for it).
   std::unique_ptr<OrderedWorker::Task> batch_;  // a DeferredRows
+  std::vector<std::unique_ptr<OrderedWorker::Task>> spare_batches_;  // emptied DeferredRows
   bool defer_reads_ = true;
   std::unordered_map<const void*, uint64_t> read_by_;
   // The worker's view and row, rebuilt for each deferred row (their buffers reused).

@@ -3,9 +3,9 @@
 // over costs the submitting thread no system call while work keeps coming: the worker looks for
 // tasks every kPollMicros, and sleeps until woken only after kPollsBeforeSleep empty looks.
 // Memory the queued tasks hold is bounded in bytes: Submit waits while the budget is spent. A
-// finished task is destroyed on the thread that submits (at its next Submit, Wait or Release),
-// never on the worker: what a task holds (a host's tensor handles) may need that thread to be
-// released.
+// finished task is destroyed (or recycled) on the thread that submits (at its next Submit, Wait
+// or Release), never on the worker: what a task holds (a host's tensor handles) may need that
+// thread to be released.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,8 +30,11 @@ class OrderedWorker {
     virtual void Run() = 0;
   };
 
-  // REQUIRES: budget_bytes >= 1.
-  explicit OrderedWorker(size_t budget_bytes);
+  // REQUIRES: budget_bytes >= 1. `recycle`, when given, takes each task that has run instead of
+  // destroying it, on the submitting thread as its destruction would be (a host reuses the
+  // task's buffers: no allocation per task).
+  explicit OrderedWorker(size_t budget_bytes,
+                         std::function<void(std::unique_ptr<Task>)> recycle = nullptr);
   // Runs what is queued, then joins the thread. Call it on the submitting thread.
   ~OrderedWorker();
   OrderedWorker(const OrderedWorker&) = delete;
@@ -53,11 +57,14 @@ class OrderedWorker {
 
  private:
   void Loop();
+  // Recycles or destroys `tasks` that have run (on the submitting thread).
+  void Dispose(std::vector<std::unique_ptr<Task>>& tasks);
 
   static constexpr int kPollMicros = 100;
   static constexpr int kPollsBeforeSleep = 100;
 
   const size_t budget_;
+  const std::function<void(std::unique_ptr<Task>)> recycle_;
   uint64_t submitted_ = 0;  // the submitting thread's
   std::atomic<uint64_t> done_{0};
   std::mutex mu_;
