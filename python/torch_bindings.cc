@@ -137,13 +137,20 @@ KernelInfo CompiledKernelOf(const CompiledKernelSpec& spec) {
   }
   return k;
 }
+// GRAPHDUMP_STATISTICS_THREAD=0: every tensor is read on the training thread when its kernel
+// ends, none found again from an earlier step (docs/python.md).
+bool StatisticsThreadRefused() {
+  const char* setting = std::getenv("GRAPHDUMP_STATISTICS_THREAD");
+  return setting != nullptr && std::string_view(setting) == "0";
+}
+
 // Are statistics read on a thread of their own (SessionOptions::reads_in_background;
 // docs/python.md)? GRAPHDUMP_STATISTICS_THREAD=0 or 1 says; by default, only when PyTorch's
 // intra-op threads leave a CPU free: a thread beside them that takes a CPU they use stalls
 // them (an OpenMP team waits for its descheduled member), which costs more than it saves.
 bool StatisticsThread() {
   const char* setting = std::getenv("GRAPHDUMP_STATISTICS_THREAD");
-  if (setting != nullptr && std::string_view(setting) == "0") return false;
+  if (StatisticsThreadRefused()) return false;
   if (setting != nullptr && std::string_view(setting) == "1") return true;
   const unsigned cpus = std::thread::hardware_concurrency();
   return cpus > 0 && static_cast<unsigned>(at::get_num_threads()) < cpus;
@@ -289,6 +296,10 @@ void BindTorch(py::module_& m) {
             options.overwrite = overwrite;
             options.retry_hint = retry_hint;
             options.reads_in_background = StatisticsThread();
+            // Writes between steps are reported by the eager capture, which stays on for them
+            // (DumpHost::UpdateEagerActive): parameters and optimizer state the last step
+            // summarised are not read again.
+            options.stats_across_steps = !StatisticsThreadRefused();
             if (const char* delay = std::getenv("GRAPHDUMP_TEST_STATISTICS_DELAY_US")) {
               options.deferred_read_delay_us =
                   static_cast<uint32_t>(std::strtoul(delay, nullptr, 10));

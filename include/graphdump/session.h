@@ -48,9 +48,11 @@ struct SessionOptions {
   std::function<void(const std::string&)> log;
   // Statistics are found again by storage and version (TensorOrigin). Within a step the host's
   // kernels all bump versions when they write. Set this when the host's code between steps does
-  // too (no writes through Tensor::data() or raw pointers; graphdump's CLI qualifies): then the
-  // statistics of tensors unchanged since the last step, such as the parameters the optimizer
-  // updated, are not computed again.
+  // too (no writes through Tensor::data() or raw pointers; graphdump's CLI qualifies), or when
+  // the host reports the writes it sees between steps (BeforeWrite while
+  // KeepsStatisticsAcrossSteps; the allocations reported are read again): then the statistics
+  // of tensors unchanged since the last step, such as the parameters the optimizer updated, are
+  // not computed again. A step that dumps nothing starts from no statistics.
   bool stats_across_steps = false;
   // Set when the host calls BeforeWrite before it writes, in place, the memory of any tensor it
   // has handed to the session (graphdump's CLI does: its executor before in-place kernels, its
@@ -180,6 +182,10 @@ class DumpSession {
   virtual void FinishReads() = 0;
   // With SessionOptions::reads_in_background: is a reduction (or a step's files) still queued?
   virtual bool ReadsQueued() const = 0;
+  // With SessionOptions::stats_across_steps, between steps: does the session hold statistics
+  // for the next step to reuse? A host that cannot trust version counters there reports every
+  // write it sees until the next step begins (BeforeWrite): those allocations are read again.
+  virtual bool KeepsStatisticsAcrossSteps() const = 0;
   // With SessionOptions::reads_in_background: false finishes the queued reductions and has the
   // tensors of later OnKernelDone calls read before those return (a host about to write memory
   // it cannot report, such as a compiled graph's reused buffers); true lets them be queued
@@ -190,6 +196,9 @@ class DumpSession {
   // (TensorOrigin::version): statistics recorded for them are not reused. Every host calls it
   // after such a write (batch norm's running statistics).
   virtual void ForgetStatistics(const void* storage) = 0;
+  // The same for every allocation: a host that cannot report writes between steps calls it
+  // when a step ends (SessionOptions::stats_across_steps).
+  virtual void ForgetAllStatistics() = 0;
 
   // A tensor of `kernel` (input or output `slot`) that the dump cannot hold, for the reason
   // `why` (a sparse tensor): it has no file, and the kernel's other tensors keep their slots.

@@ -304,6 +304,7 @@ bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input
 }
 
 void SessionImpl::BeforeWrite(const void* storage) {
+  if (storage != nullptr && KeepsStatisticsAcrossSteps()) written_between_steps_.insert(storage);
   if (!read_by_.empty() && storage != nullptr && !InChild()) {
     auto it = read_by_.find(storage);
     if (it != read_by_.end()) {
@@ -439,6 +440,20 @@ void SessionImpl::Log(const std::string& message) const {
 void SessionImpl::StartIteration() {
   iteration_ = config_.initial_iteration + steps_completed_;
   step_dumps_ = !failed_ && selector_->IterationDumps(iteration_);
+  step_open_ = true;
+  // The last step's statistics hold for the bytes no write reached since; a step that dumps
+  // nothing is not watched for writes (SessionOptions::stats_across_steps).
+  if (!step_dumps_) {
+    stats_cache_.Clear();
+  } else if (!written_between_steps_.empty()) {
+    stats_cache_.Forget(written_between_steps_);
+  }
+  written_between_steps_.clear();
+}
+
+bool SessionImpl::KeepsStatisticsAcrossSteps() const {
+  return options_.stats_across_steps && !step_open_ && stats_cache_.size() > 0 &&
+         !InChild();
 }
 
 void SessionImpl::FinishIteration() {
@@ -447,6 +462,7 @@ void SessionImpl::FinishIteration() {
   written_files_.Clear();
   ++steps_completed_;
   step_dumps_ = false;
+  step_open_ = false;
 }
 
 void SessionImpl::WriteGraphFiles(GraphState& state) {

@@ -109,8 +109,10 @@ class SessionImpl final : public DumpSession {
   void BeforeWrite(const void* storage) override;
   void FinishReads() override;
   bool ReadsQueued() const override;
+  bool KeepsStatisticsAcrossSteps() const override;
   void DeferReads(bool defer) override;
   void ForgetStatistics(const void* storage) override;
+  void ForgetAllStatistics() override { stats_cache_.Clear(); }
   void OnTensorNotDumped(const KernelInfo& kernel, bool input, uint32_t slot,
                          const std::string& why) override;
   void OnKernelFailed(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
@@ -273,6 +275,7 @@ class SessionImpl final : public DumpSession {
   uint32_t step_graph_ = 0;
   bool step_dumps_ = false;
   bool iteration_open_ = false;  // BeginIteration without EndIteration yet
+  bool step_open_ = false;       // StartIteration without FinishIteration yet
   uint32_t overflow_kernels_ = 0;
   uint64_t next_seq_ = 0;
   bool closed_ = false;
@@ -281,6 +284,9 @@ class SessionImpl final : public DumpSession {
   std::unique_ptr<FileLock> lock_;  // held from ClaimRoot until the session ends
   bool run_failed_ = false;         // OnRunFailed: INCOMPLETE stays
   StatsCache stats_cache_;          // statistic-only tensors reduced in this step (and the last)
+  // Allocations reported written since the last step ended (BeforeWrite), while stats_cache_
+  // holds that step's statistics: forgotten when the next step begins.
+  std::unordered_set<const void*> written_between_steps_;
   WrittenFiles written_files_;      // tensor files of this step, by the bytes they hold
   // Tensors said not to be dumped (OnTensorNotDumped): (graph, kernel index, input, slot).
   std::set<std::tuple<uint32_t, uint32_t, bool, uint32_t>> not_dumped_said_;

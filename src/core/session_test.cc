@@ -14,6 +14,7 @@
 #include "graphdump_graph.pb.h"
 #include "testing/fault_file_system.h"
 #include "testing/testing.h"
+#include "session_test_util.h"
 
 namespace graphdump {
 namespace {
@@ -21,64 +22,6 @@ namespace {
 using testing::ListFilesRecursive;
 using testing::ReadFile;
 using testing::TempDir;
-
-std::string ConfigJson(const std::string& path, const std::string& common_extra = "",
-                       const std::string& e2e = R"({"enable": true, "trans_flag": true})") {
-  return R"({"common_dump_settings": {"dump_mode": 0, "path": ")" + path +
-         R"(", "net_name": "Net", "iteration": "all", "input_output": 0, "kernels": [],
-         "support_device": [0,1,2,3,4,5,6,7])" +
-         common_extra + R"(}, "e2e_dump_settings": )" + e2e + "}";
-}
-
-DumpConfig Parse(const std::string& json) {
-  StatusOr<ParsedConfig> parsed = ParseConfig(json, "test.json", "");
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  DumpConfig config = parsed->config;
-  config.source_bytes = json;
-  return config;
-}
-
-std::unique_ptr<DumpSession> OpenSession(const DumpConfig& config,
-                                         std::vector<std::string>* log = nullptr) {
-  SessionOptions options;
-  options.config = config;
-  options.writer_threads = 3;
-  options.queue_bytes = 4096;  // small: forces the executor to wait on the writers
-  options.log = [log](const std::string& m) {
-    if (log) log->push_back(m);
-  };
-  StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(std::move(options));
-  EXPECT_TRUE(session.ok()) << session.status().message();
-  return std::move(session).value();
-}
-
-void RunSynthetic(const DumpConfig& config, SyntheticOptions options = {},
-                  std::vector<std::string>* log = nullptr) {
-  auto session = OpenSession(config, log);
-  ASSERT_TRUE(session);
-  ASSERT_TRUE(RunSyntheticGraph(*session, options).ok());
-  ASSERT_TRUE(session->Close().ok());
-}
-
-// File names with the 16-digit microsecond timestamps replaced by "T".
-std::vector<std::string> WithoutTimestamps(const std::vector<std::string>& files) {
-  std::vector<std::string> out;
-  for (const std::string& f : files)
-    out.push_back(std::regex_replace(f, std::regex(R"(\.\d{16}\.)"), ".T."));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string StatisticWithoutTimestamps(const std::string& csv) {
-  return std::regex_replace(csv, std::regex(R"(,\d{16},)"), ",T,");
-}
-
-std::vector<std::string> Matching(const std::vector<std::string>& files, const std::string& re) {
-  std::vector<std::string> out;
-  for (const std::string& f : files)
-    if (std::regex_search(f, std::regex(re))) out.push_back(f);
-  return out;
-}
 
 TEST(SessionTest, SyncAndAsyncWriteTheSameFilesAndBytes) {
   TempDir sync_dir, async_dir;
@@ -191,20 +134,6 @@ print(h.dtype, np.array_equal(o.astype(np.float16), h))
   EXPECT_EQ(r.output, "(4, 8) (8, 16) (4, 16) float32 True\nfloat16 True\n");
 }
 
-// A float32 vector the host owns, with the origin a host that reports writes gives it.
-struct HostTensor {
-  std::shared_ptr<std::vector<float>> data;
-  TensorView View() const {
-    TensorView v;
-    v.dtype = DType::kFloat32;
-    v.shape = {static_cast<int64_t>(data->size())};
-    v.data = data->data();
-    v.keep_alive = data;
-    v.origin.storage = data;
-    return v;
-  }
-};
-
 TEST(SessionTest, WithReportedWritesAsyncWritesWithoutACopyAndBeforeWriteWaits) {
   TempDir dir;
   SessionOptions options;
@@ -233,49 +162,6 @@ print(a.shape, np.unique(a))
                               {dir.Sub("rank_0/Net/0/0")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "(1048576,) [1.5]\n");
-}
-
-// Statistics read on the session's worker (reads_in_background), which a delay keeps behind
-// the host: BeforeWrite waits until the queued tensor is read, a row reusing queued statistics
-// gets them once they are filled, and the rows keep the kernels' order.
-TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
-  TempDir dir;
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
-      "statistic_category": ["max", "min"])"));
-  options.reads_in_background = true;
-  options.deferred_read_delay_us = 20000;
-  auto session = std::move(DumpSession::Open(std::move(options))).value();
-  GraphInfo graph;
-  for (const char* name : {"Default/a-op0", "Default/b-op1", "Default/c-op2"}) {
-    KernelInfo k;
-    k.full_name = name;
-    graph.kernels.push_back(k);
-  }
-  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
-  HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 16, 1.5f)};
-  session->BeginStep(0);
-  session->OnKernelDone(graph.kernels[0], {}, {t.View()});
-  session->BeforeWrite(t.data.get());  // the host is about to write it in place
-  std::fill(t.data->begin(), t.data->end(), -7.0f);
-  TensorView written = t.View();
-  written.origin.version = 1;
-  session->OnKernelDone(graph.kernels[1], {written}, {});
-  // The first bytes again (same origin and version): their queued statistics are reused.
-  session->OnKernelDone(graph.kernels[2], {t.View()}, {});
-  session->EndStep(0);
-  ASSERT_TRUE(session->Close().ok());
-  const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
-  std::vector<std::string> rows;
-  std::regex row(R"re(\n(\w+),[^,]+,0,0,\d+,(\w+),0,262144,float32,"\(65536\)",([^,]+),([^,]+),)re");
-  for (auto m = std::sregex_iterator(csv.begin(), csv.end(), row); m != std::sregex_iterator();
-       ++m) {
-    rows.push_back((*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[3].str() + "/" +
-                   (*m)[4].str());
-  }
-  EXPECT_EQ(rows, (std::vector<std::string>{"a output 1.5/1.5", "b input -7/-7",
-                                            "c input 1.5/1.5"}))
-      << csv;
 }
 
 TEST(SessionTest, HostDrivenIterationsSpanSeveralGraphSteps) {
@@ -367,66 +253,6 @@ TEST(SessionTest, KernelSelectionByTypeRegexAndSetDump) {
   EXPECT_EQ(Matching(files, "fc2").size(), 3u);
 }
 
-TEST(SessionTest, StatisticOnlyWritesCsvRowsWithoutTensors) {
-  TempDir dir;
-  RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "0", "saved_data": "statistic",
-      "statistic_category": ["max", "count", "md5"])")));
-  const std::string it = dir.Sub("rank_0/Net/0/0");
-  auto files = ListFilesRecursive(it);
-  EXPECT_EQ(files, std::vector<std::string>{"statistic.csv"});
-  const std::string csv = ReadFile(it + "/statistic.csv");
-  EXPECT_EQ(csv.rfind("Op Type,Op Name,Task ID,Stream ID,Timestamp,IO,Slot,Data Size,Data Type,"
-                      "Shape,Max Value,Count,MD5\n",
-                      0),
-            0u);
-  // 4 parameters + 9 kernels' 16 inputs and 9 outputs.
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 4 + 16 + 9);
-  EXPECT_TRUE(std::regex_search(
-      csv,
-      std::regex(
-          R"re(\nCast,Default_Cast-op5,0,0,\d{16},output,0,32,float16,"\(4,4\)",[^,]+,16,[0-9a-f]{32},\n)re")))
-      << csv;
-}
-
-// Statistic-only rows for bytes already reduced in the step come from the first reduction:
-// shown here by handing the second kernel different bytes under the same origin, which a host
-// must never do (it would bump the version), so the row can only come from the cache.
-TEST(SessionTest, StatisticsOfTheSameOriginAreReusedWithinAStep) {
-  TempDir dir;
-  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
-      "input_output": 0, "statistic_category": ["max", "min"])")));
-  GraphInfo graph = SyntheticGraph({});
-  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
-  std::vector<float> first = {1, 2, 3, 4}, second = {10, 20, 30, 40};
-  auto storage = std::make_shared<int>(0);
-  auto with_origin = [&](std::vector<float>& data, uint64_t version) {
-    TensorView view = testing::MakeView(DType::kFloat32, {4}, {}, data.data());
-    view.origin = TensorOrigin{storage, version, 0};
-    return view;
-  };
-  KernelInfo k0 = graph.kernels[0], k1 = graph.kernels[1], k2 = graph.kernels[2];
-  for (int step = 0; step < 2; ++step) {
-    session->BeginStep(0);
-    session->OnKernelDone(k0, {}, {with_origin(step == 0 ? first : second, 1)});
-    session->OnKernelDone(k1, {with_origin(second, 1)}, {});  // the same origin: reused
-    session->OnKernelDone(k2, {with_origin(second, 2)}, {});  // written since: read again
-    session->EndStep(0);
-  }
-  ASSERT_TRUE(session->Close().ok());
-  for (const char* it : {"0", "1"}) {
-    const std::string csv = ReadFile(dir.Sub(std::string("rank_0/Net/0/") + it + "/statistic.csv"));
-    std::vector<std::string> values;
-    std::regex value(R"re("\(4\)",([^,]+),([^,]+),\n)re");
-    for (auto m = std::sregex_iterator(csv.begin(), csv.end(), value); m != std::sregex_iterator();
-         ++m) {
-      values.push_back((*m)[1].str() + "/" + (*m)[2].str());
-    }
-    // Step 1 starts over: nothing survives EndStep.
-    const std::string reused = std::string(it) == "0" ? "4/1" : "40/10";
-    EXPECT_EQ(values, (std::vector<std::string>{reused, reused, "40/10"})) << csv;
-  }
-}
-
 // A tensor dumped again in the same step with the same bytes (same origin and version: the
 // previous kernel's output read as this kernel's input) is a second name for the first file, in
 // both modes and with statistics too; new bytes (a new version) and a new step get their own.
@@ -444,9 +270,7 @@ TEST_P(LinkedFilesTest, TheSameBytesInOneStepAreOneFile) {
   std::vector<float> first(3000, 1.5f), second(3000, -2.0f);
   auto storage = std::make_shared<int>(0);
   auto with_origin = [&](std::vector<float>& data, uint64_t version) {
-    TensorView view = testing::MakeView(DType::kFloat32, {3000}, {}, data.data());
-    view.origin = TensorOrigin{storage, version, 0};
-    return view;
+    return FloatsWithOrigin(data, storage, version);
   };
   KernelInfo k0 = graph.kernels[0], k1 = graph.kernels[1], k2 = graph.kernels[2];
   for (int step = 0; step < 2; ++step) {
@@ -607,13 +431,7 @@ TEST(SessionTest, AnEntryIsUsedOnlyWhenAKernelItSelectedWasDumped) {
   auto session = OpenSession(Parse(ConfigJson(dir.path(), R"json(, "dump_mode": 1, "iteration": "0",
           "kernels": ["Default/Ran-op0", "branch", "name-regex(.*Late.*)"])json")),
                              &log);
-  GraphInfo graph;
-  for (const char* name : {"Default/Ran-op0", "Default/Branch-op1", "Default/Late-op2"}) {
-    KernelInfo k;
-    k.full_name = name;
-    k.index = static_cast<uint32_t>(graph.kernels.size());
-    graph.kernels.push_back(k);
-  }
+  GraphInfo graph = NamedKernels({"Default/Ran-op0", "Default/Branch-op1", "Default/Late-op2"});
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   std::vector<int32_t> v = {1};
   for (uint32_t step = 0; step < 2; ++step) {
@@ -698,39 +516,6 @@ TEST(SessionTest, LongNamesGoThroughMappingCsv) {
       << mapping;
 }
 
-// A statistic dump names its rows' files as a tensor dump would (mapping.csv for a long
-// name), per kernel and iteration, with the names a kernel's own KernelInfo gives it.
-TEST(SessionTest, StatisticRowsNameEachKernelInEachIteration) {
-  TempDir dir;
-  auto session = OpenSession(Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic")")));
-  const std::string long_name = "Default/" + std::string(300, 'a') + "/MatMul-op7";
-  GraphInfo graph;
-  KernelInfo k;
-  k.full_name = long_name;
-  graph.kernels.push_back(k);
-  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
-  std::vector<int32_t> v = {1, 2, 3};
-  for (int step = 0; step < 2; ++step) {
-    session->BeginStep(0);
-    k.index = 0;
-    k.full_name = step == 0 ? long_name : "Default/Add-op1";  // the host renamed it
-    session->OnKernelDone(k, {}, {testing::MakeView(DType::kInt32, {3}, {}, v.data())});
-    session->EndStep(0);
-  }
-  ASSERT_TRUE(session->Close().ok());
-  EXPECT_TRUE(std::regex_match(
-      ReadFile(dir.Sub("rank_0/Net/0/0/mapping.csv")),
-      std::regex(R"(0\.npy,MatMul\.Default_a{300}_MatMul-op7\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.int32\.npy\n)")));
-  const std::string first = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
-  const std::string second = ReadFile(dir.Sub("rank_0/Net/0/1/statistic.csv"));
-  EXPECT_NE(first.find("\nMatMul,Default_" + std::string(300, 'a') + "_MatMul-op7,0,0,"),
-            std::string::npos)
-      << first;
-  EXPECT_NE(second.find("\nAdd,Default_Add-op1,0,0,"), std::string::npos) << second;
-  EXPECT_NE(second.find(",output,0,12,int32,\"(3)\","), std::string::npos) << second;
-  EXPECT_FALSE(std::filesystem::exists(dir.Sub("rank_0/Net/0/1/mapping.csv")));
-}
-
 TEST(SessionTest, HostileKernelNamesStayInsideTheDumpRoot) {
   TempDir dir;
   const std::string root = dir.Sub("root");
@@ -744,305 +529,6 @@ TEST(SessionTest, HostileKernelNamesStayInsideTheDumpRoot) {
     EXPECT_EQ(Matching(files, R"(Net/0/0/.*\.output\.0\.DefaultFormat\.int32\.npy$)").size(), 1u)
         << name;
   }
-}
-
-// Every .npy under a final name loads with NumPy and holds as many bytes as its header says.
-void ExpectEveryNpyComplete(const std::string& dir) {
-  auto r = testing::RunPython(R"(
-import glob, os, sys, numpy as np
-n = 0
-for f in glob.glob(sys.argv[1] + '/**/*.npy', recursive=True):
-    a = np.load(f)
-    n += 1
-temps = [f for f in glob.glob(sys.argv[1] + '/**/.*', recursive=True) if '.tmp' in f]
-print(n > 0, temps)
-)",
-                              {dir});
-  EXPECT_EQ(r.output, "True []\n") << r.output;
-}
-
-class DiskFullTest : public ::testing::TestWithParam<bool> {};
-
-TEST_P(DiskFullTest, StopsDumpingKeepsFilesAndLetsTheRunContinue) {
-  const bool async = GetParam();
-  TempDir dir;
-  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
-  fault->FailOnFile(40);  // the 40th file of the dump cannot be created
-  std::vector<std::string> log;
-  SessionOptions options;
-  options.config =
-      Parse(ConfigJson(dir.path(), "", async ? R"({"enable": false})" : R"({"enable": true})"));
-  options.file_system = fault;
-  options.log = [&](const std::string& m) { log.push_back(m); };
-  auto session = DumpSession::Open(options);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());  // the run itself goes on
-  Status closed = (*session)->Close();
-  EXPECT_EQ(closed.code(), StatusCode::kIOError);
-  EXPECT_NE(closed.message().find("No space left on device"), std::string::npos)
-      << closed.message();
-  EXPECT_NE(closed.message().find(dir.path() + "/rank_0/Net/0/"), std::string::npos)
-      << closed.message();
-  ASSERT_EQ(log.size(), 1u);  // one message, not one per tensor
-  EXPECT_NE(log[0].find("dumping stopped"), std::string::npos);
-  const std::string incomplete = ReadFile(dir.Sub("rank_0/.dump_metadata/INCOMPLETE"));
-  EXPECT_NE(incomplete.find(closed.message()), std::string::npos) << incomplete;
-  // Everything before the failure is there (the 39 files created before it), nothing after.
-  auto npy = Matching(ListFilesRecursive(dir.path()), R"(\.npy$)");
-  EXPECT_GE(npy.size(), 30u);
-  EXPECT_LT(npy.size(), 40u);
-  ExpectEveryNpyComplete(dir.path());
-}
-
-TEST_P(DiskFullTest, ByteBudgetExhaustedMidFile) {
-  TempDir dir;
-  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
-  fault->FailAfterBytes(6000);  // runs out in the middle of a tensor file
-  SessionOptions options;
-  options.config = Parse(
-      ConfigJson(dir.path(), "", GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
-  options.file_system = fault;
-  options.log = [](const std::string&) {};
-  auto session = DumpSession::Open(options);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());
-  EXPECT_EQ((*session)->Close().code(), StatusCode::kIOError);
-  ExpectEveryNpyComplete(dir.path());
-}
-
-// The rows of statistic.csv under `dir`: every line ends with a comma (docs/file-format.md) and has
-// the header's number of fields plus the trailing empty one, so a torn row is caught.
-void ExpectWholeStatisticRows(const std::string& dir) {
-  for (const std::string& file : Matching(ListFilesRecursive(dir), R"(statistic\.csv$)")) {
-    const std::string csv = ReadFile(dir + "/" + file);
-    ASSERT_FALSE(csv.empty()) << file;
-    EXPECT_EQ(csv.back(), '\n') << file;
-    const size_t header_end = csv.find('\n');
-    const auto fields = [](const std::string& line) {  // a quoted Shape holds commas
-      const std::string unquoted = std::regex_replace(line, std::regex(R"("[^"]*")"), "S");
-      return std::count(unquoted.begin(), unquoted.end(), ',') + 1;
-    };
-    const std::string header = csv.substr(0, header_end);
-    size_t start = header_end + 1;
-    while (start < csv.size()) {
-      const size_t end = csv.find('\n', start);
-      const std::string row = csv.substr(start, end - start);
-      EXPECT_EQ(fields(row), fields(header) + 1) << file << ": " << row;
-      EXPECT_EQ(row.back(), ',') << file << ": " << row;
-      start = end + 1;
-    }
-  }
-}
-
-// --overwrite while another run wrote the same directory: "cannot remove .../rank_0: No such
-// file or directory", and one run's dump left half deleted. A live run's directory is refused
-// now (its files, INCOMPLETE included, untouched); once that run ends, overwrite replaces it in
-// one step, and neither the lock file nor the replaced directory stays.
-TEST(SessionTest, OverwriteNeverTakesALiveRunsDirectory) {
-  TempDir dir;
-  const DumpConfig config = Parse(ConfigJson(dir.path()));
-  auto first = OpenSession(config);
-  ASSERT_TRUE(RunSyntheticGraph(*first, {}).ok());
-  const std::vector<std::string> written = ListFilesRecursive(dir.Sub("rank_0"));
-  EXPECT_EQ(ReadFile(dir.Sub(".rank_0.lock")), "process " + std::to_string(::getpid()) + "\n");
-  for (bool overwrite : {true, false}) {
-    SessionOptions options;
-    options.config = config;
-    options.overwrite = overwrite;
-    StatusOr<std::unique_ptr<DumpSession>> second = DumpSession::Open(options);
-    ASSERT_FALSE(second.ok());
-    EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(second.status().message(),
-              dir.Sub("rank_0") + " is being written by another run now (process " +
-                  std::to_string(::getpid()) +
-                  "): graphdump writes one run per directory and replaces no dump that a live "
-                  "run holds, --overwrite or not; wait for that run to end, or dump elsewhere "
-                  "(docs/layout.md)");
-    EXPECT_EQ(ListFilesRecursive(dir.Sub("rank_0")), written);
-  }
-  ASSERT_TRUE(first->Close().ok());
-  EXPECT_EQ(::access(dir.Sub(".rank_0.lock").c_str(), F_OK), -1);  // removed by the close
-
-  SessionOptions options;
-  options.config = config;
-  options.overwrite = true;
-  StatusOr<std::unique_ptr<DumpSession>> third = DumpSession::Open(options);
-  ASSERT_TRUE(third.ok()) << third.status().message();
-  SyntheticOptions one_step;
-  one_step.steps = 1;
-  ASSERT_TRUE(RunSyntheticGraph(**third, one_step).ok());
-  ASSERT_TRUE((*third)->Close().ok());
-  const std::vector<std::string> after = ListFilesRecursive(dir.path());
-  EXPECT_FALSE(after.empty());
-  for (const std::string& file : after) {
-    EXPECT_EQ(file.rfind("rank_0/", 0), 0u) << file;  // no lock, no replaced directory
-    EXPECT_EQ(file.find("Net/0/1/"), std::string::npos) << file;  // the first run's step 1
-  }
-}
-
-// A .rank_0.lock that is not a regular file (a FIFO, a directory, a symbolic link planted
-// there) beside an earlier complete dump: the run is refused as a usage error naming it, and
-// the earlier dump is left untouched (no INCOMPLETE "never started" written into it). A live
-// holder's recorded text is shown escaped (no terminal escape codes).
-TEST(SessionTest, APlantedLockThatIsNoFileIsRefusedTouchingNothing) {
-  TempDir dir;
-  const DumpConfig config = Parse(ConfigJson(dir.path()));
-  {
-    auto first = OpenSession(config);
-    ASSERT_TRUE(RunSyntheticGraph(*first, {}).ok());
-    ASSERT_TRUE(first->Close().ok());
-  }
-  const std::vector<std::string> written = ListFilesRecursive(dir.Sub("rank_0"));
-  const std::string lock = dir.Sub(".rank_0.lock");
-  const std::string outside = dir.Sub("outside");
-  const std::vector<std::pair<std::string, std::function<void()>>> plants = {
-      {"a FIFO", [&] { ASSERT_EQ(::mkfifo(lock.c_str(), 0600), 0); }},
-      {"a directory", [&] { ASSERT_EQ(::mkdir(lock.c_str(), 0700), 0); }},
-      {"a symbolic link", [&] { ASSERT_EQ(::symlink(outside.c_str(), lock.c_str()), 0); }}};
-  for (const auto& [kind, plant] : plants) {
-    plant();
-    for (bool overwrite : {false, true}) {
-      SessionOptions options;
-      options.config = config;
-      options.overwrite = overwrite;
-      StatusOr<std::unique_ptr<DumpSession>> second = DumpSession::Open(options);
-      ASSERT_FALSE(second.ok()) << kind;
-      EXPECT_EQ(second.status().code(), StatusCode::kInvalidArgument) << kind;
-      EXPECT_NE(second.status().message().find(lock), std::string::npos)
-          << kind << ": " << second.status().message();
-      EXPECT_EQ(ListFilesRecursive(dir.Sub("rank_0")), written) << kind;
-      EXPECT_EQ(::access(outside.c_str(), F_OK), -1) << kind;
-    }
-    ASSERT_EQ(::rmdir(lock.c_str()) == 0 || ::unlink(lock.c_str()) == 0, true) << kind;
-  }
-}
-
-// The holder's text recorded in a live run's lock is printed escaped.
-TEST(SessionTest, ALockHoldersTextIsEscaped) {
-  TempDir dir;
-  const DumpConfig config = Parse(ConfigJson(dir.path()));
-  auto first = OpenSession(config);
-  {
-    FILE* f = std::fopen(dir.Sub(".rank_0.lock").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs("\x1b]0;owned\x07\x1b[31mred", f);
-    std::fclose(f);
-  }
-  SessionOptions options;
-  options.config = config;
-  StatusOr<std::unique_ptr<DumpSession>> second = DumpSession::Open(options);
-  ASSERT_FALSE(second.ok());
-  const std::string message = second.status().message();
-  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
-  EXPECT_EQ(message.find('\x07'), std::string::npos) << message;
-  EXPECT_NE(message.find("\\x1b]0;owned\\x07\\x1b[31mred"), std::string::npos) << message;
-  ASSERT_TRUE(first->Close().ok());
-}
-
-// The INCOMPLETE marker is written when the dump starts and removed by a clean close, so that
-// a run stopped in any way (killed, a full disk) leaves it.
-TEST(SessionTest, IncompleteMarkerLivesUntilACleanClose) {
-  TempDir dir;
-  auto session = OpenSession(Parse(ConfigJson(dir.path())));
-  const std::string marker = dir.Sub("rank_0/.dump_metadata/INCOMPLETE");
-  EXPECT_NE(ReadFile(marker).find("This dump is incomplete"), std::string::npos);
-  ASSERT_TRUE(RunSyntheticGraph(*session, {}).ok());
-  ASSERT_TRUE(session->Close().ok());
-  EXPECT_EQ(::access(marker.c_str(), F_OK), -1);
-}
-
-// A statistic dump on a full disk: statistic.csv could not be written, and INCOMPLETE, written
-// afterwards, was missing in 17 of 19 runs (no room for a new file), the rows torn in 11 of 21.
-TEST_P(DiskFullTest, StatisticCsvFailureIsMarkedAndLeavesNoTornRows) {
-  TempDir dir;
-  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
-  fault->FailPathsContaining("/1/statistic.csv");  // iteration 1's table cannot be written
-  std::vector<std::string> log;
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic")",
-                                    GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
-  options.file_system = fault;
-  options.log = [&](const std::string& m) { log.push_back(m); };
-  auto session = DumpSession::Open(options);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());
-  Status closed = (*session)->Close();
-  const std::string failed = dir.Sub("rank_0/Net/0/1/statistic.csv");
-  const std::string message = "cannot create " + failed + ": No space left on device";
-  EXPECT_EQ(closed.message(), message);
-  ASSERT_EQ(log.size(), 1u);
-  const std::string incomplete = ReadFile(dir.Sub("rank_0/.dump_metadata/INCOMPLETE"));
-  EXPECT_NE(incomplete.find("error: " + message), std::string::npos) << incomplete;
-  EXPECT_NE(incomplete.find("stopped dumping (the run was at iteration"), std::string::npos) << incomplete;
-  EXPECT_EQ(Matching(ListFilesRecursive(dir.path()), R"(statistic\.csv$)"),
-            std::vector<std::string>{"rank_0/Net/0/0/statistic.csv"});
-  ExpectWholeStatisticRows(dir.path());
-}
-
-// The rows of tensors written before an error are flushed after it (they were dropped).
-TEST_P(DiskFullTest, RowsOfTensorsWrittenBeforeTheErrorAreKept) {
-  TempDir dir;
-  auto fault = std::make_shared<testing::FaultFileSystem>(NewPosixFileSystem());
-  fault->FailOnFile(12);  // a tensor file in the middle of iteration 0
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "full")",
-                                    GetParam() ? R"({"enable": false})" : R"({"enable": true})"));
-  options.file_system = fault;
-  options.writer_threads = 1;
-  options.log = [](const std::string&) {};
-  auto session = DumpSession::Open(options);
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(RunSyntheticGraph(**session, {}).ok());
-  EXPECT_EQ((*session)->Close().code(), StatusCode::kIOError);
-  const std::vector<std::string> files = ListFilesRecursive(dir.Sub("rank_0/Net/0/0"));
-  const std::vector<std::string> npy = Matching(files, R"(\.npy$)");
-  ASSERT_FALSE(npy.empty());
-  ASSERT_EQ(Matching(files, "statistic.csv").size(), 1u);
-  const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
-  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), npy.size() + 1)
-      << csv;  // the header and one row per tensor file written
-  ExpectWholeStatisticRows(dir.path());
-}
-
-INSTANTIATE_TEST_SUITE_P(SyncAndAsync, DiskFullTest, ::testing::Bool());
-
-// A symbolic link planted in the dump path is not followed: rank_0 pointing elsewhere stopped
-// nothing, and the whole dump went there.
-TEST(SessionTest, PlantedLinksAreNotFollowed) {
-  TempDir dir;
-  const std::string outside = dir.Sub("outside");
-  ASSERT_EQ(::mkdir(outside.c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir(dir.Sub("dump").c_str(), 0700), 0);
-  ASSERT_EQ(::symlink(outside.c_str(), dir.Sub("dump/rank_0").c_str()), 0);
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.Sub("dump")));
-  options.log = [](const std::string&) {};
-  StatusOr<std::unique_ptr<DumpSession>> session = DumpSession::Open(options);
-  ASSERT_FALSE(session.ok());
-  EXPECT_NE(session.status().message().find(dir.Sub("dump/rank_0") + " is a symbolic link"),
-            std::string::npos)
-      << session.status().message();
-  EXPECT_TRUE(ListFilesRecursive(outside).empty());
-
-  // A statistic.csv link inside an iteration directory: the rows do not reach its target.
-  TempDir second;
-  testing::WriteFile(second.Sub("victim"), "keep\n");
-  ASSERT_EQ(::chmod(second.Sub("victim").c_str(), 0644), 0);
-  options.config = Parse(ConfigJson(second.Sub("dump"), R"(, "saved_data": "statistic")"));
-  auto open = DumpSession::Open(options);
-  ASSERT_TRUE(open.ok());
-  ASSERT_EQ(::mkdir(second.Sub("dump/rank_0/Net").c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir(second.Sub("dump/rank_0/Net/0").c_str(), 0700), 0);
-  ASSERT_EQ(::mkdir(second.Sub("dump/rank_0/Net/0/0").c_str(), 0700), 0);
-  ASSERT_EQ(::symlink(second.Sub("victim").c_str(),
-                      second.Sub("dump/rank_0/Net/0/0/statistic.csv").c_str()),
-            0);
-  ASSERT_TRUE(RunSyntheticGraph(**open, {}).ok());
-  (void)(*open)->Close();
-  EXPECT_EQ(ReadFile(second.Sub("victim")), "keep\n");
-  struct stat st;
-  ASSERT_EQ(::stat(second.Sub("victim").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
 TEST(AsyncWriterTest, BoundsTheBytesInFlightAndRunsEveryJob) {

@@ -90,9 +90,12 @@ void StatsCache::EndStep(bool keep) {
 }
 
 void StatsCache::Forget(const void* storage) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    it = it->first.bytes.storage == storage ? entries_.erase(it) : std::next(it);
-  }
+  std::erase_if(entries_, [&](const auto& entry) { return entry.first.bytes.storage == storage; });
+}
+
+void StatsCache::Forget(const std::unordered_set<const void*>& storages) {
+  std::erase_if(entries_,
+                [&](const auto& entry) { return storages.contains(entry.first.bytes.storage); });
 }
 
 }  // namespace graphdump

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <unordered_set>
 
 #include "testing/testing.h"
 
@@ -136,6 +137,24 @@ TEST(StatsCacheTest, EndStepKeepsWhatTheStepUsed) {
   EXPECT_EQ(cache.size(), 0u);
   cache.Insert(ViewWithOrigin(parameter, 8, 0, {4}), values, StatsWithMax(3.0));
   cache.EndStep(/*keep=*/false);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+// Forget drops every entry of the allocations named (all views and versions of them), and
+// nothing else.
+TEST(StatsCacheTest, ForgetDropsTheNamedAllocationsOnly) {
+  const StatsRequest values{.counts = false};
+  StatsCache cache;
+  auto a = std::make_shared<int>(0), b = std::make_shared<int>(0), c = std::make_shared<int>(0);
+  cache.Insert(ViewWithOrigin(a, 1, 0, {4}), values, StatsWithMax(1.0));
+  cache.Insert(ViewWithOrigin(a, 1, 16, {2}), values, StatsWithMax(1.5));
+  cache.Insert(ViewWithOrigin(b, 1, 0, {4}), values, StatsWithMax(2.0));
+  cache.Insert(ViewWithOrigin(c, 1, 0, {4}), values, StatsWithMax(3.0));
+  cache.Forget(std::unordered_set<const void*>{a.get(), c.get()});
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.Find(ViewWithOrigin(a, 1, 16, {2}), values), nullptr);
+  EXPECT_EQ(cache.Find(ViewWithOrigin(b, 1, 0, {4}), values)->max, 2.0);
+  cache.Forget(b.get());
   EXPECT_EQ(cache.size(), 0u);
 }
 

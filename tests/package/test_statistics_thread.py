@@ -83,6 +83,21 @@ def test_queued_statistics_equal_those_computed_from_the_files(tmp_path):
             assert np.isclose(float(r[10]), data.max(), rtol=1e-5, atol=0), (op, r)
             assert np.isclose(float(r[11]), data.min(), rtol=1e-5, atol=0), (op, r)
 
+    # Statistics the last step took are reused only for bytes nothing wrote since: fc1's weights,
+    # clamped through `.data` between steps (their version unchanged), are read again.
+    for it in (1, 2):
+        with open(full / "Net" / "0" / str(it) / "statistic.csv") as f:
+            params = [r for r in list(csv.reader(f))[1:] if r[0] == "Parameter"]
+        assert {"fc1_weight", "fc1_bias", "fc2_weight"} <= {r[1] for r in params}, it
+        for r in params:
+            files = glob.glob(str(full / "Net" / "0" / str(it) / f"Parameter.{r[1]}.*.npy"))
+            assert len(files) == 1, (r[1], files)
+            data = np.load(files[0]).astype(np.float64)
+            if r[1] == "fc1_weight":  # clamped: the bound is reached
+                assert np.abs(data).max() == np.float32(0.15), (it, r[1])
+            assert np.isclose(float(r[10]), data.max(), rtol=1e-5, atol=0), (it, r)
+            assert np.isclose(float(r[11]), data.min(), rtol=1e-5, atol=0), (it, r)
+
 
 def test_compiled_kernels_rewriting_queued_buffers_wait_for_them(tmp_path):
     """Inductor's kernels write buffers behind PyTorch's dispatcher: each reports what it

@@ -1,7 +1,9 @@
 """A training that writes tensors in place wherever PyTorch lets a script do it: a module's
 output scaled in place, batch norm's running statistics, an in-place ReLU, dropout, gradients
 accumulated over two micro-batches into .grad kept between steps (zero_grad without
-set_to_none), clipped in place, and AdamW's foreach update of parameters and state. Each
+set_to_none), clipped in place, AdamW's foreach update of parameters and state, and, between
+steps, weights clamped through `.data` (a WGAN critic's clipping: a write that leaves the
+parameter's version counter as it was). Each
 micro-batch comes from a new DataLoader worker process, forked in the middle of the step
 (while statistics of the step may still be queued).
 Usage: user_inplace.py OUT.npz (the trained parameters)."""
@@ -43,6 +45,8 @@ def main(out):
             loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         opt.step()
+        for p in model.fc1.parameters():
+            p.data.clamp_(-0.15, 0.15)
     np.savez(out, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
 
 

@@ -59,6 +59,8 @@ class RecordingSession : public DumpSession {
   void BeforeWrite(const void*) override {}
   void FinishReads() override {}
   bool ReadsQueued() const override { return false; }
+  bool KeepsStatisticsAcrossSteps() const override { return false; }
+  void ForgetAllStatistics() override {}
   void DeferReads(bool) override {}
   bool ReadInputNow(const KernelInfo&, const TensorView&) override { return false; }
   void ForgetStatistics(const void*) override {}

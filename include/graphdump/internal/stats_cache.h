@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "graphdump/internal/bytes_key.h"
@@ -70,6 +71,8 @@ class StatsCache {
   // Forgets the entries of the allocation `storage` (TensorOrigin::storage.get()): its bytes
   // changed without its version changing.
   void Forget(const void* storage);
+  // The same for each allocation in `storages`, in one pass.
+  void Forget(const std::unordered_set<const void*>& storages);
   size_t size() const { return entries_.size(); }
 
  private:

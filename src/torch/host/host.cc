@@ -274,13 +274,19 @@ void DumpHost::BeginRootCall(HostGraph* graph) {
 }
 
 void DumpHost::UpdateEagerActive() {
-  if (!capture_) return;
+  if (!capture_) {
+    // No capture reports the writes between steps (TorchScript modules alone).
+    if (session_ && session_->KeepsStatisticsAcrossSteps()) session_->ForgetAllStatistics();
+    return;
+  }
   const bool active = session_ && session_->IterationOpen() &&
                       (session_->StepDumps() || session_->config().op_debug_mode == 4);
   // Writes are reported while the capture is on only. Between steps, while the session still
-  // reads the last step's tensors, it stays on for writes alone (the next step starts soon, and
-  // the training thread need not wait); else the session's queued reads finish first.
-  const bool writes = !active && session_ && !session_->IterationOpen() && session_->ReadsQueued();
+  // reads the last step's tensors or keeps their statistics for the next step, it stays on for
+  // writes alone (the next step starts soon, and the training thread need not wait); else the
+  // session's queued reads finish first.
+  const bool writes = !active && session_ && !session_->IterationOpen() &&
+                      (session_->ReadsQueued() || session_->KeepsStatisticsAcrossSteps());
   if (!active && !writes && session_) session_->FinishReads();
   capture_->SetActive(active, writes);
 }
