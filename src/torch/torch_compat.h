@@ -265,13 +265,12 @@ inline bool IsAutogradEvaluation(const at::RecordFunction& fn) {
   return name != nullptr && std::strncmp(name, kPrefix, sizeof(kPrefix) - 1) == 0;
 }
 
-// Called after a backward node ran with (gradients it produced, gradients it received).
-using BackwardObserver = std::function<void(const std::vector<at::Tensor>& grad_inputs,
-                                            const std::vector<at::Tensor>& grad_outputs)>;
-
+// Calls `Observer` after a backward node ran with (gradients it produced, gradients it
+// received); a pass hooks hundreds of nodes, so the observer is held inline (one allocation).
+template <typename Observer>
 class ObserverHook : public torch::autograd::FunctionPostHook {
  public:
-  explicit ObserverHook(BackwardObserver observer) : observer_(std::move(observer)) {}
+  explicit ObserverHook(Observer observer) : observer_(std::move(observer)) {}
   torch::autograd::variable_list operator()(
       const torch::autograd::variable_list& grad_inputs,
       const torch::autograd::variable_list& grad_outputs) override {
@@ -280,12 +279,14 @@ class ObserverHook : public torch::autograd::FunctionPostHook {
   }
 
  private:
-  BackwardObserver observer_;
+  Observer observer_;
 };
 
-// Adds an observer to `node`; returns the key RemoveObserver takes.
-inline uintptr_t AddObserver(torch::autograd::Node& node, BackwardObserver observer) {
-  return node.add_post_hook(std::make_unique<ObserverHook>(std::move(observer)));
+// Adds `observer`, callable with (const std::vector<at::Tensor>& produced,
+// const std::vector<at::Tensor>& received), to `node`; returns the key RemoveObserver takes.
+template <typename Observer>
+uintptr_t AddObserver(torch::autograd::Node& node, Observer observer) {
+  return node.add_post_hook(std::make_unique<ObserverHook<Observer>>(std::move(observer)));
 }
 inline void RemoveObserver(torch::autograd::Node& node, uintptr_t key) { node.del_post_hook(key); }
 

@@ -3,7 +3,6 @@
 #include "host/host_kernels.h"
 
 #include <algorithm>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -193,26 +192,34 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     }
     return hooks;
   }
-  // Nodes no forward kernel produced inherit from the node that reaches them.
-  std::unordered_map<const Node*, const Scope*> inherited;
+  // The nodes in the order they are walked (breadth first from the roots, which come first),
+  // each with the scope it inherits where no forward kernel produced it (the scope of the node
+  // that reaches it).
+  struct Walked {
+    torch_compat::AutogradNodePtr node;
+    const Scope* inherited;
+  };
+  std::vector<Walked> walk;
+  walk.reserve(last_walk_size_);
   std::unordered_set<const Node*> seen;
-  std::deque<torch_compat::AutogradNodePtr> queue;
+  seen.reserve(2 * last_walk_size_);
   for (const at::Tensor& root : roots) {
-    if (!root.defined() || !root.grad_fn() || !seen.insert(root.grad_fn().get()).second) continue;
-    inherited[root.grad_fn().get()] = InternScope(fallback, "Default", "", -1);
-    queue.push_back(root.grad_fn());
+    if (!root.defined() || !root.grad_fn() || !seen.insert(root.grad_fn().get()).second) {
+      continue;
+    }
+    walk.push_back({root.grad_fn(), InternScope(fallback, "Default", "", -1)});
   }
-  const std::unordered_set<const Node*> root_nodes = seen;
-  std::unordered_map<const Base*, int> ordinals;
-  while (!queue.empty()) {
-    torch_compat::AutogradNodePtr node = queue.front();
-    queue.pop_front();
+  const size_t root_count = walk.size();
+  hooks->hooks_.reserve(last_walk_size_);
+  ++passes_;  // numbers the bases' ordinals anew
+  for (size_t i = 0; i < walk.size(); ++i) {
+    torch_compat::AutogradNodePtr node = walk[i].node;
     // A Python autograd Function's node is named where the Function was applied, even when a
     // later forward kernel returned its output unchanged (RMSNorm's `.to(float32)` of a float32
     // tensor) and was noted as producing it.
     const Producer* known = FunctionOf(*node);
     if (known == nullptr) known = ProducerOf(node);
-    const Scope* where = known ? known->where : inherited[node.get()];
+    const Scope* where = known ? known->where : walk[i].inherited;
     if (const at::TensorImpl* var = torch_compat::AccumulatedVariable(*node)) {
       auto it = parameters_.find(var);
       if (it != parameters_.end()) {
@@ -232,8 +239,12 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     auto [named, added] = where->name->bases.try_emplace(name);
     Base* base = &named->second;
     if (added) base->name = std::move(name);
-    Site* site = &base->sites[{where->model, ordinals[base]++}];
-    const bool root = root_nodes.count(node.get()) > 0;
+    if (base->pass != passes_) {
+      base->pass = passes_;
+      base->walked = 0;
+    }
+    Site* site = &base->sites[{where->model, base->walked++}];
+    const bool root = i < root_count;
     uintptr_t handle = torch_compat::AddObserver(
         *node, [this, pass = hooks->pass_, root, where, base, site](
                    const std::vector<at::Tensor>& produced,
@@ -255,10 +266,10 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     for (const auto& edge : node->next_edges()) {
       if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
       if (next == nullptr) next = Inherited(where);
-      inherited[edge.function.get()] = next;
-      queue.push_back(edge.function);
+      walk.push_back({edge.function, next});
     }
   }
+  last_walk_size_ = walk.size();
   return hooks;
 }
 

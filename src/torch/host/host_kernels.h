@@ -118,6 +118,8 @@ class BackwardKernels {
   struct Base {
     std::string name;  // the node name
     std::map<std::pair<HostGraph*, int>, Site> sites;  // by (model, ordinal)
+    uint64_t pass = 0;  // the last pass (passes_) that walked a node of this base
+    int walked = 0;     // how many nodes of this base that pass has walked
   };
   // A scope's name ("Default/fc1-Linear") and, by backward node name, the kernels under it.
   struct ScopeName {
@@ -167,6 +169,8 @@ class BackwardKernels {
   std::recursive_mutex own_lock_;
   std::recursive_mutex* lock_;
   std::vector<const Hooks*> open_;  // passes hooked now
+  uint64_t passes_ = 0;             // passes walked (Hook with names)
+  size_t last_walk_size_ = 0;       // nodes the last of them walked
 };
 
 // An optimizer's update of one parameter as a kernel: inputs are the parameter before, its
