@@ -1,6 +1,8 @@
 """A torch.compile'd model whose generated kernels write buffers in place (a matmul's output
 rewritten by the fused kernel after it, Inductor's reused buffers in the backward), trained two
-steps. Usage: compiled_inplace.py OUT.npz (the trained parameters)."""
+steps, each followed by an inference call whose input the script overwrites in place right
+after the call (the graph inputs' statistics may still be queued then).
+Usage: compiled_inplace.py OUT.npz (the trained parameters)."""
 import sys
 
 import numpy as np
@@ -30,6 +32,10 @@ def main(out):
         loss.backward()
         opt.step()
         opt.zero_grad()
+        with torch.no_grad():
+            probe = torch.randn(64, 64)
+            compiled(probe)
+            probe.mul_(-4.0)
     np.savez(out, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
 
 

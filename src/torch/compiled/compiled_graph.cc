@@ -86,7 +86,14 @@ void CompiledGraph::InputOrigins(uint32_t index, std::vector<TensorView>* views)
     const void* storage = v.origin.storage.get();
     auto it = storage != nullptr ? written_.find(storage) : written_.end();
     if (it == written_.end()) {
-      v.origin = TensorOrigin{};  // a graph input, or a buffer of an earlier call
+      // A graph input, or a buffer of an earlier call: its version counter says nothing of its
+      // bytes, so its statistics are never found again (a version of its own); its storage
+      // still names the allocation whose writes wait for the queued read.
+      if (reuse_ && storage != nullptr) {
+        v.origin.version = NextVersion();
+      } else {
+        v.origin = TensorOrigin{};
+      }
     } else if (reports) {
       v.origin.version = it->second.second;
     } else {
