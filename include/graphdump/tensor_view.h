@@ -25,6 +25,10 @@ struct TensorOrigin {
   // Byte offset of the view's first element in the allocation. A copy of a view may claim its
   // original's origin when it has the same dtype, shape and strides (the same bytes).
   int64_t offset = 0;
+  // False where `version` says nothing of the bytes (written behind the version counter): the
+  // origin still names the allocation whose writes wait for a queued read
+  // (DumpSession::BeforeWrite), but its bytes are never found again.
+  bool versioned = true;
 };
 
 struct TensorView {

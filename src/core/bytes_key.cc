@@ -3,7 +3,7 @@
 namespace graphdump {
 
 std::optional<BytesKey> BytesKeyOf(const TensorView& view) {
-  if (view.origin.storage == nullptr) return std::nullopt;
+  if (view.origin.storage == nullptr || !view.origin.versioned) return std::nullopt;
   BytesKey key{view.origin.storage.get(), view.origin.version, view.origin.offset, view.dtype,
                view.shape, view.strides};
   if (key.strides.empty()) {  // C order, written out so that both spellings compare equal

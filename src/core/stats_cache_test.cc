@@ -82,7 +82,7 @@ TEST(StatsCacheTest, ProbeFindsAndRecordsWithOneKey) {
   EXPECT_EQ(cache.Find(StatsCache::Probe(view, md5)), nullptr);
 }
 
-TEST(StatsCacheTest, NeverMatchesWithoutOriginOrForMd5) {
+TEST(StatsCacheTest, NeverMatchesWithoutOriginUnversionedOrForMd5) {
   StatsCache cache;
   const StatsRequest md5{.counts = false, .md5 = true};
   const TensorView view = ViewWithOrigin(std::make_shared<int>(0), 1, 0, {4});
@@ -94,6 +94,12 @@ TEST(StatsCacheTest, NeverMatchesWithoutOriginOrForMd5) {
   cache.Insert(anonymous, StatsRequest{}, StatsWithMax(1.0));
   EXPECT_EQ(cache.size(), 0u);
   EXPECT_EQ(cache.Find(anonymous, StatsRequest{}), nullptr);
+  // Bytes written behind the version counter: the allocation is known, the bytes are not.
+  TensorView unversioned = view;
+  unversioned.origin.versioned = false;
+  cache.Insert(unversioned, StatsRequest{}, StatsWithMax(1.0));
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.Find(unversioned, StatsRequest{}), nullptr);
 }
 
 TEST(StatsCacheTest, HoldsTheStorageIdentity) {

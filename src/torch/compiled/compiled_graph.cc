@@ -87,10 +87,10 @@ void CompiledGraph::InputOrigins(uint32_t index, std::vector<TensorView>* views)
     auto it = storage != nullptr ? written_.find(storage) : written_.end();
     if (it == written_.end()) {
       // A graph input, or a buffer of an earlier call: its version counter says nothing of its
-      // bytes, so its statistics are never found again (a version of its own); its storage
-      // still names the allocation whose writes wait for the queued read.
-      if (reuse_ && storage != nullptr) {
-        v.origin.version = NextVersion();
+      // bytes, so they are never found again; its storage still names the allocation whose
+      // writes wait for the queued read.
+      if (reuse_) {
+        v.origin.versioned = false;
       } else {
         v.origin = TensorOrigin{};
       }
