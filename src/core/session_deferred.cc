@@ -219,15 +219,14 @@ void SessionImpl::RunDeferredRows(DeferredRows& batch) {
 }
 
 void SessionImpl::FinishReads() {
-  // A forked child (a DataLoader worker) has no worker thread: what was queued is the parent's.
-  if (!reads_ || InChild()) return;
+  if (!ReadsOnWorker()) return;
   SubmitDeferredRows();
   reads_->Wait();
   read_by_.clear();
 }
 
 bool SessionImpl::ReadsQueued() const {
-  return reads_ && !InChild() && (batch_ || reads_->Done() < reads_->Next() - 1);
+  return ReadsOnWorker() && (batch_ || reads_->Done() < reads_->Next() - 1);
 }
 
 void SessionImpl::DeferReads(bool defer) {

@@ -121,7 +121,7 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
   if (!options.write_npy && !want_stats) return;
   if (!options.write_npy) {
     // With reads on the worker, the worker that writes statistic.csv creates its directory.
-    if (!(reads_ && !InChild()) && !EnsureDir(dir)) return;
+    if (!ReadsOnWorker() && !EnsureDir(dir)) return;
     return EmitStatisticRow(dir, file, original, options);
   }
   if (!EnsureDir(dir)) return;

@@ -224,10 +224,13 @@ class SessionImpl final : public DumpSession {
   // holds go back to the allocator while their memory is still in cache.
   static constexpr size_t kDeferredBatchBytes = size_t{256} << 10;
   static constexpr size_t kDeferredBatchRows = 16;
+  // Does this process reduce statistics on the worker (reads_in_background)? A forked child
+  // (a DataLoader worker) has no worker thread: what was queued is the parent's.
+  bool ReadsOnWorker() const { return reads_ && !InChild(); }
   // Can `view`'s statistics be reduced on the worker? It must stay alive (keep_alive) and be
   // known by its allocation (BeforeWrite).
   bool Defers(const TensorView& view) const {
-    return reads_ && defer_reads_ && view.keep_alive && view.origin.storage && !InChild();
+    return ReadsOnWorker() && defer_reads_ && view.keep_alive && view.origin.storage;
   }
   // Queues the row `row` of `view` into the batch: reduced into `cell` when `reduce`, else
   // made from `cell` once an earlier row has filled it.

@@ -137,7 +137,7 @@ void SessionImpl::EndStepDirs() {
   // With reads on the worker (statistic dumps: no row waits for a writer thread), the step's
   // files are written by the worker after the step's rows, and the host's thread goes on.
   // Otherwise a step's rows are complete when it ends.
-  const bool on_worker = reads_ && !InChild();
+  const bool on_worker = ReadsOnWorker();
   if (on_worker) {
     SubmitDeferredRows();
   } else {

@@ -163,11 +163,11 @@ void EagerCapture::SetActive(bool active, bool writes) { Switch(active, naming_,
 void EagerCapture::SetNaming(bool naming) { Switch(active_, naming, writes_); }
 
 void EagerCapture::Switch(bool active, bool naming, bool writes) {
-  const bool was_on = active_ || naming_ || writes_;
+  const bool was_on = Captures() || writes_;
   active_ = active;
   naming_ = naming;
   writes_ = writes;
-  const bool on = active_ || naming_ || writes_;
+  const bool on = Captures() || writes_;
   if (was_on == on) return;
   // Depths are counted only while the callback runs; it is switched between operator calls.
   op_depth_ = 0;
@@ -358,7 +358,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::Start(const at::RecordFunctio
   starting_graph_ = nullptr;
   starting_call_ = nullptr;
   failure_.clear();  // one caught before: the program went on
-  if (t_host_work > 0 || !(active_ || naming_)) return nullptr;  // writes reported only
+  if (t_host_work > 0 || !Captures()) return nullptr;  // writes reported only
   // Operators inside an autograd node belong to the backward pass, unless a module is being
   // recomputed there.
   if (InBackward() && (frames_.empty() || !frames_.back().scope.starts_with(kRecompute))) {
@@ -407,7 +407,7 @@ void EagerCapture::End(const at::RecordFunction& fn, at::ObserverContext* ctx, b
 void EagerCapture::NoteFunction(const at::RecordFunction& fn) {
   // torch.autograd.Function.apply records its class's name with the sequence number its
   // backward node is about to take (THPFunction_apply); labels carry none.
-  if (!callbacks_.function || !(active_ || naming_) || fn.seqNr() < 0 || op_depth_ != 0 ||
+  if (!callbacks_.function || !Captures() || fn.seqNr() < 0 || op_depth_ != 0 ||
       t_host_work > 0 ||
       InBackward() || !at::GradMode::is_enabled()) {
     return;

@@ -176,6 +176,8 @@ class EagerCapture {
   uint32_t ScopeId(const std::string& scope);
   // Turns the callback on while the capture dumps, names or reports writes.
   void Switch(bool active, bool naming, bool writes);
+  // Are kernels captured (dumped or named), not only writes reported?
+  bool Captures() const { return active_ || naming_; }
   // callbacks_.before_write for the tensors `fn` (operator `op_id`) writes in place.
   void ReportWrites(const at::RecordFunction& fn, uint32_t op_id);
 
