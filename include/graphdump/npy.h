@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/dims.h"
 #include "graphdump/dtype.h"
 #include "graphdump/status.h"
 
@@ -23,7 +24,7 @@ namespace graphdump {
 
 // The complete header (magic, version, length, padded dict) for a tensor of `dtype` (the
 // original dtype; the descr is that of NpyStoredDType) and `shape`.
-std::string NpyHeader(DType dtype, const std::vector<int64_t>& shape);
+std::string NpyHeader(DType dtype, const Dims& shape);
 
 // Converts elements from memory layout to .npy storage layout: bfloat16 -> float32 and
 // int4 -> int8; other dtypes are copied unchanged. `count` is the number of elements in `in`.

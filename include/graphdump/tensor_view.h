@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graphdump/dims.h"
 #include "graphdump/dtype.h"
 
 namespace graphdump {
@@ -33,8 +34,8 @@ struct TensorOrigin {
 
 struct TensorView {
   DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;    // empty for a scalar
-  std::vector<int64_t> strides;  // in elements, one per dimension; empty means C-contiguous
+  Dims shape;    // empty for a scalar
+  Dims strides;  // in elements, one per dimension; empty means C-contiguous
   const void* data = nullptr;    // host memory; may be null when NumElements() == 0
   std::string device = "cpu";    // where the data lives; the core only reads "cpu" data
   // Keeps the storage behind `data` alive until the session no longer needs it (the host puts

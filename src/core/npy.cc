@@ -1,6 +1,7 @@
 #include "graphdump/npy.h"
 
 #include <cstring>
+#include <span>
 #include <string>
 
 namespace graphdump {
@@ -12,7 +13,7 @@ constexpr size_t kAlign = 64;
 
 // The header dict exactly as NumPy's own writer prints it: shape as a Python tuple repr,
 // "(2, 3)", "(5,)" for one dimension and "()" for a scalar.
-std::string HeaderDict(DType dtype, const std::vector<int64_t>& shape) {
+std::string HeaderDict(DType dtype, std::span<const int64_t> shape) {
   std::string dict = "{'descr': '";
   dict += NpyDescr(dtype);
   dict += "', 'fortran_order': False, 'shape': (";
@@ -31,7 +32,7 @@ void AppendLittleEndian(uint64_t value, size_t bytes, std::string* out) {
 
 }  // namespace
 
-std::string NpyHeader(DType dtype, const std::vector<int64_t>& shape) {
+std::string NpyHeader(DType dtype, const Dims& shape) {
   const std::string dict = HeaderDict(dtype, shape);
   // Like NumPy: pad = 64 - (prefix + dict + '\n') % 64, so 1..64 spaces and the data offset is
   // a multiple of 64. Version 1.0 has a 2-byte length; 2.0 (for huge headers) a 4-byte one.

@@ -79,7 +79,7 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
     text += s;
     return {last_text_at_, last_text_size_};
   }
-  uint32_t Ints(const std::vector<int64_t>& values) {
+  uint32_t Ints(std::span<const int64_t> values) {
     const auto at = static_cast<uint32_t>(ints.size());
     ints.insert(ints.end(), values.begin(), values.end());
     return at;

@@ -19,19 +19,19 @@ namespace graphdump::session_internal {
 TensorView StorageOrderView(const TensorView& view, std::string* format) {
   *format = kDefaultFormat;
   if (view.strides.empty() || view.IsContiguous()) return view;
-  std::vector<size_t> perm(view.shape.size());
+  Dims perm;  // of dimension indices
+  perm.resize(view.shape.size());
   std::iota(perm.begin(), perm.end(), 0);
   std::stable_sort(perm.begin(), perm.end(),
-                   [&](size_t a, size_t b) { return view.strides[a] > view.strides[b]; });
+                   [&](int64_t a, int64_t b) { return view.strides[a] > view.strides[b]; });
   TensorView out = view;
   for (size_t i = 0; i < perm.size(); ++i) {
     out.shape[i] = view.shape[perm[i]];
     out.strides[i] = view.strides[perm[i]];
   }
-  const std::vector<size_t> nhwc = {0, 2, 3, 1}, ndhwc = {0, 2, 3, 4, 1};
-  if (perm == nhwc) {
+  if (perm == Dims{0, 2, 3, 1}) {
     *format = "NHWC";
-  } else if (perm == ndhwc) {
+  } else if (perm == Dims{0, 2, 3, 4, 1}) {
     *format = "NDHWC";
   } else {
     *format = "Permuted";

@@ -108,7 +108,7 @@ StatusOr<TensorWriteResult> WriteTensor(FileSystem& fs, const std::string& path,
   if (options.write_npy) {
     GRAPHDUMP_ASSIGN_OR_RETURN(file, fs.NewWritableFile(path));
     sink.emplace(file.get(), view.dtype, chunk_bytes);
-    header = NpyHeader(view.dtype, sampled ? std::vector<int64_t>{file_count} : view.shape);
+    header = NpyHeader(view.dtype, sampled ? Dims{file_count} : view.shape);
     sink->AddHeader(header);
   }
   std::optional<StatsAccumulator> stats;

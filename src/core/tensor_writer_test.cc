@@ -215,7 +215,7 @@ TEST(TensorWriterTest, EveryDTypeAndLayoutLoadsInNumpy) {
     ASSERT_EQ(::stat(path.c_str(), &st), 0) << path;
     EXPECT_EQ(static_cast<uint64_t>(st.st_size), result->file_bytes) << path;
     EXPECT_EQ(st.st_mode & 0777, 0400u) << path;
-    files.push_back({path, t.view.dtype, t.view.shape});
+    files.push_back({path, t.view.dtype, t.view.shape.ToVector()});
   };
   for (DType dtype : kAllDTypes) {
     if (dtype == DType::kInt4) continue;

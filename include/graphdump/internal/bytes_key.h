@@ -7,7 +7,6 @@
 #include <compare>
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 #include "graphdump/tensor_view.h"
 
@@ -18,8 +17,8 @@ struct BytesKey {
   uint64_t version;
   int64_t offset;
   DType dtype;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;  // explicit, 0 for dimensions of size 1
+  Dims shape;
+  Dims strides;  // explicit, 0 for dimensions of size 1
   auto operator<=>(const BytesKey&) const = default;
 };
 

@@ -627,6 +627,7 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
   if (session == nullptr) return;
   if (call.wants) {
     std::vector<TensorView> output_views;
+    output_views.reserve(outputs.size());
     Slots output_slots;
     for (const c10::IValue& v : outputs) {
       AppendViews(v, /*logical_layout=*/true, &output_views, &output_slots);

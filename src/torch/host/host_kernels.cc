@@ -37,6 +37,7 @@ namespace {
 // names the same gradient (the input or output index).
 std::vector<TensorView> SlotViews(const std::vector<at::Tensor>& tensors, Slots* slots) {
   std::vector<TensorView> views;
+  views.reserve(tensors.size());
   for (const at::Tensor& t : tensors) {
     AppendSlot(Detached(t), /*logical_layout=*/true, &views, slots);
   }
@@ -311,6 +312,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
   // Slots: 0 the parameter, 1 its gradient, then the state tensors, whether or not each has a
   // view (a sparse gradient has none).
   Slots slots;
+  inputs_.reserve(2 + state.size());
   // The inputs the update writes, as they are before it (copies, unless not read).
   auto add_before_update = [&](const at::Tensor& original) {
     const int32_t slot = slots.next++;
@@ -333,7 +335,9 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
 void UpdateCapture::Finish(const at::Tensor& param, const std::vector<at::Tensor>& state) {
   if (!session_) return;
   HostWork host_work;
-  std::vector<at::Tensor> outputs{param};
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(1 + state.size());
+  outputs.push_back(param);
   outputs.insert(outputs.end(), state.begin(), state.end());
   Slots slots;
   std::vector<TensorView> views = SlotViews(outputs, &slots);

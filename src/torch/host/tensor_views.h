@@ -59,24 +59,20 @@ inline bool MakeView(const at::Tensor& tensor, bool logical_layout, TensorView* 
   at::Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(at::kCPU);
   if (host.is_conj()) host = host.resolve_conj();
   if (host.is_neg()) host = host.resolve_neg();
-  std::vector<int64_t> shape(host.sizes().begin(), host.sizes().end());
-  std::vector<int64_t> strides(host.strides().begin(), host.strides().end());
-  if (!logical_layout && shape.size() > 1) {
-    std::vector<size_t> order(shape.size());
+  const c10::IntArrayRef sizes = host.sizes(), strides = host.strides();
+  view->dtype = *dtype;
+  view->shape.assign(sizes.begin(), sizes.end());
+  view->strides.assign(strides.begin(), strides.end());
+  if (!logical_layout && sizes.size() > 1) {
+    std::vector<size_t> order(sizes.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return strides[a] > strides[b]; });
-    std::vector<int64_t> s2, st2;
-    for (size_t d : order) {
-      s2.push_back(shape[d]);
-      st2.push_back(strides[d]);
+    for (size_t d = 0; d < order.size(); ++d) {
+      view->shape[d] = sizes[order[d]];
+      view->strides[d] = strides[order[d]];
     }
-    shape = std::move(s2);
-    strides = std::move(st2);
   }
-  view->dtype = *dtype;
-  view->shape = std::move(shape);
-  view->strides = std::move(strides);
   view->data = host.data_ptr();
   // "cpu" without formatting the device (every tensor of every dumped kernel comes here).
   const c10::Device device = tensor.device();
@@ -219,6 +215,7 @@ template <typename Args, typename Indices>
 void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args& args,
                       const Indices& written, bool logical_layout, std::vector<TensorView>* views,
                       Slots* slots, bool read_now = true) {
+  views->reserve(views->size() + args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const bool writes = std::find(written.begin(), written.end(), i) != written.end();
     if (writes && (args[i].isTensor() || args[i].isTensorList())) {
