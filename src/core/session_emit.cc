@@ -20,14 +20,17 @@ void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorV
   const GraphState::FileNames& names = FileNamesOf(kernel);
   if (config_.ge_layout && GeSkipsOpType(names.file_op_type)) return;
   const std::string& dir = IterationDirOf(kernel.graph_id);
-  TensorFileName file;
-  file.op_type = names.file_op_type;
+  // Reused kernel to kernel, every field set here: its names' buffers are not allocated again.
+  TensorFileName& file = kernel_file_;
+  file.op_type.assign(names.file_op_type);
+  file.task_id = 0;
+  file.dtype.assign("float32");
   if (auto graph = graphs_.find(kernel.graph_id); graph != graphs_.end()) {
     std::vector<uint8_t>& dumped = graph->second.dumped;
     if (kernel.index >= dumped.size()) dumped.resize(kernel.index + 1);
     dumped[kernel.index] = 1;
   }
-  file.op_name = names.file_op_name;
+  file.op_name.assign(names.file_op_name);
   file.stream_id = kernel.stream_id;
   file.timestamp = NowMicros();
   ++kernels_dumped_;

@@ -296,6 +296,7 @@ class SessionImpl final : public DumpSession {
   // EmitStatisticRow's path and row, reused from row to row (their buffers stay allocated).
   std::string statistic_path_;
   StatRowInfo statistic_row_;
+  TensorFileName kernel_file_;  // DumpKernel's
   // The StepDir StepDirFor gave last; reset by EndStepDirs, after which it may be freed.
   StepDir* last_step_dir_ = nullptr;
 
