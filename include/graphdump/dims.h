@@ -1,6 +1,6 @@
 // A tensor's shape or strides: int64_t values held inline up to kInline dimensions, on the heap
 // beyond. A statistic dump makes several views and keys of every tensor of every kernel; with
-// std::vector each cost two allocations, most of them freed on another thread.
+// std::vector each cost two allocations.
 #pragma once
 
 #include <algorithm>
@@ -24,8 +24,7 @@ class Dims {
   template <typename It>
     requires std::forward_iterator<It>
   Dims(It first, It last) {
-    Reserve(static_cast<size_t>(std::distance(first, last)));
-    for (; first != last; ++first) push_back(*first);
+    assign(first, last);
   }
   Dims(std::span<const int64_t> values) { Assign(values.data(), values.size()); }  // NOLINT
   Dims(const std::vector<int64_t>& values) { Assign(values.data(), values.size()); }  // NOLINT
@@ -77,8 +76,11 @@ class Dims {
     size_ = n;
   }
   template <typename It>
+    requires std::forward_iterator<It>
   void assign(It first, It last) {
-    *this = Dims(first, last);
+    size_ = 0;
+    Reserve(static_cast<size_t>(std::distance(first, last)));
+    for (; first != last; ++first) data()[size_++] = *first;
   }
 
   friend bool operator==(const Dims& a, const Dims& b) {

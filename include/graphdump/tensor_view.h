@@ -2,13 +2,13 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "graphdump/dims.h"
 #include "graphdump/dtype.h"
+#include "graphdump/handle.h"
 
 namespace graphdump {
 
@@ -20,7 +20,7 @@ struct TensorOrigin {
   // Identifies the allocation holding the bytes by its address (`storage.get()`); holding the
   // pointer keeps that address from being given to another allocation (LibTorch: a weak
   // reference to the StorageImpl). Null: unknown, and nothing is reused.
-  std::shared_ptr<const void> storage;
+  Handle storage;
   // Must change whenever the allocation's bytes may have changed.
   uint64_t version = 0;
   // Byte offset of the view's first element in the allocation. A copy of a view may claim its
@@ -40,7 +40,7 @@ struct TensorView {
   std::string device = "cpu";    // where the data lives; the core only reads "cpu" data
   // Keeps the storage behind `data` alive until the session no longer needs it (the host puts
   // its tensor handle here). May be null when the host guarantees the lifetime itself.
-  std::shared_ptr<const void> keep_alive;
+  Handle keep_alive;
   TensorOrigin origin;  // optional
   // The kernel's input or output index, when it is not the view's position in the list given to
   // the session: a host that has no tensor for some slots (autograd's undefined gradients)

@@ -47,6 +47,19 @@ TEST(DimsTest, CopiesAndMovesKeepTheValuesAndLeaveTheSourceEmptyOnMove) {
   }
 }
 
+TEST(DimsTest, AssignReplacesTheValuesWhateverTheyHeldBefore) {
+  const std::vector<int64_t> few{7, 8}, many{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  Dims d{9, 9, 9};
+  d.assign(many.begin(), many.end());  // inline to heap
+  EXPECT_EQ(d.ToVector(), many);
+  d.assign(few.begin(), few.end());  // fewer than it holds
+  EXPECT_EQ(d.ToVector(), few);
+  d.assign(many.begin(), many.end());  // back within its capacity
+  EXPECT_EQ(d.ToVector(), many);
+  d.assign(few.end(), few.end());
+  EXPECT_TRUE(d.empty());
+}
+
 TEST(DimsTest, ResizeFillsNewDimensionsAndOrdersLikeVectors) {
   Dims d{3};
   d.resize(8, 1);

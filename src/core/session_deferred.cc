@@ -37,7 +37,7 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
     // The reduced view (when `reduce`): its memory, kept alive by `keep_alive`, which is
     // released with the task on the host's thread.
     const void* data = nullptr;
-    std::shared_ptr<const void> keep_alive;
+    Handle keep_alive;
     DType view_dtype = DType::kFloat32;
     uint32_t dims = 0, shape_at = 0;  // shape, then strides when `strided`, in `ints`
     bool strided = false;

@@ -76,7 +76,7 @@ TEST(StatsCacheTest, ProbeFindsAndRecordsWithOneKey) {
   const StatsRequest md5{.counts = false, .md5 = true};
   cache.Insert(StatsCache::Probe(view, md5), StatsWithMax(6.0));
   TensorView no_origin = view;
-  no_origin.origin.storage.reset();
+  no_origin.origin.storage = nullptr;
   cache.Insert(StatsCache::Probe(no_origin, values), StatsWithMax(6.0));
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.Find(StatsCache::Probe(view, md5)), nullptr);

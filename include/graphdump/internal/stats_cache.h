@@ -83,7 +83,7 @@ class StatsCache {
   };
   struct Entry {
     std::shared_ptr<StatsCell> cell;
-    std::shared_ptr<const void> storage;  // pins the identity of Key::storage
+    Handle storage;  // pins the identity of Key::storage
     bool used = true;                     // found or recorded in the current step
   };
   Entry* FindEntry(const Probe& probe);  // marks it used

@@ -58,7 +58,7 @@ class WrittenFiles {
   };
   struct Entry {
     std::shared_ptr<File> file;
-    std::shared_ptr<const void> storage;  // pins the identity of BytesKey::storage
+    Handle storage;  // pins the identity of BytesKey::storage
   };
   std::map<Key, Entry> files_;
 };

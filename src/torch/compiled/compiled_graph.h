@@ -80,7 +80,7 @@ class CompiledGraph final : public HostGraph {
   // wrote it last? And the allocations its kernels wrote, each with the version its bytes had
   // last (the weak reference keeps the address from another allocation).
   bool reuse_ = false;
-  std::unordered_map<const void*, std::pair<std::shared_ptr<const void>, uint64_t>> written_;
+  std::unordered_map<const void*, std::pair<Handle, uint64_t>> written_;
 };
 
 }  // namespace graphdump::torch_internal

@@ -30,6 +30,32 @@ inline at::Tensor Detached(const at::Tensor& tensor) {
 // tensors, and anything under InferenceMode, where in-place writes may not be counted): their
 // statistics are never reused. Writes that bypass the counter (through .data, or by a library
 // handed the raw pointer, like a collective) must be followed by TensorImpl::bump_version().
+// Handles (graphdump/handle.h) counted by LibTorch's own reference counts: a TensorImpl held
+// strongly, a StorageImpl weakly (its address stays its own; its bytes may be freed).
+inline void* RetainTensor(void* impl) {
+  c10::raw::intrusive_ptr::incref(static_cast<c10::TensorImpl*>(impl));
+  return impl;
+}
+inline void ReleaseTensor(void* impl) {
+  c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(
+      static_cast<c10::TensorImpl*>(impl));
+}
+inline constexpr Handle::Ops kTensorRefs{&RetainTensor, &ReleaseTensor};
+inline void* RetainStorageWeakly(void* impl) {
+  c10::raw::weak_intrusive_ptr::incref(static_cast<c10::StorageImpl*>(impl));
+  return impl;
+}
+inline void ReleaseStorageWeakly(void* impl) {
+  c10::weak_intrusive_ptr<c10::StorageImpl>::reclaim(static_cast<c10::StorageImpl*>(impl));
+}
+inline constexpr Handle::Ops kStorageWeakRefs{&RetainStorageWeakly, &ReleaseStorageWeakly};
+
+// A handle that keeps `tensor`, defined, alive.
+inline Handle KeepAlive(at::Tensor tensor) {
+  c10::TensorImpl* impl = tensor.unsafeReleaseTensorImpl();
+  return Handle(impl, impl, &kTensorRefs);
+}
+
 inline TensorOrigin OriginOf(const at::Tensor& tensor) {
   TensorOrigin origin;
   if (c10::InferenceMode::is_enabled() || tensor.is_inference() || !tensor.has_storage()) {
@@ -37,9 +63,8 @@ inline TensorOrigin OriginOf(const at::Tensor& tensor) {
   }
   const c10::Storage& storage = tensor.storage();
   if (storage.data() == nullptr) return origin;
-  auto weak =
-      std::make_shared<c10::weak_intrusive_ptr<c10::StorageImpl>>(storage.getWeakStorageImpl());
-  origin.storage = std::shared_ptr<const void>(weak, storage.unsafeGetStorageImpl());
+  c10::StorageImpl* impl = storage.getWeakStorageImpl().release();
+  origin.storage = Handle(impl, impl, &kStorageWeakRefs);
   origin.version = tensor.unsafeGetTensorImpl()->version_counter().current_version();
   origin.offset =
       static_cast<const char*>(tensor.data_ptr()) - static_cast<const char*>(storage.data());
@@ -79,7 +104,7 @@ inline bool MakeView(const at::Tensor& tensor, bool logical_layout, TensorView* 
   view->device = device.is_cpu() && !device.has_index() ? std::string("cpu") : device.str();
   // A copy made here to reach the CPU has no origin of its own worth remembering.
   if (host.is_same(tensor)) view->origin = OriginOf(tensor);
-  view->keep_alive = std::make_shared<at::Tensor>(std::move(host));
+  view->keep_alive = KeepAlive(std::move(host));
   return true;
 }
 
