@@ -22,6 +22,9 @@ namespace graphdump {
 namespace session_internal {
 namespace {
 
+// Ended steps whose files may wait to be written before the worker that hands them over waits.
+constexpr size_t kQueuedStepFiles = 16;
+
 bool HasNonFiniteView(const TensorView& view) {
   if (!IsFloatingPoint(view.dtype) && !IsComplex(view.dtype)) return false;
   bool found = false;
@@ -77,6 +80,7 @@ SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selec
       buffers_(std::max<size_t>(1, options_.queue_bytes)) {
   CountForksOnce();
   if (options_.reads_in_background && config_.saved_data == SavedData::kStatistic) {
+    step_files_ = std::make_unique<OrderedWorker>(kQueuedStepFiles);
     reads_ = MakeReadWorker();
   }
   if (!config_.enable) {
@@ -90,6 +94,7 @@ SessionImpl::~SessionImpl() {
     // Their threads live in the parent: nothing to join or drain here.
     (void)async_.release();
     (void)reads_.release();
+    (void)step_files_.release();
     (void)batch_.release();
     return;
   }

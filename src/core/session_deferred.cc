@@ -95,12 +95,20 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
   uint32_t last_text_at_ = 0, last_text_size_ = 0;
 };
 
-// The statistic.csv files of a step that has ended, written on the worker after its rows.
+// The statistic.csv (and mapping.csv) files of a step that has ended, queued on the worker
+// after the step's rows. The worker hands them to a thread of their own (step_files_): creating
+// a directory and files may take longer than the next step's reads, which the host waits for
+// before it writes a tensor still queued.
 class SessionImpl::StepFiles final : public OrderedWorker::Task {
  public:
-  StepFiles(SessionImpl* session, std::vector<std::unique_ptr<StepDir>> dirs)
-      : session_(session), dirs_(std::move(dirs)) {}
+  StepFiles(SessionImpl* session, std::vector<std::unique_ptr<StepDir>> dirs, bool hand_over)
+      : session_(session), dirs_(std::move(dirs)), hand_over_(hand_over) {}
   void Run() override {
+    if (hand_over_) {
+      session_->step_files_->Submit(
+          std::make_unique<StepFiles>(session_, std::move(dirs_), /*hand_over=*/false), 1);
+      return;
+    }
     for (const auto& sd : dirs_) {
       if (sd->rows.empty()) continue;
       Status made = session_->fs_->CreateDirectories(sd->dir);
@@ -116,11 +124,12 @@ class SessionImpl::StepFiles final : public OrderedWorker::Task {
  private:
   SessionImpl* const session_;
   std::vector<std::unique_ptr<StepDir>> dirs_;
+  const bool hand_over_;
 };
 
 void SessionImpl::QueueStepFiles(std::vector<std::unique_ptr<StepDir>> dirs) {
   if (dirs.empty()) return;
-  reads_->Submit(std::make_unique<StepFiles>(this, std::move(dirs)), 1);
+  reads_->Submit(std::make_unique<StepFiles>(this, std::move(dirs), /*hand_over=*/true), 1);
 }
 
 std::unique_ptr<OrderedWorker> SessionImpl::MakeReadWorker() {
@@ -222,6 +231,7 @@ void SessionImpl::FinishReads() {
   if (!ReadsOnWorker()) return;
   SubmitDeferredRows();
   reads_->Wait();
+  step_files_->Wait();  // what reads_ handed over is queued there by now
   read_by_.clear();
 }
 

@@ -38,6 +38,9 @@ namespace graphdump::session_internal {
 struct StepDir {
   std::string dir;
   std::map<uint64_t, std::string> rows;  // sequence number -> row
+  // mapping.csv lines for rows whose file names are too long, written with the rows (a file
+  // created on the training thread each step costs it more than the rows do).
+  std::string mapping;
   uint32_t pending = 0;                  // asynchronous writes not yet finished
   bool ended = false;                    // EndStep (or Close) was called
 };
@@ -167,6 +170,8 @@ class SessionImpl final : public DumpSession {
   const GraphState::FileNames& FileNamesOf(const KernelInfo& kernel);
   // A basename longer than 255 bytes becomes "{n}{ext}" and is listed in mapping.csv.
   std::string FileNameIn(const std::string& dir, const std::string& basename, const char* ext);
+  // The next free `{n}{ext}` of `dir`, for a basename too long to be a file name.
+  std::string MappedName(const std::string& dir, const char* ext);
 
   // Emission (session_emit.cc).
   void DumpKernel(const KernelInfo& kernel, const std::vector<TensorView>* inputs,
@@ -322,6 +327,8 @@ class SessionImpl final : public DumpSession {
   std::atomic<bool> failed_{false};
   Status first_error_;
   std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};
+  // Writes the files of ended steps that reads_ hands over (StepFiles); joined after reads_.
+  std::unique_ptr<OrderedWorker> step_files_;
   // Last: its tasks use the members above, so it is joined first.
   std::unique_ptr<OrderedWorker> reads_;
 };

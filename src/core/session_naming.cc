@@ -94,14 +94,19 @@ const GraphState::FileNames& SessionImpl::FileNamesOf(const KernelInfo& kernel) 
   return *names;
 }
 
-std::string SessionImpl::FileNameIn(const std::string& dir, const std::string& basename,
-                                    const char* ext) {
-  if (basename.size() <= kMaxBasenameBytes) return basename;
+std::string SessionImpl::MappedName(const std::string& dir, const char* ext) {
   uint64_t& counter = mapping_counters_[dir];
   std::string mapped;
   do {
     mapped = fmt::format("{}{}", counter++, ext);
   } while (fs_->Exists(dir + "/" + mapped));
+  return mapped;
+}
+
+std::string SessionImpl::FileNameIn(const std::string& dir, const std::string& basename,
+                                    const char* ext) {
+  if (basename.size() <= kMaxBasenameBytes) return basename;
+  std::string mapped = MappedName(dir, ext);
   Status st = fs_->AppendToFile(dir + "/mapping.csv", mapped + "," + basename + "\n");
   if (!st.ok()) Fail(st);
   return mapped;

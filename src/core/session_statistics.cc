@@ -64,15 +64,17 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, const TensorFileName&
   path.assign(dir).push_back('/');
   const size_t basename_at = path.size();
   named->AppendBasename(&path);
+  StepDir* sd = StepDirFor(dir);
   if (path.size() - basename_at > kMaxBasenameBytes) {
-    if (!EnsureDir(dir)) return;  // for its mapping.csv
-    const std::string mapped = FileNameIn(dir, path.substr(basename_at), ".npy");
+    // Listed in mapping.csv when the step's statistic.csv is written (FlushStatistics).
+    const std::string mapped = MappedName(dir, ".npy");
+    sd->mapping.append(mapped).push_back(',');
+    sd->mapping.append(path, basename_at).push_back('\n');
     path.resize(basename_at);
     path += mapped;
   }
   StatRowInfo& row = statistic_row_;
   FillStatRow(file, shown, &row);
-  StepDir* sd = StepDirFor(dir);
   // Reduced here even in asynchronous mode: reading it once costs no more than the copy a
   // queued write needs, and skips allocating and filling that copy (a statistic dump of every
   // kernel otherwise copied the whole step's tensors). Bytes already reduced in this step (the
@@ -160,6 +162,13 @@ void SessionImpl::EndStepDirs() {
 
 void SessionImpl::FlushStatistics(const StepDir& sd) {
   if (sd.rows.empty()) return;
+  if (!sd.mapping.empty()) {
+    Status st = fs_->AppendToFile(sd.dir + "/mapping.csv", sd.mapping);
+    if (!st.ok()) {
+      Fail(st);
+      return;
+    }
+  }
   const std::string csv = sd.dir + "/statistic.csv";
   const bool exists = fs_->Exists(csv);
   std::string text = exists ? "" : StatisticCsvHeader(config_.statistic_category);

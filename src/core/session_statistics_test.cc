@@ -54,6 +54,40 @@ TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
       << csv;
 }
 
+// With reads on the worker, the mapping.csv of a step's long names is written with its
+// statistic.csv: numbered in the kernels' order, in the step's own directory, none before it.
+TEST(SessionTest, StatisticMappingOfLongNamesIsWrittenWithTheStepsRows) {
+  TempDir dir;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic")"));
+  options.reads_in_background = true;
+  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  const std::string a = "Default/" + std::string(300, 'a') + "/MatMul-op0";
+  const std::string b = "Default/" + std::string(300, 'b') + "/Add-op1";
+  GraphInfo graph = NamedKernels({a, b, "Default/c-op2"});
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  HostTensor t{std::make_shared<std::vector<float>>(size_t{8}, 2.0f)};
+  for (int step = 0; step < 2; ++step) {
+    session->BeginStep(0);
+    for (const KernelInfo& k : graph.kernels) session->OnKernelDone(k, {}, {t.View()});
+    session->EndStep(0);
+  }
+  ASSERT_TRUE(session->Close().ok());
+  for (const char* it : {"0", "1"}) {
+    const std::string step_dir = dir.Sub(std::string("rank_0/Net/0/") + it);
+    EXPECT_TRUE(std::regex_match(
+        ReadFile(step_dir + "/mapping.csv"),
+        std::regex(R"(0\.npy,MatMul\.Default_a{300}_MatMul-op0\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy\n)"
+                   R"(1\.npy,Add\.Default_b{300}_Add-op1\.0\.0\.\d{16}\.output\.0\.DefaultFormat\.float32\.npy\n)")))
+        << it;
+    const std::string csv = ReadFile(step_dir + "/statistic.csv");
+    EXPECT_NE(csv.find("\nMatMul,Default_" + std::string(300, 'a') + "_MatMul-op0,0,0,"),
+              std::string::npos)
+        << csv;
+    EXPECT_NE(csv.find("\nc,Default_c-op2,0,0,"), std::string::npos) << csv;
+  }
+}
+
 TEST(SessionTest, StatisticOnlyWritesCsvRowsWithoutTensors) {
   TempDir dir;
   RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "0", "saved_data": "statistic",
