@@ -90,18 +90,20 @@ TensorView SessionImpl::StatisticOnlyView(const TensorView& original) {
 bool SessionImpl::ReduceStatistics(const std::string& path, const TensorView& view,
                                    const TensorWriteOptions& options, const StatRowInfo& row,
                                    StepDir* sd, uint64_t seq, bool may_defer) {
-  StatsCache::Probe probe(view, *options.stats);  // its key is made once, for both
-  std::shared_ptr<StatsCell> known = stats_cache_.FindCell(probe);
+  StatsCache::Probe probe(view, *options.stats);  // its key is made once
   if (may_defer && Defers(view)) {
     // The row goes to the worker, after the task that fills its cell when that is queued too.
-    const bool reduce = known == nullptr;
-    if (reduce) {
-      known = std::make_shared<StatsCell>();
-      stats_cache_.InsertCell(std::move(probe), known);
+    // Bytes the cache cannot record are read all the same, into a cell of their own.
+    bool reduce = false;
+    std::shared_ptr<StatsCell> cell = stats_cache_.FindOrAddCell(std::move(probe), &reduce);
+    if (cell == nullptr) {
+      cell = std::make_shared<StatsCell>();
+      reduce = true;
     }
-    DeferRow(view, row, sd, seq, std::move(known), reduce);
+    DeferRow(view, row, sd, seq, std::move(cell), reduce);
     return !failed_;
   }
+  std::shared_ptr<StatsCell> known = stats_cache_.FindCell(probe);
   if (known && !known->ready.load(std::memory_order_acquire)) FinishReads();  // queued
   if (known && known->ready.load(std::memory_order_acquire)) {
     AddStatisticRow(row, known->stats, sd, seq);

@@ -62,6 +62,22 @@ bool StatsCache::InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell) {
   return true;
 }
 
+std::shared_ptr<StatsCell> StatsCache::FindOrAddCell(Probe&& probe, bool* added) {
+  *added = false;
+  if (!probe.key_) return nullptr;
+  if (entries_.size() >= kMaxEntries) return FindCell(probe);
+  auto [it, inserted] = entries_.try_emplace(std::move(*probe.key_));
+  probe.key_.reset();
+  Entry& entry = it->second;
+  if (inserted) {
+    entry.cell = std::make_shared<StatsCell>();
+    entry.storage = probe.view_.origin.storage;
+    *added = true;
+  }
+  entry.used = true;
+  return entry.cell;
+}
+
 const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
   Entry* entry = FindEntry(probe);
   return entry ? &entry->cell->stats : nullptr;

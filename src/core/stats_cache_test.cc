@@ -82,6 +82,34 @@ TEST(StatsCacheTest, ProbeFindsAndRecordsWithOneKey) {
   EXPECT_EQ(cache.Find(StatsCache::Probe(view, md5)), nullptr);
 }
 
+TEST(StatsCacheTest, FindOrAddCellAddsOnceAndRecordsNothingWithoutAKey) {
+  auto storage = std::make_shared<int>(0);
+  const StatsRequest values{.counts = false, .md5 = false};
+  StatsCache cache;
+  const TensorView view = ViewWithOrigin(storage, 3, 16, {2, 3});
+  bool added = false;
+  std::shared_ptr<StatsCell> first = cache.FindOrAddCell(StatsCache::Probe(view, values), &added);
+  ASSERT_NE(first, nullptr);
+  EXPECT_TRUE(added);
+  EXPECT_FALSE(first->ready.load());
+  // The same bytes again: the cell added, still to be filled, and nothing new.
+  std::shared_ptr<StatsCell> again = cache.FindOrAddCell(StatsCache::Probe(view, values), &added);
+  EXPECT_EQ(again, first);
+  EXPECT_FALSE(added);
+  EXPECT_EQ(cache.FindCell(StatsCache::Probe(view, values)), first);
+  EXPECT_EQ(cache.size(), 1u);
+  // Other bytes get a cell of their own; bytes without a key get none.
+  EXPECT_NE(cache.FindOrAddCell(StatsCache::Probe(ViewWithOrigin(storage, 4, 16, {2, 3}), values),
+                                &added),
+            first);
+  EXPECT_TRUE(added);
+  TensorView no_origin = view;
+  no_origin.origin.storage = nullptr;
+  EXPECT_EQ(cache.FindOrAddCell(StatsCache::Probe(no_origin, values), &added), nullptr);
+  EXPECT_FALSE(added);
+  EXPECT_EQ(cache.size(), 2u);
+}
+
 TEST(StatsCacheTest, NeverMatchesWithoutOriginUnversionedOrForMd5) {
   StatsCache cache;
   const StatsRequest md5{.counts = false, .md5 = true};

@@ -64,6 +64,10 @@ class StatsCache {
   std::shared_ptr<StatsCell> FindCell(const Probe& probe);
   // Records `cell`, whose statistics may still be filled later; whether it recorded, as Insert.
   bool InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell);
+  // FindCell, and where it finds none, InsertCell of a new cell, in one lookup. Sets `*added`
+  // when the cell returned is new (its statistics are to be filled); returns null where
+  // nothing may be recorded (no key, or a full cache).
+  std::shared_ptr<StatsCell> FindOrAddCell(Probe&& probe, bool* added);
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
