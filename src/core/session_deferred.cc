@@ -119,6 +119,7 @@ class SessionImpl::StepFiles final : public OrderedWorker::Task {
       session_->FlushStatistics(*sd);
     }
     dirs_.clear();  // their rows are freed here, not on the host's thread
+    session_->step_files_queued_.fetch_sub(1, std::memory_order_release);
   }
 
  private:
@@ -129,6 +130,7 @@ class SessionImpl::StepFiles final : public OrderedWorker::Task {
 
 void SessionImpl::QueueStepFiles(std::vector<std::unique_ptr<StepDir>> dirs) {
   if (dirs.empty()) return;
+  step_files_queued_.fetch_add(1, std::memory_order_relaxed);
   reads_->Submit(std::make_unique<StepFiles>(this, std::move(dirs), /*hand_over=*/true), 1);
 }
 
@@ -236,7 +238,8 @@ void SessionImpl::FinishReads() {
 }
 
 bool SessionImpl::ReadsQueued() const {
-  return ReadsOnWorker() && (batch_ || reads_->Done() < reads_->Next() - 1);
+  return ReadsOnWorker() && (batch_ || reads_->Done() < reads_->Next() - 1 ||
+                             step_files_queued_.load(std::memory_order_acquire) > 0);
 }
 
 void SessionImpl::DeferReads(bool defer) {

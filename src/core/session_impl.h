@@ -328,6 +328,8 @@ class SessionImpl final : public DumpSession {
   Status first_error_;
   std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};
   // Writes the files of ended steps that reads_ hands over (StepFiles); joined after reads_.
+  // step_files_queued_ counts the steps queued (on either) and not yet written.
+  std::atomic<uint32_t> step_files_queued_{0};
   std::unique_ptr<OrderedWorker> step_files_;
   // Last: its tasks use the members above, so it is joined first.
   std::unique_ptr<OrderedWorker> reads_;
