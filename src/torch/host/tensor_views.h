@@ -25,11 +25,6 @@ inline at::Tensor Detached(const at::Tensor& tensor) {
   return tensor.defined() && tensor.requires_grad() ? tensor.detach() : tensor;
 }
 
-// Where the bytes of `tensor` come from (TensorOrigin): its storage, pinned by a weak reference,
-// its version counter, and its offset. Empty for tensors without a version counter (inference
-// tensors, and anything under InferenceMode, where in-place writes may not be counted): their
-// statistics are never reused. Writes that bypass the counter (through .data, or by a library
-// handed the raw pointer, like a collective) must be followed by TensorImpl::bump_version().
 // Handles (graphdump/handle.h) counted by LibTorch's own reference counts: a TensorImpl held
 // strongly, a StorageImpl weakly (its address stays its own; its bytes may be freed).
 inline void* RetainTensor(void* impl) {
@@ -56,6 +51,11 @@ inline Handle KeepAlive(at::Tensor tensor) {
   return Handle(impl, impl, &kTensorRefs);
 }
 
+// Where the bytes of `tensor` come from (TensorOrigin): its storage, pinned by a weak reference,
+// its version counter, and its offset. Empty for tensors without a version counter (inference
+// tensors, and anything under InferenceMode, where in-place writes may not be counted): their
+// statistics are never reused. Writes that bypass the counter (through .data, or by a library
+// handed the raw pointer, like a collective) must be followed by TensorImpl::bump_version().
 inline TensorOrigin OriginOf(const at::Tensor& tensor) {
   TensorOrigin origin;
   if (c10::InferenceMode::is_enabled() || tensor.is_inference() || !tensor.has_storage()) {
