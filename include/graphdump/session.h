@@ -69,7 +69,7 @@ struct SessionOptions {
   // rows, while the host goes on with the next step: FinishReads (or Close) waits for them.
   bool reads_in_background = false;
   // Tests only: the worker of reads_in_background sleeps this long before each batch, so that
-  // it lags behind the host and every in-place write of a queued tensor has to wait for it.
+  // it lags behind the host: in-place writes of queued tensors find them not reduced yet.
   uint32_t deferred_read_delay_us = 0;
   // One run per directory: a session refuses to open when its rank directory ({path}/rank_{id})
   // already exists, so that two runs never mix their files. With `overwrite`, an existing rank
@@ -174,7 +174,8 @@ class DumpSession {
   // Called by a host with SessionOptions::host_reports_writes or reads_in_background before it
   // writes, in place, the memory of the allocation identified by `storage`
   // (TensorOrigin::storage.get()): returns when no queued write or reduction of a dumped tensor
-  // still reads that memory. Cheap when none is pending.
+  // still reads that memory (queued reductions the worker has not begun are run on the calling
+  // thread, not waited for). Cheap when none is pending.
   virtual void BeforeWrite(const void* storage) = 0;
 
   // With SessionOptions::reads_in_background: returns when no queued reduction still reads a

@@ -313,10 +313,7 @@ void SessionImpl::BeforeWrite(const void* storage) {
   if (!read_by_.empty() && storage != nullptr && !InChild()) {
     auto it = read_by_.find(storage);
     if (it != read_by_.end()) {
-      if (it->second > reads_->Done()) {
-        if (it->second == reads_->Next()) SubmitDeferredRows();  // the kernel's own batch
-        reads_->WaitFor(it->second);
-      }
+      TakeQueuedRows(it->second);
       read_by_.erase(it);
     }
   }

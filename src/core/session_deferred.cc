@@ -52,12 +52,15 @@ class SessionImpl::DeferredRows final : public OrderedWorker::Task {
     uint64_t seq = 0;
     std::shared_ptr<StatsCell> cell;
     bool reduce = false;
+    QueuedRow before;  // when `reduce`: the previous queued row reducing the same allocation
   };
 
   explicit DeferredRows(SessionImpl* session) : session_(session) {
     rows.reserve(kDeferredBatchRows);
   }
   void Run() override { session_->RunDeferredRows(*this); }
+  // Rebuilds row `r`'s statistic row into `row`, and its reduced view into `view` (`reduce`).
+  void Unpack(const Row& r, StatRowInfo* row, TensorView* view) const;
   // Empties the batch for reuse (on the host's thread: the tensors' handles go back there),
   // keeping its buffers.
   void Clear() {
@@ -163,8 +166,10 @@ void SessionImpl::DeferRow(const TensorView& view, const StatRowInfo& row, StepD
     r.strided = !view.strides.empty();
     if (r.strided) b.Ints(view.strides);
     b.bytes += view.ContiguousBytes();
-    // BeforeWrite of this allocation waits for the task this batch becomes.
-    read_by_[view.origin.storage.get()] = reads_->Next();
+    // BeforeWrite of this allocation reduces this row unless the worker has taken it.
+    QueuedRow& last = read_by_[view.origin.storage.get()];
+    r.before = last;
+    last = {reads_->Next(), &b, static_cast<uint32_t>(b.rows.size() - 1)};
   }
   std::tie(r.op_type_at, r.op_type_size) = b.Text(row.op_type);
   std::tie(r.op_name_at, r.op_name_size) = b.Text(row.op_name);
@@ -186,46 +191,70 @@ void SessionImpl::SubmitDeferredRows(bool when_full) {
   // Forget the allocations whose readers have all run (a step's tensors, mostly).
   if (read_by_.size() >= kReadByPrune) {
     const uint64_t done = reads_->Done();
-    std::erase_if(read_by_, [done](const auto& entry) { return entry.second <= done; });
+    std::erase_if(read_by_, [done](const auto& entry) { return entry.second.task <= done; });
   }
+}
+
+void SessionImpl::DeferredRows::Unpack(const Row& r, StatRowInfo* row, TensorView* view) const {
+  row->op_type.assign(text, r.op_type_at, r.op_type_size);
+  row->op_name.assign(text, r.op_name_at, r.op_name_size);
+  CopyRowNumbers(r, row);
+  const int64_t* at = ints.data();
+  row->shape.assign(at + r.row_shape_at, at + r.row_shape_at + r.row_dims);
+  if (!r.reduce) return;
+  view->data = r.data;
+  view->dtype = r.view_dtype;
+  view->shape.assign(at + r.shape_at, at + r.shape_at + r.dims);
+  if (r.strided) {
+    view->strides.assign(at + r.shape_at + r.dims, at + r.shape_at + 2 * r.dims);
+  } else {
+    view->strides.clear();
+  }
+}
+
+void SessionImpl::ReduceDeferredRow(const DeferredRows& batch, size_t index, StatRowInfo& row,
+                                    TensorView& view) {
+  const DeferredRows::Row& r = batch.rows[index];
+  batch.Unpack(r, &row, &view);
+  TensorWriteOptions options;
+  options.write_npy = false;
+  options.stats = statistic_request_;
+  // The path only names the tensor in an error: its row's op name does.
+  std::optional<NanPropagatingStats> stats =
+      WriteOne(row.op_name, view, options, row, r.sd, r.seq);
+  // Without stats the dump has stopped: rows that find this cell are left out.
+  if (stats) r.cell->stats = std::move(*stats);
+  r.cell->Finish(stats.has_value());
 }
 
 void SessionImpl::RunDeferredRows(DeferredRows& batch) {
   if (options_.deferred_read_delay_us > 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(options_.deferred_read_delay_us));
   }
-  TensorWriteOptions options;
-  options.write_npy = false;
-  options.stats = statistic_request_;
-  StatRowInfo& row = worker_row_;
-  TensorView& view = worker_view_;
-  const int64_t* ints = batch.ints.data();
-  for (const DeferredRows::Row& r : batch.rows) {
-    if (!r.reduce && !r.cell->ready.load(std::memory_order_acquire)) {
-      continue;  // its reduction failed: the dump has stopped
-    }
-    row.op_type.assign(batch.text, r.op_type_at, r.op_type_size);
-    row.op_name.assign(batch.text, r.op_name_at, r.op_name_size);
-    CopyRowNumbers(r, &row);
-    row.shape.assign(ints + r.row_shape_at, ints + r.row_shape_at + r.row_dims);
-    if (!r.reduce) {
-      AddStatisticRow(row, r.cell->stats, r.sd, r.seq);
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    const DeferredRows::Row& r = batch.rows[i];
+    if (r.reduce) {
+      // Not taken: the host's thread has reduced it, or is reducing it (TakeQueuedRows).
+      if (r.cell->Take()) ReduceDeferredRow(batch, i, worker_row_, worker_view_);
       continue;
     }
-    view.data = r.data;
-    view.dtype = r.view_dtype;
-    view.shape.assign(ints + r.shape_at, ints + r.shape_at + r.dims);
-    if (r.strided) {
-      view.strides.assign(ints + r.shape_at + r.dims, ints + r.shape_at + 2 * r.dims);
+    // An earlier row fills the cell, perhaps on the host's thread at this moment.
+    if (!r.cell->WaitReady()) continue;  // its reduction failed: the dump has stopped
+    batch.Unpack(r, &worker_row_, nullptr);
+    AddStatisticRow(worker_row_, r.cell->stats, r.sd, r.seq);
+  }
+}
+
+void SessionImpl::TakeQueuedRows(QueuedRow last) {
+  // Rows of tasks that have run are done, and so are all the rows before them. The batches of
+  // the others stay alive meanwhile: only this thread disposes of them.
+  for (QueuedRow at = last; at.task > reads_->Done(); at = at.batch->rows[at.row].before) {
+    const DeferredRows::Row& r = at.batch->rows[at.row];
+    if (r.cell->Take()) {
+      ReduceDeferredRow(*at.batch, at.row, host_row_, host_view_);
     } else {
-      view.strides.clear();
+      r.cell->WaitReady();  // the worker is reducing it
     }
-    // The path only names the tensor in an error: its row's op name does.
-    std::optional<NanPropagatingStats> stats =
-        WriteOne(row.op_name, view, options, row, r.sd, r.seq);
-    if (!stats) continue;  // the dump has stopped: rows that find this cell are left out
-    r.cell->stats = std::move(*stats);
-    r.cell->ready.store(true, std::memory_order_release);
   }
 }
 

@@ -224,6 +224,13 @@ class SessionImpl final : public DumpSession {
   // bytes were not reduced yet reduces them into its StatsCell; one found in the cache waits
   // for its cell in the queue.
   class DeferredRows;  // an OrderedWorker task: the rows of one or more kernels
+  // A row of the batch that is worker task `task` (0: none). The batch lives while `task` has
+  // not run, and until the host's thread next submits, waits or releases after that.
+  struct QueuedRow {
+    uint64_t task = 0;
+    DeferredRows* batch = nullptr;
+    uint32_t row = 0;
+  };
   // A batch is handed to the worker once it reads this many bytes or holds this many rows (or
   // when a write, FinishReads or the step's end needs it run): small, so that the tensors it
   // holds go back to the allocator while their memory is still in cache.
@@ -248,6 +255,13 @@ class SessionImpl final : public DumpSession {
   void SubmitDeferredRows(bool when_full = false);
   // On the worker.
   void RunDeferredRows(DeferredRows& batch);
+  // Reduces the queued rows that read the allocation whose last one is `last`, on this (the
+  // host's) thread, except those the worker has taken, which it waits for.
+  void TakeQueuedRows(QueuedRow last);
+  // Reduces row `index` of `batch` (taken by this thread) into its cell and statistic row,
+  // through this thread's `row` and `view`.
+  void ReduceDeferredRow(const DeferredRows& batch, size_t index, StatRowInfo& row,
+                         TensorView& view);
   // Has the worker write the statistic.csv files of `dirs`, iteration directories of a step
   // that has ended, once the rows queued before are in.
   class StepFiles;
@@ -306,15 +320,16 @@ class SessionImpl final : public DumpSession {
   StepDir* last_step_dir_ = nullptr;
 
   // Deferred reads (reads_in_background): the kernel's rows not handed to the worker yet,
-  // whether rows may be deferred now (DeferReads), and by allocation the number of the last
-  // worker task that reads it (BeforeWrite waits for it).
+  // whether rows may be deferred now (DeferReads), and by allocation the last queued row that
+  // reduces its bytes (BeforeWrite reduces those the worker has not taken yet).
   std::unique_ptr<OrderedWorker::Task> batch_;  // a DeferredRows
   std::vector<std::unique_ptr<OrderedWorker::Task>> spare_batches_;  // emptied DeferredRows
   bool defer_reads_ = true;
-  std::unordered_map<const void*, uint64_t> read_by_;
-  // The worker's view and row, rebuilt for each deferred row (their buffers reused).
-  TensorView worker_view_;
-  StatRowInfo worker_row_;
+  std::unordered_map<const void*, QueuedRow> read_by_;
+  // The view and row a deferred row is rebuilt into (their buffers reused): the worker's, and
+  // the host thread's for the rows it takes (BeforeWrite).
+  TensorView worker_view_, host_view_;
+  StatRowInfo worker_row_, host_row_;
 
   // Shared with writer threads.
   mutable std::mutex mu_;

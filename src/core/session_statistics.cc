@@ -104,8 +104,8 @@ bool SessionImpl::ReduceStatistics(const std::string& path, const TensorView& vi
     return !failed_;
   }
   std::shared_ptr<StatsCell> known = stats_cache_.FindCell(probe);
-  if (known && !known->ready.load(std::memory_order_acquire)) FinishReads();  // queued
-  if (known && known->ready.load(std::memory_order_acquire)) {
+  if (known && !known->ready()) FinishReads();  // queued
+  if (known && known->ready()) {
     AddStatisticRow(row, known->stats, sd, seq);
     return true;
   }

@@ -17,7 +17,7 @@ using testing::ReadFile;
 using testing::TempDir;
 
 // Statistics read on the session's worker (reads_in_background), which a delay keeps behind
-// the host: BeforeWrite waits until the queued tensor is read, a row reusing queued statistics
+// the host: BeforeWrite returns once the queued tensor is read, a row reusing queued statistics
 // gets them once they are filled, and the rows keep the kernels' order.
 TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
   TempDir dir;
@@ -51,6 +51,47 @@ TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
   }
   EXPECT_EQ(rows, (std::vector<std::string>{"a output 1.5/1.5", "b input -7/-7",
                                             "c input 1.5/1.5"}))
+      << csv;
+}
+
+// A write of a tensor whose reduction is still queued does not wait for the worker to get there
+// through the batches before it: the host's thread reduces that tensor itself, from its bytes
+// before the write, and the worker skips its row.
+TEST(SessionTest, AWriteReducesItsQueuedTensorOnTheHostWithoutWaitingForEarlierBatches) {
+  TempDir dir;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
+      "statistic_category": ["max", "min"])"));
+  options.reads_in_background = true;
+  options.deferred_read_delay_us = 300000;  // the worker sleeps before each batch
+  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  GraphInfo graph = NamedKernels({"Default/a-op0", "Default/b-op1", "Default/c-op2"});
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  // 256 KiB each: a batch of its own.
+  HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 16, 1.5f)};
+  HostTensor u{std::make_shared<std::vector<float>>(size_t{1} << 16, 2.5f)};
+  session->BeginStep(0);
+  session->OnKernelDone(graph.kernels[0], {}, {t.View()});
+  session->OnKernelDone(graph.kernels[1], {}, {u.View()});
+  session->BeforeWrite(u.data.get());
+  // The worker still sleeps before t's batch: u was reduced here.
+  EXPECT_TRUE(session->ReadsQueued());
+  std::fill(u.data->begin(), u.data->end(), -7.0f);
+  TensorView written = u.View();
+  written.origin.version = 1;
+  session->OnKernelDone(graph.kernels[2], {written}, {});
+  session->EndStep(0);
+  ASSERT_TRUE(session->Close().ok());
+  const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
+  std::vector<std::string> rows;
+  std::regex row(R"re(\n(\w+),[^,]+,0,0,\d+,(\w+),0,262144,float32,"\(65536\)",([^,]+),([^,]+),)re");
+  for (auto m = std::sregex_iterator(csv.begin(), csv.end(), row); m != std::sregex_iterator();
+       ++m) {
+    rows.push_back((*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[3].str() + "/" +
+                   (*m)[4].str());
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"a output 1.5/1.5", "b output 2.5/2.5",
+                                            "c input -7/-7"}))
       << csv;
 }
 

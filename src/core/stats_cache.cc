@@ -86,7 +86,7 @@ const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
 bool StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
   auto cell = std::make_shared<StatsCell>();
   cell->stats = stats;
-  cell->ready.store(true, std::memory_order_release);
+  cell->state.store(StatsCell::kReady, std::memory_order_relaxed);  // not shared yet
   return InsertCell(std::move(probe), std::move(cell));
 }
 

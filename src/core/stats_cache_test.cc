@@ -91,7 +91,7 @@ TEST(StatsCacheTest, FindOrAddCellAddsOnceAndRecordsNothingWithoutAKey) {
   std::shared_ptr<StatsCell> first = cache.FindOrAddCell(StatsCache::Probe(view, values), &added);
   ASSERT_NE(first, nullptr);
   EXPECT_TRUE(added);
-  EXPECT_FALSE(first->ready.load());
+  EXPECT_FALSE(first->ready());
   // The same bytes again: the cell added, still to be filled, and nothing new.
   std::shared_ptr<StatsCell> again = cache.FindOrAddCell(StatsCache::Probe(view, values), &added);
   EXPECT_EQ(again, first);

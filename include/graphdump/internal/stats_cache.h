@@ -23,10 +23,32 @@
 namespace graphdump {
 
 // The statistics of one tensor's bytes, recorded in the cache when their reduction is queued and
-// filled when it has run (SessionOptions::reads_in_background), or recorded filled.
+// filled when it has run (SessionOptions::reads_in_background), or recorded filled. A queued
+// reduction is run by the thread that takes it first: the worker in its turn, or the host's
+// thread about to write the bytes (SessionImpl::BeforeWrite), which then need not wait for the
+// reductions queued before it.
 struct StatsCell {
+  enum State : uint32_t { kQueued, kTaken, kReady, kFailed };
+
+  // True for the one thread that is to reduce the bytes (kQueued -> kTaken).
+  bool Take() {
+    uint32_t queued = kQueued;
+    return state.compare_exchange_strong(queued, kTaken, std::memory_order_acquire);
+  }
+  // Ends a taken reduction, `stats` filled (kReady) or not (kFailed: the dump has stopped).
+  void Finish(bool filled) {
+    state.store(filled ? kReady : kFailed, std::memory_order_release);
+    state.notify_all();
+  }
+  // Returns once no other thread is reducing the bytes; then: are `stats` filled?
+  bool WaitReady() const {
+    state.wait(kTaken, std::memory_order_acquire);
+    return ready();
+  }
+  bool ready() const { return state.load(std::memory_order_acquire) == kReady; }
+
   NanPropagatingStats stats;
-  std::atomic<bool> ready{false};  // set (release) once `stats` is filled
+  std::atomic<uint32_t> state{kQueued};
 };
 
 class StatsCache {
