@@ -269,6 +269,11 @@ def _codegen_classes():
                 if pointer.group(1) != "in_ptr":
                     writes.append(arg)
                     outputs.append(pointer_origins.get(pointer.group(0), []))
+            # A buffer read through an in_ptr and written through an out_ptr of the same call
+            # (a mutated graph input: a module's running statistic) is written in place too.
+            written_names = {_name(w) for w in writes}
+            written += [i for i, r in enumerate(reads)
+                        if i not in written and _name(r) in written_names]
             line = self._gd_kernel(origins, kernel_name, reads, writes, written,
                                    outputs if len(outputs) > 1 else None, existing=True)
             super().generate_kernel_call(kernel_name, call_args, **kwargs)

@@ -307,3 +307,42 @@ def test_operator_mode_dumps_every_aten_operator(runs, tmp_path):
     # Eager numerics: the losses are the compiled run's within float32 rounding, not bit for bit.
     losses = np.load(tmp_path / "ops.npz")["losses"]
     np.testing.assert_allclose(losses, runs("block")["plain"]["losses"], rtol=1e-5)
+
+
+def test_a_buffer_updated_in_place_is_dumped_as_each_kernel_read_it(tmp_path):
+    """A module's buffer that its compiled forward updates in place (a running statistic,
+    compiled_buffer_update.py): the generated kernel reads it through one pointer and writes it
+    through another. Its input file is the buffer before the update, its output the buffer
+    after; a statistic dump, whose kernels find again what the call read or wrote, has the full
+    dump's rows."""
+    script = os.path.join(HERE, "compiled_buffer_update.py")
+    plain = tmp_path / "plain.npz"
+    python(script, plain, check=0)
+    full_config = write_config(tmp_path / "full.json", tmp_path / "full", {"saved_data": "full"})
+    graphdump("python", "--config", full_config, script, tmp_path / "full.npz", check=0)
+    for name in ("outs", "running"):
+        np.testing.assert_array_equal(np.load(tmp_path / "full.npz")[name], np.load(plain)[name])
+    full = tmp_path / "full" / "rank_0"
+    update = next(k for k in graph_order(full, 1) if "copy_" in k)
+    running = np.ones(16, np.float32)
+    for it in range(3):
+        row = next(r for r in rows(full, 1, it)
+                   if r["Op Name"] == re.sub(r"[/\\. ]", "_", update) and r["IO"] == "input"
+                   and r["Shape"] == "(16)")
+        np.testing.assert_array_equal(tensor(full, 1, it, update, "input", row["Slot"]), running)
+        written = [tensor(full, 1, it, update, "output", r["Slot"]) for r in rows(full, 1, it)
+                   if r["Op Name"] == row["Op Name"] and r["IO"] == "output"
+                   and r["Shape"] == "(16)"]
+        assert not any(np.array_equal(w, running) for w in written), it
+        running = written[-1]
+    np.testing.assert_array_equal(running, np.load(plain)["running"])
+
+    stat_config = write_config(tmp_path / "stat.json", tmp_path / "stat",
+                               {"saved_data": "statistic"})
+    graphdump("python", "--config", stat_config, script, tmp_path / "stat.npz", check=0,
+              env={"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "2000",
+                   "GRAPHDUMP_STATISTICS_THREAD": "1"})
+    for it in range(3):
+        got, want = rows(tmp_path / "stat" / "rank_0", 1, it), rows(full, 1, it)
+        assert [{k: v for k, v in r.items() if k != "Timestamp"} for r in got] == \
+            [{k: v for k, v in r.items() if k != "Timestamp"} for r in want], it
