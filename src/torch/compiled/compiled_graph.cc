@@ -19,7 +19,8 @@ namespace {
 // Generated kernels write their buffers through raw pointers, never through a version counter,
 // and Inductor reuses a buffer's storage for later values: the version counter of a compiled
 // kernel's buffer says nothing of its bytes (TensorOrigin). CompiledGraph versions the buffers
-// its kernels write itself, within one call (InputOrigins, OutputOrigins).
+// its kernels write, and the graph inputs they read, itself, within one call (InputOrigins,
+// OutputOrigins).
 
 // The versions CompiledGraph gives the bytes its kernels write: one sequence for every graph
 // (a forward's buffer is a backward's input), far above any version counter's value.
@@ -86,16 +87,27 @@ void CompiledGraph::InputOrigins(uint32_t index, std::vector<TensorView>* views)
     const void* storage = v.origin.storage.get();
     auto it = storage != nullptr ? written_.find(storage) : written_.end();
     if (it == written_.end()) {
-      // A graph input, or a buffer of an earlier call: its version counter says nothing of its
-      // bytes, so they are never found again; its storage still names the allocation whose
-      // writes wait for the queued read.
-      if (reuse_) {
+      if (reports) {
+        // A graph input, or a buffer of an earlier call, read first in this call: its bytes
+        // get a version of the call's own, found again by the kernels after this one until
+        // one writes them (its version counter says nothing of what generated kernels wrote,
+        // but still tells a PyTorch operator's write).
+        Seen& seen = written_[storage];
+        seen = {v.origin.storage, NextVersion(), v.origin.version};
+        v.origin.version = seen.version;
+      } else if (reuse_) {
+        // Read by a fallback operator: never found again; its storage still names the
+        // allocation whose writes wait for the queued read.
         v.origin.versioned = false;
       } else {
         v.origin = TensorOrigin{};
       }
     } else if (reports) {
-      v.origin.version = it->second.second;
+      Seen& seen = it->second;
+      if (seen.counter && *seen.counter != v.origin.version) {
+        seen = {seen.storage, NextVersion(), v.origin.version};  // an operator wrote it
+      }
+      v.origin.version = seen.version;
     } else {
       // A fallback operator may write the buffers it reads: they are unknown from now on.
       v.origin = TensorOrigin{};
@@ -110,11 +122,11 @@ void CompiledGraph::OutputOrigins(std::vector<TensorView>* views) {
       v.origin = TensorOrigin{};
       continue;
     }
-    auto& entry = written_[v.origin.storage.get()];
-    if (entry.first == nullptr) entry.first = v.origin.storage;
+    Seen& seen = written_[v.origin.storage.get()];
+    if (!seen.storage) seen.storage = v.origin.storage;
     // Every view of the allocation sees the write: the new bytes get a new version.
-    entry.second = NextVersion();
-    v.origin.version = entry.second;
+    seen.version = NextVersion();
+    v.origin.version = seen.version;
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -77,10 +78,16 @@ class CompiledGraph final : public HostGraph {
   // call's `out`)? A fallback operator may write its inputs too.
   std::vector<bool> reports_writes_;
   // In this call: may a kernel's input reuse the statistics of the kernel of this call that
-  // wrote it last? And the allocations its kernels wrote, each with the version its bytes had
-  // last (the weak reference keeps the address from another allocation).
+  // wrote it last, or read it first? And the allocations its kernels wrote or read, each with
+  // the version its bytes had last (the weak reference keeps the address from another
+  // allocation) and, for one first read as a graph input, its version counter then.
+  struct Seen {
+    Handle storage;
+    uint64_t version = 0;
+    std::optional<uint64_t> counter;
+  };
   bool reuse_ = false;
-  std::unordered_map<const void*, std::pair<Handle, uint64_t>> written_;
+  std::unordered_map<const void*, Seen> written_;
 };
 
 }  // namespace graphdump::torch_internal
