@@ -16,6 +16,19 @@ using testing::ListFilesRecursive;
 using testing::ReadFile;
 using testing::TempDir;
 
+// The rows of a statistic.csv of 65536-float tensors with max and min, as
+// "OP_TYPE IO MAX/MIN", in file order.
+std::vector<std::string> MaxMinRows(const std::string& csv) {
+  std::vector<std::string> rows;
+  std::regex row(R"re(\n(\w+),[^,]+,0,0,\d+,(\w+),0,262144,float32,"\(65536\)",([^,]+),([^,]+),)re");
+  for (auto m = std::sregex_iterator(csv.begin(), csv.end(), row); m != std::sregex_iterator();
+       ++m) {
+    rows.push_back((*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[3].str() + "/" +
+                   (*m)[4].str());
+  }
+  return rows;
+}
+
 // Statistics read on the session's worker (reads_in_background), which a delay keeps behind
 // the host: BeforeWrite returns once the queued tensor is read, a row reusing queued statistics
 // gets them once they are filled, and the rows keep the kernels' order.
@@ -42,13 +55,7 @@ TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
   session->EndStep(0);
   ASSERT_TRUE(session->Close().ok());
   const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
-  std::vector<std::string> rows;
-  std::regex row(R"re(\n(\w+),[^,]+,0,0,\d+,(\w+),0,262144,float32,"\(65536\)",([^,]+),([^,]+),)re");
-  for (auto m = std::sregex_iterator(csv.begin(), csv.end(), row); m != std::sregex_iterator();
-       ++m) {
-    rows.push_back((*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[3].str() + "/" +
-                   (*m)[4].str());
-  }
+  const std::vector<std::string> rows = MaxMinRows(csv);
   EXPECT_EQ(rows, (std::vector<std::string>{"a output 1.5/1.5", "b input -7/-7",
                                             "c input 1.5/1.5"}))
       << csv;
@@ -83,13 +90,7 @@ TEST(SessionTest, AWriteReducesItsQueuedTensorOnTheHostWithoutWaitingForEarlierB
   session->EndStep(0);
   ASSERT_TRUE(session->Close().ok());
   const std::string csv = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
-  std::vector<std::string> rows;
-  std::regex row(R"re(\n(\w+),[^,]+,0,0,\d+,(\w+),0,262144,float32,"\(65536\)",([^,]+),([^,]+),)re");
-  for (auto m = std::sregex_iterator(csv.begin(), csv.end(), row); m != std::sregex_iterator();
-       ++m) {
-    rows.push_back((*m)[1].str() + " " + (*m)[2].str() + " " + (*m)[3].str() + "/" +
-                   (*m)[4].str());
-  }
+  const std::vector<std::string> rows = MaxMinRows(csv);
   EXPECT_EQ(rows, (std::vector<std::string>{"a output 1.5/1.5", "b output 2.5/2.5",
                                             "c input -7/-7"}))
       << csv;
