@@ -1,12 +1,16 @@
 #include "graphdump/internal/stats_cache.h"
 
 #include <functional>
+#include <iterator>
+#include <utility>
 
 namespace graphdump {
 namespace {
 
 // Bounds the memory of a step with very many kernels.
 constexpr size_t kMaxEntries = size_t{1} << 16;
+// Bounds the nodes and cells kept for later entries.
+constexpr size_t kMaxSpare = size_t{1} << 12;
 
 // Mixes `value` into `seed` (boost's hash_combine with a 64-bit constant).
 void Mix(size_t* seed, uint64_t value) {
@@ -56,21 +60,53 @@ bool StatsCache::InsertCell(Probe&& probe, std::shared_ptr<StatsCell> cell) {
   // A full cache records nothing more this step: what it holds stays found (ReadsInput's
   // promise) until EndStep drops what the step did not use.
   if (entries_.size() >= kMaxEntries) return false;
-  entries_.insert_or_assign(std::move(*probe.key_),
-                            Entry{std::move(cell), probe.view_.origin.storage});
+  Entry& entry = Emplace(std::move(*probe.key_)).first->second;
+  entry = Entry{std::move(cell), probe.view_.origin.storage};
   probe.key_.reset();
   return true;
+}
+
+std::pair<StatsCache::Entries::iterator, bool> StatsCache::Emplace(Key&& key) {
+  if (spare_nodes_.empty()) return entries_.try_emplace(std::move(key));
+  Entries::node_type node = std::move(spare_nodes_.back());
+  spare_nodes_.pop_back();
+  node.key() = std::move(key);
+  auto inserted = entries_.insert(std::move(node));
+  if (!inserted.inserted) spare_nodes_.push_back(std::move(inserted.node));
+  return {inserted.position, inserted.inserted};
+}
+
+StatsCache::Entries::iterator StatsCache::Drop(Entries::iterator it) {
+  auto next = std::next(it);
+  Entries::node_type node = entries_.extract(it);
+  Entry& entry = node.mapped();
+  // Held by the cache alone (no queued row or other thread has it): filled again later.
+  if (entry.cell.use_count() == 1 && spare_cells_.size() < kMaxSpare) {
+    spare_cells_.push_back(std::move(entry.cell));
+  }
+  entry = Entry{};
+  if (spare_nodes_.size() < kMaxSpare) spare_nodes_.push_back(std::move(node));
+  return next;
+}
+
+std::shared_ptr<StatsCell> StatsCache::NewCell() {
+  if (spare_cells_.empty()) return std::make_shared<StatsCell>();
+  std::shared_ptr<StatsCell> cell = std::move(spare_cells_.back());
+  spare_cells_.pop_back();
+  cell->stats = NanPropagatingStats{};
+  cell->state.store(StatsCell::kQueued, std::memory_order_relaxed);
+  return cell;
 }
 
 std::shared_ptr<StatsCell> StatsCache::FindOrAddCell(Probe&& probe, bool* added) {
   *added = false;
   if (!probe.key_) return nullptr;
   if (entries_.size() >= kMaxEntries) return FindCell(probe);
-  auto [it, inserted] = entries_.try_emplace(std::move(*probe.key_));
+  auto [it, inserted] = Emplace(std::move(*probe.key_));
   probe.key_.reset();
   Entry& entry = it->second;
   if (inserted) {
-    entry.cell = std::make_shared<StatsCell>();
+    entry.cell = NewCell();
     entry.storage = probe.view_.origin.storage;
     *added = true;
   }
@@ -84,7 +120,7 @@ const NanPropagatingStats* StatsCache::Find(const Probe& probe) {
 }
 
 bool StatsCache::Insert(Probe&& probe, const NanPropagatingStats& stats) {
-  auto cell = std::make_shared<StatsCell>();
+  std::shared_ptr<StatsCell> cell = NewCell();
   cell->stats = stats;
   cell->state.store(StatsCell::kReady, std::memory_order_relaxed);  // not shared yet
   return InsertCell(std::move(probe), std::move(cell));
@@ -101,17 +137,30 @@ void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
 
 void StatsCache::EndStep(bool keep) {
   if (!keep) return Clear();
-  std::erase_if(entries_, [](const auto& entry) { return !entry.second.used; });
-  for (auto& [key, entry] : entries_) entry.used = false;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.used) {
+      it->second.used = false;
+      ++it;
+    } else {
+      it = Drop(it);
+    }
+  }
+}
+
+void StatsCache::Clear() {
+  for (auto it = entries_.begin(); it != entries_.end();) it = Drop(it);
 }
 
 void StatsCache::Forget(const void* storage) {
-  std::erase_if(entries_, [&](const auto& entry) { return entry.first.bytes.storage == storage; });
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->first.bytes.storage == storage ? Drop(it) : std::next(it);
+  }
 }
 
 void StatsCache::Forget(const std::unordered_set<const void*>& storages) {
-  std::erase_if(entries_,
-                [&](const auto& entry) { return storages.contains(entry.first.bytes.storage); });
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = storages.contains(it->first.bytes.storage) ? Drop(it) : std::next(it);
+  }
 }
 
 }  // namespace graphdump

@@ -82,6 +82,46 @@ TEST(StatsCacheTest, ProbeFindsAndRecordsWithOneKey) {
   EXPECT_EQ(cache.Find(StatsCache::Probe(view, md5)), nullptr);
 }
 
+// Entries dropped at a step's end leave their nodes and cells for later entries: a cell comes
+// back empty and still to be filled, and one that a queued row (here: the test) still holds is
+// never handed out again.
+TEST(StatsCacheTest, DroppedEntriesCellsComeBackEmptyAndHeldCellsNever) {
+  auto a = std::make_shared<int>(0), b = std::make_shared<int>(0), c = std::make_shared<int>(0);
+  const StatsRequest values{.counts = false, .md5 = false};
+  StatsCache cache;
+  const TensorView va = ViewWithOrigin(a, 1, 0, {2, 3}), vb = ViewWithOrigin(b, 1, 0, {2, 3});
+  bool added = false;
+  std::shared_ptr<StatsCell> held = cache.FindOrAddCell(StatsCache::Probe(va, values), &added);
+  held->stats = StatsWithMax(5.0);
+  held->Finish(true);
+  cache.Insert(vb, values, StatsWithMax(9.0));
+  cache.EndStep(/*keep=*/true);  // both used in this step: kept
+  EXPECT_EQ(cache.Find(vb, values)->max, 9.0);
+  cache.EndStep(true);  // b used in the step that ended, a not
+  cache.EndStep(true);  // neither
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(cache.Find(va, values), nullptr);
+  EXPECT_EQ(cache.Find(vb, values), nullptr);
+  std::unordered_set<StatsCell*> seen;
+  for (int i = 0; i < 3; ++i) {
+    const TensorView vc = ViewWithOrigin(c, 10 + i, 0, {4});
+    std::shared_ptr<StatsCell> cell = cache.FindOrAddCell(StatsCache::Probe(vc, values), &added);
+    ASSERT_NE(cell, nullptr);
+    EXPECT_TRUE(added);
+    EXPECT_NE(cell, held);
+    EXPECT_FALSE(cell->ready());
+    EXPECT_EQ(cell->stats.count, 0u);
+    seen.insert(cell.get());
+  }
+  EXPECT_EQ(seen.size(), 3u);
+  EXPECT_TRUE(held->ready());
+  EXPECT_EQ(held->stats.max, 5.0);
+  // The same key again finds its entry, whichever node it took.
+  EXPECT_EQ(cache.FindCell(StatsCache::Probe(ViewWithOrigin(c, 11, 0, {4}), values)).get(),
+            cache.FindCell(StatsCache::Probe(ViewWithOrigin(c, 11, 0, {4}), values)).get());
+  EXPECT_EQ(cache.size(), 3u);
+}
+
 TEST(StatsCacheTest, FindOrAddCellAddsOnceAndRecordsNothingWithoutAKey) {
   auto storage = std::make_shared<int>(0);
   const StatsRequest values{.counts = false, .md5 = false};

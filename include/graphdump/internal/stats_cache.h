@@ -93,7 +93,7 @@ class StatsCache {
   // At a step's end: forgets everything, or with `keep`, the entries neither found nor
   // recorded during the step (what is still in use stays; a finished step's activations go).
   void EndStep(bool keep);
-  void Clear() { entries_.clear(); }
+  void Clear();  // forgets everything
   // Forgets the entries of the allocation `storage` (TensorOrigin::storage.get()): its bytes
   // changed without its version changing.
   void Forget(const void* storage);
@@ -112,11 +112,24 @@ class StatsCache {
     Handle storage;  // pins the identity of Key::storage
     bool used = true;                     // found or recorded in the current step
   };
+  using Entries = std::unordered_map<Key, Entry, KeyHash>;
   Entry* FindEntry(const Probe& probe);  // marks it used
   // The key of `view` and `request`, or nothing where Find never matches.
   static std::optional<Key> KeyOf(const TensorView& view, const StatsRequest& request);
+  // The entry of `key`, added (empty) where there was none: try_emplace, in a node kept from
+  // an entry dropped before when there is one.
+  std::pair<Entries::iterator, bool> Emplace(Key&& key);
+  // Removes the entry at `it`, keeping its node (and its cell, when nothing else holds it) for
+  // a later entry; returns the entry after it.
+  Entries::iterator Drop(Entries::iterator it);
+  // A cell still to be filled: one kept from a dropped entry, or a new one.
+  std::shared_ptr<StatsCell> NewCell();
 
-  std::unordered_map<Key, Entry, KeyHash> entries_;
+  Entries entries_;
+  // What dropped entries leave for the next ones: a step adds and drops about a thousand
+  // entries, which then cost no allocation.
+  std::vector<Entries::node_type> spare_nodes_;
+  std::vector<std::shared_ptr<StatsCell>> spare_cells_;
 };
 
 }  // namespace graphdump
