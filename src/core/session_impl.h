@@ -170,8 +170,10 @@ class SessionImpl final : public DumpSession {
   const GraphState::FileNames& FileNamesOf(const KernelInfo& kernel);
   // A basename longer than 255 bytes becomes "{n}{ext}" and is listed in mapping.csv.
   std::string FileNameIn(const std::string& dir, const std::string& basename, const char* ext);
-  // The next free `{n}{ext}` of `dir`, for a basename too long to be a file name.
-  std::string MappedName(const std::string& dir, const char* ext);
+  // The next free `{n}{ext}` of `dir`, for a basename too long to be a file name. With
+  // `names_a_file` false (a statistic row's name: no file is written under it), the numbers
+  // this session gave in `dir` are all it must skip, and the disk is not asked.
+  std::string MappedName(const std::string& dir, const char* ext, bool names_a_file = true);
 
   // Emission (session_emit.cc).
   void DumpKernel(const KernelInfo& kernel, const std::vector<TensorView>* inputs,

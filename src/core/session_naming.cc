@@ -94,12 +94,12 @@ const GraphState::FileNames& SessionImpl::FileNamesOf(const KernelInfo& kernel) 
   return *names;
 }
 
-std::string SessionImpl::MappedName(const std::string& dir, const char* ext) {
+std::string SessionImpl::MappedName(const std::string& dir, const char* ext, bool names_a_file) {
   uint64_t& counter = mapping_counters_[dir];
   std::string mapped;
   do {
     mapped = fmt::format("{}{}", counter++, ext);
-  } while (fs_->Exists(dir + "/" + mapped));
+  } while (names_a_file && fs_->Exists(dir + "/" + mapped));
   return mapped;
 }
 

@@ -67,7 +67,7 @@ void SessionImpl::EmitStatisticRow(const std::string& dir, const TensorFileName&
   StepDir* sd = StepDirFor(dir);
   if (path.size() - basename_at > kMaxBasenameBytes) {
     // Listed in mapping.csv when the step's statistic.csv is written (FlushStatistics).
-    const std::string mapped = MappedName(dir, ".npy");
+    const std::string mapped = MappedName(dir, ".npy", /*names_a_file=*/false);
     sd->mapping.append(mapped).push_back(',');
     sd->mapping.append(path, basename_at).push_back('\n');
     path.resize(basename_at);
