@@ -135,32 +135,29 @@ void StatsCache::Insert(const TensorView& view, const StatsRequest& request,
   (void)Insert(Probe(view, request), stats);
 }
 
+template <typename Pred>
+void StatsCache::DropIf(Pred drop) {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = drop(it->first, it->second) ? Drop(it) : std::next(it);
+  }
+}
+
 void StatsCache::EndStep(bool keep) {
   if (!keep) return Clear();
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->second.used) {
-      it->second.used = false;
-      ++it;
-    } else {
-      it = Drop(it);
-    }
-  }
+  // What was used stays, marked unused for the next step.
+  DropIf([](const Key&, Entry& entry) { return !std::exchange(entry.used, false); });
 }
 
 void StatsCache::Clear() {
-  for (auto it = entries_.begin(); it != entries_.end();) it = Drop(it);
+  DropIf([](const Key&, const Entry&) { return true; });
 }
 
 void StatsCache::Forget(const void* storage) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    it = it->first.bytes.storage == storage ? Drop(it) : std::next(it);
-  }
+  DropIf([&](const Key& key, const Entry&) { return key.bytes.storage == storage; });
 }
 
 void StatsCache::Forget(const std::unordered_set<const void*>& storages) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    it = storages.contains(it->first.bytes.storage) ? Drop(it) : std::next(it);
-  }
+  DropIf([&](const Key& key, const Entry&) { return storages.contains(key.bytes.storage); });
 }
 
 }  // namespace graphdump

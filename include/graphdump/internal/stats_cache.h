@@ -122,6 +122,9 @@ class StatsCache {
   // Removes the entry at `it`, keeping its node (and its cell, when nothing else holds it) for
   // a later entry; returns the entry after it.
   Entries::iterator Drop(Entries::iterator it);
+  // Drops every entry for which `drop(key, entry)` holds.
+  template <typename Pred>
+  void DropIf(Pred drop);
   // A cell still to be filled: one kept from a dropped entry, or a new one.
   std::shared_ptr<StatsCell> NewCell();
 

@@ -87,7 +87,7 @@ void CompiledGraph::InputOrigins(uint32_t index, std::vector<TensorView>* views)
     const void* storage = v.origin.storage.get();
     auto it = storage != nullptr ? written_.find(storage) : written_.end();
     if (it == written_.end()) {
-      if (reports) {
+      if (reports && storage != nullptr) {
         // A graph input, or a buffer of an earlier call, read first in this call: its bytes
         // get a version of the call's own, found again by the kernels after this one until
         // one writes them (its version counter says nothing of what generated kernels wrote,
