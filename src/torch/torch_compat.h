@@ -244,7 +244,8 @@ inline std::optional<DType> ToDType(at::ScalarType type) {
 inline std::string BackwardNodeName(const torch::autograd::Node& node) {
   std::string name = node.name();
   const size_t colon = name.rfind("::");
-  return colon == std::string::npos ? name : name.substr(colon + 2);
+  if (colon != std::string::npos) name.erase(0, colon + 2);  // in place: no second allocation
+  return name;
 }
 
 // The parameter an AccumulateGrad node accumulates into, or null for other nodes.

@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "eager/eager_capture.h"
 #include "host/tensor_views.h"
@@ -193,25 +192,16 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     }
     return hooks;
   }
-  // The nodes in the order they are walked (breadth first from the roots, which come first),
-  // each with the scope it inherits where no forward kernel produced it (the scope of the node
-  // that reaches it).
-  struct Walked {
-    torch_compat::AutogradNodePtr node;
-    const Scope* inherited;
-  };
-  std::vector<Walked> walk;
-  walk.reserve(last_walk_size_);
-  std::unordered_set<const Node*> seen;
-  seen.reserve(2 * last_walk_size_);
+  std::vector<Walked>& walk = walk_;
+  const size_t last_walk_size = walk.size();
+  walk.clear();
+  seen_.Clear(last_walk_size);
   for (const at::Tensor& root : roots) {
-    if (!root.defined() || !root.grad_fn() || !seen.insert(root.grad_fn().get()).second) {
-      continue;
-    }
+    if (!root.defined() || !root.grad_fn() || !seen_.Insert(root.grad_fn().get())) continue;
     walk.push_back({root.grad_fn(), InternScope(fallback, "Default", "", -1)});
   }
   const size_t root_count = walk.size();
-  hooks->hooks_.reserve(last_walk_size_);
+  hooks->hooks_.reserve(last_walk_size);
   ++passes_;  // numbers the bases' ordinals anew
   for (size_t i = 0; i < walk.size(); ++i) {
     torch_compat::AutogradNodePtr node = walk[i].node;
@@ -265,12 +255,14 @@ std::unique_ptr<BackwardKernels::Hooks> BackwardKernels::Hook(const std::vector<
     hooks->hooks_.emplace_back(node, handle);
     const Scope* next = nullptr;  // a node nobody produced inherits the scope, not the source line
     for (const auto& edge : node->next_edges()) {
-      if (!edge.is_valid() || !seen.insert(edge.function.get()).second) continue;
+      if (!edge.is_valid() || !seen_.Insert(edge.function.get())) continue;
       if (next == nullptr) next = Inherited(where);
       walk.push_back({edge.function, next});
     }
   }
-  last_walk_size_ = walk.size();
+  // The nodes' references go with the pass's hooks; the walk keeps only its memory. (A node's
+  // address may be reused by the next pass: the set is cleared before then.)
+  for (Walked& walked : walk) walked.node.reset();
   return hooks;
 }
 

@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "graphdump/internal/pointer_set.h"
 #include "graphdump/torch/host_graph.h"
 #include "torch_compat.h"
 
@@ -170,7 +171,15 @@ class BackwardKernels {
   std::recursive_mutex* lock_;
   std::vector<const Hooks*> open_;  // passes hooked now
   uint64_t passes_ = 0;             // passes walked (Hook with names)
-  size_t last_walk_size_ = 0;       // nodes the last of them walked
+  // The nodes a pass walks, in order (breadth first from the roots, which come first), each
+  // with the scope it inherits where no forward kernel produced it (the scope of the node that
+  // reaches it); kept between passes (under lock_) so that a pass allocates neither.
+  struct Walked {
+    torch_compat::AutogradNodePtr node;
+    const Scope* inherited;
+  };
+  std::vector<Walked> walk_;
+  PointerSet seen_;  // the nodes walk_ holds
 };
 
 // An optimizer's update of one parameter as a kernel: inputs are the parameter before, its
