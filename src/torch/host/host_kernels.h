@@ -179,7 +179,7 @@ class BackwardKernels {
     const Scope* inherited;
   };
   std::vector<Walked> walk_;
-  PointerSet seen_;  // the nodes walk_ holds
+  PointerSet seen_;  // the addresses of the nodes the pass has reached (only compared)
 };
 
 // An optimizer's update of one parameter as a kernel: inputs are the parameter before, its
