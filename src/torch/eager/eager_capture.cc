@@ -256,7 +256,7 @@ void EagerCapture::StartRootCall() { occurrences_.clear(); }
 
 void EagerCapture::StartIteration() {
   occurrences_.clear();
-  producers_.clear();
+  producers_.Clear();
   unwritten_.Clear();
 }
 
@@ -531,9 +531,9 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
   // Arguments as the run passed them (docs/graph-proto.md): each tensor is the next input slot.
   uint32_t slot = 0;
   auto name_of = [&](const at::Tensor& t) {
-    auto it = producers_.find(t.unsafeGetTensorImpl());
-    if (it != producers_.end() && it->second.graph_id == graph->graph_id()) {
-      return std::to_string(it->second.index);
+    const Producer* producer = producers_.Find(t.unsafeGetTensorImpl());
+    if (producer != nullptr && producer->graph_id == graph->graph_id()) {
+      return std::to_string(producer->index);
     }
     const std::string param = graph->TensorName(t.unsafeGetTensorImpl());
     return param.empty() ? "input" + std::to_string(slot) : param;
@@ -595,13 +595,14 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
   for (const c10::IValue& v : outputs) {
     ForEachTensor(v, [&](const at::Tensor& t) {
       if (t.defined()) {
-        producers_.insert_or_assign(
-            t.unsafeGetTensorImpl(),
-            Producer{c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr()),
-                     call.graph->graph_id(), call.index});
+        // An entry pins its TensorImpl's address: one found is this very tensor's.
+        auto [producer, added] = producers_.Emplace(t.unsafeGetTensorImpl());
+        if (added) producer->tensor = c10::weak_intrusive_ptr<c10::TensorImpl>(t.getIntrusivePtr());
+        producer->graph_id = call.graph->graph_id();
+        producer->index = call.index;
         if (producers_.size() >= prune_producers_at_) {
-          std::erase_if(producers_,
-                        [](const auto& entry) { return entry.second.tensor.expired(); });
+          producers_.EraseIf(
+              [](const void*, const Producer& p) { return p.tensor.expired(); });
           prune_producers_at_ = std::max(kMinProducerPrune, 2 * producers_.size());
         }
       }

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "eager/eager_graph.h"
+#include "graphdump/internal/pointer_map.h"
 #include "host/unwritten_memory.h"
 #include "graphdump/graph.h"
 
@@ -218,11 +219,11 @@ class EagerCapture {
   // TensorImpl's memory (not its data) until the iteration ends or the entry is pruned after the
   // tensor died, so a tensor made later cannot get its address and be taken for this output.
   struct Producer {
-    c10::weak_intrusive_ptr<c10::TensorImpl> tensor;
-    uint32_t graph_id;
-    uint32_t index;
+    c10::weak_intrusive_ptr<c10::TensorImpl> tensor{c10::intrusive_ptr<c10::TensorImpl>()};
+    uint32_t graph_id = 0;
+    uint32_t index = 0;
   };
-  std::unordered_map<const at::TensorImpl*, Producer> producers_;
+  PointerMap<Producer> producers_;  // by TensorImpl
   // When producers_ reaches this size, the entries of tensors that died are dropped (a script
   // that never ends an iteration would otherwise hold every output it ever made).
   size_t prune_producers_at_ = kMinProducerPrune;

@@ -40,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-#include "graphdump/internal/pointer_set.h"
+#include "graphdump/internal/pointer_map.h"
 #include "graphdump/torch/host_graph.h"
 #include "torch_compat.h"
 
