@@ -257,9 +257,10 @@ class DumpHost {
   KernelInfo& HostKernel(const Owner& owner, const std::string& scope_prefix,
                          const std::string& op_type,
                          const std::function<std::vector<SourceLocation>()>& source_trace = {});
+  struct Recorded;
   // Records `hyperparameters` (a JSON object's text) of iteration `iteration` in an update
-  // kernel's attributes; returns whether they changed.
-  static bool RecordHyperparameters(KernelInfo* kernel, int64_t group,
+  // kernel's attributes (`recorded`: what was recorded in it last); returns whether they changed.
+  static bool RecordHyperparameters(KernelInfo* kernel, Recorded* recorded, int64_t group,
                                     const std::string& hyperparameters, uint64_t iteration);
   // The update kernel of one parameter for one optimizer class, found once (OwnerOf and
   // HostKernel give the same kernel for a parameter every step).
@@ -273,6 +274,10 @@ class DumpHost {
     std::string hyperparameters;
     int64_t group = 0;
     bool settled = false;  // recording `hyperparameters` and `group` again would change nothing
+    // The values of the kernel's last run (its JSON text, keys sorted, without "from"): a run is
+    // appended to the attribute's text when they change, which is never parsed again (a
+    // schedule changes the lr every step: parsing every run each step grew with the steps).
+    std::string last_values;
   };
 
   // Before everything it guards; see "Threading" above.

@@ -364,7 +364,7 @@ KernelInfo& DumpHost::HostKernel(
   return it->second;
 }
 
-bool DumpHost::RecordHyperparameters(KernelInfo* kernel, int64_t group,
+bool DumpHost::RecordHyperparameters(KernelInfo* kernel, Recorded* recorded, int64_t group,
                                      const std::string& hyperparameters, uint64_t iteration) {
   using nlohmann::json;
   json values = json::parse(hyperparameters, nullptr, /*allow_exceptions=*/false);
@@ -372,18 +372,21 @@ bool DumpHost::RecordHyperparameters(KernelInfo* kernel, int64_t group,
   // One entry per run of steps with the same values: {"from": ITERATION, "lr": ...}, in the
   // order of iterations; a run lasts until the next one's "from".
   auto& attributes = kernel->attributes;
-  json runs = json::parse(attributes["hyperparameters"], nullptr, false);
-  if (!runs.is_array()) runs = json::array();
   const std::string group_text = std::to_string(group);
   bool changed = attributes["param_group"] != group_text;
   attributes["param_group"] = group_text;
-  json last = runs.empty() ? json() : runs.back();
-  if (last.is_object()) last.erase("from");
-  if (last != values) {
+  std::string values_text = values.dump();
+  std::string& runs = attributes["hyperparameters"];
+  if (values_text != recorded->last_values || runs.empty()) {
     json run = {{"from", iteration}};
     run.update(values);
-    runs.push_back(std::move(run));
-    attributes["hyperparameters"] = runs.dump();
+    // The array's text as json::dump writes it: "[run,run]", the new run appended.
+    if (runs.size() < 2 || runs.front() != '[' || runs.back() != ']') runs = "[]";
+    runs.pop_back();
+    if (runs.size() > 1) runs += ',';
+    runs += run.dump();
+    runs += ']';
+    recorded->last_values = std::move(values_text);
     changed = true;
   }
   return changed;
@@ -436,7 +439,7 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
       Recorded& recorded = recorded_[&kernel];
       if (!recorded.settled || group != recorded.group ||
           hyperparameters[i] != recorded.hyperparameters) {
-        if (RecordHyperparameters(&kernel, group, hyperparameters[i], iteration)) {
+        if (RecordHyperparameters(&kernel, &recorded, group, hyperparameters[i], iteration)) {
           changed.insert(update.model);
         }
         // Settled unless the values have a "from" of their own (each step then records a run).
