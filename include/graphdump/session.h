@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -130,6 +131,12 @@ class DumpSession {
   // marks at once; the graph files are rewritten when the step (or iteration) ends. A graph
   // not registered is left alone.
   virtual void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) = 0;
+  // Adds `attributes` to the attributes of the registered kernel `index` of graph `graph_id`
+  // (an update kernel's hyperparameters, which change at every step of a schedule: one kernel's
+  // attributes, without the graph's other kernels); the graph files are rewritten when the step
+  // (or iteration) ends. A graph or kernel not registered is left alone.
+  virtual void UpdateAttributes(uint32_t graph_id, uint32_t index,
+                                const std::map<std::string, std::string>& attributes) = 0;
 
   // Host-driven iterations, for hosts that run several graphs (or one graph several times) in
   // one iteration, e.g. a model and a loss module, then an optimizer. Between BeginIteration and

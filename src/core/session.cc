@@ -218,6 +218,17 @@ void SessionImpl::UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>
   state.files_dirty = true;
 }
 
+void SessionImpl::UpdateAttributes(uint32_t graph_id, uint32_t index,
+                                   const std::map<std::string, std::string>& attributes) {
+  auto found = graphs_.find(graph_id);
+  if (found == graphs_.end() || index >= found->second.info.kernels.size()) return;
+  GraphState& state = found->second;
+  KernelInfo& k = state.info.kernels[index];
+  for (const auto& [name, value] : attributes) k.attributes[name] = value;
+  state.selected[index] = selector_->KernelSelected(k);
+  state.files_dirty = true;
+}
+
 void SessionImpl::BeginIteration() {
   if (iteration_open_ || InChild()) return;
   StartIteration();

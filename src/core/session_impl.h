@@ -98,6 +98,8 @@ class SessionImpl final : public DumpSession {
   Status OnGraphCompiled(const GraphInfo& graph) override;
   KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) override;
   void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) override;
+  void UpdateAttributes(uint32_t graph_id, uint32_t index,
+                        const std::map<std::string, std::string>& attributes) override;
   void BeginIteration() override;
   void EndIteration() override;
   bool IterationOpen() const override { return iteration_open_; }

@@ -115,6 +115,31 @@ TEST(SessionTest, WritesMindSporeLayout) {
   EXPECT_EQ(st.st_mode & 0777, 0400u);
 }
 
+TEST(SessionTest, UpdatedAttributesReachTheGraphFilesAtTheIterationsEnd) {
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(dir.path())));
+  ASSERT_TRUE(session->OnGraphCompiled(NamedKernels({"Default/a-op0", "Default/b-op1"})).ok());
+  const std::string ir_path = dir.Sub("rank_0/graphs/ms_output_trace_code_graph_0.ir");
+  for (const std::string value :
+       {R"([{"from":0,"lr":0.5}])", R"([{"from":0,"lr":0.5},{"from":1,"lr":0.25}])"}) {
+    session->BeginIteration();
+    session->UpdateAttributes(0, 1, {{"param_group", "2"}, {"hyperparameters", value}});
+    session->UpdateAttributes(0, 9, {{"param_group", "3"}});  // no such kernel: left alone
+    session->UpdateAttributes(7, 0, {{"param_group", "4"}});  // no such graph: left alone
+    // Rewritten when the iteration ends, not before.
+    EXPECT_EQ(ReadFile(ir_path).find(value), std::string::npos);
+    session->EndIteration();
+    const std::string ir = ReadFile(ir_path);
+    const size_t b = ir.find("{hyperparameters: " + value + ", param_group: 2}\n");
+    ASSERT_NE(b, std::string::npos) << ir;
+    EXPECT_LT(b, ir.find("# Fullname with scope: (Default/b-op1)"));
+    EXPECT_GT(b, ir.find("# Fullname with scope: (Default/a-op0)"));
+    EXPECT_EQ(ir.find("param_group: 3"), std::string::npos);
+    EXPECT_EQ(ir.find("param_group: 4"), std::string::npos);
+  }
+  ASSERT_TRUE(session->Close().ok());
+}
+
 TEST(SessionTest, DumpedValuesAreTheKernelsValues) {
   TempDir dir;
   RunSynthetic(Parse(ConfigJson(dir.path(), R"(, "iteration": "1")")));

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -418,7 +417,8 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
     return *trace;
   };
   const uint64_t iteration = session_->CurrentIteration();
-  std::set<HostGraph*> changed;  // graphs whose update kernels' hyperparameters changed
+  // Update kernels whose hyperparameters changed, with their graphs.
+  std::vector<std::pair<HostGraph*, const KernelInfo*>> changed;
   auto& by_param = update_kernels_[optimizer_class];
   step->params.reserve(params.size());
   step->indexes.reserve(params.size());
@@ -440,7 +440,7 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
       if (!recorded.settled || group != recorded.group ||
           hyperparameters[i] != recorded.hyperparameters) {
         if (RecordHyperparameters(&kernel, &recorded, group, hyperparameters[i], iteration)) {
-          changed.insert(update.model);
+          changed.emplace_back(update.model, &kernel);
         }
         // Settled unless the values have a "from" of their own (each step then records a run).
         recorded.hyperparameters = hyperparameters[i];
@@ -454,16 +454,12 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
                                 i < states.size() ? states[i] : std::vector<at::Tensor>{});
   }
   // The session writes the graph files from its own copy of the kernels: it takes the new
-  // attributes (UpdateKernels adds a kernel's attributes to those it has).
-  for (HostGraph* graph : changed) {
-    std::vector<KernelInfo> kernels = graph->graph().kernels;
-    for (const auto& [key, kernel] : host_kernels_) {
-      if (key.first == graph && kernel.index < kernels.size() &&
-          kernels[kernel.index].full_name == kernel.full_name) {
-        kernels[kernel.index].attributes = kernel.attributes;
-      }
+  // attributes of the kernels that changed.
+  for (const auto& [graph, kernel] : changed) {
+    const std::vector<KernelInfo>& kernels = graph->graph().kernels;
+    if (kernel->index < kernels.size() && kernels[kernel->index].full_name == kernel->full_name) {
+      session_->UpdateAttributes(graph->graph().graph_id, kernel->index, kernel->attributes);
     }
-    session_->UpdateKernels(graph->graph().graph_id, kernels);
   }
   return step;
 }
