@@ -234,8 +234,14 @@ void SessionImpl::RunDeferredRows(DeferredRows& batch) {
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     const DeferredRows::Row& r = batch.rows[i];
     if (r.reduce) {
-      // Not taken: the host's thread has reduced it, or is reducing it (TakeQueuedRows).
-      if (r.cell->Take()) ReduceDeferredRow(batch, i, worker_row_, worker_view_);
+      if (r.cell->Take()) {
+        ReduceDeferredRow(batch, i, worker_row_, worker_view_);
+      } else {
+        // The host's thread has taken it (TakeQueuedRows) and may still be adding its row to
+        // the step's directory: the batch ends, and the step's files (which free that
+        // directory's rows) are written, only once it has.
+        r.cell->WaitReady();
+      }
       continue;
     }
     // An earlier row fills the cell, perhaps on the host's thread at this moment.
