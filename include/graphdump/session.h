@@ -125,8 +125,8 @@ class DumpSession {
 
   // Updates what the host has learned about a registered graph's kernels since it registered
   // them: their input and output dtypes and shapes (seen when they first ran), which have not
-  // run (KernelInfo::not_run), and set_dump marks; attributes are added to the kernel's (an
-  // update kernel's hyperparameters). `kernels` are the graph's kernels in index order
+  // run (KernelInfo::not_run), and set_dump marks; attributes are added to the kernel's
+  // (UpdateAttributes does that for one kernel alone). `kernels` are the graph's kernels in index order
   // (AddKernel's included); names and indexes are not changed. Selection follows the new
   // marks at once; the graph files are rewritten when the step (or iteration) ends. A graph
   // not registered is left alone.

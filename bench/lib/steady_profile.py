@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Where a training's steady steps spend their CPU time, per thread, in milliseconds a step.
+
+    python bench/lib/steady_profile.py [--top N] [--by dso|symbol] -- COMMAND...
+
+COMMAND is one of the bench's training scripts (bench/lib/eager_lm_training.py,
+schedule_training.py, ...), plain or under `graphdump python`: its last line of output is a JSON
+object whose "starts" lists each step's start (time.monotonic()). COMMAND runs under
+`perf record -k CLOCK_MONOTONIC`, so that the samples' times are the script's own clock, and
+only the samples from the start of step 6 to the start of the last step count: start-up (imports,
+the first steps' allocations, compilation) and the interpreter's exit (its garbage collection
+alone can be a tenth of a whole-process profile) are left out. Printed: each thread's CPU
+milliseconds a step, then, for the busiest thread (the training's) and the next one, the top
+shared objects or symbols. Comparing a plain run with a dumped one, thread by thread, gives what
+a dump adds to the training thread and what its helper threads do beside it.
+
+A diagnostic, not a benchmark: it prints no `bench:` line (scripts/bench runs bench/*.py only).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+FIRST_STEP = 5  # steps before this one warm up
+FREQUENCY = 4000  # samples a second
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--top", type=int, default=25, help="rows per thread (default 25)")
+    parser.add_argument("--by", choices=("dso", "symbol"), default="dso")
+    parser.add_argument("command", nargs="+", help="the training command, after --")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="steady_profile_") as work:
+        data = os.path.join(work, "perf.data")
+        run = subprocess.run(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-F",
+                              str(FREQUENCY), "-o", data, "--", *args.command],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"steady_profile: {' '.join(args.command)} failed ({run.returncode}):\n"
+                     f"{run.stderr[-2000:]}")
+        try:
+            starts = json.loads(run.stdout.strip().splitlines()[-1])["starts"]
+        except (IndexError, KeyError, TypeError, ValueError):
+            sys.exit("steady_profile: the command's last line of output is not a JSON object "
+                     "with \"starts\" (the bench's training scripts print one)")
+        if len(starts) < FIRST_STEP + 2:
+            sys.exit(f"steady_profile: {len(starts)} steps; run at least {FIRST_STEP + 2}")
+        steps = len(starts) - 1 - FIRST_STEP
+        window = f"{starts[FIRST_STEP]:.6f},{starts[-1]:.6f}"
+        text = subprocess.run(["perf", "script", "-i", data, "--time", window, "-F",
+                               "tid,ip,sym,dso"], capture_output=True, text=True).stdout
+    per_thread = collections.Counter()
+    rows = collections.defaultdict(collections.Counter)
+    for line in text.splitlines():
+        match = re.match(r"\s*(\d+)\s+\S+\s+(.*)\((\S+)\)\s*$", line)
+        if not match:
+            continue
+        tid, symbol, dso = match.groups()
+        per_thread[tid] += 1
+        dso = os.path.basename(dso)
+        rows[tid][dso if args.by == "dso" else f"{dso[:14]:14} {symbol.strip()[:120]}"] += 1
+
+    def ms(samples):
+        return samples / FREQUENCY / steps * 1e3
+
+    print(f"{steps} steady steps ({window} s, CLOCK_MONOTONIC)")
+    print("CPU ms a step by thread: " +
+          ", ".join(f"{tid} {ms(n):.2f}" for tid, n in per_thread.most_common()))
+    for tid, _ in per_thread.most_common(2):
+        print(f"thread {tid}:")
+        for key, n in rows[tid].most_common(args.top):
+            print(f"  {ms(n):8.3f} ms  {key}")
+
+
+if __name__ == "__main__":
+    main()
