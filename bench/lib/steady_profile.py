@@ -25,8 +25,22 @@ import subprocess
 import sys
 import tempfile
 
+import benchutil
+
 FIRST_STEP = 5  # steps before this one warm up
 FREQUENCY = 4000  # samples a second
+
+
+def perf(command):
+    """Runs `perf COMMAND...`; exits naming it when perf is missing or fails."""
+    try:
+        run = subprocess.run(["perf", *command], capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit("steady_profile: perf is not installed (Debian's linux-perf package)")
+    if run.returncode != 0:
+        sys.exit(f"steady_profile: perf {' '.join(command)} failed ({run.returncode}):\n"
+                 f"{run.stderr[-2000:]}")
+    return run
 
 
 def main():
@@ -37,14 +51,10 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="steady_profile_") as work:
         data = os.path.join(work, "perf.data")
-        run = subprocess.run(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-F",
-                              str(FREQUENCY), "-o", data, "--", *args.command],
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit(f"steady_profile: {' '.join(args.command)} failed ({run.returncode}):\n"
-                     f"{run.stderr[-2000:]}")
+        run = perf(["record", "-q", "-k", "CLOCK_MONOTONIC", "-F", str(FREQUENCY), "-o", data,
+                    "--", *args.command])
         try:
-            starts = json.loads(run.stdout.strip().splitlines()[-1])["starts"]
+            starts = benchutil.printed(run)["starts"]
         except (IndexError, KeyError, TypeError, ValueError):
             sys.exit("steady_profile: the command's last line of output is not a JSON object "
                      "with \"starts\" (the bench's training scripts print one)")
@@ -52,8 +62,7 @@ def main():
             sys.exit(f"steady_profile: {len(starts)} steps; run at least {FIRST_STEP + 2}")
         steps = len(starts) - 1 - FIRST_STEP
         window = f"{starts[FIRST_STEP]:.6f},{starts[-1]:.6f}"
-        text = subprocess.run(["perf", "script", "-i", data, "--time", window, "-F",
-                               "tid,ip,sym,dso"], capture_output=True, text=True).stdout
+        text = perf(["script", "-i", data, "--time", window, "-F", "tid,ip,sym,dso"]).stdout
     per_thread = collections.Counter()
     rows = collections.defaultdict(collections.Counter)
     for line in text.splitlines():

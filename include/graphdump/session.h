@@ -126,10 +126,10 @@ class DumpSession {
   // Updates what the host has learned about a registered graph's kernels since it registered
   // them: their input and output dtypes and shapes (seen when they first ran), which have not
   // run (KernelInfo::not_run), and set_dump marks; attributes are added to the kernel's
-  // (UpdateAttributes does that for one kernel alone). `kernels` are the graph's kernels in index order
-  // (AddKernel's included); names and indexes are not changed. Selection follows the new
-  // marks at once; the graph files are rewritten when the step (or iteration) ends. A graph
-  // not registered is left alone.
+  // (UpdateAttributes does that for one kernel alone). `kernels` are the graph's kernels in
+  // index order (AddKernel's included); names and indexes are not changed. Selection follows
+  // the new marks at once; the graph files are rewritten when the step (or iteration) ends. A
+  // graph not registered is left alone.
   virtual void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) = 0;
   // Adds `attributes` to the attributes of the registered kernel `index` of graph `graph_id`
   // (an update kernel's hyperparameters, which change at every step of a schedule: one kernel's
