@@ -3,10 +3,11 @@
 of every kernel of every step, against the same script run by plain python: does a step cost
 more the longer the training has run?
 
-Each update kernel records its parameter group's hyperparameters by iteration (docs/python.md,
-"Optimizer update kernels"): a schedule that changes the lr every step adds a run per step.
+A dump records each parameter group's hyperparameters by iteration (docs/python.md, "Optimizer
+update kernels"): a schedule that changes the lr every step adds a line per group per step.
 Recording one must cost the same at step 2,000 as at step 20 (it once re-read every run each
-step: 4.8 ms steps at step 10 grew to 94 ms at step 1,480).
+step: 4.8 ms steps at step 10 grew to 94 ms at step 1,480; later each step's change rewrote the
+graph files, whose update kernels held every run).
 
 The script (bench/lib/schedule_training.py: an MLP, AdamW, a cosine schedule) prints its step
 times. Per round, plain and dumped runs alternate; printed, as medians over BENCH_ROUNDS rounds:

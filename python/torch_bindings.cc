@@ -485,13 +485,14 @@ void BindTorch(py::module_& m) {
       .def("begin_optimizer_step",
            [](DumpHost& host, const std::string& cls, const std::vector<at::Tensor>& params,
                const std::vector<std::vector<at::Tensor>>& states,
-               const std::vector<int64_t>& groups, const std::vector<std::string>& hyper) {
+               const std::vector<int64_t>& groups, const std::vector<std::string>& hyper,
+               int64_t optimizer) {
               return OptimizerStepHandle{
-                  host.BeginOptimizerStep(cls, params, states, groups, hyper)};
+                  host.BeginOptimizerStep(cls, params, states, groups, hyper, optimizer)};
             },
             py::arg("cls"), py::arg("params"), py::arg("states"),
             py::arg("groups") = std::vector<int64_t>{},
-            py::arg("hyperparameters") = std::vector<std::string>{})
+            py::arg("hyperparameters") = std::vector<std::string>{}, py::arg("optimizer") = 0)
       .def(
           "end_optimizer_step",
           [](DumpHost& host, OptimizerStepHandle& h,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a training's steady steps spend their CPU time, per thread, in milliseconds a step.
 
-    python bench/lib/steady_profile.py [--top N] [--by dso|symbol] -- COMMAND...
+    python bench/lib/steady_profile.py [--top N] [--by dso|symbol] [--steps A:B] -- COMMAND...
 
 COMMAND is one of the bench's training scripts (bench/lib/eager_lm_training.py,
 schedule_training.py, ...), plain or under `graphdump python`: its last line of output is a JSON
@@ -9,7 +9,9 @@ object whose "starts" lists each step's start (time.monotonic()). COMMAND runs u
 `perf record -k CLOCK_MONOTONIC`, so that the samples' times are the script's own clock, and
 only the samples from the start of step 6 to the start of the last step count: start-up (imports,
 the first steps' allocations, compilation) and the interpreter's exit (its garbage collection
-alone can be a tenth of a whole-process profile) are left out. Printed: each thread's CPU
+alone can be a tenth of a whole-process profile) are left out. `--steps A:B` counts steps A to B
+instead (from step A's start to step B's, counting from 0; B may be negative, from the end), to
+compare a long training's early steps with its late ones. Printed: each thread's CPU
 milliseconds a step, then, for the busiest thread (the training's) and the next one, the top
 shared objects or symbols. Comparing a plain run with a dumped one, thread by thread, gives what
 a dump adds to the training thread and what its helper threads do beside it.
@@ -43,10 +45,22 @@ def perf(command):
     return run
 
 
+def steps_window(text):
+    """(A, B) of "A:B"."""
+    try:
+        first, last = (int(part) for part in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected A:B, two step numbers ('5:-1')")
+    return first, last
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--top", type=int, default=25, help="rows per thread (default 25)")
     parser.add_argument("--by", choices=("dso", "symbol"), default="dso")
+    parser.add_argument("--steps", type=steps_window, default=(FIRST_STEP, -1), metavar="A:B",
+                        help=f"the steps counted, from A's start to B's (default "
+                             f"{FIRST_STEP}:-1: all but the first {FIRST_STEP} and the last)")
     parser.add_argument("command", nargs="+", help="the training command, after --")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="steady_profile_") as work:
@@ -58,10 +72,12 @@ def main():
         except (IndexError, KeyError, TypeError, ValueError):
             sys.exit("steady_profile: the command's last line of output is not a JSON object "
                      "with \"starts\" (the bench's training scripts print one)")
-        if len(starts) < FIRST_STEP + 2:
-            sys.exit(f"steady_profile: {len(starts)} steps; run at least {FIRST_STEP + 2}")
-        steps = len(starts) - 1 - FIRST_STEP
-        window = f"{starts[FIRST_STEP]:.6f},{starts[-1]:.6f}"
+        first, last = (a if a >= 0 else len(starts) + a for a in args.steps)
+        if not 0 <= first < last < len(starts):
+            sys.exit(f"steady_profile: {len(starts)} steps, so steps {first}:{last} cannot be "
+                     "counted; run more steps or count fewer")
+        steps = last - first
+        window = f"{starts[first]:.6f},{starts[last]:.6f}"
         text = perf(["script", "-i", data, "--time", window, "-F", "tid,ip,sym,dso"]).stdout
     per_thread = collections.Counter()
     rows = collections.defaultdict(collections.Counter)

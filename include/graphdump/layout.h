@@ -33,6 +33,8 @@ std::string GraphFilePath(const std::string& rank_dir, uint32_t graph_id, const 
 std::string ExecutionOrderPath(const std::string& rank_dir, uint32_t graph_id);
 // {rank_dir}/execution_order/ms_global_execution_order_graph_{graph_id}.csv
 std::string GlobalExecutionOrderPath(const std::string& rank_dir, uint32_t graph_id);
+// {rank_dir}/graphs/hyperparameters.jsonl   (the optimizers' hyperparameters by iteration)
+std::string HyperparametersPath(const std::string& rank_dir);
 
 // The parts of a tensor file name.
 struct TensorFileName {

@@ -132,11 +132,16 @@ class DumpSession {
   // graph not registered is left alone.
   virtual void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) = 0;
   // Adds `attributes` to the attributes of the registered kernel `index` of graph `graph_id`
-  // (an update kernel's hyperparameters, which change at every step of a schedule: one kernel's
-  // attributes, without the graph's other kernels); the graph files are rewritten when the step
-  // (or iteration) ends. A graph or kernel not registered is left alone.
+  // (an update kernel's `optimizer` and `param_group`: one kernel's attributes, without the
+  // graph's other kernels); the graph files are rewritten when the step (or iteration) ends. A
+  // graph or kernel not registered is left alone.
   virtual void UpdateAttributes(uint32_t graph_id, uint32_t index,
                                 const std::map<std::string, std::string>& attributes) = 0;
+  // Appends `lines` (JSON objects, each ending in a newline) to graphs/hyperparameters.jsonl, all
+  // or nothing: the optimizers' hyperparameters by iteration (docs/python.md, "Optimizer update
+  // kernels"), which a schedule changes at every step, kept out of the graph files so that those
+  // are not rewritten at every step.
+  virtual void AppendHyperparameters(const std::string& lines) = 0;
 
   // Host-driven iterations, for hosts that run several graphs (or one graph several times) in
   // one iteration, e.g. a model and a loss module, then an optimizer. Between BeginIteration and

@@ -90,7 +90,7 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     dimensions), both None for an all-finite or statistic-only tensor, then one column per
     statistic.csv column found, in the file's order ('Max Value', 'NaN Count'...; NaN where a
     tensor has no row). When the dump has optimizer update kernels (Default/optimizer-...)
-    whose graph files record hyperparameters, then: param_group (Int64, <NA> on other rows) and
+    with hyperparameters recorded (graphs/hyperparameters.jsonl), then: param_group (Int64, <NA> on other rows) and
     one column per hyperparameter recorded ('lr', 'betas', 'momentum', 'weight_decay', 'eps',
     ... as the optimizer has them), each the value of the row's parameter group at the row's
     iteration (float64, NaN on other rows; 'betas' a tuple, None on other rows). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
@@ -179,13 +179,15 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
 def _hyperparameter_columns(table, graph_files, n, pd, objects):
     """load()'s columns of the optimizer's update kernels (docs/python.md): param_group and each
     hyperparameter the dump records (lr, betas, ...), at each row's iteration, from the graphs'
-    .ir files; none when the table has no update kernel with hyperparameters."""
+    .ir files and the hyperparameters.jsonl beside them; none when the table has no update kernel
+    with hyperparameters."""
     import numpy
     from .update_kernels import HYPERPARAMETERS, at_iteration, is_update_kernel, read_ir
     kernels = table["kernel"]
     if n == 0 or not any(is_update_kernel(k) for k in kernels.categories):
         return {}
-    recorded = {(rank, graph): read_ir(path) for rank, graph, path in graph_files}
+    parsed = {}
+    recorded = {(rank, graph): read_ir(path, parsed) for rank, graph, path in graph_files}
     if not any(recorded.values()):
         return {}
     group = numpy.zeros(n, dtype=numpy.int64)

@@ -174,6 +174,9 @@ class Dump:
         # training step ends with that pass (_end_backward_steps).
         self._stepped_in_backward = False
         self._own = weakref.WeakSet()  # optimizers that stepped on the capturing thread
+        # Each optimizer's number in graphs/hyperparameters.jsonl: 0, 1, ... by first step.
+        self._optimizer_numbers = weakref.WeakKeyDictionary()
+        self._optimizers_numbered = 0
         self._foreign = weakref.WeakSet()  # optimizers that stepped on another thread
         self._routed_parameters = set()  # ids of the parameters of modules run here
         self._warned_unowned = False
@@ -500,7 +503,7 @@ class Dump:
                 before = [_state_tensors(opt.state.get(p)) for p in params]
                 groups, hyper = _group_hyperparameters(opt)
                 token = host.begin_optimizer_step(type(opt).__name__, params, before, groups,
-                                                  hyper)
+                                                  hyper, dump._optimizer_number(opt))
             else:
                 token = host.begin_optimizer_step(type(opt).__name__, [], [])
             # The update's operators are the update kernels; in a precision run a closure's
@@ -579,6 +582,14 @@ class Dump:
         """A failing kernel (`failure`, its log line) raised `exc` out of a module call. Only
         the description is kept: the exception and its frames are the script's."""
         self._kernel_failure = (_describe_exception(type(exc), exc), failure)
+
+    def _optimizer_number(self, opt):
+        """`opt`'s number in the dump's hyperparameters (0, 1, ... in the order of first steps)."""
+        number = self._optimizer_numbers.get(opt)
+        if number is None:
+            number = self._optimizer_numbers[opt] = self._optimizers_numbered
+            self._optimizers_numbered += 1
+        return number
 
     def _warn_unowned(self, params):
         unowned = [p for p in params if id(p) not in self._routed_parameters]

@@ -67,6 +67,10 @@ std::string GlobalExecutionOrderPath(const std::string& rank_dir, uint32_t graph
                      graph_id);
 }
 
+std::string HyperparametersPath(const std::string& rank_dir) {
+  return rank_dir + "/graphs/hyperparameters.jsonl";
+}
+
 std::string TensorFileName::Basename() const {
   std::string name;
   name.reserve(op_type.size() + op_name.size() + format.size() + dtype.size() + 64);

@@ -229,6 +229,13 @@ void SessionImpl::UpdateAttributes(uint32_t graph_id, uint32_t index,
   state.files_dirty = true;
 }
 
+void SessionImpl::AppendHyperparameters(const std::string& lines) {
+  if (failed_ || InChild() || lines.empty()) return;
+  Status st = fs_->CreateDirectories(root_ + "/graphs");
+  if (st.ok()) st = fs_->AppendToFile(HyperparametersPath(root_), lines);
+  if (!st.ok()) Fail(st);
+}
+
 void SessionImpl::BeginIteration() {
   if (iteration_open_ || InChild()) return;
   StartIteration();

@@ -100,6 +100,7 @@ class SessionImpl final : public DumpSession {
   void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) override;
   void UpdateAttributes(uint32_t graph_id, uint32_t index,
                         const std::map<std::string, std::string>& attributes) override;
+  void AppendHyperparameters(const std::string& lines) override;
   void BeginIteration() override;
   void EndIteration() override;
   bool IterationOpen() const override { return iteration_open_; }

@@ -120,17 +120,17 @@ TEST(SessionTest, UpdatedAttributesReachTheGraphFilesAtTheIterationsEnd) {
   auto session = OpenSession(Parse(ConfigJson(dir.path())));
   ASSERT_TRUE(session->OnGraphCompiled(NamedKernels({"Default/a-op0", "Default/b-op1"})).ok());
   const std::string ir_path = dir.Sub("rank_0/graphs/ms_output_trace_code_graph_0.ir");
-  for (const std::string value :
-       {R"([{"from":0,"lr":0.5}])", R"([{"from":0,"lr":0.5},{"from":1,"lr":0.25}])"}) {
+  for (const std::string group : {"2", "5"}) {
     session->BeginIteration();
-    session->UpdateAttributes(0, 1, {{"param_group", "2"}, {"hyperparameters", value}});
+    session->UpdateAttributes(0, 1, {{"optimizer", "1"}, {"param_group", group}});
     session->UpdateAttributes(0, 9, {{"param_group", "3"}});  // no such kernel: left alone
     session->UpdateAttributes(7, 0, {{"param_group", "4"}});  // no such graph: left alone
+    const std::string attributes = "{optimizer: 1, param_group: " + group + "}\n";
     // Rewritten when the iteration ends, not before.
-    EXPECT_EQ(ReadFile(ir_path).find(value), std::string::npos);
+    EXPECT_EQ(ReadFile(ir_path).find(attributes), std::string::npos);
     session->EndIteration();
     const std::string ir = ReadFile(ir_path);
-    const size_t b = ir.find("{hyperparameters: " + value + ", param_group: 2}\n");
+    const size_t b = ir.find(attributes);
     ASSERT_NE(b, std::string::npos) << ir;
     EXPECT_LT(b, ir.find("# Fullname with scope: (Default/b-op1)"));
     EXPECT_GT(b, ir.find("# Fullname with scope: (Default/a-op0)"));
@@ -138,6 +138,27 @@ TEST(SessionTest, UpdatedAttributesReachTheGraphFilesAtTheIterationsEnd) {
     EXPECT_EQ(ir.find("param_group: 4"), std::string::npos);
   }
   ASSERT_TRUE(session->Close().ok());
+}
+
+TEST(SessionTest, HyperparametersAreAppendedNotRewritten) {
+  TempDir dir;
+  auto session = OpenSession(Parse(ConfigJson(dir.path())));
+  ASSERT_TRUE(session->OnGraphCompiled(NamedKernels({"Default/a-op0"})).ok());
+  const std::string path = dir.Sub("rank_0/graphs/hyperparameters.jsonl");
+  const std::string first = R"({"iteration":0,"optimizer":0,"param_group":0,"lr":0.5})" "\n";
+  const std::string second = R"({"iteration":1,"optimizer":0,"param_group":0,"lr":0.25})" "\n";
+  session->BeginIteration();
+  session->AppendHyperparameters(first);
+  session->EndIteration();
+  session->BeginIteration();
+  session->AppendHyperparameters("");  // nothing changed: nothing written
+  session->AppendHyperparameters(second);
+  session->EndIteration();
+  EXPECT_EQ(ReadFile(path), first + second);
+  ASSERT_TRUE(session->Close().ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0400u);
 }
 
 TEST(SessionTest, DumpedValuesAreTheKernelsValues) {

@@ -112,14 +112,27 @@ def test_update_kernels_carry_their_line_and_hyperparameters(runs):
         file, line, code = own[0]
         assert f"{os.path.basename(file)}:{line}" == STEP_LINE, f"{name}: the step's line"
         assert code.strip().startswith("optimizer.step()"), f"{name}: its code {code!r}"
-        m = re.search(r"\{hyperparameters: (\[.*\]), param_group: (\d+)\}$", node)
-        assert m, f"{name}: its attributes {node!r}"
-        assert m.group(2) == "0"
-        recorded = json.loads(m.group(1))
-        assert [r["from"] for r in recorded] == [0, SPIKE, SPIKE + 1], recorded
-        assert [r["lr"] for r in recorded] == [LR[0], LR[SPIKE], LR[SPIKE + 1]]
-        for r in recorded:
-            assert r["betas"] == [0.9, 0.99] and r["weight_decay"] == 0.01 and r["eps"] == 1e-8
+        assert node.endswith("{optimizer: 0, param_group: 0}"), f"{name}: its attributes {node!r}"
+        assert "lr" not in node, f"{name}: hyperparameters stay out of the graph files"
+    # The group's hyperparameters, a line each time they changed: at the first step, at the
+    # spike and after it.
+    with open(os.path.join(os.path.dirname(ir), "hyperparameters.jsonl"), encoding="utf-8") as f:
+        recorded = [json.loads(line) for line in f]
+    assert [(r["iteration"], r["optimizer"], r["param_group"]) for r in recorded] == \
+        [(0, 0, 0), (SPIKE, 0, 0), (SPIKE + 1, 0, 0)], recorded
+    assert [r["lr"] for r in recorded] == [LR[0], LR[SPIKE], LR[SPIKE + 1]]
+    for r in recorded:
+        assert r["betas"] == [0.9, 0.99] and r["weight_decay"] == 0.01 and r["eps"] == 1e-8
+
+
+def test_graph_files_are_not_rewritten_for_a_new_lr(runs):
+    """The lr changes at the spike and after it: the graph files, written when the first steps
+    found their kernels, are not written again for that (a schedule changing the lr at every
+    step once rewrote them at every step, each update kernel's entry growing by a run a step)."""
+    rank = os.path.join(runs["norms"], "rank_0")
+    written = max(os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(rank, "graphs", "*.ir")))
+    spike = os.stat(os.path.join(rank, "Net", "0", str(SPIKE - 1), "statistic.csv")).st_mtime_ns
+    assert written < spike, "the graph files were written again after the lr changed"
 
 
 def test_load_gives_the_hyperparameters_per_row(runs):

@@ -179,6 +179,18 @@ def test_updates_follow_the_cosine_schedule(run):
     # Cosine without warm-up over 2 steps: the full rate, then half of it.
     rates = [_learning_rate(frame, kernel, i) for i in range(STEPS)]
     np.testing.assert_allclose(rates, [LR, LR / 2], rtol=1e-3)
+    # load() gives each update its group's hyperparameters at its step (recorded in
+    # graphs/hyperparameters.jsonl): Trainer's two groups, weights with decay and the norms'
+    # without, at the schedule's rates.
+    norm = named(run["order"], "Default/optimizer-AdamW/model_layers_0_input_layernorm_weight/"
+                               "AdamW")[0]
+    for name, group, decay in ((kernel, 0, WEIGHT_DECAY), (norm, 1, 0.0)):
+        update = rows(frame, name, "output", 0).sort_values("iteration")
+        assert list(update.iteration) == list(range(STEPS))
+        assert list(update.param_group) == [group] * STEPS, name
+        np.testing.assert_allclose(update.lr, [LR, LR / 2], rtol=1e-12)
+        assert list(update.weight_decay) == [decay] * STEPS, name
+        assert set(update.betas) == {(0.9, 0.999)}
 
 
 def test_source_trace_goes_through_trainer_to_the_script(run):

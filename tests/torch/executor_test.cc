@@ -45,6 +45,7 @@ class RecordingSession : public DumpSession {
     ++updates_;
   }
   void UpdateAttributes(uint32_t, uint32_t, const std::map<std::string, std::string>&) override {}
+  void AppendHyperparameters(const std::string&) override {}
   void BeginIteration() override {}
   void EndIteration() override {}
   bool IterationOpen() const override { return false; }

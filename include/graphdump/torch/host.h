@@ -171,18 +171,20 @@ class DumpHost {
   // One optimizer step of `optimizer_class` ("AdamW") over `params` with their optimizer state
   // tensors before the step (`states[i]` for `params[i]`, in the state's key order). Call it
   // before the step: it copies what the update kernels' inputs need. Parameters without a
-  // gradient are left out (torch.optim skips them too). `groups[i]` is the parameter group of
+  // gradient are left out (torch.optim skips them too). `optimizer` numbers the optimizer object
+  // (0, 1, ... in the order of their first steps), `groups[i]` is the parameter group of
   // `params[i]` and `hyperparameters[i]` its group's hyperparameters at this step as a JSON
-  // object ({"lr": 0.001, "betas": [0.9, 0.999], ...}; "" or missing: none): each update
-  // kernel keeps them by iteration in its attributes `param_group` and `hyperparameters`
-  // (docs/file-format.md, "Update kernels"), and its source trace is the step's caller (the
-  // provider of SetSourceTraceProvider, when set, at the kernel's first step).
+  // object ({"lr": 0.001, "betas": [0.9, 0.999], ...}; "" or missing: none): each update kernel
+  // has the attributes `optimizer` and `param_group`, and a group's hyperparameters are appended
+  // to graphs/hyperparameters.jsonl when they change (docs/python.md, "Optimizer update
+  // kernels"). Its source trace is the step's caller (the provider of SetSourceTraceProvider,
+  // when set, at the kernel's first step).
   class OptimizerStep;
   std::shared_ptr<OptimizerStep> BeginOptimizerStep(
       const std::string& optimizer_class, const std::vector<at::Tensor>& params,
       const std::vector<std::vector<at::Tensor>>& states,
       const std::vector<int64_t>& groups = {},
-      const std::vector<std::string>& hyperparameters = {});
+      const std::vector<std::string>& hyperparameters = {}, int64_t optimizer = 0);
   // After the step: dumps the update kernels with the parameters and `states_after`, then ends
   // the iteration unless `end_iteration` is false (another optimizer of the same training step
   // has yet to step: one iteration per training step, however many optimizers step).
@@ -257,27 +259,11 @@ class DumpHost {
   KernelInfo& HostKernel(const Owner& owner, const std::string& scope_prefix,
                          const std::string& op_type,
                          const std::function<std::vector<SourceLocation>()>& source_trace = {});
-  struct Recorded;
-  // Records `hyperparameters` (a JSON object's text) of iteration `iteration` in an update
-  // kernel's attributes (`recorded`: what was recorded in it last); returns whether they changed.
-  static bool RecordHyperparameters(KernelInfo* kernel, Recorded* recorded, int64_t group,
-                                    const std::string& hyperparameters, uint64_t iteration);
   // The update kernel of one parameter for one optimizer class, found once (OwnerOf and
   // HostKernel give the same kernel for a parameter every step).
   struct UpdateKernel {
     KernelInfo* kernel = nullptr;  // in host_kernels_
     HostGraph* model = nullptr;
-  };
-  // The hyperparameters last recorded in an update kernel: recording the same text and group
-  // again changes nothing, so it is not parsed again.
-  struct Recorded {
-    std::string hyperparameters;
-    int64_t group = 0;
-    bool settled = false;  // recording `hyperparameters` and `group` again would change nothing
-    // The values of the kernel's last run (its JSON text, keys sorted, without "from"): a run is
-    // appended to the attribute's text when they change, which is never parsed again (a
-    // schedule changes the lr every step: parsing every run each step grew with the steps).
-    std::string last_values;
   };
 
   // Before everything it guards; see "Threading" above.
@@ -311,7 +297,9 @@ class DumpHost {
   // By optimizer class, then parameter (as OwnerOf knows it).
   std::unordered_map<std::string, std::unordered_map<const at::TensorImpl*, UpdateKernel>>
       update_kernels_;
-  std::unordered_map<const KernelInfo*, Recorded> recorded_;  // by update kernel
+  // The hyperparameters last appended to graphs/hyperparameters.jsonl for each parameter group
+  // (a JSON object's text), by (optimizer, group): a group's line is written when they change.
+  std::map<std::pair<int64_t, int64_t>, std::string> hyperparameters_written_;
   bool optimizer_mode_ = false;
   uint64_t calls_ = 0;
   uint64_t optimizer_steps_ = 0;

@@ -22,6 +22,33 @@ using torch_internal::ModuleOfParameter;
 using torch_internal::Underscored;
 using torch_internal::UpdateCapture;
 
+namespace {
+
+// Sets an attribute of `kernel`; returns whether its value changed.
+bool SetAttribute(KernelInfo& kernel, const char* name, std::string value) {
+  std::string& now = kernel.attributes[name];
+  if (now == value) return false;
+  now = std::move(value);
+  return true;
+}
+
+// One parameter group's line of graphs/hyperparameters.jsonl (docs/python.md, "Optimizer update
+// kernels"): {"iteration": ..., "optimizer": ..., "param_group": ..., then `values`' keys}, or ""
+// when `values` is not a JSON object's text.
+std::string HyperparameterLine(uint64_t iteration, int64_t optimizer, int64_t group,
+                               const std::string& values) {
+  using nlohmann::ordered_json;
+  ordered_json parsed = ordered_json::parse(values, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_object()) return "";
+  ordered_json line = {{"iteration", iteration}, {"optimizer", optimizer}, {"param_group", group}};
+  for (const auto& item : parsed.items()) {
+    if (!line.contains(item.key())) line[item.key()] = item.value();
+  }
+  return line.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace
+
 class DumpHost::BackwardPass {
  public:
   BackwardPass(std::recursive_mutex* lock, BackwardKernels* kernels,
@@ -363,34 +390,6 @@ KernelInfo& DumpHost::HostKernel(
   return it->second;
 }
 
-bool DumpHost::RecordHyperparameters(KernelInfo* kernel, Recorded* recorded, int64_t group,
-                                     const std::string& hyperparameters, uint64_t iteration) {
-  using nlohmann::json;
-  json values = json::parse(hyperparameters, nullptr, /*allow_exceptions=*/false);
-  if (!values.is_object()) return false;
-  // One entry per run of steps with the same values: {"from": ITERATION, "lr": ...}, in the
-  // order of iterations; a run lasts until the next one's "from".
-  auto& attributes = kernel->attributes;
-  const std::string group_text = std::to_string(group);
-  bool changed = attributes["param_group"] != group_text;
-  attributes["param_group"] = group_text;
-  std::string values_text = values.dump();
-  std::string& runs = attributes["hyperparameters"];
-  if (values_text != recorded->last_values || runs.empty()) {
-    json run = {{"from", iteration}};
-    run.update(values);
-    // The array's text as json::dump writes it: "[run,run]", the new run appended.
-    if (runs.size() < 2 || runs.front() != '[' || runs.back() != ']') runs = "[]";
-    runs.pop_back();
-    if (runs.size() > 1) runs += ',';
-    runs += run.dump();
-    runs += ']';
-    recorded->last_values = std::move(values_text);
-    changed = true;
-  }
-  return changed;
-}
-
 void DumpHost::TrackOptimizers() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   optimizer_mode_ = true;
@@ -399,7 +398,7 @@ void DumpHost::TrackOptimizers() {
 std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
     const std::string& optimizer_class, const std::vector<at::Tensor>& params,
     const std::vector<std::vector<at::Tensor>>& states, const std::vector<int64_t>& groups,
-    const std::vector<std::string>& hyperparameters) {
+    const std::vector<std::string>& hyperparameters, int64_t optimizer) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   optimizer_mode_ = true;
   auto step = std::make_shared<OptimizerStep>();
@@ -417,8 +416,10 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
     return *trace;
   };
   const uint64_t iteration = session_->CurrentIteration();
-  // Update kernels whose hyperparameters changed, with their graphs.
+  // Update kernels whose attributes changed, with their graphs, and the groups' lines of
+  // graphs/hyperparameters.jsonl.
   std::vector<std::pair<HostGraph*, const KernelInfo*>> changed;
+  std::string lines;
   auto& by_param = update_kernels_[optimizer_class];
   step->params.reserve(params.size());
   step->indexes.reserve(params.size());
@@ -436,16 +437,14 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
     KernelInfo& kernel = *update.kernel;
     if (i < hyperparameters.size() && !hyperparameters[i].empty()) {
       const int64_t group = i < groups.size() ? groups[i] : 0;
-      Recorded& recorded = recorded_[&kernel];
-      if (!recorded.settled || group != recorded.group ||
-          hyperparameters[i] != recorded.hyperparameters) {
-        if (RecordHyperparameters(&kernel, &recorded, group, hyperparameters[i], iteration)) {
-          changed.emplace_back(update.model, &kernel);
-        }
-        // Settled unless the values have a "from" of their own (each step then records a run).
-        recorded.hyperparameters = hyperparameters[i];
-        recorded.group = group;
-        recorded.settled = hyperparameters[i].find("\"from\"") == std::string::npos;
+      const bool moved = SetAttribute(kernel, "optimizer", std::to_string(optimizer));
+      if (SetAttribute(kernel, "param_group", std::to_string(group)) || moved) {
+        changed.emplace_back(update.model, &kernel);
+      }
+      std::string& written = hyperparameters_written_[{optimizer, group}];
+      if (written != hyperparameters[i]) {
+        lines += HyperparameterLine(iteration, optimizer, group, hyperparameters[i]);
+        written = hyperparameters[i];
       }
     }
     step->params.push_back(p);
@@ -461,6 +460,7 @@ std::shared_ptr<DumpHost::OptimizerStep> DumpHost::BeginOptimizerStep(
       session_->UpdateAttributes(graph->graph().graph_id, kernel->index, kernel->attributes);
     }
   }
+  if (!lines.empty()) session_->AppendHyperparameters(lines);
   return step;
 }
 
