@@ -72,6 +72,10 @@ struct SessionOptions {
   // Tests only: the worker of reads_in_background sleeps this long before each batch, so that
   // it lags behind the host: in-place writes of queued tensors find them not reduced yet.
   uint32_t deferred_read_delay_us = 0;
+  // Tests only: the host's thread sleeps this long after taking a queued tensor from the worker
+  // (an in-place write's BeforeWrite) and before adding its row, so that the worker reaches
+  // that row's batch meanwhile.
+  uint32_t host_take_delay_us = 0;
   // One run per directory: a session refuses to open when its rank directory ({path}/rank_{id})
   // already exists, so that two runs never mix their files. With `overwrite`, an existing rank
   // directory is removed first (the CLI's --overwrite; GRAPHDUMP_OVERWRITE=1 in Python).

@@ -257,6 +257,9 @@ void SessionImpl::TakeQueuedRows(QueuedRow last) {
   for (QueuedRow at = last; at.task > reads_->Done(); at = at.batch->rows[at.row].before) {
     const DeferredRows::Row& r = at.batch->rows[at.row];
     if (r.cell->Take()) {
+      if (options_.host_take_delay_us > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(options_.host_take_delay_us));
+      }
       ReduceDeferredRow(*at.batch, at.row, host_row_, host_view_);
     } else {
       r.cell->WaitReady();  // the worker is reducing it

@@ -96,6 +96,40 @@ TEST(SessionTest, AWriteReducesItsQueuedTensorOnTheHostWithoutWaitingForEarlierB
       << csv;
 }
 
+// A write in the next step of a tensor whose reduction is still queued with the ended step's
+// rows: the host's thread takes that row and is still adding it when the worker reaches its
+// batch; the worker waits for it before it writes the step's files (and frees the step's rows),
+// so the row is in them. (Before it waited, it wrote them without the row, then the host added
+// the row to memory the worker had freed: a crash 3 times in ~18 long trainings.)
+TEST(SessionTest, AWriteTakingALastStepsRowFinishesItBeforeThatStepsFilesAreWritten) {
+  TempDir dir;
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
+      "statistic_category": ["max", "min"])"));
+  options.reads_in_background = true;
+  options.deferred_read_delay_us = 200000;  // the host takes the row while the worker sleeps
+  options.host_take_delay_us = 600000;      // the worker reaches the row while the host sleeps
+  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  GraphInfo graph = NamedKernels({"Default/a-op0", "Default/b-op1"});
+  ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
+  HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 16, 1.5f)};
+  session->BeginStep(0);
+  session->OnKernelDone(graph.kernels[0], {}, {t.View()});
+  session->EndStep(0);
+  session->BeginStep(0);
+  session->BeforeWrite(t.data.get());
+  std::fill(t.data->begin(), t.data->end(), -7.0f);
+  TensorView written = t.View();
+  written.origin.version = 1;
+  session->OnKernelDone(graph.kernels[1], {written}, {});
+  session->EndStep(0);
+  ASSERT_TRUE(session->Close().ok());
+  const std::string first = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
+  EXPECT_EQ(MaxMinRows(first), (std::vector<std::string>{"a output 1.5/1.5"})) << first;
+  const std::string second = ReadFile(dir.Sub("rank_0/Net/0/1/statistic.csv"));
+  EXPECT_EQ(MaxMinRows(second), (std::vector<std::string>{"b input -7/-7"})) << second;
+}
+
 // With reads on the worker, the mapping.csv of a step's long names is written with its
 // statistic.csv: numbered in the kernels' order, in the step's own directory, none before it.
 TEST(SessionTest, StatisticMappingOfLongNamesIsWrittenWithTheStepsRows) {
