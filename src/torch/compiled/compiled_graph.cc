@@ -168,15 +168,27 @@ std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
                                               const std::vector<at::Tensor>& inputs,
                                               const std::vector<uint32_t>& written) {
   HostWork host_work;  // the copies are graphdump's, not kernels
-  std::vector<c10::IValue> args(inputs.begin(), inputs.end());
+  const KernelInfo& kernel = info_.kernels[index];
   std::vector<TensorView> views;
+  views.reserve(inputs.size());
   Slots slots;
-  // InputOrigins gives the views the call's own origins afterwards: an input about to be
-  // written is copied, not read now (MakeViewBeforeWrite).
-  AppendInputViews(*session_, info_.kernels[index], args, written, /*logical_layout=*/true,
-                   &views, &slots, /*read_now=*/false);
-  ReportSkipped(*session_, info_.kernels[index], /*input=*/true, slots);
+  for (const at::Tensor& t : inputs) AppendSlot(t, /*logical_layout=*/true, &views, &slots);
+  ReportSkipped(*session_, kernel, /*input=*/true, slots);
+  // The origins of the call's own (InputOrigins) are those OnKernelDone finds statistics by: an
+  // input the kernel writes in place is summarised now under its origin, before the write
+  // (a statistic dump), unless its statistics are known; otherwise it is copied.
   InputOrigins(index, &views);
+  for (TensorView& view : views) {
+    if (std::find(written.begin(), written.end(), view.slot) == written.end()) continue;
+    const at::Tensor& original = inputs[view.slot];
+    if (!original.device().is_cpu() || !session_->ReadsInput(kernel, view) ||
+        session_->ReadInputNow(kernel, view)) {
+      continue;  // off the CPU, the view is a copy already
+    }
+    const int32_t slot = view.slot;
+    MakeViewOfCopy(original.clone(), original, view.origin, /*logical_layout=*/true, &view);
+    view.slot = slot;
+  }
   return views;
 }
 

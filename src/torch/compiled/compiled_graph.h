@@ -52,7 +52,8 @@ class CompiledGraph final : public HostGraph {
   void Starting(uint32_t index, std::shared_ptr<const std::vector<TensorView>> inputs);
   void Ran() { running_.reset(); }
   // The views of kernel `index`'s inputs, taken before it runs; those at `written` (the
-  // buffers it writes in place) are copied first when the session reads them.
+  // buffers it writes in place), when the session reads them, are summarised now (a statistic
+  // dump) or else copied first.
   std::vector<TensorView> Inputs(uint32_t index, const std::vector<at::Tensor>& inputs,
                                  const std::vector<uint32_t>& written);
   // A kernel of this call that is not dumped, or the generated code between kernels, writes
