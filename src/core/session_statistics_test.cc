@@ -29,27 +29,42 @@ std::vector<std::string> MaxMinRows(const std::string& csv) {
   return rows;
 }
 
+// A statistic dump (max and min) whose statistics are read on the session's worker
+// (reads_in_background), which sleeps `worker_delay_us` before each batch so that it lags
+// behind the host; `host_take_delay_us`: SessionOptions' own.
+std::unique_ptr<DumpSession> StatisticsInBackground(const TempDir& dir, uint32_t worker_delay_us,
+                                                    uint32_t host_take_delay_us = 0) {
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
+      "statistic_category": ["max", "min"])"));
+  options.reads_in_background = true;
+  options.deferred_read_delay_us = worker_delay_us;
+  options.host_take_delay_us = host_take_delay_us;
+  return std::move(DumpSession::Open(std::move(options))).value();
+}
+
+// Writes `value` into `t` in place as the host does (BeforeWrite first); returns the view a
+// kernel reading the new bytes gets.
+TensorView WriteInPlace(DumpSession& session, const HostTensor& t, float value) {
+  session.BeforeWrite(t.data.get());
+  std::fill(t.data->begin(), t.data->end(), value);
+  TensorView written = t.View();
+  written.origin.version = 1;
+  return written;
+}
+
 // Statistics read on the session's worker (reads_in_background), which a delay keeps behind
 // the host: BeforeWrite returns once the queued tensor is read, a row reusing queued statistics
 // gets them once they are filled, and the rows keep the kernels' order.
 TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
   TempDir dir;
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
-      "statistic_category": ["max", "min"])"));
-  options.reads_in_background = true;
-  options.deferred_read_delay_us = 20000;
-  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  auto session = StatisticsInBackground(dir, 20000);
   GraphInfo graph = NamedKernels({"Default/a-op0", "Default/b-op1", "Default/c-op2"});
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 16, 1.5f)};
   session->BeginStep(0);
   session->OnKernelDone(graph.kernels[0], {}, {t.View()});
-  session->BeforeWrite(t.data.get());  // the host is about to write it in place
-  std::fill(t.data->begin(), t.data->end(), -7.0f);
-  TensorView written = t.View();
-  written.origin.version = 1;
-  session->OnKernelDone(graph.kernels[1], {written}, {});
+  session->OnKernelDone(graph.kernels[1], {WriteInPlace(*session, t, -7.0f)}, {});
   // The first bytes again (same origin and version): their queued statistics are reused.
   session->OnKernelDone(graph.kernels[2], {t.View()}, {});
   session->EndStep(0);
@@ -66,12 +81,7 @@ TEST(SessionTest, StatisticsReadInBackgroundWaitForWritesAndKeepTheirOrder) {
 // before the write, and the worker skips its row.
 TEST(SessionTest, AWriteReducesItsQueuedTensorOnTheHostWithoutWaitingForEarlierBatches) {
   TempDir dir;
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
-      "statistic_category": ["max", "min"])"));
-  options.reads_in_background = true;
-  options.deferred_read_delay_us = 300000;  // the worker sleeps before each batch
-  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  auto session = StatisticsInBackground(dir, 300000);
   GraphInfo graph = NamedKernels({"Default/a-op0", "Default/b-op1", "Default/c-op2"});
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   // 256 KiB each: a batch of its own.
@@ -80,12 +90,9 @@ TEST(SessionTest, AWriteReducesItsQueuedTensorOnTheHostWithoutWaitingForEarlierB
   session->BeginStep(0);
   session->OnKernelDone(graph.kernels[0], {}, {t.View()});
   session->OnKernelDone(graph.kernels[1], {}, {u.View()});
-  session->BeforeWrite(u.data.get());
+  const TensorView written = WriteInPlace(*session, u, -7.0f);
   // The worker still sleeps before t's batch: u was reduced here.
   EXPECT_TRUE(session->ReadsQueued());
-  std::fill(u.data->begin(), u.data->end(), -7.0f);
-  TensorView written = u.View();
-  written.origin.version = 1;
   session->OnKernelDone(graph.kernels[2], {written}, {});
   session->EndStep(0);
   ASSERT_TRUE(session->Close().ok());
@@ -103,13 +110,9 @@ TEST(SessionTest, AWriteReducesItsQueuedTensorOnTheHostWithoutWaitingForEarlierB
 // the row to memory the worker had freed: a crash 3 times in ~18 long trainings.)
 TEST(SessionTest, AWriteTakingALastStepsRowFinishesItBeforeThatStepsFilesAreWritten) {
   TempDir dir;
-  SessionOptions options;
-  options.config = Parse(ConfigJson(dir.path(), R"(, "saved_data": "statistic",
-      "statistic_category": ["max", "min"])"));
-  options.reads_in_background = true;
-  options.deferred_read_delay_us = 200000;  // the host takes the row while the worker sleeps
-  options.host_take_delay_us = 600000;      // the worker reaches the row while the host sleeps
-  auto session = std::move(DumpSession::Open(std::move(options))).value();
+  // The host takes the row while the worker sleeps (200 ms); the worker reaches the row while
+  // the host sleeps (600 ms).
+  auto session = StatisticsInBackground(dir, 200000, 600000);
   GraphInfo graph = NamedKernels({"Default/a-op0", "Default/b-op1"});
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 16, 1.5f)};
@@ -117,11 +120,7 @@ TEST(SessionTest, AWriteTakingALastStepsRowFinishesItBeforeThatStepsFilesAreWrit
   session->OnKernelDone(graph.kernels[0], {}, {t.View()});
   session->EndStep(0);
   session->BeginStep(0);
-  session->BeforeWrite(t.data.get());
-  std::fill(t.data->begin(), t.data->end(), -7.0f);
-  TensorView written = t.View();
-  written.origin.version = 1;
-  session->OnKernelDone(graph.kernels[1], {written}, {});
+  session->OnKernelDone(graph.kernels[1], {WriteInPlace(*session, t, -7.0f)}, {});
   session->EndStep(0);
   ASSERT_TRUE(session->Close().ok());
   const std::string first = ReadFile(dir.Sub("rank_0/Net/0/0/statistic.csv"));
