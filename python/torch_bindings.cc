@@ -101,6 +101,8 @@ py::dict SummaryOf(DumpHost& host) {
   d["bytes"] = s.bytes;
   d["kernels_dumped"] = s.kernels_dumped;
   d["statistic_rows"] = s.statistic_rows;
+  d["statistics_computed"] = s.statistics_computed;
+  d["statistics_bytes"] = s.statistics_bytes;
   d["unused_kernel_entries"] = s.unused_kernel_entries;
   d["graphs"] = host.num_models();
   d["calls"] = host.calls();

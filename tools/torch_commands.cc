@@ -186,10 +186,16 @@ int FinishSession(const std::string& command, DumpSession* session, const std::s
   Status closed = session->Close();
   const DumpSummary s = session->Summary();
   std::printf("dump: %s\n", s.root.c_str());
-  std::printf("dump: %llu tensor files, %s, %llu kernel dumps, %llu statistic rows\n",
+  // How many tensors the statistic rows were computed from (each read once), and their bytes.
+  std::string computed;
+  if (s.statistic_rows > 0) {
+    computed = " (" + std::to_string(s.statistics_computed) + " tensors summarised, " +
+               SummaryBytes(s.statistics_bytes) + " read)";
+  }
+  std::printf("dump: %llu tensor files, %s, %llu kernel dumps, %llu statistic rows%s\n",
               static_cast<unsigned long long>(s.files), SummaryBytes(s.bytes).c_str(),
               static_cast<unsigned long long>(s.kernels_dumped),
-              static_cast<unsigned long long>(s.statistic_rows));
+              static_cast<unsigned long long>(s.statistic_rows), computed.c_str());
   // Unused kernel entries: the session itself reports them on stderr when it closes.
   if (!closed.ok()) {
     std::fprintf(stderr, "%s: dump incomplete: %s\n", command.c_str(), closed.message().c_str());

@@ -92,6 +92,10 @@ struct DumpSummary {
   uint64_t bytes = 0;  // bytes of tensor files
   uint64_t kernels_dumped = 0;
   uint64_t statistic_rows = 0;
+  // Tensors whose statistics were computed (each read once; the other rows reused them) and
+  // the bytes they hold.
+  uint64_t statistics_computed = 0;
+  uint64_t statistics_bytes = 0;
   std::vector<std::string> unused_kernel_entries;
 };
 

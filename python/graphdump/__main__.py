@@ -150,11 +150,15 @@ def _print_summary(summary):
         return
     log = sys.stderr
     log.write(f"graphdump: dump: {summary['root']}\n")
+    # How many tensors the statistic rows were computed from (each read once), and their bytes.
+    computed = (f" ({summary['statistics_computed']} tensors summarised, "
+                f"{_human_bytes(summary['statistics_bytes'])} read)"
+                if summary["statistic_rows"] else "")
     log.write(f"graphdump: dump: {summary['files']} tensor files, "
               f"{_human_bytes(summary['bytes'])}, {summary['kernels_dumped']} kernel dumps, "
-              f"{summary['statistic_rows']} statistic rows; {summary['graphs']} graph(s), "
-              f"{summary['calls']} module call(s), {summary['optimizer_steps']} optimizer "
-              f"step(s)\n")
+              f"{summary['statistic_rows']} statistic rows{computed}; "
+              f"{summary['graphs']} graph(s), {summary['calls']} module call(s), "
+              f"{summary['optimizer_steps']} optimizer step(s)\n")
     log.flush()
 
 

@@ -322,6 +322,7 @@ bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input
   options.write_npy = false;
   options.stats = statistic_request_;
   StatusOr<TensorWriteResult> result = WriteTensor(*fs_, kernel.full_name, reduced, options);
+  if (result.ok()) CountStatistics(reduced);
   // A full cache keeps nothing new: the copy is needed after all.
   return result.ok() && stats_cache_.Insert(std::move(probe), result->stats);
 }
@@ -435,6 +436,8 @@ DumpSummary SessionImpl::Summary() const {
   s.bytes = bytes_;
   s.kernels_dumped = kernels_dumped_;
   s.statistic_rows = statistic_rows_;
+  s.statistics_computed = statistics_computed_;
+  s.statistics_bytes = statistics_bytes_;
   s.unused_kernel_entries = UnusedEntries();
   return s;
 }

@@ -198,6 +198,7 @@ std::optional<NanPropagatingStats> SessionImpl::WriteOne(const std::string& path
     ++files_;
     bytes_ += result->file_bytes;
   }
+  if (options.stats) CountStatistics(view);
   if (sd) AddStatisticRow(row, result->stats, sd, seq);
   return std::move(result->stats);
 }

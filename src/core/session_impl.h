@@ -20,6 +20,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "graphdump/dtype.h"
 #include "graphdump/internal/async_writer.h"
 #include "graphdump/internal/buffer_pool.h"
 #include "graphdump/internal/ordered_worker.h"
@@ -198,6 +199,11 @@ class SessionImpl final : public DumpSession {
                                               const TensorWriteOptions& options,
                                               const StatRowInfo& row, StepDir* sd, uint64_t seq,
                                               WrittenFiles::File* file = nullptr);
+  // Counts the statistics of `view` as computed (DumpSummary).
+  void CountStatistics(const TensorView& view) {
+    ++statistics_computed_;
+    statistics_bytes_ += DTypeStorageBytes(view.dtype, view.NumElements());
+  }
   // Dumps a tensor whose bytes the file `source` holds (or will, once its queued write has
   // run) under the new name `path`: a second name for that file, or a copy of it where the file
   // system has no hard links. Its statistic row, if any, is made now (ReduceStatistics).
@@ -347,6 +353,7 @@ class SessionImpl final : public DumpSession {
   std::atomic<bool> failed_{false};
   Status first_error_;
   std::atomic<uint64_t> files_{0}, bytes_{0}, kernels_dumped_{0}, statistic_rows_{0};
+  std::atomic<uint64_t> statistics_computed_{0}, statistics_bytes_{0};  // DumpSummary's
   // Writes the files of ended steps that reads_ hands over (StepFiles); joined after reads_.
   // step_files_queued_ counts the steps queued (on either) and not yet written.
   std::atomic<uint32_t> step_files_queued_{0};

@@ -205,6 +205,11 @@ TEST(SessionTest, StatisticsOfTheSameOriginAreReusedWithinAStep) {
     session->EndStep(0);
   }
   ASSERT_TRUE(session->Close().ok());
+  // Four of the six rows were computed, each from 4 floats; the other two reused them.
+  const DumpSummary summary = session->Summary();
+  EXPECT_EQ(summary.statistic_rows, 6u);
+  EXPECT_EQ(summary.statistics_computed, 4u);
+  EXPECT_EQ(summary.statistics_bytes, 4u * 16u);
   for (const char* it : {"0", "1"}) {
     const std::string csv = ReadFile(dir.Sub(std::string("rank_0/Net/0/") + it + "/statistic.csv"));
     std::vector<std::string> values;

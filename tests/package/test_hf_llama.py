@@ -6,6 +6,7 @@ module paths; the attention kernel is aten::scaled_dot_product_attention (its CP
 ScaledDotProductFlashAttentionForCpuBackward0) and computes what NumPy computes from its dumped
 inputs; backward and optimizer kernels are named after the parameters; every statistic.csv row
 is NumPy's reading of its .npy file; `graphdump ls` counts every file and row."""
+import hashlib
 import os
 import re
 
@@ -219,3 +220,23 @@ def test_ls_counts_every_file_and_row(run):
     assert total["tensors"] == total["statistic_rows"] and total["statistic_only"] == 0
     assert f"{total['files']} tensor files" in run["dumped"].stderr
     assert f"{total['statistic_rows']} statistic rows" in run["dumped"].stderr
+
+
+def test_the_summary_says_how_many_tensors_were_read(run):
+    """The end-of-run line gives how many tensors the statistic rows were computed from, and
+    their bytes: at least one per distinct file content (two contents never share statistics),
+    at most one per row, each read whole."""
+    m = re.search(r"(\d+) statistic rows \((\d+) tensors summarised, ([\d.]+) (GiB|MiB|bytes) "
+                  r"read\);", run["dumped"].stderr)
+    assert m, run["dumped"].stderr[-2000:]
+    rows, summarised = int(m[1]), int(m[2])
+    files = npy_files(run["rank"])
+    contents, data_bytes = set(), 0
+    for path in files:
+        with open(path, "rb") as f:
+            contents.add(hashlib.sha1(f.read()).digest())
+        data_bytes += np.load(path, mmap_mode="r").nbytes
+    assert len(contents) <= summarised <= rows, (len(contents), summarised, rows)
+    read = float(m[3]) * {"GiB": 1 << 30, "MiB": 1 << 20, "bytes": 1}[m[4]]
+    # Every tensor summarised was read whole once; no more than all the files' data.
+    assert 0 < read <= data_bytes * 1.01, (read, data_bytes)
