@@ -90,10 +90,11 @@ def load(path, *, ranks=None, iterations=None, kernels=None, io=None):
     dimensions), both None for an all-finite or statistic-only tensor, then one column per
     statistic.csv column found, in the file's order ('Max Value', 'NaN Count'...; NaN where a
     tensor has no row). When the dump has optimizer update kernels (Default/optimizer-...)
-    with hyperparameters recorded (graphs/hyperparameters.jsonl), then: param_group (Int64, <NA> on other rows) and
-    one column per hyperparameter recorded ('lr', 'betas', 'momentum', 'weight_decay', 'eps',
-    ... as the optimizer has them), each the value of the row's parameter group at the row's
-    iteration (float64, NaN on other rows; 'betas' a tuple, None on other rows). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
+    with hyperparameters recorded (graphs/hyperparameters.jsonl), then: param_group (Int64,
+    <NA> on other rows) and one column per hyperparameter recorded ('lr', 'betas', 'momentum',
+    'weight_decay', 'eps', ... as the optimizer has them), each the value of the row's
+    parameter group at the row's iteration (float64, NaN on other rows; 'betas' a tuple, None
+    on other rows). Names (net_name, kernel, op_type, io, dtype, source) are categoricals
     (file: str objects); numbers are NumPy integer, bool and float columns; a statistic column
     is int64 when every row has an integer, float64 when every cell is a number, else objects
     (text alone, such as MD5, is pandas' str dtype from pandas 3).

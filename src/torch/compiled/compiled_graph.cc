@@ -175,19 +175,11 @@ std::vector<TensorView> CompiledGraph::Inputs(uint32_t index,
   for (const at::Tensor& t : inputs) AppendSlot(t, /*logical_layout=*/true, &views, &slots);
   ReportSkipped(*session_, kernel, /*input=*/true, slots);
   // The origins of the call's own (InputOrigins) are those OnKernelDone finds statistics by: an
-  // input the kernel writes in place is summarised now under its origin, before the write
-  // (a statistic dump), unless its statistics are known; otherwise it is copied.
+  // input the kernel writes in place is kept as it is before the write under its origin.
   InputOrigins(index, &views);
   for (TensorView& view : views) {
     if (std::find(written.begin(), written.end(), view.slot) == written.end()) continue;
-    const at::Tensor& original = inputs[view.slot];
-    if (!original.device().is_cpu() || !session_->ReadsInput(kernel, view) ||
-        session_->ReadInputNow(kernel, view)) {
-      continue;  // off the CPU, the view is a copy already
-    }
-    const int32_t slot = view.slot;
-    MakeViewOfCopy(original.clone(), original, view.origin, /*logical_layout=*/true, &view);
-    view.slot = slot;
+    KeepBeforeWrite(*session_, kernel, inputs[view.slot], /*logical_layout=*/true, &view);
   }
   return views;
 }

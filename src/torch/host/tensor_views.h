@@ -122,23 +122,31 @@ inline bool MakeViewOfCopy(const at::Tensor& copy, const at::Tensor& original,
   return true;
 }
 
-// A view of `original` as it is now, for `kernel`, which is about to write it in place: a view
-// of `original` itself when the session will not read the bytes (DumpSession::ReadsInput; a
-// statistic dump whose statistics of these bytes are known), has read them now
-// (ReadInputNow: a statistic dump) or the view is a copy already (a device tensor), else of a
-// copy taken now that claims the original's origin.
-// `read_now` false: the host hands OnKernelDone the view with another origin than it has here
-// (a compiled call's), which ReadInputNow's statistics would not be found by.
-inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
-                                const at::Tensor& original, bool logical_layout, TensorView* view,
-                                bool read_now = true) {
-  if (!MakeView(original, logical_layout, view)) return false;
-  // Off the CPU, MakeView has copied the tensor to it already.
-  if (!original.device().is_cpu() || !session.ReadsInput(kernel, *view)) return true;
-  // Its statistics, taken before the write.
-  if (read_now && session.ReadInputNow(kernel, *view)) return true;
+// `view`, MakeView's of `original` with the origin OnKernelDone will get it with, is kept as it
+// is when `kernel`, about to write `original` in place, will not read the bytes
+// (DumpSession::ReadsInput; a statistic dump whose statistics of these bytes are known), when
+// the session has read them now (ReadInputNow: a statistic dump) or when it is a copy already
+// (a device tensor); else it becomes a view of a copy taken now that claims that origin.
+inline void KeepBeforeWrite(DumpSession& session, const KernelInfo& kernel,
+                            const at::Tensor& original, bool logical_layout, TensorView* view) {
+  if (!original.device().is_cpu() || !session.ReadsInput(kernel, *view) ||
+      session.ReadInputNow(kernel, *view)) {
+    return;
+  }
+  const int32_t slot = view->slot;
   TensorOrigin origin = view->origin;
-  return MakeViewOfCopy(original.clone(), original, std::move(origin), logical_layout, view);
+  MakeViewOfCopy(original.clone(), original, std::move(origin), logical_layout, view);
+  view->slot = slot;
+}
+
+// A view of `original` as it is now, for `kernel`, which is about to write it in place
+// (KeepBeforeWrite).
+inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
+                                const at::Tensor& original, bool logical_layout,
+                                TensorView* view) {
+  if (!MakeView(original, logical_layout, view)) return false;
+  KeepBeforeWrite(session, kernel, original, logical_layout, view);
+  return true;
 }
 
 // Why `tensor`, defined, has no view (MakeView refuses it), or "" when it has one.
@@ -239,7 +247,7 @@ inline void AppendViews(const c10::IValue& value, bool logical_layout,
 template <typename Args, typename Indices>
 void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args& args,
                       const Indices& written, bool logical_layout, std::vector<TensorView>* views,
-                      Slots* slots, bool read_now = true) {
+                      Slots* slots) {
   views->reserve(views->size() + args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const bool writes = std::find(written.begin(), written.end(), i) != written.end();
@@ -248,7 +256,7 @@ void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args
         const int32_t slot = slots->next++;
         if (!t.defined()) return;
         TensorView view;
-        if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view, read_now)) {
+        if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view)) {
           view.slot = slot;
           views->push_back(std::move(view));
         } else {
