@@ -1,8 +1,9 @@
 """The training bench/hunt_bench.py hunts: a sequence classifier whose masked mean pooling
 divides by each sequence's mask sum; the batch of step --plant holds an all-padding sequence,
-so 0/0 makes NaN there (and the loss, gradients and parameters after it). Steps of at least
-50 ms on the bench machine (batch 64, sequence 16, width 1024). Prints each step's time and,
-at the end, the median step time as JSON.
+so 0/0 makes NaN there (and the loss, gradients and parameters after it). Batch 64, sequence
+16, width 1024: steps of 20-30 ms on the 2-core bench machine with torch 2.13 (50 ms or more
+with torch 1.13), so Python's and torch's start-up weigh more than the steps. Prints each
+step's time and, at the end, the median step time as JSON.
 """
 import argparse
 import json

@@ -12,6 +12,12 @@ $GRAPHDUMP_HUNT is ``STATE_DIR|MODE|ARG``:
     ranks agree on it (one all-reduce of one number on the default process group), so that all
     stop at the same step.
   - ``STATE_DIR|stop-after|N``: pass 2. The run ends once iteration N has ended.
+Pass 2 also loads what the script will load first thing, while pass 1 runs: torch imports
+``torch._dynamo`` (over a second) when the script makes its optimizer. Pass 1 notes that import
+in STATE_DIR/rank_{rank}.dynamo with a digest of the environment the script had then; a
+waiting pass 2 of the same rank whose environment has the same digest imports it before its
+script starts. A script that changes its environment before that point (Dynamo and Inductor
+read settings from it when imported) gets another digest, and pass 2 leaves the import to it.
 Ending the run: STATE_DIR/rank_{rank}.stop is written (whole: temporary name, then rename)
 with the iteration, and SystemExit(0) is raised from the optimizer's step(): the script
 unwinds (its finally blocks run), and the dump closes with every file whole. A script that
@@ -20,8 +26,10 @@ iteration and notes the last one it ran on to ("ran_on").
 """
 import csv
 import glob
+import hashlib
 import json
 import os
+import sys
 import time
 
 import torch
@@ -165,6 +173,57 @@ def _alive(pid):
     return True
 
 
+_DYNAMO = "torch._dynamo"
+
+
+def _environment_digest():
+    """A digest of this process's environment, graphdump's own variables left out (the hunt
+    sets them differently for each pass)."""
+    settings = sorted((k, v) for k, v in os.environ.items() if not k.startswith("GRAPHDUMP_"))
+    return hashlib.sha256(json.dumps(settings).encode()).hexdigest()
+
+
+def _dynamo_marker(state_dir):
+    return os.path.join(state_dir, f"rank_{os.environ.get('RANK', '0') or '0'}.dynamo")
+
+
+class _NoteDynamoImport:
+    """Pass 1: a finder on sys.meta_path that finds nothing, but notes (the rank's .dynamo
+    marker) the environment the script had when torch._dynamo was first imported."""
+
+    def __init__(self, state_dir):
+        self.state_dir = state_dir
+
+    def find_spec(self, name, path=None, target=None):
+        if name == _DYNAMO:
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            from ._whole_file import write_whole
+            try:
+                write_whole(_dynamo_marker(self.state_dir), _environment_digest())
+            except OSError:
+                pass  # pass 2 then leaves the import to its script
+        return None
+
+
+def _preload_dynamo(state_dir):
+    """Pass 2: imports torch._dynamo now when pass 1's script imported it with this
+    environment. True once there is nothing left to wait for (done, or never to be done)."""
+    if _DYNAMO in sys.modules:
+        return True
+    try:
+        with open(_dynamo_marker(state_dir), encoding="utf-8") as f:
+            noted = f.read()
+    except OSError:
+        return False  # not (yet) imported by pass 1's script
+    if noted == _environment_digest():
+        try:
+            __import__(_DYNAMO)
+        except Exception:  # noqa: BLE001 - the script's own import says what is wrong
+            pass
+    return True
+
+
 def wait_for_go(path):
     """Waits until the hunt writes `path` ($GRAPHDUMP_HUNT_WAIT): 'cancel', or the pass's
     $GRAPHDUMP_HUNT, which is set. Returns False for cancel, and when the hunt is gone (its
@@ -174,17 +233,21 @@ def wait_for_go(path):
     hunt = int(os.environ.get("GRAPHDUMP_HUNT_PID", "0") or 0)
     directory = os.path.dirname(path)
     polls = 0
+    preloaded = False
     while not os.path.exists(path):
         if os.getppid() != parent or not os.path.isdir(directory):
             return False
         polls += 1
         if hunt and polls % 100 == 0 and not _alive(hunt):
             return False
+        preloaded = preloaded or _preload_dynamo(directory)
         time.sleep(0.01)
     with open(path, encoding="utf-8") as f:
         spec = f.read()
     if spec == "cancel":
         return False
+    if not preloaded:
+        _preload_dynamo(directory)  # a pass 1 that ended before this pass got here
     os.environ["GRAPHDUMP_HUNT"] = spec
     return True
 
@@ -193,4 +256,7 @@ def install(spec):
     """Ends the run as $GRAPHDUMP_HUNT says (graphdump.torch calls the stopper at each
     iteration's end)."""
     from . import _torch_state
-    _torch_state.after_iteration = _Stopper(spec).after_iteration
+    stopper = _Stopper(spec)
+    _torch_state.after_iteration = stopper.after_iteration
+    if stopper.mode == "first-hit" and _DYNAMO not in sys.modules:
+        sys.meta_path.insert(0, _NoteDynamoImport(stopper.state_dir))

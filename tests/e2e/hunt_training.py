@@ -23,9 +23,14 @@ padding, makes 0/0 = NaN there. Run as a plain script, unchanged, under graphdum
                      values
   --blowup S         the batch of step S is multiplied by 1e6 (float16 overflow, finite)
   --spawn            train inside torch.multiprocessing.spawn (one process)
+  --report-dynamo FILE  append to FILE, before the optimizer is made, the hunt pass running
+                     this script ($GRAPHDUMP_HUNT's mode) and whether torch._dynamo (which
+                     making an optimizer imports) is loaded already
+  --set-env          set an environment variable before the optimizer is made
 """
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -62,6 +67,8 @@ def main():
     p.add_argument("--vary", default="")
     p.add_argument("--blowup", type=int, default=-1)
     p.add_argument("--spawn", action="store_true")
+    p.add_argument("--report-dynamo", default="")
+    p.add_argument("--set-env", action="store_true")
     a = p.parse_args()
     if a.mkdir:
         os.mkdir(a.mkdir)
@@ -80,6 +87,12 @@ def train(process, a):
     torch.manual_seed(0)
     net = Net()
     model = torch.nn.parallel.DistributedDataParallel(net) if a.ddp else net
+    if a.report_dynamo:
+        mode = os.environ.get("GRAPHDUMP_HUNT", "").split("|")[-2:-1] or ["none"]
+        with open(a.report_dynamo, "a", encoding="utf-8") as f:
+            f.write(f"{mode[0]} {'torch._dynamo' in sys.modules}\n")
+    if a.set_env:
+        os.environ["HUNT_TRAINING_SETTING"] = "1"
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     data = torch.Generator().manual_seed(1 + rank)
     first = 0

@@ -53,10 +53,17 @@ def iterations_of(dump):
                    glob.glob(os.path.join(dump, "rank_0", "*", "0", "[0-9]*"))})
 
 
+def loaded_dynamo(report):
+    """--report-dynamo's lines: (hunt pass mode, whether torch._dynamo was loaded already)."""
+    with open(report, encoding="utf-8") as f:
+        return [tuple(line.split()) for line in f.read().splitlines()]
+
+
 def test_planted(scratch):
     root = os.path.join(scratch, "planted")
+    report = os.path.join(scratch, "planted_dynamo")
     code, out, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--plant", "3", "--row",
-                                "4", "--steps", "8")
+                                "4", "--steps", "8", "--report-dynamo", report)
     assert code == 1, f"hunt exit status on a planted 0/0\n{err}"
     assert "nan at iteration 3" in out, f"the answer names iteration 3:\n{out}"
     assert "persistent" in out, "persistent"
@@ -112,6 +119,10 @@ def test_planted(scratch):
     top = page.find('<section id="hunt-answer">')
     assert 0 < top < page.find("<section id=\"plots\">"), "the report opens on the answer"
     assert "Default/div-op" in page[top:top + 4000], "the report's answer names the kernel"
+    # Pass 2 imported what the script's optimizer imports while pass 1 ran (docs/hunt.md).
+    assert loaded_dynamo(report) == [("first-hit", "False"), ("stop-after", "True")], \
+        f"torch._dynamo loaded before pass 2's script only: {loaded_dynamo(report)}"
+    assert not os.path.exists(os.path.join(root, ".hunt")), "the hunt's state is removed"
     code, _, err = gdtest.run("hunt", "--dump-path", root, SCRIPT, "--plant", "3")
     assert code == 2, "an earlier hunt in the dump path is a usage error"
     assert "holds an earlier hunt" in err and "--overwrite" in err, f"says why: {err}"
@@ -120,12 +131,16 @@ def test_planted(scratch):
 def test_transient(scratch):
     root = os.path.join(scratch, "transient")
     marker = os.path.join(scratch, "fault_seen")
+    report = os.path.join(scratch, "transient_dynamo")
     env = dict(os.environ, PYTHONPATH=os.path.join(gdtest.BUILD_DIR, "python"))
     program = ("import json, sys, graphdump\n"
                f"a = graphdump.hunt(sys.argv[1], sys.argv[2:], dump_path={root!r})\n"
                "print(json.dumps(a))\n")
+    # --set-env: the script changes its environment before its optimizer imports torch._dynamo,
+    # so pass 2 leaves that import to the script.
     p = subprocess.run([sys.executable, "-c", program, SCRIPT, "--plant", "2",
-                        "--transient", marker, "--steps", "5"],
+                        "--transient", marker, "--steps", "5", "--set-env",
+                        "--report-dynamo", report],
                        capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, f"graphdump.hunt() ran\n{p.stderr}"
     answer = json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else {}
@@ -139,6 +154,8 @@ def test_transient(scratch):
         f"pass 1's statistics of the tensor hold the NaN: {runs.get('pass1')}"
     assert runs.get("pass2") is not None and float(runs["pass2"]["NaN Count"]) == 0, \
         f"pass 2's statistics of the same tensor are clean: {runs.get('pass2')}"
+    assert loaded_dynamo(report) == [("first-hit", "False"), ("stop-after", "False")], \
+        f"not loaded for a script that changed its environment first: {loaded_dynamo(report)}"
     no_temporaries(root)
 
 
