@@ -3,8 +3,8 @@
 processes as a user runs them, sides alternating, median of rounds.
 
 The training (bench/lib/hunt_nan_training.py: a masked-mean sequence classifier, AdamW, steps of
-20-30 ms with torch 2.13 on the 2-core machine) goes NaN at step 20 (iteration 20: an all-padding sequence makes 0/0). Per
-round, back to back:
+20-30 ms with torch 2.13 on the 2-core machine) goes NaN at step 20 (iteration 20: an
+all-padding sequence makes 0/0). Per round, back to back:
 
   1. plain: python hunt_nan_training.py --steps 21: the run up to and including the
             failing step, as the user's run that went NaN got there;
