@@ -6,7 +6,7 @@ import contextlib
 
 import torch
 
-from . import _compiled, _torch_ddp
+from . import _compiled, _torch_ddp, _torch_optimizer
 from . import _torch_state as _state
 from ._torch_state import NOT_RUN as _NOT_RUN
 from ._torch_state import TRANSPARENT as _TRANSPARENT
@@ -167,7 +167,7 @@ def _end_backward_steps(dump):
     """A backward pass ended: optimizers that stepped inside it (in gradient hooks) end their
     training step now, unless this was a backward inside a backward."""
     if dump is not None and torch._C._current_graph_task_id() == -1:
-        dump._end_backward_steps()
+        _torch_optimizer.end_backward_steps(dump)
 
 
 def _grad(*args, **kwargs):
@@ -178,4 +178,4 @@ def _grad(*args, **kwargs):
 def _optimizer_init(optimizer, *args, **kwargs):
     _optimizer_init_original(optimizer, *args, **kwargs)
     if _state.active is not None and _state.active._auto:
-        _state.active._track_optimizer(optimizer)
+        _torch_optimizer.track(_state.active, optimizer)
