@@ -50,8 +50,14 @@ def test_queued_statistics_equal_those_computed_from_the_files(tmp_path):
     _, on_thread = dump(tmp_path, "sync", "statistic", {"GRAPHDUMP_STATISTICS_THREAD": "0"})
     _, full = dump(tmp_path, "full", "full")
 
-    # The training is the plain one, bit for bit.
+    # The training is the plain one, bit for bit, and runs the same: the queued gradients are
+    # taken over as .grad without a copy, as in the plain run (their rows, equal below, are
+    # those of the bytes before the second micro-batch added to them).
     plain = np.load(tmp_path / "plain.npz")
+    assert int(plain["taken_over"]) == 6, "the plain run takes over all 6 gradients"
+    for name in ("queued", "sync", "full"):
+        taken = int(np.load(tmp_path / f"{name}.npz")["taken_over"])
+        assert taken == 6, f"{name}: {taken} of 6 gradients taken over without a copy"
     for name in ("queued", "sync", "full"):
         trained = np.load(tmp_path / f"{name}.npz")
         assert sorted(trained.files) == sorted(plain.files)

@@ -26,7 +26,8 @@ inline at::Tensor Detached(const at::Tensor& tensor) {
 }
 
 // Handles (graphdump/handle.h) counted by LibTorch's own reference counts: a TensorImpl held
-// strongly, a StorageImpl weakly (its address stays its own; its bytes may be freed).
+// strongly, a StorageImpl strongly (its bytes stay) or weakly (its address stays its own; its
+// bytes may be freed).
 inline void* RetainTensor(void* impl) {
   c10::raw::intrusive_ptr::incref(static_cast<c10::TensorImpl*>(impl));
   return impl;
@@ -45,8 +46,26 @@ inline void ReleaseStorageWeakly(void* impl) {
 }
 inline constexpr Handle::Ops kStorageWeakRefs{&RetainStorageWeakly, &ReleaseStorageWeakly};
 
-// A handle that keeps `tensor`, defined, alive.
+inline void* RetainStorage(void* impl) {
+  c10::raw::intrusive_ptr::incref(static_cast<c10::StorageImpl*>(impl));
+  return impl;
+}
+inline void ReleaseStorage(void* impl) {
+  c10::intrusive_ptr<c10::StorageImpl>::reclaim(static_cast<c10::StorageImpl*>(impl));
+}
+inline constexpr Handle::Ops kStorageRefs{&RetainStorage, &ReleaseStorage};
+
+// A handle that keeps the bytes of `tensor`, defined, alive: its storage, or the tensor itself
+// when it has none. Not the tensor: a reference to it would count as one more user, and
+// autograd's AccumulateGrad copies a gradient someone else still holds into .grad instead of
+// taking it over (a copy of every gradient, each step, while statistics wait to be read).
+// Sharing the storage is safe: a write to it goes through an operator that reads the queued
+// bytes first (DumpSession::BeforeWrite).
 inline Handle KeepAlive(at::Tensor tensor) {
+  if (tensor.has_storage()) {
+    c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+    return Handle(storage, RetainStorage(storage), &kStorageRefs);
+  }
   c10::TensorImpl* impl = tensor.unsafeReleaseTensorImpl();
   return Handle(impl, impl, &kTensorRefs);
 }
