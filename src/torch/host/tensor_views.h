@@ -27,33 +27,30 @@ inline at::Tensor Detached(const at::Tensor& tensor) {
 
 // Handles (graphdump/handle.h) counted by LibTorch's own reference counts: a TensorImpl held
 // strongly, a StorageImpl strongly (its bytes stay) or weakly (its address stays its own; its
-// bytes may be freed).
-inline void* RetainTensor(void* impl) {
-  c10::raw::intrusive_ptr::incref(static_cast<c10::TensorImpl*>(impl));
-  return impl;
-}
-inline void ReleaseTensor(void* impl) {
-  c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(
-      static_cast<c10::TensorImpl*>(impl));
-}
-inline constexpr Handle::Ops kTensorRefs{&RetainTensor, &ReleaseTensor};
-inline void* RetainStorageWeakly(void* impl) {
-  c10::raw::weak_intrusive_ptr::incref(static_cast<c10::StorageImpl*>(impl));
-  return impl;
-}
-inline void ReleaseStorageWeakly(void* impl) {
-  c10::weak_intrusive_ptr<c10::StorageImpl>::reclaim(static_cast<c10::StorageImpl*>(impl));
-}
-inline constexpr Handle::Ops kStorageWeakRefs{&RetainStorageWeakly, &ReleaseStorageWeakly};
-
-inline void* RetainStorage(void* impl) {
-  c10::raw::intrusive_ptr::incref(static_cast<c10::StorageImpl*>(impl));
-  return impl;
-}
-inline void ReleaseStorage(void* impl) {
-  c10::intrusive_ptr<c10::StorageImpl>::reclaim(static_cast<c10::StorageImpl*>(impl));
-}
-inline constexpr Handle::Ops kStorageRefs{&RetainStorage, &ReleaseStorage};
+// bytes may be freed). `Null` is the intrusive_ptr's null type.
+template <typename T, typename Null = c10::detail::intrusive_target_default_null_type<T>>
+struct LibTorchRefs {
+  static void* Retain(void* impl) {
+    c10::raw::intrusive_ptr::incref(static_cast<T*>(impl));
+    return impl;
+  }
+  static void Release(void* impl) {
+    c10::intrusive_ptr<T, Null>::reclaim(static_cast<T*>(impl));
+  }
+  static void* RetainWeakly(void* impl) {
+    c10::raw::weak_intrusive_ptr::incref(static_cast<T*>(impl));
+    return impl;
+  }
+  static void ReleaseWeakly(void* impl) {
+    c10::weak_intrusive_ptr<T, Null>::reclaim(static_cast<T*>(impl));
+  }
+};
+using TensorRefs = LibTorchRefs<c10::TensorImpl, c10::UndefinedTensorImpl>;
+using StorageRefs = LibTorchRefs<c10::StorageImpl>;
+inline constexpr Handle::Ops kTensorRefs{&TensorRefs::Retain, &TensorRefs::Release};
+inline constexpr Handle::Ops kStorageRefs{&StorageRefs::Retain, &StorageRefs::Release};
+inline constexpr Handle::Ops kStorageWeakRefs{&StorageRefs::RetainWeakly,
+                                              &StorageRefs::ReleaseWeakly};
 
 // A handle that keeps the bytes of `tensor`, defined, alive: its storage, or the tensor itself
 // when it has none. Not the tensor: a reference to it would count as one more user, and
@@ -64,7 +61,7 @@ inline constexpr Handle::Ops kStorageRefs{&RetainStorage, &ReleaseStorage};
 inline Handle KeepAlive(at::Tensor tensor) {
   if (tensor.has_storage()) {
     c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
-    return Handle(storage, RetainStorage(storage), &kStorageRefs);
+    return Handle(storage, StorageRefs::Retain(storage), &kStorageRefs);
   }
   c10::TensorImpl* impl = tensor.unsafeReleaseTensorImpl();
   return Handle(impl, impl, &kTensorRefs);
