@@ -441,6 +441,13 @@ void BindTorch(py::module_& m) {
       .def("compiled_write_unseen", &DumpHost::CompiledWriteUnseen,
            "The compiled graph's call wrote a buffer outside its kernels.")
       .def(
+          "before_storage_change",
+          [](DumpHost& host, uintptr_t storage) {
+            host.BeforeStorageChange(reinterpret_cast<const void*>(storage));
+          },
+          "UntypedStorage.resize_ is about to change the bytes of the storage at this address "
+          "(its _cdata).")
+      .def(
           "compiled_kernel_inputs",
           [](DumpHost& host, uint32_t graph_id, uint32_t index,
              const std::vector<at::Tensor>& inputs, const std::vector<uint32_t>& written,

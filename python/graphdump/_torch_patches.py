@@ -3,6 +3,7 @@ bracketed for the eager capture, TorchScript modules run through graphdump's exe
 backward passes, and, with auto, optimizer construction. DistributedDataParallel's are
 _torch_ddp.py's. Not an API."""
 import contextlib
+import os
 
 import torch
 
@@ -31,6 +32,7 @@ def install(auto):
     _patch(ddp, "__init__", _torch_ddp.ddp_init)
     _patch(ddp, "register_comm_hook", _torch_ddp.ddp_register_comm_hook)
     _patch(torch, "compile", _compile)
+    _patch(torch.UntypedStorage, "resize_", _storage_resize)
     if auto:
         _patch(torch.optim.Optimizer, "__init__", _optimizer_init)
 
@@ -55,6 +57,18 @@ def _compile(*args, **kwargs):
     if _state.active is not None and _state.active.enabled:
         _compiled.install()
     return _torch_compile(*args, **kwargs)
+_untyped_storage_resize = torch.UntypedStorage.resize_
+
+
+def _storage_resize(storage, size):
+    """UntypedStorage.resize_ (FSDP frees and restores a parameter's memory with it): it changes
+    the bytes without an operator, so statistics still queued for them are read first."""
+    dump = _state.active  # on any thread, and between dumped steps: reads may be queued
+    if dump is not None and dump._host is not None and os.getpid() == dump._pid:
+        dump._host.before_storage_change(storage._cdata)
+    return _untyped_storage_resize(storage, size)
+
+
 _autograd_backward = torch.autograd.backward
 _autograd_grad = torch.autograd.grad
 _optimizer_init_original = torch.optim.Optimizer.__init__

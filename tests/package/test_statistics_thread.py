@@ -14,6 +14,7 @@ from conftest import HERE, graphdump, python, write_config
 
 SCRIPT = os.path.join(HERE, "user_inplace.py")
 COMPILED = os.path.join(HERE, "compiled_inplace.py")
+RESIZE = os.path.join(HERE, "storage_resize.py")
 CATEGORIES = ["max", "min", "avg", "l2norm", "nan count", "negative zero count"]
 
 
@@ -123,3 +124,19 @@ def test_compiled_kernels_rewriting_queued_buffers_wait_for_them(tmp_path):
         assert len(got[it]) == len(want), it
         bad = [(a, b) for a, b in zip(got[it], want) if a != b]
         assert not bad, f"{it}: {len(bad)} rows differ, first: {bad[:2]}"
+
+
+def test_bytes_freed_behind_operators_are_read_first(tmp_path):
+    # FSDP frees a parameter's memory with UntypedStorage.resize_, which no operator reports:
+    # the statistics still queued for those bytes are read before they are freed.
+    behind = {"GRAPHDUMP_TEST_STATISTICS_DELAY_US": "3000", "GRAPHDUMP_STATISTICS_THREAD": "1"}
+    _, queued = dump(tmp_path, "resize", "statistic", behind, script=RESIZE)
+    values = np.load(tmp_path / "resize.npz")
+    for it in range(2):
+        with open(queued / "Net" / "0" / str(it) / "statistic.csv") as f:
+            outputs = [r for r in list(csv.reader(f))[1:] if r[0] == "mul" and r[5] == "output"]
+        assert len(outputs) == 1, (it, outputs)
+        got = (float(outputs[0][10]), float(outputs[0][11]))
+        want = (values["max"][it], values["min"][it])
+        assert np.allclose(got, want, rtol=1e-5, atol=0), \
+            f"iteration {it}: the freed output's max and min read {got}, its values {want}"

@@ -154,6 +154,12 @@ class DumpHost {
   // devices): the rest of the call reuses no kernel's statistics for another's input.
   void CompiledWriteUnseen(uint32_t graph_id);
 
+  // Something other than an operator is about to change or free the bytes of the allocation
+  // `storage` (a StorageImpl): `UntypedStorage.resize_`, with which FSDP frees and restores a
+  // parameter's memory. Its statistics still queued are read first, and none recorded for it
+  // is reused (DumpSession::BeforeWrite, ForgetStatistics).
+  void BeforeStorageChange(const void* storage);
+
   // Runs one call of `model`'s forward (arguments without the module) in the current
   // iteration, starting one when none is open. Errors name the failing kernel and its source.
   StatusOr<c10::IValue> Call(TorchModel* model, std::vector<c10::IValue> inputs);

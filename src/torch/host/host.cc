@@ -207,6 +207,13 @@ void DumpHost::EnsureCapture() {
   UpdateEagerActive();
 }
 
+void DumpHost::BeforeStorageChange(const void* storage) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (!session_) return;
+  session_->BeforeWrite(storage);
+  session_->ForgetStatistics(storage);
+}
+
 void DumpHost::SetSourceTraceProvider(std::function<std::vector<SourceLocation>()> provider) {
   source_trace_ = std::move(provider);
 }
