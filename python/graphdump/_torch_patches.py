@@ -57,6 +57,8 @@ def _compile(*args, **kwargs):
     if _state.active is not None and _state.active.enabled:
         _compiled.install()
     return _torch_compile(*args, **kwargs)
+
+
 _untyped_storage_resize = torch.UntypedStorage.resize_
 
 

@@ -57,7 +57,8 @@ inline constexpr Handle::Ops kStorageWeakRefs{&StorageRefs::RetainWeakly,
 // autograd's AccumulateGrad copies a gradient someone else still holds into .grad instead of
 // taking it over (a copy of every gradient, each step, while statistics wait to be read).
 // Sharing the storage is safe: a write to it goes through an operator that reads the queued
-// bytes first (DumpSession::BeforeWrite).
+// bytes first (DumpSession::BeforeWrite), and so does a resize of it from Python
+// (DumpHost::BeforeStorageChange).
 inline Handle KeepAlive(at::Tensor tensor) {
   if (tensor.has_storage()) {
     c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
