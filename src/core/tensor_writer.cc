@@ -42,6 +42,11 @@ Status ValidateView(const std::string& path, const TensorView& view) {
   return Status::Ok();
 }
 
+// Pieces of at least this size go to the file from their own memory, behind what is pending, in
+// one call: a gathered piece (ForEachContiguousChunk's buffer: whole chunks, then the rest) is
+// not copied again; only small pieces are joined first.
+constexpr size_t kDirectBytes = size_t{4} << 10;
+
 // Collects the .npy bytes and hands them to the file in pieces of about `chunk_bytes`.
 class NpySink {
  public:
@@ -55,10 +60,10 @@ class NpySink {
     if (!status_.ok() || count <= 0) return;
     if (NpyPayloadIsIdentity(dtype_)) {
       const size_t size = DTypeStorageBytes(dtype_, count);
-      if (pending_.size() + size >= chunk_bytes_) {
-        // Large pieces go straight from the tensor to the file, without a copy.
-        Flush();
-        Write(bytes, size);
+      if (size >= std::min(kDirectBytes, chunk_bytes_) || pending_.size() + size >= chunk_bytes_) {
+        // Large pieces go straight from their memory to the file, without a copy.
+        WriteTwo(pending_.data(), pending_.size(), bytes, size);
+        pending_.clear();
         return;
       }
       pending_.insert(pending_.end(), bytes, bytes + size);
@@ -82,6 +87,11 @@ class NpySink {
     if (!status_.ok()) return;
     status_ = file_->Append(data, size);
     bytes_written_ += size;
+  }
+  void WriteTwo(const void* first, size_t first_size, const void* second, size_t second_size) {
+    if (!status_.ok()) return;
+    status_ = file_->AppendTwo(first, first_size, second, second_size);
+    bytes_written_ += first_size + second_size;
   }
 
   WritableFile* file_;

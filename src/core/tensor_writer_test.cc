@@ -308,6 +308,67 @@ TEST(TensorWriterTest, SampleModeWritesThePrefixAndStatsCoverAll) {
                   {dir.Sub("e.npy"), DType::kFloat32, {7}}});
 }
 
+// Records the pieces each file write hands to the file system: {first, second} for AppendTwo,
+// {size, 0} for Append.
+class RecordingFileSystem : public testing::FaultFileSystem {
+ public:
+  using Calls = std::vector<std::pair<size_t, size_t>>;
+  RecordingFileSystem() : FaultFileSystem(NewPosixFileSystem()) {}
+  StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
+    GRAPHDUMP_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                               FaultFileSystem::NewWritableFile(path));
+    calls.clear();
+    return std::unique_ptr<WritableFile>(new Recorder(std::move(file), &calls));
+  }
+  Calls calls;  // the last file's
+
+ private:
+  class Recorder : public WritableFile {
+   public:
+    Recorder(std::unique_ptr<WritableFile> base, Calls* calls)
+        : base_(std::move(base)), calls_(calls) {}
+    Status Append(const void* data, size_t size) override {
+      calls_->emplace_back(size, 0);
+      return base_->Append(data, size);
+    }
+    Status AppendTwo(const void* first, size_t first_size, const void* second,
+                     size_t second_size) override {
+      calls_->emplace_back(first_size, second_size);
+      return base_->AppendTwo(first, first_size, second, second_size);
+    }
+    Status Commit() override { return base_->Commit(); }
+
+   private:
+    std::unique_ptr<WritableFile> base_;
+    Calls* calls_;
+  };
+};
+
+// A tensor whose bytes are gathered (transposed) or read for statistics on the way goes to the
+// file in pieces from their own memory, behind the header, without being copied again.
+TEST(TensorWriterTest, LargePiecesAreNotCopiedBehindTheHeader) {
+  TempDir dir;
+  RecordingFileSystem fs;
+  const TestTensor transposed = MakeTensor(DType::kFloat32, {256, 256}, {1, 256});  // 256 KiB
+  const TestTensor contiguous = MakeTensor(DType::kFloat32, {64, 1024});
+  const std::string header = NpyHeader(DType::kFloat32, {256, 256});
+  ASSERT_EQ(NpyHeader(DType::kFloat32, {64, 1024}).size(), header.size());
+  const size_t bytes = size_t{256} << 10;
+  TensorWriteOptions options;
+  ASSERT_TRUE(WriteTensor(fs, dir.Sub("t.npy"), transposed.view, options).ok());
+  EXPECT_EQ(fs.calls, (RecordingFileSystem::Calls{{header.size(), bytes}}));
+  options.stats = StatsRequest{};
+  ASSERT_TRUE(WriteTensor(fs, dir.Sub("c.npy"), contiguous.view, options).ok());
+  EXPECT_EQ(fs.calls, (RecordingFileSystem::Calls{{header.size(), bytes}}));
+  options.chunk_bytes = 100 << 10;  // a gather in three pieces: 100 KiB, 100 KiB, 56 KiB
+  ASSERT_TRUE(WriteTensor(fs, dir.Sub("t3.npy"), transposed.view, options).ok());
+  EXPECT_EQ(fs.calls, (RecordingFileSystem::Calls{
+                          {header.size(), 100 << 10}, {0, 100 << 10}, {0, 56 << 10}}));
+  CheckWithNumpy({{dir.Sub("t.npy"), DType::kFloat32, {256, 256}},
+                  {dir.Sub("c.npy"), DType::kFloat32, {64, 1024}},
+                  {dir.Sub("t3.npy"), DType::kFloat32, {256, 256}}});
+}
+
 TEST(TensorWriterTest, StatisticOnlyWritesNoFile) {
   TempDir dir;
   auto fs = NewPosixFileSystem();
