@@ -28,7 +28,8 @@ import torch
 from . import _torch_state as _state
 from ._torch_state import dumping_host as _dumping_host
 
-_installed = None  # what install() changed, to put back
+_installed = None  # what _instrument() changed, to put back
+_watching = False  # are _compile_started and _compile_ended registered with Dynamo
 _keys = itertools.count()
 _graphs = {}  # graph key -> _GraphSpec, for every graph generated in this process
 _ids = weakref.WeakKeyDictionary()  # Dump -> {graph key: its host's graph id}
@@ -45,7 +46,26 @@ class _GraphSpec:
 # --- install -----------------------------------------------------------------------------------
 
 def install():
-    """Instruments Inductor's CPU code generation for the Dump that is on (idempotent)."""
+    """Instruments Inductor's CPU code generation for the Dump that is on, and pauses the eager
+    capture while Dynamo or Inductor compiles (idempotent)."""
+    _instrument()
+    watch_compiles()
+
+
+def watch_compiles():
+    """Pauses the eager capture while Dynamo or Inductor compiles, and instruments Inductor's
+    code at the first compilation (idempotent). Enough for a Dump that starts after the script
+    called torch.compile: its compiled model is compiled at its first call, under the Dump."""
+    global _watching
+    if _watching:
+        return
+    from torch._dynamo.callback import callback_handler
+    callback_handler.register_start_callback(_compile_started)
+    callback_handler.register_end_callback(_compile_ended)
+    _watching = True
+
+
+def _instrument():
     global _installed
     if _installed is not None:
         return
@@ -58,7 +78,6 @@ def install():
                    "'operators': compiled graphs are dumped as Inductor's kernels "
                    "(docs/compile.md)")
     operators = mode == "operators"
-    from torch._dynamo.callback import callback_handler
     from torch._functorch import config as functorch_config
     from torch._inductor import config as inductor_config
     from torch._inductor.codegen import common
@@ -75,16 +94,18 @@ def install():
     caches = (inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache)
     inductor_config.fx_graph_cache = False
     functorch_config.enable_autograd_cache = False
-    callback_handler.register_start_callback(_compile_started)
-    callback_handler.register_end_callback(_compile_ended)
     _installed = (previous, caches)
 
 
 def uninstall():
-    global _installed
+    global _installed, _watching
+    if _watching:
+        from torch._dynamo.callback import callback_handler
+        callback_handler.remove_start_callback(_compile_started)
+        callback_handler.remove_end_callback(_compile_ended)
+        _watching = False
     if _installed is None:
         return
-    from torch._dynamo.callback import callback_handler
     from torch._functorch import config as functorch_config
     from torch._inductor import config as inductor_config
     from torch._inductor.codegen import common
@@ -94,8 +115,6 @@ def uninstall():
     previous, caches = _installed
     common.device_codegens["cpu"] = previous
     inductor_config.fx_graph_cache, functorch_config.enable_autograd_cache = caches
-    callback_handler.remove_start_callback(_compile_started)
-    callback_handler.remove_end_callback(_compile_ended)
     _installed = None
 
 
@@ -103,7 +122,10 @@ _compile_pause = []
 
 
 def _compile_started(args):
-    host = _dumping_host(_state.active)
+    dump = _state.active
+    if dump is not None and dump.enabled:
+        _instrument()  # a model compiled before the Dump started is compiled now
+    host = _dumping_host(dump)
     _compile_pause.append(host.pause_eager() if host is not None else None)
 
 

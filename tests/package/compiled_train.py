@@ -1,7 +1,7 @@
 """A torch.compile'd training as users write it, for test_compile.py: run unchanged, plain and
 under `graphdump python`.
 
-usage: compiled_train.py MODE OUT.npz
+usage: compiled_train.py MODE OUT.npz [--dump CONFIG]
   block    a pre-norm transformer block (LayerNorm, attention through
            F.scaled_dot_product_attention, a GELU MLP) compiled with torch.compile(model),
            trained 3 steps by AdamW on a fixed batch
@@ -18,6 +18,8 @@ usage: compiled_train.py MODE OUT.npz
            exception; OUT.npz gets, before each step, what it feeds the compiled forward (the
            ids, the embedding's weight)
 OUT.npz gets every parameter after training and the losses (bit-identity checks).
+--dump CONFIG: the training runs in a graphdump.torch.Dump(CONFIG) that the script starts after
+  it called torch.compile (the explicit API), wrapping the compiled model and tracking AdamW.
 """
 import sys
 
@@ -106,6 +108,12 @@ def main():
         sys.exit(f"unknown mode {mode}")
     compiled = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    dump = None
+    if sys.argv[3:4] == ["--dump"]:
+        import graphdump.torch as gd
+        dump = gd.Dump(sys.argv[4]).start()
+        compiled = dump.wrap(compiled)
+        dump.track(optimizer)
     losses = []
     for step, x in enumerate(batches):
         if mode == "fail":
@@ -121,6 +129,8 @@ def main():
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+    if dump is not None:
+        dump.close()
     print("losses", " ".join(f"{v:.6f}" for v in losses))
     arrays = {name: p.detach().numpy() for name, p in model.named_parameters()}
     arrays["losses"] = np.array(losses)

@@ -22,8 +22,8 @@ import re
 import numpy as np
 import pytest
 
-from conftest import (HERE, execution_order, global_order, graphdump, marked_line, python,
-                      write_config)
+from conftest import (BUILD_DIR, HERE, execution_order, global_order, graphdump, marked_line,
+                      python, write_config)
 
 SCRIPT = os.path.join(HERE, "compiled_train.py")
 
@@ -215,6 +215,29 @@ def test_graph_break_and_recompilation_are_graphs_with_eager_code_between(runs):
     assert len(recompiled) == 1 and recompiled[0] != g1, (first, g1)
     shapes = {row["Shape"] for row in rows(rank, recompiled[0], 2) if row["IO"] == "input"}
     assert "(36,16)" in shapes, shapes
+
+
+def test_a_dump_started_after_torch_compile_dumps_the_compiled_graphs(runs, tmp_path):
+    """The explicit API, the Dump started after the script called torch.compile: the compiled
+    model's first call, under the Dump, compiles it, instrumented (before, the eager capture saw
+    the compilation's operators on fake tensors and Dynamo failed)."""
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"})
+    run = python(SCRIPT, "block", tmp_path / "out.npz", "--dump", config,
+                 env={"PYTHONPATH": os.path.join(BUILD_DIR, "python")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    plain, dumped = runs("block")["plain"], np.load(tmp_path / "out.npz")
+    assert sorted(dumped.files) == sorted(plain.files)
+    for key in plain.files:
+        assert np.array_equal(plain[key], dumped[key]), key
+    rank = tmp_path / "dump" / "rank_0"
+    assert graphs(rank) == [0, 1, 2]
+    forward = graph_order(rank, 1)
+    assert [k for k in forward if re.fullmatch(r"Default/up-Linear/addmm-op\d+", k)], forward
+    assert [k for k in forward if "/FusionOp_" in k], forward
+    assert all(k.startswith("Gradients/Default/") for k in graph_order(rank, 2))
+    assert global_order(rank, 1) == [0, 1, 2]
+    assert {r["Op Name"] for r in rows(rank, 1, 2)} >= {
+        re.sub(r"[/\\. ]", "_", k) for k in forward}
 
 
 def test_a_nan_made_inside_a_fused_kernel_is_named_by_watch_and_hunt(tmp_path):
