@@ -421,6 +421,9 @@ void BindTorch(py::module_& m) {
           "Registers a graph torch.compile generated: its kernels in execution order as "
           "(name without op id, op type, module path, [(file, line, code)], input names, "
           "attributes). Returns the graph id.")
+      .def("set_compiled_dump", &DumpHost::SetCompiledDump, py::arg("module_path"),
+           "dump_mode 2's set_dump for the compiled kernels under a module path relative to "
+           "the module that was compiled, in every compiled graph.")
       .def("begin_compiled_call", &DumpHost::BeginCompiledCall,
            "A call of a compiled graph begins.")
       .def(

@@ -150,6 +150,7 @@ def begin(key):
         ids = _ids.setdefault(dump, {})
         gid = ids.get(key)
         if gid is None:
+            dump._apply_compiled_set_dump()
             spec = _graphs[key]
             gid = host.add_compiled_graph(spec.name, spec.kernels)
             ids[key] = gid

@@ -61,6 +61,10 @@ def _compile(*args, **kwargs):
     when it dumps in this process."""
     if _state.active is not None and _state.active.enabled:
         _compiled.install()
+    target = args[0] if args else kwargs.get("model")
+    root = target if isinstance(target, torch.nn.Module) else getattr(target, "__self__", None)
+    if isinstance(root, torch.nn.Module):
+        _state.compiled_roots.add(root)
     return _torch_compile(*args, **kwargs)
 
 

@@ -3,10 +3,14 @@ on in this process, and the few facts about the process its parts ask for. Not a
 import os
 import sys
 import threading
+import weakref
 
 import torch
 
 active = None  # the Dump that is on, if any
+# The modules torch.compile was given while a Dump was on (a module, or the module of a bound
+# method: Module.compile()), whose paths compiled kernels' module paths are relative to.
+compiled_roots = weakref.WeakSet()
 # Called as f(dump, iteration) after an optimizer step has ended `iteration` and its statistic
 # rows are written (graphdump hunt's stopper, _hunt_child.py); None otherwise.
 after_iteration = None

@@ -118,6 +118,7 @@ class Dump:
         self._eager_roots = []  # plain modules with a graph of their own, kept alive
         self._eager = None  # the host while it dumps eager modules in this process
         self._pending_set_dump = []
+        self._compiled_set_dump = []  # set_dump's modules, for the compiled kernels under them
         self._optimizers = weakref.WeakSet()
         self._stepped = set()  # id() of the optimizers that stepped in the open iteration
         # An optimizer stepped inside the running backward pass (in a gradient hook): the
@@ -276,10 +277,34 @@ class Dump:
         if self._config is not None and self._config.dump_mode != 2:
             _log(f"warning: set_dump has no effect: dump_mode is {self._config.dump_mode} (it "
                  "selects kernels only with dump_mode 2)")
+        self._compiled_set_dump.append(module)
+        self._apply_compiled_set_dump()
         if self._host is None or not self._apply_set_dump(module):
             self._pending_set_dump.append(module)
 
     # --- internals -------------------------------------------------------------------------
+
+    def _apply_compiled_set_dump(self):
+        """Marks the compiled kernels under set_dump's modules, by each module's path in the
+        compiled module that holds it (a compiled kernel's module path is relative to the
+        module that was compiled; docs/compile.md). Called by set_dump, and by the compiled
+        front end before it adds a graph."""
+        if self._host is None or not self._compiled_set_dump:
+            return
+        roots = set(_state.compiled_roots)
+        frames = sys.modules.get("torch._dynamo.eval_frame")
+        optimized = frames.OptimizedModule if frames is not None else ()
+        for root in list(self._wrapped_set) + self._eager_roots:
+            for _, m in root.named_modules():
+                if isinstance(m, optimized):
+                    roots.add(m._orig_mod)
+                elif getattr(m, "_compiled_call_impl", None) is not None:  # Module.compile()
+                    roots.add(m)
+        for module in self._compiled_set_dump:
+            for root in roots:
+                path = next((p for p, m in root.named_modules() if m is module), None)
+                if path is not None:
+                    self._host.set_compiled_dump(path)
 
     def _dumping(self):
         return self._host is not None and self._host.dumping

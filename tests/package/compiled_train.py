@@ -1,7 +1,7 @@
 """A torch.compile'd training as users write it, for test_compile.py: run unchanged, plain and
 under `graphdump python`.
 
-usage: compiled_train.py MODE OUT.npz [--dump CONFIG]
+usage: compiled_train.py MODE OUT.npz [--dump CONFIG [--set-dump SUBMODULE]]
   block    a pre-norm transformer block (LayerNorm, attention through
            F.scaled_dot_product_attention, a GELU MLP) compiled with torch.compile(model),
            trained 3 steps by AdamW on a fixed batch
@@ -19,7 +19,8 @@ usage: compiled_train.py MODE OUT.npz [--dump CONFIG]
            ids, the embedding's weight)
 OUT.npz gets every parameter after training and the losses (bit-identity checks).
 --dump CONFIG: the training runs in a graphdump.torch.Dump(CONFIG) that the script starts after
-  it called torch.compile (the explicit API), wrapping the compiled model and tracking AdamW.
+  it called torch.compile (the explicit API), wrapping the compiled model and tracking AdamW;
+  --set-dump SUBMODULE: then Dump.set_dump(model.SUBMODULE) (dump_mode 2).
 """
 import sys
 
@@ -114,6 +115,8 @@ def main():
         dump = gd.Dump(sys.argv[4]).start()
         compiled = dump.wrap(compiled)
         dump.track(optimizer)
+        if sys.argv[5:6] == ["--set-dump"]:
+            dump.set_dump(model.get_submodule(sys.argv[6]))
     losses = []
     for step, x in enumerate(batches):
         if mode == "fail":

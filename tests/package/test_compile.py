@@ -143,6 +143,28 @@ def test_files_are_the_buffers_as_they_were(runs):
         assert np.isclose((out ** 2).mean(), r["plain"]["losses"][it], rtol=1e-5)
 
 
+def test_asynchronous_dump_of_outputs_only_holds_the_synchronous_dumps_files(runs, tmp_path):
+    """Background writers (e2e_dump_settings.enable false), outputs only (input_output 2), one
+    iteration: every compiled kernel's outputs, no input, each file equal to the synchronous
+    full dump's, and the training unchanged."""
+    config = write_config(tmp_path / "a.json", tmp_path / "dump",
+                          {"saved_data": "tensor", "input_output": 2, "iteration": "1"},
+                          {"enable": False})
+    graphdump("python", "--config", config, SCRIPT, "block", tmp_path / "out.npz", check=0)
+    r = runs("block")
+    dumped = np.load(tmp_path / "out.npz")
+    for key in r["plain"].files:
+        assert np.array_equal(r["plain"][key], dumped[key]), key
+    rank = tmp_path / "dump" / "rank_0"
+    assert sorted(os.listdir(rank / "Net" / "1")) == ["1"]
+    for graph in (1, 2):
+        files = glob.glob(str(rank / "Net" / str(graph) / "1" / "*.npy"))
+        assert files and not [f for f in files if ".input." in f], files
+        for kernel in graph_order(rank, graph):
+            assert np.array_equal(tensor(rank, graph, 1, kernel, "output", 0),
+                                  tensor(r["rank"], graph, 1, kernel, "output", 0)), kernel
+
+
 def test_statistics_equal_numpys_on_the_dumped_buffers(runs):
     rank = runs("block")["rank"]
     checked = 0
@@ -238,6 +260,33 @@ def test_a_dump_started_after_torch_compile_dumps_the_compiled_graphs(runs, tmp_
     assert global_order(rank, 1) == [0, 1, 2]
     assert {r["Op Name"] for r in rows(rank, 1, 2)} >= {
         re.sub(r"[/\\. ]", "_", k) for k in forward}
+
+
+def test_set_dump_of_a_compiled_models_submodule_selects_its_compiled_kernels(runs, tmp_path):
+    """dump_mode 2, Dump.set_dump(model.up) of the model that was compiled: the compiled forward
+    and backward kernels of `up` (their module path is relative to the compiled model) and its
+    parameters' gradient accumulation and update kernels, nothing else."""
+    config = write_config(tmp_path / "d.json", tmp_path / "dump",
+                          {"saved_data": "statistic", "dump_mode": 2})
+    run = python(SCRIPT, "block", tmp_path / "out.npz", "--dump", config, "--set-dump", "up",
+                 env={"PYTHONPATH": os.path.join(BUILD_DIR, "python")})
+    assert run.returncode == 0, run.stderr[-3000:]
+    plain, dumped = runs("block")["plain"], np.load(tmp_path / "out.npz")
+    for key in plain.files:
+        assert np.array_equal(plain[key], dumped[key]), key
+    rank = tmp_path / "dump" / "rank_0"
+
+    def dumped_kernels(graph):
+        return {r["Op Name"] for r in rows(rank, graph, 1) if r["Op Type"] != "Parameter"}
+
+    under = {g: {re.sub(r"[/\\. ]", "_", k) for k in graph_order(rank, g)
+                 if k.startswith(("Default/up-Linear/", "Gradients/Default/up-Linear/"))}
+             for g in (1, 2)}
+    assert under[1] and under[2], under
+    assert dumped_kernels(1) == under[1]
+    assert dumped_kernels(2) == under[2]
+    eager = dumped_kernels(0)
+    assert eager and all("_orig_mod_up_" in k for k in eager), eager
 
 
 def test_a_nan_made_inside_a_fused_kernel_is_named_by_watch_and_hunt(tmp_path):

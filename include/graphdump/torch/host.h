@@ -134,6 +134,10 @@ class DumpHost {
   // ATen nodes): `kernels` in execution order, each with its full name without the "-op{N}"
   // suffix. Returns its graph id.
   uint32_t AddCompiledGraph(const std::string& name, std::vector<KernelInfo> kernels);
+  // dump_mode 2's set_dump for a module inside a compiled module: marks the compiled kernels
+  // under `module_path`, the module's path in the module that was compiled (a compiled
+  // kernel's module path is relative to it), in every compiled graph, now and later ones.
+  void SetCompiledDump(const std::string& module_path);
   // A call of the compiled graph begins (starting an iteration when none is open; a call of
   // the first graph registered ends the open one first until an optimizer step is seen) and
   // ends.
@@ -280,6 +284,7 @@ class DumpHost {
   // Compiled graphs by graph id (null for the other kinds).
   std::vector<torch_internal::CompiledGraph*> compiled_by_id_;
   std::vector<std::unique_ptr<torch_internal::CompiledGraph>> compiled_graphs_;
+  std::vector<std::string> compiled_set_dump_;  // SetCompiledDump's paths
   torch_internal::CompiledGraph* Compiled(uint32_t graph_id) const;
   std::string compiled_failure_;  // TakeEagerFailure's, of the last compiled call that raised
   std::vector<HostGraph*> graphs_;  // both kinds, by graph id

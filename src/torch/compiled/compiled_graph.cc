@@ -1,10 +1,12 @@
 #include "compiled/compiled_graph.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <utility>
 
 #include "eager/eager_capture.h"
+#include "graphdump/selector.h"
 #include "graphdump/torch/host.h"
 #include "host/tensor_views.h"
 
@@ -54,10 +56,19 @@ Status CompiledGraph::Register() {
   return Status::Ok();
 }
 
+void CompiledGraph::SetDump(const std::string& module_path) {
+  set_dump_paths_.push_back(module_path);
+  for (KernelInfo& k : info_.kernels) {
+    if (UnderMarkedModule(set_dump_paths_, k.module_path)) k.marked_for_dump = true;
+  }
+  if (registered_) session_->UpdateKernels(info_.graph_id, info_.kernels);
+}
+
 KernelInfo CompiledGraph::AppendKernel(KernelInfo kernel) {
   kernel.graph_id = info_.graph_id;
   kernel.index = static_cast<uint32_t>(info_.kernels.size());
   kernel.full_name += "-op" + std::to_string(kernel.index);
+  if (UnderMarkedModule(set_dump_paths_, kernel.module_path)) kernel.marked_for_dump = true;
   if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
   reports_writes_.push_back(ReportsWrites(kernel));
   info_.kernels.push_back(kernel);
@@ -210,6 +221,7 @@ uint32_t DumpHost::AddCompiledGraph(const std::string& name, std::vector<KernelI
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   const auto id = static_cast<uint32_t>(graphs_.size());
   auto graph = std::make_unique<CompiledGraph>(id, session_.get(), name, std::move(kernels));
+  for (const std::string& path : compiled_set_dump_) graph->SetDump(path);
   if (session_) {
     Status registered = graph->Register();
     if (!registered.ok()) std::fprintf(stderr, "graphdump: %s\n", registered.message().c_str());
@@ -219,6 +231,16 @@ uint32_t DumpHost::AddCompiledGraph(const std::string& name, std::vector<KernelI
   graphs_.push_back(graph.get());
   compiled_graphs_.push_back(std::move(graph));
   return id;
+}
+
+void DumpHost::SetCompiledDump(const std::string& module_path) {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  if (std::find(compiled_set_dump_.begin(), compiled_set_dump_.end(), module_path) !=
+      compiled_set_dump_.end()) {
+    return;
+  }
+  compiled_set_dump_.push_back(module_path);
+  for (const auto& graph : compiled_graphs_) graph->SetDump(module_path);
 }
 
 void DumpHost::BeginCompiledCall(uint32_t graph_id) {

@@ -31,6 +31,8 @@ class CompiledGraph final : public HostGraph {
 
   // Registers the graph with the session (its graph files). Idempotent.
   Status Register();
+  // dump_mode 2: marks the kernels under `module_path` (DumpHost::SetCompiledDump).
+  void SetDump(const std::string& module_path);
 
   // HostGraph.
   std::string ScopeOf(const std::string& module_path) const override { return "Default"; }
@@ -71,6 +73,7 @@ class CompiledGraph final : public HostGraph {
 
   DumpSession* session_;
   GraphInfo info_;
+  std::vector<std::string> set_dump_paths_;  // SetDump's
   bool registered_ = false;
   bool in_call_ = false;
   uint32_t running_index_ = 0;
