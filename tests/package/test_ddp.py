@@ -2,6 +2,7 @@
 in DDP) under graphdump python, started torchrun-style: per-rank dumps, parameters equal across
 ranks and equal to the same script's without graphdump after every step, and the gradient
 all-reduce dumped as kernels."""
+import csv
 import glob
 import os
 import socket
@@ -11,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import BIN, HERE, clean_env, every_npy_loads, global_order, graphdump, write_config
+from conftest import (BIN, HERE, clean_env, every_npy_loads, execution_order, global_order,
+                      graphdump, write_config)
 
 STEPS = 3
 PARAMETERS = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
@@ -110,3 +112,47 @@ def test_support_device_and_own_hook_with_ranks_started_by_hand(tmp_path, plain)
     for it in range(STEPS):
         files = os.listdir(tmp_path / "dump" / "rank_1" / "Net" / "0" / str(it))
         assert sum(f.startswith("AllReduce.") and ".output.0." in f for f in files) == 4
+
+
+def test_compiled_ddp_with_nproc(tmp_path):
+    """torch.compile(DDP(model)) on two ranks: each rank's dump has the compiled forward and
+    backward graphs (graphs 1 and 2) in every iteration, the gradients' all-reduce as kernels of
+    graph 0, and the ranks train bit for bit as the plain compiled run."""
+    script = os.path.join(HERE, "user_ddp.py")
+    processes = start_ranks([sys.executable, script, str(tmp_path / "plain"), "--eager",
+                             "--compile"], free_port())
+    outputs = [p.communicate(timeout=300) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], outputs
+    plain = saved(tmp_path / "plain", 0)
+    config = write_config(tmp_path / "d.json", tmp_path / "dump", {"saved_data": "statistic"})
+    run = graphdump("python", "--config", config, "--nproc", 2, script, tmp_path / "out",
+                    "--eager", "--compile", timeout=600, check=0)
+    assert "[rank 1] rank 1/2: 3 steps" in run.stdout, run.stdout
+    ranks = [saved(tmp_path / "out", r) for r in (0, 1)]
+    assert sorted(ranks[0].files) == sorted(plain.files)
+    for key in plain.files:
+        assert np.array_equal(ranks[0][key], plain[key]), key
+        assert np.array_equal(ranks[1][key], plain[key]), key
+    for rank in (0, 1):
+        root = tmp_path / "dump" / f"rank_{rank}"
+        assert [k.rsplit("-op", 1)[0] for k in execution_order(root, 1)] == [
+            "Default/fc1-Linear/addmm", "Default/relu", "Default/fc2-Linear/addmm"]
+        assert "Gradients/Default/fc1-Linear/mm" in {
+            k.rsplit("-op", 1)[0] for k in execution_order(root, 2)}
+        assert global_order(root, 1) == global_order(root, 2) == list(range(STEPS))
+        reduced = [k for k in execution_order(root) if k.endswith("_AllReduce") or
+                   "/AllReduce-op" in k]
+        assert len(reduced) == len(PARAMETERS), reduced
+        for it in range(STEPS):
+            for graph in (1, 2):
+                assert (root / "Net" / str(graph) / str(it) / "statistic.csv").stat().st_size
+    # The all-reduce's outputs (the mean gradient) have the same statistics on both ranks.
+    for it in range(STEPS):
+        outputs = []
+        for rank in (0, 1):
+            with open(tmp_path / "dump" / f"rank_{rank}" / "Net" / "0" / str(it) /
+                      "statistic.csv", newline="") as f:
+                outputs.append(sorted((r["Op Name"].rsplit("-op", 1)[0], r["Max Value"],
+                                       r["Min Value"]) for r in csv.DictReader(f)
+                                      if r["Op Type"] == "AllReduce" and r["IO"] == "output"))
+        assert len(outputs[0]) == len(PARAMETERS) and outputs[0] == outputs[1], outputs

@@ -2,9 +2,9 @@
 WORLD_SIZE, MASTER_ADDR, MASTER_PORT set by the caller): gloo, a TorchScript model inside
 DistributedDataParallel, each rank on its own shard. Nothing in it knows about graphdump.
 
-usage: user_ddp.py OUT_PREFIX [--steps N] [--hook] [--eager]
+usage: user_ddp.py OUT_PREFIX [--steps N] [--hook] [--eager] [--compile]
 --hook registers DDP's own allreduce_hook as the communication hook; --eager keeps the model a
-plain nn.Module (no torch.jit.script).
+plain nn.Module (no torch.jit.script); --compile (with --eager) trains torch.compile(DDP(model)).
 Writes OUT_PREFIX.rank{r}.npz with every parameter after each step (name@step).
 """
 import argparse
@@ -31,6 +31,7 @@ def main():
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--hook", action="store_true")
     parser.add_argument("--eager", action="store_true")
+    parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -41,6 +42,8 @@ def main():
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
         model.register_comm_hook(None, default_hooks.allreduce_hook)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if args.compile:
+        model = torch.compile(model)
     g = torch.Generator().manual_seed(100 + rank)
     saved = {}
     for step in range(args.steps):
@@ -50,7 +53,8 @@ def main():
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
-        for name, p in model.module.named_parameters():
+        ddp = model._orig_mod if args.compile else model
+        for name, p in ddp.module.named_parameters():
             saved[f"{name}@{step}"] = p.detach().numpy().copy()
     np.savez(f"{args.out}.rank{rank}.npz", **saved)
     dist.destroy_process_group()
