@@ -15,6 +15,9 @@ namespace graphdump {
 // dump_mode 2's set_dump rule: is the module at `module_path` one of the `marked` module paths
 // or under one ("features.0" is under "features"; "" marks everything)?
 bool UnderMarkedModule(const std::vector<std::string>& marked, const std::string& module_path);
+// Sets marked_for_dump on each of `kernels` whose module is under `marked` (the front ends'
+// set_dump); the others keep theirs.
+void MarkKernelsUnder(const std::vector<std::string>& marked, std::vector<KernelInfo>* kernels);
 
 class Selector {
  public:

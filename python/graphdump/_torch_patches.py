@@ -36,7 +36,7 @@ def install(auto):
     _patch(torch.UntypedStorage, "resize_", _storage_resize)
     if auto:
         _patch(torch.optim.Optimizer, "__init__", _optimizer_init)
-    if "torch._dynamo" in sys.modules and _state.active is not None and _state.active.enabled:
+    if "torch._dynamo" in sys.modules and _state.active.enabled:
         # The script may have called torch.compile already: what it compiled is compiled at
         # its first call, which is to be dumped as the compiled graphs it makes.
         _compiled.watch_compiles()

@@ -82,6 +82,12 @@ bool UnderMarkedModule(const std::vector<std::string>& marked, const std::string
   });
 }
 
+void MarkKernelsUnder(const std::vector<std::string>& marked, std::vector<KernelInfo>* kernels) {
+  for (KernelInfo& k : *kernels) {
+    if (UnderMarkedModule(marked, k.module_path)) k.marked_for_dump = true;
+  }
+}
+
 Selector::Selector(const DumpConfig& config) : impl_(std::make_unique<Impl>(config)) {
   Impl& impl = *impl_;
   impl.dump_mode = config.op_debug_mode != 0 ? 0 : config.dump_mode;

@@ -127,6 +127,16 @@ TEST(SelectorTest, SetDumpCoversSubmodulesButNotNamePrefixes) {
   EXPECT_TRUE(selector.KernelSelected(Kernel("a/b-op1", "")));
 }
 
+TEST(SelectorTest, MarkKernelsUnderMarksSubmodulesAndKeepsEarlierMarks) {
+  std::vector<KernelInfo> kernels = {Kernel("a-op0", "features.3"), Kernel("b-op1", "features2"),
+                                     Kernel("c-op2", "classifier")};
+  kernels[2].marked_for_dump = true;
+  MarkKernelsUnder({"features"}, &kernels);
+  EXPECT_TRUE(kernels[0].marked_for_dump);
+  EXPECT_FALSE(kernels[1].marked_for_dump);
+  EXPECT_TRUE(kernels[2].marked_for_dump);
+}
+
 TEST(SelectorTest, RankSelection) {
   Selector all(Config(R"({"support_device": []})"));
   EXPECT_TRUE(all.RankDumps(0));

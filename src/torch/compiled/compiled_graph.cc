@@ -58,9 +58,7 @@ Status CompiledGraph::Register() {
 
 void CompiledGraph::SetDump(const std::string& module_path) {
   set_dump_paths_.push_back(module_path);
-  for (KernelInfo& k : info_.kernels) {
-    if (UnderMarkedModule(set_dump_paths_, k.module_path)) k.marked_for_dump = true;
-  }
+  MarkKernelsUnder(set_dump_paths_, &info_.kernels);
   if (registered_) session_->UpdateKernels(info_.graph_id, info_.kernels);
 }
 

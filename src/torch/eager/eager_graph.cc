@@ -115,9 +115,7 @@ Status EagerGraph::SetDump(const std::string& module_path) {
                                    std::to_string(info_.graph_id) + "'s module tree");
   }
   set_dump_paths_.push_back(module_path);
-  for (KernelInfo& k : info_.kernels) {
-    if (UnderSetDump(k.module_path)) k.marked_for_dump = true;
-  }
+  MarkKernelsUnder(set_dump_paths_, &info_.kernels);
   if (registered_) session_->UpdateKernels(info_.graph_id, info_.kernels);
   return Status::Ok();
 }

@@ -95,9 +95,7 @@ Status TorchModel::SetDump(const std::string& module_path) {
                                    "'; module paths are: " + known);
   }
   set_dump_paths_.push_back(module_path);
-  for (KernelInfo& k : compiled_->info.kernels) {
-    if (UnderSetDump(k.module_path)) k.marked_for_dump = true;
-  }
+  MarkKernelsUnder(set_dump_paths_, &compiled_->info.kernels);
   if (registered_) session_->UpdateKernels(compiled_->info.graph_id, compiled_->info.kernels);
   return Status::Ok();
 }
