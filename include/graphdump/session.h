@@ -168,8 +168,11 @@ class DumpSession {
   // True when anything at all is dumped in the current step (iteration selected).
   virtual bool StepDumps() const = 0;
 
-  // Does the session want this kernel's tensors in the current step? O(1).
-  virtual bool Wants(const KernelInfo& kernel) const = 0;
+  // Does the session want the tensors of kernel `index` of graph `graph_id` in the current
+  // step? O(1), and reads nothing of the kernel's KernelInfo (a capture asks it for every
+  // operator call, and a large graph's KernelInfos are rarely in the CPU's caches).
+  virtual bool Wants(uint32_t graph_id, uint32_t index) const = 0;
+  bool Wants(const KernelInfo& kernel) const { return Wants(kernel.graph_id, kernel.index); }
 
   // Dumps a kernel's inputs and outputs (those selected by input_output). `kernel` must come
   // from a registered graph. In overflow mode only kernels with a NaN/Inf output are written.

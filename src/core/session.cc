@@ -257,11 +257,10 @@ void SessionImpl::BeginStep(uint32_t graph_id) {
   if (!iteration_open_) StartIteration();
 }
 
-bool SessionImpl::Wants(const KernelInfo& kernel) const {
+bool SessionImpl::Wants(uint32_t graph_id, uint32_t index) const {
   if (!StepDumps() || config_.op_debug_mode == 4) return false;
-  auto it = graphs_.find(kernel.graph_id);
-  return it != graphs_.end() && kernel.index < it->second.selected.size() &&
-         it->second.selected[kernel.index];
+  auto it = graphs_.find(graph_id);
+  return it != graphs_.end() && index < it->second.selected.size() && it->second.selected[index];
 }
 
 void SessionImpl::OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,

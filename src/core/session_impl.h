@@ -108,7 +108,8 @@ class SessionImpl final : public DumpSession {
   void BeginStep(uint32_t graph_id) override;
   uint64_t CurrentIteration() const override { return iteration_; }
   bool StepDumps() const override { return step_dumps_ && !failed_ && !InChild(); }
-  bool Wants(const KernelInfo& kernel) const override;
+  using DumpSession::Wants;
+  bool Wants(uint32_t graph_id, uint32_t index) const override;
   void OnKernelDone(const KernelInfo& kernel, const std::vector<TensorView>& inputs,
                     const std::vector<TensorView>& outputs) override;
   bool ReadsInput(const KernelInfo& kernel, const TensorView& input) override;

@@ -52,7 +52,8 @@ class RecordingSession : public DumpSession {
   void BeginStep(uint32_t) override { ++steps_; }
   uint64_t CurrentIteration() const override { return steps_ - 1; }
   bool StepDumps() const override { return true; }
-  bool Wants(const KernelInfo&) const override { return true; }
+  using DumpSession::Wants;
+  bool Wants(uint32_t, uint32_t) const override { return true; }
   void OnKernelDone(const KernelInfo& k, const std::vector<TensorView>& in,
                     const std::vector<TensorView>& out) override {
     done_.push_back({k.full_name, in, out});

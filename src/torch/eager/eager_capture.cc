@@ -171,6 +171,7 @@ void EagerCapture::Switch(bool active, bool naming, bool writes) {
   if (was_on == on) return;
   // Depths are counted only while the callback runs; it is switched between operator calls.
   op_depth_ = 0;
+  nested_off_ = false;
   backward_depth_ = 0;
   on_.store(on, std::memory_order_release);
   const bool watched = at::RecordFunction::currentThreadId() == thread_id_;
@@ -346,15 +347,23 @@ std::unique_ptr<at::ObserverContext> EagerCapture::Start(const at::RecordFunctio
     return nullptr;
   }
   const bool outermost = op_depth_++ == 0;
-  if (!outermost) return nullptr;
+  if (!outermost) {
+    // The operators an operator calls are not kernels: none is recorded until the outermost
+    // one ends (End). Switched off at the first nested call, not at every outermost start:
+    // switching costs PyTorch a lock and a rebuild of the thread's callbacks, and most
+    // operators of a training call none.
+    if (per_thread && !nested_off_) {
+      SetOperatorCallback(false);
+      nested_off_ = true;
+    }
+    return nullptr;
+  }
   if (callbacks_.before_write) {
     try {
       ReportWrites(fn, op_id);
     } catch (const std::exception&) {
     }
   }
-  // The operators this one calls are not kernels: none is recorded until it ends (End).
-  if (per_thread) SetOperatorCallback(false);
   starting_graph_ = nullptr;
   starting_call_ = nullptr;
   failure_.clear();  // one caught before: the program went on
@@ -400,7 +409,9 @@ void EagerCapture::End(const at::RecordFunction& fn, at::ObserverContext* ctx, b
     // is not handed to the next call.
     starting_graph_ = nullptr;
     starting_call_ = nullptr;
-    if (per_thread && on_.load(std::memory_order_acquire)) SetOperatorCallback(true);
+    if (per_thread && std::exchange(nested_off_, false) && on_.load(std::memory_order_acquire)) {
+      SetOperatorCallback(true);
+    }
   }
 }
 
@@ -480,7 +491,7 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   const KernelInfo& kernel = graph->kernel(call->index);
   DumpSession* session = active_ ? graph->session() : nullptr;
   call->session = session;
-  call->wants = session != nullptr && session->Wants(kernel);
+  call->wants = session != nullptr && session->Wants(graph->graph_id(), call->index);
   // op_debug_mode 4 dumps the inputs of a kernel that raises.
   const bool keep_inputs =
       call->wants || (session != nullptr && session->config().op_debug_mode == 4);

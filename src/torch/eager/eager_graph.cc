@@ -70,12 +70,19 @@ KernelInfo EagerGraph::AppendNumbered(KernelInfo kernel, uint64_t number) {
   if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
   info_.kernels.push_back(kernel);
   writes_.emplace_back();
+  keys_.push_back(kNoKey);
   return kernel;
 }
 
 int64_t EagerGraph::Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence) const {
-  auto it = by_key_.find(Key{scope_id, op_id, occurrence});
-  return it == by_key_.end() ? -1 : static_cast<int64_t>(it->second);
+  const Key key{scope_id, op_id, occurrence};
+  if (next_guess_ < keys_.size() && keys_[next_guess_] == key) {
+    return static_cast<int64_t>(next_guess_++);
+  }
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return -1;
+  next_guess_ = it->second + 1;
+  return static_cast<int64_t>(it->second);
 }
 
 const KernelInfo& EagerGraph::Add(uint32_t scope_id, uint32_t op_id, uint32_t occurrence,
@@ -83,6 +90,8 @@ const KernelInfo& EagerGraph::Add(uint32_t scope_id, uint32_t op_id, uint32_t oc
   // A kernel the program's code called.
   const uint32_t index = AppendNumbered(std::move(kernel), forward_kernels_++).index;
   by_key_.emplace(Key{scope_id, op_id, occurrence}, index);
+  keys_[index] = Key{scope_id, op_id, occurrence};
+  next_guess_ = index + 1;
   return info_.kernels[index];
 }
 

@@ -129,6 +129,13 @@ class EagerGraph final : public HostGraph {
   std::vector<std::pair<std::string, at::Tensor>> parameters_, buffers_;
   std::unordered_map<const at::TensorImpl*, std::string> tensor_names_;
   std::unordered_map<Key, uint32_t, KeyHash> by_key_;
+  // Each kernel's key, by index (a host kernel's is kNoKey), and where Find looks first: the
+  // kernel after the one it found last. A root's calls run their kernels in the same order, so
+  // most lookups end there, reading these 12 bytes instead of hashing into by_key_'s nodes (a
+  // cache miss each in a graph of thousands of kernels).
+  static constexpr Key kNoKey{~0u, ~0u, ~0u};
+  std::vector<Key> keys_;
+  mutable size_t next_guess_ = 0;
   std::vector<Writes> writes_;  // per kernel
   std::vector<std::string> set_dump_paths_;
   uint64_t forward_kernels_ = 0, host_kernels_ = 0;  // numbered so far
