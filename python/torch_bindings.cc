@@ -196,6 +196,25 @@ bool IsInstalledFile(const std::string& file) {
   return false;
 }
 
+// The text of `file`'s line `line` (linecache's, without its indentation and line end), read
+// once per line: the kernels found in a step (hundreds, at the first step that captures) share
+// most of their traces' lines. REQUIRES: the GIL.
+const std::string& SourceLine(const std::string& file, int line) {
+  // Never destroyed: the interpreter may be finalized before static destructors run.
+  static auto* lines = new std::map<std::pair<std::string, int>, std::string>();
+  auto [it, added] = lines->try_emplace({file, line});
+  if (!added) return it->second;
+  std::string& code = it->second;
+  try {
+    code = py::module_::import("linecache").attr("getline")(file, line).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    code.clear();
+  }
+  while (!code.empty() && (code.back() == '\n' || code.back() == '\r')) code.pop_back();
+  code.erase(0, code.find_first_not_of(" \t"));
+  return code;
+}
+
 // The calling thread's Python frames, innermost first, for an eager kernel's source trace: the
 // frames up to the first one outside PyTorch's files (the kernel's line: the user's, or a
 // library's such as a transformers model's), on to the first one outside every installed
@@ -218,16 +237,7 @@ std::vector<SourceLocation> PythonSourceTrace() {
     frame = back;
     if (IsPackageFile(loc.file)) continue;
     if (loc.file.rfind("<frozen", 0) == 0) break;  // the interpreter's own start-up frames
-    try {
-      loc.code = py::module_::import("linecache").attr("getline")(loc.file, loc.line)
-                     .cast<std::string>();
-      while (!loc.code.empty() && (loc.code.back() == '\n' || loc.code.back() == '\r')) {
-        loc.code.pop_back();
-      }
-      loc.code.erase(0, loc.code.find_first_not_of(" \t"));
-    } catch (const py::error_already_set&) {
-      loc.code.clear();
-    }
+    loc.code = SourceLine(loc.file, loc.line);
     const bool own = !IsTorchLibraryFile(loc.file) && !IsInstalledFile(loc.file);
     trace.push_back(std::move(loc));
     if (callers_left > 0) --callers_left;
