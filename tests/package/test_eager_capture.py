@@ -188,6 +188,11 @@ def test_scripted_and_eager_kernels_compare_by_name(tmp_path):
     assert result["summary"]["error"] == 0 and result["first_failure"] is None
     assert {u["kernel"] for u in result["unpaired"]} == {"Default/script/sum-op5",
                                                           "Default/script/item-op6"}
+    # The graph files hold the outputs of the kernels the script ran after its last call too
+    # (learned after that call ended, sent when the run ends).
+    ir = open(eager / "graphs" / "ms_output_trace_code_graph_0.ir").read()
+    assert re.search(r"%5\(sum\) = sum\(%4\).*\n\s+: \(<Tensor\[float32\], \(4, 3\)>\) -> "
+                     r"\(<Tensor\[float32\], \(\)>\)\n", ir), ir
 
 
 def test_dataflow_never_names_a_dead_tensors_producer(tmp_path):

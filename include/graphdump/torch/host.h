@@ -259,6 +259,8 @@ class DumpHost {
   Owner OwnerOf(const at::Tensor& param);
   void EnsureIteration();
   void EndIteration();
+  // Sends each eager graph's kernel metadata learned since its last call ended to the session.
+  void SendEagerMetas();
   // Runs the eager capture in iterations that dump (and always in op_debug_mode 4).
   void UpdateEagerActive();
   void BeginRootCall(HostGraph* graph);

@@ -151,11 +151,14 @@ void EagerGraph::BeginCall() {
 
 void EagerGraph::EndCall() {
   if (!registered_) return;
-  if (metas_dirty_) {
-    session_->UpdateKernels(info_.graph_id, info_.kernels);
-    metas_dirty_ = false;
-  }
+  SendMetas();
   session_->EndStep(info_.graph_id);
+}
+
+void EagerGraph::SendMetas() {
+  if (!registered_ || !metas_dirty_) return;
+  session_->UpdateKernels(info_.graph_id, info_.kernels);
+  metas_dirty_ = false;
 }
 
 std::string EagerGraph::TensorName(const at::TensorImpl* impl) const {

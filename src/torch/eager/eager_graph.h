@@ -96,6 +96,9 @@ class EagerGraph final : public HostGraph {
   // iteration; learned kernel metadata at the end.
   void BeginCall();
   void EndCall();
+  // Sends the kernel metadata learned since it was last sent (at a call's end, and at the
+  // iteration's end for the kernels the script ran after its last call) to the session.
+  void SendMetas();
 
   // The name a parameter or buffer of the root is known by ("fc1.weight"), or "".
   std::string TensorName(const at::TensorImpl* impl) const;

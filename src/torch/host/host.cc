@@ -336,8 +336,19 @@ void DumpHost::EnsureIteration() {
   UpdateEagerActive();
 }
 
+void DumpHost::SendEagerMetas() {
+  // The outputs of kernels the script ran after its last module call (the loss, gradient
+  // clipping) go into this iteration's graph files, not the next call's.
+  if (session_) {
+    for (const auto& graph : eager_graphs_) graph->SendMetas();
+  }
+}
+
 void DumpHost::EndIteration() {
-  if (session_->IterationOpen()) session_->EndIteration();
+  if (session_->IterationOpen()) {
+    SendEagerMetas();
+    session_->EndIteration();
+  }
   UpdateEagerActive();
 }
 
@@ -535,6 +546,7 @@ void DumpHost::EndAllReduce(AllReduceStep& step, const std::vector<at::Tensor>& 
 Status DumpHost::Close() {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   if (capture_) capture_->SetActive(false);
+  SendEagerMetas();
   return session_ ? session_->Close() : Status::Ok();
 }
 
