@@ -13,6 +13,8 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bindings.h"
@@ -196,15 +198,10 @@ bool IsInstalledFile(const std::string& file) {
   return false;
 }
 
-// The text of `file`'s line `line` (linecache's, without its indentation and line end), read
-// once per line: the kernels found in a step (hundreds, at the first step that captures) share
-// most of their traces' lines. REQUIRES: the GIL.
-const std::string& SourceLine(const std::string& file, int line) {
-  // Never destroyed: the interpreter may be finalized before static destructors run.
-  static auto* lines = new std::map<std::pair<std::string, int>, std::string>();
-  auto [it, added] = lines->try_emplace({file, line});
-  if (!added) return it->second;
-  std::string& code = it->second;
+// The text of `file`'s line `line` (linecache's, without its indentation and line end), or ""
+// when it cannot be read. REQUIRES: the GIL.
+std::string SourceLine(const std::string& file, int line) {
+  std::string code;
   try {
     code = py::module_::import("linecache").attr("getline")(file, line).cast<std::string>();
   } catch (const py::error_already_set&) {
@@ -213,6 +210,51 @@ const std::string& SourceLine(const std::string& file, int line) {
   while (!code.empty() && (code.back() == '\n' || code.back() == '\r')) code.pop_back();
   code.erase(0, code.find_first_not_of(" \t"));
   return code;
+}
+
+// What a source trace takes of one place in the program's code.
+struct FrameSite {
+  SourceLocation location;  // file, line and the line's text
+  bool skipped = false;     // graphdump's glue or nn.Module's call machinery: left out
+  bool start_up = false;    // the interpreter's own start-up frames: the trace ends
+  bool own = false;         // the user's own code (not PyTorch's, a library's or the stdlib's)
+};
+
+// The site of the instruction `frame` runs, worked out once per code object and instruction:
+// the kernels a step finds (hundreds at the first step that captures) run from the same few
+// lines, each seen through tens of frames. REQUIRES: the GIL.
+const FrameSite& SiteOf(PyFrameObject* frame) {
+  PyCodeObject* code = PyFrame_GetCode(frame);  // a new reference
+#if PY_VERSION_HEX >= 0x030B0000
+  const int at = PyFrame_GetLasti(frame);
+#else
+  const int at = PyFrame_GetLineNumber(frame);
+#endif
+  struct Hash {
+    size_t operator()(const std::pair<PyCodeObject*, int>& key) const {
+      return std::hash<const void*>()(key.first) * 31 + static_cast<size_t>(key.second);
+    }
+  };
+  // Never destroyed (the interpreter may be finalized before static destructors run); each
+  // key's code object is kept alive by the reference taken above, so no other code object can
+  // take its address.
+  static auto* sites = new std::unordered_map<std::pair<PyCodeObject*, int>, FrameSite, Hash>();
+  auto [it, added] = sites->try_emplace({code, at});
+  if (!added) {
+    Py_DECREF(code);
+    return it->second;
+  }
+  FrameSite& site = it->second;
+  SourceLocation& loc = site.location;
+  loc.file = py::reinterpret_borrow<py::str>(code->co_filename).cast<std::string>();
+  loc.line = PyFrame_GetLineNumber(frame);
+  site.skipped = IsPackageFile(loc.file);
+  site.start_up = !site.skipped && loc.file.rfind("<frozen", 0) == 0;
+  if (!site.skipped && !site.start_up) {
+    loc.code = SourceLine(loc.file, loc.line);
+    site.own = !IsTorchLibraryFile(loc.file) && !IsInstalledFile(loc.file);
+  }
+  return site;
 }
 
 // The calling thread's Python frames, innermost first, for an eager kernel's source trace: the
@@ -227,21 +269,15 @@ std::vector<SourceLocation> PythonSourceTrace() {
   Py_XINCREF(frame);
   int callers_left = -1;  // set once the user's own frame is found
   while (frame != nullptr && trace.size() < 32 && callers_left != 0) {
-    PyCodeObject* code = PyFrame_GetCode(frame);
-    SourceLocation loc;
-    loc.file = py::reinterpret_borrow<py::str>(code->co_filename).cast<std::string>();
-    loc.line = PyFrame_GetLineNumber(frame);
-    Py_DECREF(code);
+    const FrameSite& site = SiteOf(frame);
     PyFrameObject* back = PyFrame_GetBack(frame);
     Py_DECREF(frame);
     frame = back;
-    if (IsPackageFile(loc.file)) continue;
-    if (loc.file.rfind("<frozen", 0) == 0) break;  // the interpreter's own start-up frames
-    loc.code = SourceLine(loc.file, loc.line);
-    const bool own = !IsTorchLibraryFile(loc.file) && !IsInstalledFile(loc.file);
-    trace.push_back(std::move(loc));
+    if (site.skipped) continue;
+    if (site.start_up) break;
+    trace.push_back(site.location);
     if (callers_left > 0) --callers_left;
-    if (own && callers_left < 0) callers_left = 3;
+    if (site.own && callers_left < 0) callers_left = 3;
   }
   Py_XDECREF(frame);
   return trace;
