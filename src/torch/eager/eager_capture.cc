@@ -523,6 +523,24 @@ std::unique_ptr<at::ObserverContext> EagerCapture::StartKernel(const at::RecordF
   return call;
 }
 
+const EagerCapture::OverloadSchema& EagerCapture::SchemaOf(const c10::OperatorName& name) {
+  auto [it, added] = schemas_.try_emplace(name.name + "." + name.overload_name);
+  OverloadSchema& overload = it->second;
+  if (!added) return overload;
+  auto handle = c10::Dispatcher::singleton().findOp(name);
+  if (!handle) return overload;
+  const c10::FunctionSchema& schema = handle->schema();
+  std::ostringstream text;
+  text << schema;
+  overload.text = text.str();
+  for (uint32_t i = 0; i < schema.arguments().size(); ++i) {
+    overload.arguments.push_back(schema.arguments()[i].name());
+    if (torch_compat::SchemaWritesArgument(schema, i)) overload.writes.annotated.push_back(i);
+    if (torch_compat::SchemaWritesUnannotated(schema, i)) overload.writes.unannotated.push_back(i);
+  }
+  return overload;
+}
+
 const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, uint32_t op_id,
                                          uint32_t occurrence, const at::RecordFunction& fn,
                                          std::vector<SourceLocation> trace) {
@@ -532,13 +550,8 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
   k.module_path = frame.module_path;
   k.source_trace = std::move(trace);
   const c10::ArrayRef<const c10::IValue> args = fn.inputs();
-  auto handle = c10::Dispatcher::singleton().findOp(*fn.operator_name());
-  const c10::FunctionSchema* schema = handle ? &handle->schema() : nullptr;
-  if (schema) {
-    std::ostringstream text;
-    text << *schema;
-    k.schema = text.str();
-  }
+  const OverloadSchema& overload = SchemaOf(*fn.operator_name());
+  k.schema = overload.text;
   // Arguments as the run passed them (docs/graph-proto.md): each tensor is the next input slot.
   uint32_t slot = 0;
   auto name_of = [&](const at::Tensor& t) {
@@ -552,8 +565,7 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = args[i];
     KernelArgument arg;
-    arg.name = schema && i < schema->arguments().size() ? schema->arguments()[i].name()
-                                                        : "arg" + std::to_string(i);
+    arg.name = i < overload.arguments.size() ? overload.arguments[i] : "arg" + std::to_string(i);
     if (v.isTensor()) {
       if (v.toTensor().defined()) {
         k.input_names.push_back(name_of(v.toTensor()));
@@ -576,13 +588,9 @@ const KernelInfo& EagerCapture::Discover(EagerGraph* graph, const Frame& frame, 
     k.arguments.push_back(std::move(arg));
   }
   // Memory the operator allocates and does not write is not data (docs/file-format.md).
-  EagerGraph::Writes writes;
+  EagerGraph::Writes writes = overload.writes;
   writes.allocates = AllocatesUninitialized(k.op_type);
   if (writes.allocates) k.uninitialized_outputs = {0};
-  for (uint32_t i = 0; schema && i < schema->arguments().size(); ++i) {
-    if (torch_compat::SchemaWritesArgument(*schema, i)) writes.annotated.push_back(i);
-    if (torch_compat::SchemaWritesUnannotated(*schema, i)) writes.unannotated.push_back(i);
-  }
   const KernelInfo& added = graph->Add(frame.scope_id, op_id, occurrence, std::move(k));
   graph->set_writes(added.index, std::move(writes));
   return added;

@@ -209,6 +209,15 @@ class EagerCapture {
   std::unordered_map<const char*, uint32_t> op_by_address_;
   std::unordered_map<std::string, uint32_t> op_by_name_;
   std::vector<std::string> op_types_;  // "linear"
+  // Per overload ("add.Tensor"): its schema's text, its arguments' names and the arguments it
+  // writes, for the kernels found calling it (worked out once, at the first).
+  struct OverloadSchema {
+    std::string text;  // "" when the dispatcher does not know the operator
+    std::vector<std::string> arguments;
+    EagerGraph::Writes writes;  // annotated and unannotated; `allocates` is the operator's
+  };
+  std::unordered_map<std::string, OverloadSchema> schemas_;
+  const OverloadSchema& SchemaOf(const c10::OperatorName& name);
   // Per operator and number of arguments, the arguments some overload of it with that many
   // writes in place or updates unannotated (batch norm's running statistics): a superset of
   // what the call writes, found once from the operators' schemas.
