@@ -128,8 +128,9 @@ class DumpSession {
   virtual Status OnGraphCompiled(const GraphInfo& graph) = 0;
 
   // Appends a kernel discovered while running (e.g. a backward kernel) to a registered graph,
-  // and returns it with `index` and `graph_id` set. The graph files are rewritten at EndStep.
-  virtual KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) = 0;
+  // with `graph_id` set, and returns the index it got. The graph files are rewritten at
+  // EndStep.
+  virtual uint32_t AddKernel(uint32_t graph_id, const KernelInfo& kernel) = 0;
 
   // Updates what the host has learned about a registered graph's kernels since it registered
   // them: their input and output dtypes and shapes (seen when they first ran), which have not

@@ -188,14 +188,14 @@ Status SessionImpl::OnGraphCompiled(const GraphInfo& graph) {
   return Status::Ok();
 }
 
-KernelInfo SessionImpl::AddKernel(uint32_t graph_id, KernelInfo kernel) {
+uint32_t SessionImpl::AddKernel(uint32_t graph_id, const KernelInfo& kernel) {
   GraphState& state = graphs_.at(graph_id);
-  kernel.graph_id = graph_id;
-  kernel.index = static_cast<uint32_t>(state.info.kernels.size());
-  state.selected.push_back(selector_->KernelSelected(kernel));
-  state.info.kernels.push_back(kernel);
+  KernelInfo& added = state.info.kernels.emplace_back(kernel);
+  added.graph_id = graph_id;
+  added.index = static_cast<uint32_t>(state.info.kernels.size() - 1);
+  state.selected.push_back(selector_->KernelSelected(added));
   state.files_dirty = true;
-  return kernel;
+  return added.index;
 }
 
 void SessionImpl::UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) {

@@ -97,7 +97,7 @@ class SessionImpl final : public DumpSession {
   void AbandonStart(const Status& why);
 
   Status OnGraphCompiled(const GraphInfo& graph) override;
-  KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) override;
+  uint32_t AddKernel(uint32_t graph_id, const KernelInfo& kernel) override;
   void UpdateKernels(uint32_t graph_id, const std::vector<KernelInfo>& kernels) override;
   void UpdateAttributes(uint32_t graph_id, uint32_t index,
                         const std::map<std::string, std::string>& attributes) override;

@@ -194,7 +194,8 @@ TEST(SessionTest, WithReportedWritesAsyncWritesWithoutACopyAndBeforeWriteWaits) 
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   HostTensor t{std::make_shared<std::vector<float>>(size_t{1} << 20, 1.5f)};
   session->BeginStep(0);
-  session->OnKernelDone(session->AddKernel(0, k), {}, {t.View()});
+  k.index = session->AddKernel(0, k);
+  session->OnKernelDone(k, {}, {t.View()});
   // The host is about to write the tensor in place: the file must still get 1.5.
   session->BeforeWrite(t.data.get());
   std::fill(t.data->begin(), t.data->end(), -7.0f);

@@ -31,10 +31,9 @@ class RecordingSession : public DumpSession {
     graph_ = graph;
     return Status::Ok();
   }
-  KernelInfo AddKernel(uint32_t graph_id, KernelInfo kernel) override {
-    kernel.index = static_cast<uint32_t>(graph_.kernels.size());
+  uint32_t AddKernel(uint32_t, const KernelInfo& kernel) override {
     graph_.kernels.push_back(kernel);
-    return kernel;
+    return graph_.kernels.back().index = static_cast<uint32_t>(graph_.kernels.size() - 1);
   }
   void UpdateKernels(uint32_t, const std::vector<KernelInfo>& kernels) override {
     for (size_t i = 0; i < kernels.size() && i < graph_.kernels.size(); ++i) {

@@ -67,10 +67,9 @@ KernelInfo CompiledGraph::AppendKernel(KernelInfo kernel) {
   kernel.index = static_cast<uint32_t>(info_.kernels.size());
   kernel.full_name += "-op" + std::to_string(kernel.index);
   if (UnderMarkedModule(set_dump_paths_, kernel.module_path)) kernel.marked_for_dump = true;
-  if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
+  if (registered_) kernel.index = session_->AddKernel(kernel.graph_id, kernel);
   reports_writes_.push_back(ReportsWrites(kernel));
-  info_.kernels.push_back(kernel);
-  return kernel;
+  return info_.kernels.emplace_back(std::move(kernel));
 }
 
 void CompiledGraph::BeginCall() {

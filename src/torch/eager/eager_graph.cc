@@ -62,16 +62,15 @@ KernelInfo EagerGraph::AppendKernel(KernelInfo kernel) {
   return AppendNumbered(std::move(kernel), kHostNumbers + host_kernels_++);
 }
 
-KernelInfo EagerGraph::AppendNumbered(KernelInfo kernel, uint64_t number) {
+const KernelInfo& EagerGraph::AppendNumbered(KernelInfo kernel, uint64_t number) {
   kernel.graph_id = info_.graph_id;
   kernel.index = static_cast<uint32_t>(info_.kernels.size());
   kernel.full_name += "-op" + std::to_string(number);
   kernel.marked_for_dump = UnderSetDump(kernel.module_path);
-  if (registered_) kernel = session_->AddKernel(kernel.graph_id, kernel);
-  info_.kernels.push_back(kernel);
+  if (registered_) kernel.index = session_->AddKernel(kernel.graph_id, kernel);
   writes_.emplace_back();
   keys_.push_back(kNoKey);
-  return kernel;
+  return info_.kernels.emplace_back(std::move(kernel));
 }
 
 int64_t EagerGraph::Find(uint32_t scope_id, uint32_t op_id, uint32_t occurrence) const {

@@ -109,7 +109,7 @@ class EagerGraph final : public HostGraph {
 
   KernelInfo AppendKernel(KernelInfo kernel) override;  // a host kernel
   // Appends `kernel` as AppendKernel does (HostGraph), its name ending in "-op{number}".
-  KernelInfo AppendNumbered(KernelInfo kernel, uint64_t number);
+  const KernelInfo& AppendNumbered(KernelInfo kernel, uint64_t number);
   bool UnderSetDump(const std::string& module_path) const;
   // Adds `slots` to the sorted list `sorted`; marks the metadata to be sent when one is new.
   void AddSlots(const std::vector<uint32_t>& slots, std::vector<uint32_t>* sorted);

@@ -111,7 +111,7 @@ KernelInfo TorchModel::AppendKernel(KernelInfo k) {
   k.index = static_cast<uint32_t>(compiled_->info.kernels.size());
   k.full_name += "-op" + std::to_string(k.index);
   k.marked_for_dump = UnderSetDump(k.module_path);
-  if (registered_ && session_) k = session_->AddKernel(k.graph_id, k);
+  if (registered_ && session_) k.index = session_->AddKernel(k.graph_id, k);
   compiled_->info.kernels.push_back(k);
   return k;
 }
