@@ -4,6 +4,9 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <vector>
+
+#include "graphdump/graph.h"
 
 #include "graphdump/status.h"
 
@@ -17,6 +20,13 @@ void BindAnalysis(pybind11::module_& m);
 void BindLoad(pybind11::module_& m);
 // Configuration, the dump host, the executor (torch_bindings.cc).
 void BindTorch(pybind11::module_& m);
+
+// The calling thread's Python frames, innermost first, for an eager kernel's source trace
+// (source_trace.cc). Takes the GIL.
+std::vector<SourceLocation> PythonSourceTrace();
+// Asks Python once for what source traces need (the standard library's directories: about a
+// millisecond), so that the first step that captures does not. REQUIRES: the GIL.
+void PrepareSourceTraces();
 
 // Raises the Python exception that fits `status` (ConfigError for a configuration error,
 // FileNotFoundError, OSError, ValueError, RuntimeError) with its message.

@@ -13,7 +13,6 @@
 #include <string_view>
 #include <thread>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -164,125 +163,6 @@ struct EagerPauseHandle {
   std::shared_ptr<void> pause;
 };
 
-// Is `file` this package's own glue, graphdump/torch.py and its _torch_*.py parts (its frames
-// are never the user's line)?
-bool IsPackageFile(const std::string& file) {
-  return file.find("/graphdump/torch.py") != std::string::npos ||
-         file.find("/graphdump/_torch_") != std::string::npos ||
-         file.find("/torch/nn/modules/module.py") != std::string::npos;
-}
-
-// Is `file` library code rather than the user's own: an installed package (site-packages,
-// dist-packages: transformers, accelerate, torch) or Python's standard library? (hunt's
-// caller line, python/graphdump/hunt_answer.py library_file, reads traces the same way.)
-// REQUIRES: the GIL.
-bool IsInstalledFile(const std::string& file) {
-  if (file.find("/site-packages/") != std::string::npos ||
-      file.find("/dist-packages/") != std::string::npos) {
-    return true;
-  }
-  static const std::vector<std::string> stdlib = [] {
-    std::vector<std::string> roots;
-    try {
-      py::dict paths = py::module_::import("sysconfig").attr("get_paths")();
-      for (const char* key : {"stdlib", "platstdlib"}) {
-        if (paths.contains(key)) roots.push_back(paths[key].cast<std::string>() + "/");
-      }
-    } catch (const py::error_already_set&) {
-    }
-    return roots;
-  }();
-  for (const std::string& root : stdlib) {
-    if (file.rfind(root, 0) == 0) return true;
-  }
-  return false;
-}
-
-// The text of `file`'s line `line` (linecache's, without its indentation and line end), or ""
-// when it cannot be read. REQUIRES: the GIL.
-std::string SourceLine(const std::string& file, int line) {
-  std::string code;
-  try {
-    code = py::module_::import("linecache").attr("getline")(file, line).cast<std::string>();
-  } catch (const py::error_already_set&) {
-    code.clear();
-  }
-  while (!code.empty() && (code.back() == '\n' || code.back() == '\r')) code.pop_back();
-  code.erase(0, code.find_first_not_of(" \t"));
-  return code;
-}
-
-// What a source trace takes of one place in the program's code.
-struct FrameSite {
-  SourceLocation location;  // file, line and the line's text
-  bool skipped = false;     // graphdump's glue or nn.Module's call machinery: left out
-  bool start_up = false;    // the interpreter's own start-up frames: the trace ends
-  bool own = false;         // the user's own code (not PyTorch's, a library's or the stdlib's)
-};
-
-// The site of the instruction `frame` runs, worked out once per code object and instruction:
-// the kernels a step finds (hundreds at the first step that captures) run from the same few
-// lines, each seen through tens of frames. REQUIRES: the GIL.
-const FrameSite& SiteOf(PyFrameObject* frame) {
-  PyCodeObject* code = PyFrame_GetCode(frame);  // a new reference
-#if PY_VERSION_HEX >= 0x030B0000
-  const int at = PyFrame_GetLasti(frame);
-#else
-  const int at = PyFrame_GetLineNumber(frame);
-#endif
-  struct Hash {
-    size_t operator()(const std::pair<PyCodeObject*, int>& key) const {
-      return std::hash<const void*>()(key.first) * 31 + static_cast<size_t>(key.second);
-    }
-  };
-  // Never destroyed (the interpreter may be finalized before static destructors run); each
-  // key's code object is kept alive by the reference taken above, so no other code object can
-  // take its address.
-  static auto* sites = new std::unordered_map<std::pair<PyCodeObject*, int>, FrameSite, Hash>();
-  auto [it, added] = sites->try_emplace({code, at});
-  if (!added) {
-    Py_DECREF(code);
-    return it->second;
-  }
-  FrameSite& site = it->second;
-  SourceLocation& loc = site.location;
-  loc.file = py::reinterpret_borrow<py::str>(code->co_filename).cast<std::string>();
-  loc.line = PyFrame_GetLineNumber(frame);
-  site.skipped = IsPackageFile(loc.file);
-  site.start_up = !site.skipped && loc.file.rfind("<frozen", 0) == 0;
-  if (!site.skipped && !site.start_up) {
-    loc.code = SourceLine(loc.file, loc.line);
-    site.own = !IsTorchLibraryFile(loc.file) && !IsInstalledFile(loc.file);
-  }
-  return site;
-}
-
-// The calling thread's Python frames, innermost first, for an eager kernel's source trace: the
-// frames up to the first one outside PyTorch's files (the kernel's line: the user's, or a
-// library's such as a transformers model's), on to the first one outside every installed
-// package and the standard library (the user's own line that called into the library), then
-// up to three of its callers; graphdump's glue and nn.Module's call machinery are left out.
-std::vector<SourceLocation> PythonSourceTrace() {
-  py::gil_scoped_acquire gil;
-  std::vector<SourceLocation> trace;
-  PyFrameObject* frame = PyEval_GetFrame();
-  Py_XINCREF(frame);
-  int callers_left = -1;  // set once the user's own frame is found
-  while (frame != nullptr && trace.size() < 32 && callers_left != 0) {
-    const FrameSite& site = SiteOf(frame);
-    PyFrameObject* back = PyFrame_GetBack(frame);
-    Py_DECREF(frame);
-    frame = back;
-    if (site.skipped) continue;
-    if (site.start_up) break;
-    trace.push_back(site.location);
-    if (callers_left > 0) --callers_left;
-    if (site.own && callers_left < 0) callers_left = 3;
-  }
-  Py_XDECREF(frame);
-  return trace;
-}
-
 }  // namespace
 
 // graphdump.replay: the JSON text `graphdump replay --json` prints.
@@ -362,6 +242,7 @@ void BindTorch(py::module_& m) {
             if (!session.ok()) Raise(session.status());
             auto host = std::make_unique<DumpHost>(std::move(*session));
             host->SetSourceTraceProvider(&PythonSourceTrace);
+            PrepareSourceTraces();
             return {std::move(host), ""};
           },
           py::arg("config"), py::arg("rank"), py::arg("model_name"), py::arg("overwrite") = false,

@@ -1,0 +1,99 @@
+#include "graphdump/internal/source_lines.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+namespace graphdump {
+namespace {
+
+constexpr off_t kMaxSourceBytes = off_t{64} << 20;
+
+// The encoding a PEP 263 declaration on this line names ("latin-1"), or "" when it has none:
+// a comment holding "coding:" or "coding=" followed by the name.
+std::string DeclaredEncoding(std::string_view line) {
+  const size_t hash = line.find('#');
+  if (hash == std::string_view::npos ||
+      line.substr(0, hash).find_first_not_of(" \t\f") != std::string_view::npos) {
+    return "";
+  }
+  for (size_t at = line.find("coding", hash); at != std::string_view::npos;
+       at = line.find("coding", at + 1)) {
+    size_t i = at + 6;
+    if (i >= line.size() || (line[i] != ':' && line[i] != '=')) continue;
+    ++i;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::string name;
+    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) ||
+                               line[i] == '-' || line[i] == '_' || line[i] == '.')) {
+      name += static_cast<char>(std::tolower(static_cast<unsigned char>(line[i++])));
+    }
+    if (!name.empty()) return name;
+  }
+  return "";
+}
+
+// Whether Python reads a file declaring `encoding` as UTF-8 (tokenize's normalisation).
+bool IsUtf8(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name == "utf-8" || name == "utf8" || name.starts_with("utf-8-");
+}
+
+}  // namespace
+
+SourceLines::File SourceLines::Read(const std::string& path) {
+  File file;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxSourceBytes) {
+    ::close(fd);
+    return file;
+  }
+  file.text.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < file.text.size()) {
+    const ssize_t n = ::read(fd, file.text.data() + got, file.text.size() - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  file.text.resize(got);
+  if (file.text.starts_with("\xEF\xBB\xBF")) file.text.erase(0, 3);
+  // Line starts; a line ends at "\n", "\r\n" or a lone "\r".
+  file.starts.push_back(0);
+  for (size_t i = 0; i < file.text.size(); ++i) {
+    const char c = file.text[i];
+    if (c == '\r' && i + 1 < file.text.size() && file.text[i + 1] == '\n') continue;
+    if (c == '\n' || c == '\r') file.starts.push_back(i + 1);
+  }
+  if (file.starts.back() != file.text.size()) file.starts.push_back(file.text.size());
+  for (size_t l = 0; l + 1 < file.starts.size() && l < 2; ++l) {
+    const std::string encoding = DeclaredEncoding(
+        std::string_view(file.text).substr(file.starts[l], file.starts[l + 1] - file.starts[l]));
+    if (!encoding.empty()) {
+      if (!IsUtf8(encoding)) return File{};
+      break;
+    }
+  }
+  file.readable = true;
+  return file;
+}
+
+std::optional<std::string> SourceLines::Line(const std::string& path, int line) {
+  auto it = files_.find(path);
+  if (it == files_.end()) it = files_.emplace(path, Read(path)).first;
+  const File& file = it->second;
+  if (!file.readable) return std::nullopt;
+  if (line < 1 || static_cast<size_t>(line) >= file.starts.size()) return std::string();
+  const size_t begin = file.starts[line - 1];
+  size_t end = file.starts[line];
+  while (end > begin && (file.text[end - 1] == '\n' || file.text[end - 1] == '\r')) --end;
+  return file.text.substr(begin, end - begin);
+}
+
+}  // namespace graphdump

@@ -1,0 +1,52 @@
+#include "graphdump/internal/source_lines.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "testing/testing.h"
+
+namespace graphdump {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(SourceLinesTest, ReadsLinesAsPythonDoes) {
+  TempDir dir;
+  WriteFile(dir.Sub("a.py"), "\xEF\xBB\xBFimport torch\r\nx = 1\ry = 2\n\n    z = 3");
+  SourceLines lines;
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 1), "import torch");  // the byte order mark dropped
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 2), "x = 1");
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 3), "y = 2");
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 4), "");
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 5), "    z = 3");  // the last line, with no end
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 6), "");            // past the end, as linecache
+  EXPECT_EQ(lines.Line(dir.Sub("a.py"), 0), "");
+}
+
+TEST(SourceLinesTest, KeepsWhatItRead) {
+  TempDir dir;
+  WriteFile(dir.Sub("b.py"), "first\nsecond\n");
+  SourceLines lines;
+  EXPECT_EQ(lines.Line(dir.Sub("b.py"), 2), "second");
+  WriteFile(dir.Sub("b.py"), "changed\n");
+  EXPECT_EQ(lines.Line(dir.Sub("b.py"), 2), "second");
+}
+
+TEST(SourceLinesTest, LeavesToPythonWhatItCannotRead) {
+  TempDir dir;
+  SourceLines lines;
+  EXPECT_EQ(lines.Line(dir.Sub("missing.py"), 1), std::nullopt);
+  EXPECT_EQ(lines.Line(dir.path(), 1), std::nullopt);  // a directory
+  EXPECT_EQ(lines.Line("<stdin>", 1), std::nullopt);
+  WriteFile(dir.Sub("latin.py"), "#!/usr/bin/env python\n# -*- coding: latin-1 -*-\ns = 'caf\xe9'\n");
+  EXPECT_EQ(lines.Line(dir.Sub("latin.py"), 3), std::nullopt);
+  WriteFile(dir.Sub("late.py"), "x = 1\ny = 2\n# coding: latin-1\n");  // not a declaration
+  EXPECT_EQ(lines.Line(dir.Sub("late.py"), 3), "# coding: latin-1");
+  WriteFile(dir.Sub("utf8.py"), "# vim: set fileencoding=UTF_8 :\ns = 'caf\xc3\xa9'\n");
+  EXPECT_EQ(lines.Line(dir.Sub("utf8.py"), 2), "s = 'caf\xc3\xa9'");
+}
+
+}  // namespace
+}  // namespace graphdump
