@@ -1,6 +1,7 @@
 #include "graphdump/graph_files.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/arena.h>
 
 #include "graphdump_graph.pb.h"
 
@@ -83,7 +84,10 @@ std::string TensorMetaToIr(const TensorMeta& meta) {
 
 std::string ExecutionOrderCsv(const GraphInfo& graph) {
   std::string out = "NodeExecutionOrder-FullNameWithScope\n";
-  for (const KernelInfo& k : graph.kernels) out += k.full_name + "\n";
+  size_t size = out.size();
+  for (const KernelInfo& k : graph.kernels) size += k.full_name.size() + 1;
+  out.reserve(size);
+  for (const KernelInfo& k : graph.kernels) out.append(k.full_name).push_back('\n');
   return out;
 }
 
@@ -99,7 +103,9 @@ std::string GenerateIrText(const GraphInfo& graph) {
 }
 
 std::string SerializeGraphProto(const GraphInfo& graph) {
-  proto::GraphProto g;
+  // Thousands of small strings and messages: allocated from one arena, freed at once.
+  google::protobuf::Arena arena;
+  proto::GraphProto& g = *google::protobuf::Arena::CreateMessage<proto::GraphProto>(&arena);
   g.set_graph_id(graph.graph_id);
   g.set_name(graph.name);
   g.set_producer(std::string("graphdump ") + GRAPHDUMP_VERSION);
