@@ -44,22 +44,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "lib"))
 import benchutil  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "python"))
+from make_ascend_dump import load_proto_module  # noqa: E402
 ROOT = os.path.dirname(HERE)
 BIN = os.environ.get("GRAPHDUMP_BIN", os.path.join(ROOT, "build", "tools", "graphdump"))
 ROUNDS = max(1, int(os.environ.get("BENCH_ROUNDS", "3")))
 TOTAL_MIB = int(os.environ.get("GRAPHDUMP_BENCH_CONVERT_MIB", "2048"))
 
 NC1HWC0, FRACTAL_Z, FLOAT16 = 3, 4, 2
-
-
-def load_proto():
-    out = tempfile.mkdtemp(prefix="dumpdata_pb_")
-    proto_dir = os.path.join(ROOT, "proto")
-    subprocess.run(["protoc", "--python_out=" + out, "-I", proto_dir,
-                    os.path.join(proto_dir, "dump_data.proto")], check=True)
-    sys.path.insert(0, out)
-    import dump_data_pb2
-    return dump_data_pb2
 
 
 def ceil_div(a, b):
@@ -149,7 +141,7 @@ def timed(fn):
 
 
 def main():
-    pb = load_proto()
+    pb = load_proto_module()
     scratch = tempfile.mkdtemp(prefix="convert_bench_", dir=os.environ.get("GRAPHDUMP_BENCH_DIR"))
     try:
         src = os.path.join(scratch, "dump")
