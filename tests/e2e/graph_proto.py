@@ -14,12 +14,16 @@ _module = None
 def module():
     global _module
     if _module is None:
-        out = tempfile.mkdtemp(prefix="graph_pb_")
-        proto_dir = os.path.join(t.SOURCE_DIR, "proto")
-        subprocess.run(["protoc", "--python_out=" + out, "-I", proto_dir,
-                        os.path.join(proto_dir, "graphdump_graph.proto")], check=True)
-        sys.path.insert(0, out)
-        import graphdump_graph_pb2  # noqa: E402
+        # Generated into a directory that is gone once the module is imported.
+        with tempfile.TemporaryDirectory(prefix="graph_pb_") as out:
+            proto_dir = os.path.join(t.SOURCE_DIR, "proto")
+            subprocess.run(["protoc", "--python_out=" + out, "-I", proto_dir,
+                            os.path.join(proto_dir, "graphdump_graph.proto")], check=True)
+            sys.path.insert(0, out)
+            try:
+                import graphdump_graph_pb2  # noqa: E402
+            finally:
+                sys.path.remove(out)
         _module = graphdump_graph_pb2
     return _module
 

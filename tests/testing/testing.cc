@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -20,9 +21,11 @@ TempDir::TempDir() {
   std::string pattern = std::string(base && *base ? base : "/tmp") + "/graphdump_test_XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   path_ = pattern;
+  pid_ = ::getpid();
 }
 
 TempDir::~TempDir() {
+  if (::getpid() != pid_) return;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::end(it);
        it.increment(ec)) {

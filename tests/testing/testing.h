@@ -10,7 +10,8 @@
 
 namespace graphdump::testing {
 
-// A fresh directory under $TMPDIR, removed (files made writable first) when destroyed.
+// A fresh directory under $TMPDIR, removed (files made writable first) when destroyed in the
+// process that made it (a forked child leaves it to its parent).
 class TempDir {
  public:
   TempDir();
@@ -22,6 +23,7 @@ class TempDir {
 
  private:
   std::string path_;
+  int pid_;
 };
 
 std::string ReadFile(const std::string& path);

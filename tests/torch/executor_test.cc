@@ -91,13 +91,13 @@ class RecordingSession : public DumpSession {
   DumpConfig config_;
 };
 
-// Generates the named models once per test program.
+// Generates the named models once per test program, into a directory removed when it ends.
 std::string ModelPath(const std::string& name) {
-  static testing::TempDir* dir = new testing::TempDir();
-  const std::string path = dir->Sub(name + ".pt");
+  static testing::TempDir dir;
+  const std::string path = dir.Sub(name + ".pt");
   if (!std::ifstream(path)) {
     auto r = testing::RunCommand(testing::Python() + " " + testing::SourceDir() +
-                                 "/examples/make_models.py " + dir->path() + " " + name);
+                                 "/examples/make_models.py " + dir.path() + " " + name);
     EXPECT_EQ(r.exit_code, 0) << r.output;
   }
   return path;
