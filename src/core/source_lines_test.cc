@@ -1,6 +1,7 @@
 #include "graphdump/internal/source_lines.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <string>
 
@@ -39,6 +40,8 @@ TEST(SourceLinesTest, LeavesToPythonWhatItCannotRead) {
   SourceLines lines;
   EXPECT_EQ(lines.Line(dir.Sub("missing.py"), 1), std::nullopt);
   EXPECT_EQ(lines.Line(dir.path(), 1), std::nullopt);  // a directory
+  ASSERT_EQ(::mkfifo(dir.Sub("fifo.py").c_str(), 0600), 0);
+  EXPECT_EQ(lines.Line(dir.Sub("fifo.py"), 1), std::nullopt);  // not waited on
   EXPECT_EQ(lines.Line("<stdin>", 1), std::nullopt);
   WriteFile(dir.Sub("latin.py"), "#!/usr/bin/env python\n# -*- coding: latin-1 -*-\ns = 'caf\xe9'\n");
   EXPECT_EQ(lines.Line(dir.Sub("latin.py"), 3), std::nullopt);
