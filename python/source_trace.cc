@@ -94,29 +94,31 @@ struct FrameSite {
 // the kernels a step finds (hundreds at the first step that captures) run from the same few
 // lines, each seen through tens of frames. REQUIRES: the GIL.
 const FrameSite& SiteOf(PyFrameObject* frame) {
-  PyCodeObject* code = PyFrame_GetCode(frame);  // a new reference
+  // A new reference, kept by the map below for the site's key: no other code object can take
+  // the address of one the map holds.
+  py::object code = py::reinterpret_steal<py::object>(
+      reinterpret_cast<PyObject*>(PyFrame_GetCode(frame)));
 #if PY_VERSION_HEX >= 0x030B0000
   const int at = PyFrame_GetLasti(frame);
 #else
   const int at = PyFrame_GetLineNumber(frame);
 #endif
+  using Key = std::pair<PyObject*, int>;
   struct Hash {
-    size_t operator()(const std::pair<PyCodeObject*, int>& key) const {
+    size_t operator()(const Key& key) const {
       return std::hash<const void*>()(key.first) * 31 + static_cast<size_t>(key.second);
     }
   };
-  // Never destroyed (the interpreter may be finalized before static destructors run); each
-  // key's code object is kept alive by the reference taken above, so no other code object can
-  // take its address.
-  static auto* sites = new std::unordered_map<std::pair<PyCodeObject*, int>, FrameSite, Hash>();
-  auto [it, added] = sites->try_emplace({code, at});
-  if (!added) {
-    Py_DECREF(code);
-    return it->second;
-  }
-  FrameSite& site = it->second;
+  // Never destroyed (the interpreter may be finalized before static destructors run).
+  static auto* sites = new std::unordered_map<Key, FrameSite, Hash>();
+  const Key key{code.ptr(), at};
+  if (auto found = sites->find(key); found != sites->end()) return found->second;
+  // Worked out before it is shared: reading a line through linecache may let another thread
+  // take the GIL and look the same site up.
+  FrameSite site;
   SourceLocation& loc = site.location;
-  loc.file = py::reinterpret_borrow<py::str>(code->co_filename).cast<std::string>();
+  loc.file = py::reinterpret_borrow<py::str>(
+                 reinterpret_cast<PyCodeObject*>(code.ptr())->co_filename).cast<std::string>();
   loc.line = PyFrame_GetLineNumber(frame);
   site.skipped = IsPackageFile(loc.file);
   site.start_up = !site.skipped && loc.file.rfind("<frozen", 0) == 0;
@@ -124,7 +126,9 @@ const FrameSite& SiteOf(PyFrameObject* frame) {
     loc.code = SourceLine(loc.file, loc.line);
     site.own = !IsTorchLibraryFile(loc.file) && !IsInstalledFile(loc.file);
   }
-  return site;
+  auto [it, added] = sites->try_emplace(key, std::move(site));
+  if (added) code.release();  // the map's reference now
+  return it->second;
 }
 
 }  // namespace
