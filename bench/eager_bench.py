@@ -45,6 +45,11 @@ Printed, as medians over BENCH_ROUNDS rounds:
                                                   dump's files could reach)
   bench: eager_tensor_dump_vs_files_alone ratio=X (the same files' time alone / the added time:
                                                   the ratio of the two above; target >= 0.8)
+  bench: eager_tensor_steady_dump_vs_files_alone ratio=X (the same for step TENSOR_STEP + 1 of
+                                                  a dump of that step and the one before: a
+                                                  dumped step after the first that captures,
+                                                  which also finds every kernel and writes the
+                                                  graph files; a diagnostic, no target)
 A tensor dumped twice in the step with the same bytes is one file under two names (a hard
 link); each round also prints the bytes actually written.
 and the capture's cost per operator (bench/lib/eager_op_loop.py: 20,000 additions per call,
@@ -57,6 +62,7 @@ The environment passes to every run, so OMP_NUM_THREADS=1 runs both sides on one
 thread: on a machine shared with other work, torch's OpenMP workers spin-wait for a descheduled
 peer and single steps of either side take seconds (seen on 2 shared cores).
 """
+import glob
 import os
 import statistics
 import sys
@@ -94,6 +100,15 @@ def median_step(command, work):
 def seconds_from_tensor_step_to_end(command, work):
     printed, end = run_printed(command, work)
     return end - printed["starts"][TENSOR_STEP]
+
+
+def iteration_dir(dump, iteration):
+    """The directory of one iteration's files in the dump `dump` (rank_0/NET/GRAPH/ITERATION)."""
+    found = glob.glob(os.path.join(dump, "rank_0", "*", "*", str(iteration)))
+    if len(found) != 1:
+        sys.exit(f"eager_bench: expected one directory of iteration {iteration} under {dump}, "
+                 f"found {found}")
+    return found[0]
 
 
 def dd_seconds(work, size):
@@ -134,7 +149,8 @@ def main():
     if not counts["float_tensors"]:
         sys.exit(f"eager_bench: no statistic rows of iteration {COUNTED_STEP} under {counted}")
 
-    off_r, stat_r, floor_r, dd_r, per_op, alone_r, dump_alone_r = ([] for _ in range(7))
+    off_r, stat_r, floor_r, dd_r, per_op, alone_r, dump_alone_r, steady_r = (
+        [] for _ in range(8))
     async_dd, async_added = [], []
     bandwidths = []
     for r in range(ROUNDS):
@@ -150,6 +166,11 @@ def main():
         dumped_step = step_times([BIN, "python", "--config", tensor, *args], work)[TENSOR_STEP]
         size, written = benchutil.npy_bytes(dump), benchutil.npy_unique_bytes(dump)
         files_alone = benchutil.write_same_files(dump, os.path.join(work, f"files{r}"))
+        os.sync()
+        two, two_dump = config("tensor", f"{TENSOR_STEP}-{TENSOR_STEP + 1}")
+        steady_step = step_times([BIN, "python", "--config", two, *args], work)[TENSOR_STEP + 1]
+        steady_alone = benchutil.write_same_files(iteration_dir(two_dump, TENSOR_STEP + 1),
+                                                  os.path.join(work, f"steady{r}"))
         os.sync()
         plain_tail = seconds_from_tensor_step_to_end([sys.executable, *short], work)
         tensor_async, _ = config("tensor", str(TENSOR_STEP), asynchronous=True)
@@ -167,6 +188,7 @@ def main():
         dd_r.append(dd / added)
         alone_r.append(dd / files_alone)
         dump_alone_r.append(files_alone / added)
+        steady_r.append(steady_alone / max(steady_step - plain, 1e-6))
         async_dd.append(dd)
         async_added.append(async_tail - plain_tail)
         print(f"round {r + 1}: step plain {plain * 1e3:.1f} ms, off {off * 1e3:.1f} ms, statistic "
@@ -175,8 +197,9 @@ def main():
               f"{size / 2**20:.1f} MiB in files ({written / 2**20:.1f} MiB written, the rest "
               f"links), the same files alone {files_alone * 1e3:.1f} ms, dd {dd * 1e3:.1f} ms; "
               f"asynchronous: to the end {async_tail:.2f} s against "
-              f"{plain_tail:.2f} s; {LOOP_OPS} additions {bare * 1e3:.1f} ms, captured "
-              f"{captured * 1e3:.1f} ms", flush=True)
+              f"{plain_tail:.2f} s; a later dumped step {steady_step * 1e3:.1f} ms, its files "
+              f"alone {steady_alone * 1e3:.1f} ms; {LOOP_OPS} additions {bare * 1e3:.1f} ms, "
+              f"captured {captured * 1e3:.1f} ms", flush=True)
     benchutil.remove_tree(work)
     print(f"bench: eager_off_vs_plain ratio={statistics.median(off_r):.3f}")
     print(f"bench: eager_statistic_vs_plain ratio={statistics.median(stat_r):.3f}")
@@ -202,6 +225,7 @@ def main():
               f"whole processes' ends")
     print(f"bench: eager_tensor_files_alone_vs_dd ratio={statistics.median(alone_r):.3f}")
     print(f"bench: eager_tensor_dump_vs_files_alone ratio={statistics.median(dump_alone_r):.3f}")
+    print(f"bench: eager_tensor_steady_dump_vs_files_alone ratio={statistics.median(steady_r):.3f}")
     print(f"bench: eager_capture_cost_per_operator_us value={statistics.median(per_op):.2f}")
 
 
