@@ -415,9 +415,6 @@ Status SessionImpl::Close() {
   }
   if (closed_) return FirstError();
   EndIteration();
-  for (auto& [id, state] : graphs_) {
-    if (state.files_dirty) WriteGraphFiles(state);  // learned after the last iteration ended
-  }
   closed_ = true;
   EndStepDirs();
   FinishReads();  // the last step's statistic.csv files, written by the worker

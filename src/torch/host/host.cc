@@ -338,10 +338,9 @@ void DumpHost::EnsureIteration() {
 
 void DumpHost::SendEagerMetas() {
   // The outputs of kernels the script ran after its last module call (the loss, gradient
-  // clipping) go into this iteration's graph files, not the next call's.
-  if (session_) {
-    for (const auto& graph : eager_graphs_) graph->SendMetas();
-  }
+  // clipping) go into this iteration's graph files, not the next call's. A graph without a
+  // session sends nothing.
+  for (const auto& graph : eager_graphs_) graph->SendMetas();
 }
 
 void DumpHost::EndIteration() {
