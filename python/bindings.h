@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "graphdump/graph.h"
-
 #include "graphdump/status.h"
 
 namespace graphdump::python {

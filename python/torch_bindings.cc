@@ -163,6 +163,13 @@ struct EagerPauseHandle {
   std::shared_ptr<void> pause;
 };
 
+// Gives `host`'s kernels the calling Python frames as their source traces, with what the traces
+// need from Python asked for now rather than in the first step that captures. REQUIRES: the GIL.
+void TraceSourcesWithPython(DumpHost& host) {
+  host.SetSourceTraceProvider(&PythonSourceTrace);
+  PrepareSourceTraces();
+}
+
 }  // namespace
 
 // graphdump.replay: the JSON text `graphdump replay --json` prints.
@@ -241,8 +248,7 @@ void BindTorch(py::module_& m) {
             }
             if (!session.ok()) Raise(session.status());
             auto host = std::make_unique<DumpHost>(std::move(*session));
-            host->SetSourceTraceProvider(&PythonSourceTrace);
-            PrepareSourceTraces();
+            TraceSourcesWithPython(*host);
             return {std::move(host), ""};
           },
           py::arg("config"), py::arg("rank"), py::arg("model_name"), py::arg("overwrite") = false,
@@ -255,7 +261,7 @@ void BindTorch(py::module_& m) {
           "executor_only",
           [] {
             auto host = std::make_unique<DumpHost>(nullptr);
-            host->SetSourceTraceProvider(&PythonSourceTrace);  // a precision run's kernels
+            TraceSourcesWithPython(*host);  // a precision run's kernels
             return host;
           },
           "A host that runs modules through the executor and dumps nothing.")
