@@ -26,6 +26,21 @@ TEST(SourceLinesTest, ReadsLinesAsPythonDoes) {
   EXPECT_EQ(lines.Line(dir.Sub("a.py"), 0), "");
 }
 
+TEST(SourceLinesTest, ReadsFilesWithoutCarriageReturns) {
+  TempDir dir;
+  WriteFile(dir.Sub("unix.py"), "\n\ndef f():\n    return 1\n\nx = f()");
+  WriteFile(dir.Sub("ends.py"), "a = 1\n");
+  SourceLines lines;
+  EXPECT_EQ(lines.Line(dir.Sub("unix.py"), 1), "");
+  EXPECT_EQ(lines.Line(dir.Sub("unix.py"), 3), "def f():");
+  EXPECT_EQ(lines.Line(dir.Sub("unix.py"), 4), "    return 1");
+  EXPECT_EQ(lines.Line(dir.Sub("unix.py"), 5), "");
+  EXPECT_EQ(lines.Line(dir.Sub("unix.py"), 6), "x = f()");  // the last line, with no end
+  EXPECT_EQ(lines.Line(dir.Sub("unix.py"), 7), "");
+  EXPECT_EQ(lines.Line(dir.Sub("ends.py"), 1), "a = 1");
+  EXPECT_EQ(lines.Line(dir.Sub("ends.py"), 2), "");
+}
+
 TEST(SourceLinesTest, KeepsWhatItRead) {
   TempDir dir;
   WriteFile(dir.Sub("b.py"), "first\nsecond\n");
