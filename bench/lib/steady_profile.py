@@ -13,7 +13,9 @@ alone can be a tenth of a whole-process profile) are left out. `--steps A:B` cou
 instead (from step A's start to step B's, counting from 0; B may be negative, from the end), to
 compare a long training's early steps with its late ones. Printed: each thread's CPU
 milliseconds a step, then, for the busiest thread (the training's) and the next one, the top
-shared objects or symbols. Comparing a plain run with a dumped one, thread by thread, gives what
+shared objects or symbols. `--faults` counts page faults instead of CPU time (each one, where the
+faulting instruction ran): memory a step touches for the first time, as when the C library's
+heap grows because what it freed cannot hold what the step allocates next. Comparing a plain run with a dumped one, thread by thread, gives what
 a dump adds to the training thread and what its helper threads do beside it.
 
 A diagnostic, not a benchmark: it prints no `bench:` line (scripts/bench runs bench/*.py only).
@@ -61,11 +63,14 @@ def main():
     parser.add_argument("--steps", type=steps_window, default=(FIRST_STEP, -1), metavar="A:B",
                         help=f"the steps counted, from A's start to B's (default "
                              f"{FIRST_STEP}:-1: all but the first {FIRST_STEP} and the last)")
+    parser.add_argument("--faults", action="store_true",
+                        help="count page faults a step instead of CPU milliseconds")
     parser.add_argument("command", nargs="+", help="the training command, after --")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="steady_profile_") as work:
         data = os.path.join(work, "perf.data")
-        run = perf(["record", "-q", "-k", "CLOCK_MONOTONIC", "-F", str(FREQUENCY), "-o", data,
+        sampling = ["-e", "page-faults", "-c", "1"] if args.faults else ["-F", str(FREQUENCY)]
+        run = perf(["record", "-q", "-k", "CLOCK_MONOTONIC", *sampling, "-o", data,
                     "--", *args.command])
         try:
             starts = benchutil.printed(run)["starts"]
@@ -90,16 +95,17 @@ def main():
         dso = os.path.basename(dso)
         rows[tid][dso if args.by == "dso" else f"{dso[:14]:14} {symbol.strip()[:120]}"] += 1
 
-    def ms(samples):
-        return samples / FREQUENCY / steps * 1e3
+    def per_step(samples):
+        return samples / steps if args.faults else samples / FREQUENCY / steps * 1e3
 
+    unit = "faults" if args.faults else "ms"
     print(f"{steps} steady steps ({window} s, CLOCK_MONOTONIC)")
-    print("CPU ms a step by thread: " +
-          ", ".join(f"{tid} {ms(n):.2f}" for tid, n in per_thread.most_common()))
+    print(("page faults" if args.faults else "CPU ms") + " a step by thread: " +
+          ", ".join(f"{tid} {per_step(n):.2f}" for tid, n in per_thread.most_common()))
     for tid, _ in per_thread.most_common(2):
         print(f"thread {tid}:")
         for key, n in rows[tid].most_common(args.top):
-            print(f"  {ms(n):8.3f} ms  {key}")
+            print(f"  {per_step(n):8.3f} {unit:6} {key}")
 
 
 if __name__ == "__main__":
