@@ -155,16 +155,21 @@ class PosixFileSystem : public FileSystem {
   }
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir, OpenDirectory(DirName(path), false, "create", path));
-    std::string temp_name;
-    int slot = -1;
     // Created with its final mode, 0400, where the umask keeps it (the new descriptor writes
     // all the same): no fchmod per file. Otherwise created 0600 and made 0400 when committed.
     const mode_t mode = create_read_only_ ? S_IRUSR : S_IRUSR | S_IWUSR;
-    const int fd = CreateTemporary(dir->get(), BaseName(path), mode, &temp_name, &slot);
-    if (fd < 0) return ErrnoError("create", path, errno);
-    return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
-        std::move(dir), fd, slot, temp_name, path, fsync_, create_read_only_ ? -1 : S_IRUSR));
+    for (const bool checked : {false, true}) {
+      GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir,
+                                 OpenDirectory(DirName(path), false, "create", path, checked));
+      std::string temp_name;
+      int slot = -1;
+      const int fd = CreateTemporary(dir->get(), BaseName(path), mode, &temp_name, &slot);
+      if (fd < 0 && errno == ENOENT && !checked) continue;  // a removed directory (OpenDirectory)
+      if (fd < 0) return ErrnoError("create", path, errno);
+      return std::unique_ptr<WritableFile>(std::make_unique<PosixWritableFile>(
+          std::move(dir), fd, slot, temp_name, path, fsync_, create_read_only_ ? -1 : S_IRUSR));
+    }
+    return ErrnoError("create", path, ENOENT);  // not reached
   }
 
   Status AppendToFile(const std::string& path, const std::string& data) override {
@@ -196,28 +201,34 @@ class PosixFileSystem : public FileSystem {
   }
 
   Status LinkOrCopy(const std::string& existing, const std::string& path) override {
-    GRAPHDUMP_ASSIGN_OR_RETURN(DirFd from,
-                               OpenDirectory(DirName(existing), false, "open", existing));
-    DirFd to = from;  // usually: a tensor's names lie in one iteration directory
-    if (DirName(path) != DirName(existing)) {
-      GRAPHDUMP_ASSIGN_OR_RETURN(to, OpenDirectory(DirName(path), false, "create", path));
-    }
     const std::string from_base = BaseName(existing);
-    if (hard_links_.load(std::memory_order_relaxed)) {
+    for (const bool checked : {false, true}) {
+      GRAPHDUMP_ASSIGN_OR_RETURN(
+          DirFd from, OpenDirectory(DirName(existing), false, "open", existing, checked));
+      DirFd to = from;  // usually: a tensor's names lie in one iteration directory
+      if (DirName(path) != DirName(existing)) {
+        GRAPHDUMP_ASSIGN_OR_RETURN(to,
+                                   OpenDirectory(DirName(path), false, "create", path, checked));
+      }
+      if (!hard_links_.load(std::memory_order_relaxed)) {
+        return CopyFile(from->get(), from_base, existing, path);
+      }
       // Flags 0: a symbolic link planted under `existing` is linked itself, never followed.
       if (::linkat(from->get(), from_base.c_str(), to->get(), BaseName(path).c_str(), 0) == 0) {
         if (fsync_) (void)::fsync(to->get());  // best effort, as after a rename
         return Status::Ok();
       }
       const int error = errno;
+      if (error == ENOENT && !checked) continue;  // perhaps a removed directory (OpenDirectory)
       if (error == EEXIST || error == ENOENT || error == ENOSPC || error == EROFS) {
         return ErrnoError("create", path, error);
       }
       // No hard links here (EPERM, EXDEV, ENOTSUP...): copies from now on. EMLINK is this
       // file's own limit of names.
       if (error != EMLINK) hard_links_.store(false, std::memory_order_relaxed);
+      return CopyFile(from->get(), from_base, existing, path);
     }
-    return CopyFile(from->get(), from_base, existing, path);
+    return ErrnoError("create", path, ENOENT);  // not reached
   }
 
   Status Remove(const std::string& path) override {
@@ -366,17 +377,21 @@ class PosixFileSystem : public FileSystem {
   }
 
   // WalkDirectory, remembering the directories opened: a dump writes many files into each (a
-  // walk costs an openat per level). A remembered directory that was removed since is opened
-  // again.
+  // walk costs an openat per level). A remembered directory that was removed since (by another
+  // program: the directory now under its name, if any, is another) is opened again. `checked`
+  // false skips asking (an fstat) for the callers that find out themselves: creating a file or
+  // a link in a removed directory fails with ENOENT, and they then call again with it true.
   StatusOr<DirFd> OpenDirectory(const std::string& dir, bool create, const std::string& what = "",
-                                const std::string& path = "") {
+                                const std::string& path = "", bool checked = true) {
     const std::string key = WithoutTrailingSlashes(dir);
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = open_dirs_.find(key);
       struct stat st;
       if (it != open_dirs_.end()) {
-        if (::fstat(it->second->get(), &st) == 0 && st.st_nlink > 0) return it->second;
+        if (!checked || (::fstat(it->second->get(), &st) == 0 && st.st_nlink > 0)) {
+          return it->second;
+        }
         open_dirs_.erase(it);
       }
     }

@@ -425,6 +425,37 @@ TEST(PosixFileSystemTest, LinkOrCopyGivesACommittedFileASecondName) {
   EXPECT_EQ(ReadFile(dir.Sub("victim")), "precious\n");
 }
 
+// Directories are kept open between files. One that another program removes, and perhaps makes
+// again, is not written into: creating there fails, and the directory under the name now is
+// opened and written into, or the error names the file.
+TEST(PosixFileSystemTest, ADirectoryRemovedSinceIsOpenedAgain) {
+  TempDir dir;
+  const std::string root = dir.Sub("dump");
+  auto fs = NewPosixFileSystem(/*fsync=*/false, root);
+  ASSERT_TRUE(fs->CreateDirectories(root + "/it/2").ok());
+  ASSERT_TRUE(fs->WriteWholeFile(root + "/it/2/a.npy", "a").ok());
+  ASSERT_TRUE(fs->LinkOrCopy(root + "/it/2/a.npy", root + "/it/2/a2.npy").ok());
+
+  std::filesystem::remove_all(root + "/it");
+  std::filesystem::create_directories(root + "/it/2");
+  ASSERT_TRUE(fs->WriteWholeFile(root + "/it/2/b.npy", "b").ok());
+  EXPECT_EQ(ReadFile(root + "/it/2/b.npy"), "b");
+  std::filesystem::remove_all(root + "/it/2");
+  std::filesystem::create_directories(root + "/it/2");
+  testing::WriteFile(root + "/it/2/c.npy", "c");
+  ASSERT_TRUE(fs->LinkOrCopy(root + "/it/2/c.npy", root + "/it/2/c2.npy").ok());
+  EXPECT_EQ(ReadFile(root + "/it/2/c2.npy"), "c");
+  EXPECT_EQ(DirEntries(root + "/it/2"), (std::vector<std::string>{"c.npy", "c2.npy"}));
+
+  std::filesystem::remove_all(root + "/it");
+  const Status gone = fs->WriteWholeFile(root + "/it/2/d.npy", "d");
+  EXPECT_EQ(gone.message(), "cannot create " + root + "/it/2/d.npy: No such file or directory");
+  const Status unlinked = fs->LinkOrCopy(root + "/it/2/c.npy", root + "/it/2/e.npy");
+  EXPECT_NE(unlinked.message().find("No such file or directory"), std::string::npos)
+      << unlinked.message();
+  EXPECT_EQ(DirEntries(root), std::vector<std::string>{});
+}
+
 // Symbolic links planted in the dump directory were followed: a statistic.csv link had rows
 // appended to (and chmod 0400 applied to) the file it pointed at; a rank_0 link sent the whole
 // dump elsewhere. Nothing is written through them now, and the errors name them.
