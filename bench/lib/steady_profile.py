@@ -13,10 +13,11 @@ alone can be a tenth of a whole-process profile) are left out. `--steps A:B` cou
 instead (from step A's start to step B's, counting from 0; B may be negative, from the end), to
 compare a long training's early steps with its late ones. Printed: each thread's CPU
 milliseconds a step, then, for the busiest thread (the training's) and the next one, the top
-shared objects or symbols. `--faults` counts page faults instead of CPU time (each one, where the
-faulting instruction ran): memory a step touches for the first time, as when the C library's
-heap grows because what it freed cannot hold what the step allocates next. Comparing a plain run with a dumped one, thread by thread, gives what
-a dump adds to the training thread and what its helper threads do beside it.
+shared objects or symbols. Comparing a plain run with a dumped one, thread by thread, gives what
+a dump adds to the training thread and what its helper threads do beside it. `--faults` counts
+page faults instead of CPU time (each one, where the faulting instruction ran): memory a step
+touches for the first time, as when the C library's heap grows because what it freed cannot
+hold what the step allocates next.
 
 A diagnostic, not a benchmark: it prints no `bench:` line (scripts/bench runs bench/*.py only).
 """
