@@ -76,6 +76,10 @@ int RenameNoReplace(int dir_fd, const char* from, const char* to) {
   return ::renameat2(dir_fd, from, dir_fd, to, RENAME_NOREPLACE);
 }
 
+int RenameExchange(int dir_fd, const char* a, const char* b) {
+  return ::renameat2(dir_fd, a, dir_fd, b, RENAME_EXCHANGE);
+}
+
 // ".{basename}.tmp.{pid}.{n}" (so rename stays in one directory), with the basename shortened
 // so the temporary name fits NAME_MAX.
 std::string TempNameFor(const std::string& base) {

@@ -76,6 +76,9 @@ std::string NotReplaceable(int dir_fd, const std::string& base);
 // renameat2(RENAME_NOREPLACE) of `from` to `to`, both in `dir_fd`: 0, or -1 with errno (EEXIST
 // when `to` exists; EINVAL or ENOSYS where the file system or kernel has no RENAME_NOREPLACE).
 int RenameNoReplace(int dir_fd, const char* from, const char* to);
+// renameat2(RENAME_EXCHANGE) of `a` and `b`, both in `dir_fd`: 0, or -1 with errno (EINVAL where
+// the file system cannot exchange).
+int RenameExchange(int dir_fd, const char* a, const char* b);
 
 // Creates the temporary for `base` in `dir_fd` with `mode`, registered with signal_cleanup.
 // Returns its descriptor (or -1 with errno set), its name and its cleanup slot. A temporary
@@ -141,7 +144,13 @@ class PosixWritableFile : public WritableFile {
       if (const std::string why = NotReplaceable(dir_->get(), base); !why.empty()) {
         return Status::InvalidArgument("cannot write " + path_ + ": " + why);
       }
-      if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), base.c_str()) != 0) {
+      // The old file is replaced by exchanging the two names, then removed under the temporary
+      // one: ext4 writes a file renamed over another out at once, in the rename (auto_da_alloc),
+      // which would hold the training thread up at each graph file written again; an exchange
+      // it leaves to its background writeback. Where names cannot be exchanged, a rename.
+      if (RenameExchange(dir_->get(), temp_name_.c_str(), base.c_str()) == 0) {
+        (void)::unlinkat(dir_->get(), temp_name_.c_str(), 0);
+      } else if (::renameat(dir_->get(), temp_name_.c_str(), dir_->get(), base.c_str()) != 0) {
         return ErrnoError("rename to", path_, errno);
       }
     }
