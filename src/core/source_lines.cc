@@ -1,18 +1,17 @@
 #include "graphdump/internal/source_lines.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
+
+#include "graphdump/file_system.h"
 
 namespace graphdump {
 namespace {
 
-constexpr off_t kMaxSourceBytes = off_t{64} << 20;
+constexpr uint64_t kMaxSourceBytes = uint64_t{64} << 20;
 
 // The encoding a PEP 263 declaration on this line names ("latin-1"), or "" when it has none:
 // a comment holding "coding:" or "coding=" followed by the name.
@@ -48,23 +47,12 @@ bool IsUtf8(std::string name) {
 
 SourceLines::File SourceLines::Read(const std::string& path) {
   File file;
-  // Not blocking: a FIFO under the name would wait for a writer (it is refused below).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return file;
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxSourceBytes) {
-    ::close(fd);
-    return file;
+  // A FIFO, device or directory under the name is refused without blocking on it.
+  StatusOr<ReadableFile> opened = OpenRegularFile(path);
+  if (!opened.ok() || opened->size() > kMaxSourceBytes ||
+      !opened->Read(0, opened->size(), &file.text).ok()) {
+    return File{};
   }
-  file.text.resize(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < file.text.size()) {
-    const ssize_t n = ::read(fd, file.text.data() + got, file.text.size() - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  file.text.resize(got);
   if (file.text.starts_with("\xEF\xBB\xBF")) file.text.erase(0, 3);
   // Line starts; a line ends at "\n", "\r\n" or a lone "\r". Most files have no "\r": their
   // line ends are found with memchr (the first capturing step reads PyTorch's largest sources).
