@@ -2,11 +2,12 @@
 project's own proto (proto/graphdump_graph.proto, compiled here with protoc), to craft hostile
 dumps from real ones."""
 import os
-import subprocess
 import sys
-import tempfile
 
 import gdtest as t
+
+sys.path.insert(0, os.path.join(t.SOURCE_DIR, "tests", "python"))
+import proto_module  # noqa: E402
 
 _module = None
 
@@ -14,17 +15,7 @@ _module = None
 def module():
     global _module
     if _module is None:
-        # Generated into a directory that is gone once the module is imported.
-        with tempfile.TemporaryDirectory(prefix="graph_pb_") as out:
-            proto_dir = os.path.join(t.SOURCE_DIR, "proto")
-            subprocess.run(["protoc", "--python_out=" + out, "-I", proto_dir,
-                            os.path.join(proto_dir, "graphdump_graph.proto")], check=True)
-            sys.path.insert(0, out)
-            try:
-                import graphdump_graph_pb2  # noqa: E402
-            finally:
-                sys.path.remove(out)
-        _module = graphdump_graph_pb2
+        _module = proto_module.load("graphdump_graph")
     return _module
 
 
