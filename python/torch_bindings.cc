@@ -231,6 +231,7 @@ void BindTorch(py::module_& m) {
             options.overwrite = overwrite;
             options.retry_hint = retry_hint;
             options.reads_in_background = StatisticsThread();
+            options.graph_files_in_background = true;
             // Writes between steps are reported by the eager capture, which stays on for them
             // (DumpHost::UpdateEagerActive): parameters and optimizer state the last step
             // summarised are not read again.

@@ -65,6 +65,7 @@ StatusOr<OpenedSession> OpenSession(const std::string& config_file, const GeDump
   // The executor and trainer call BeforeWrite before every in-place write: asynchronous mode
   // writes tensors without a staging copy.
   options.host_reports_writes = true;
+  options.graph_files_in_background = true;
   ParsedConfig parsed;
   if (!ge.enable_dump) {
     const GeDumpOptions defaults;

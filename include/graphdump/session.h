@@ -69,6 +69,11 @@ struct SessionOptions {
   // such writes. A step's statistic.csv files are written by that thread too, after the step's
   // rows, while the host goes on with the next step: FinishReads (or Close) waits for them.
   bool reads_in_background = false;
+  // The graph files (graphs/*.ir and *.pb, execution_order/ms_execution_order_graph_*.csv) are
+  // made and written on a thread of the session's own, from a copy of the graph, while the host
+  // goes on; Close waits for them. Off, or where the process may use one core only: written on
+  // the host's thread, there when OnGraphCompiled, EndStep or EndIteration returns.
+  bool graph_files_in_background = false;
   // Tests only: the worker of reads_in_background sleeps this long before each batch, so that
   // it lags behind the host: in-place writes of queued tensors find them not reduced yet.
   uint32_t deferred_read_delay_us = 0;

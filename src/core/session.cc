@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graphdump/graph_files.h"
+#include "graphdump/internal/helper_threads.h"
 #include "graphdump/internal/json_text.h"
 #include "graphdump/layout.h"
 #include "graphdump/selector.h"
@@ -24,6 +25,8 @@ namespace {
 
 // Ended steps whose files may wait to be written before the worker that hands them over waits.
 constexpr size_t kQueuedStepFiles = 16;
+// Graph files queued for their thread, in bytes of the copies they are made from.
+constexpr size_t kQueuedGraphBytes = size_t{64} << 20;
 
 bool HasNonFiniteView(const TensorView& view) {
   if (!IsFloatingPoint(view.dtype) && !IsComplex(view.dtype)) return false;
@@ -83,6 +86,9 @@ SessionImpl::SessionImpl(SessionOptions options, std::unique_ptr<Selector> selec
     step_files_ = std::make_unique<OrderedWorker>(kQueuedStepFiles);
     reads_ = MakeReadWorker();
   }
+  if (options_.graph_files_in_background && HelperThreadCount() > 1) {
+    graph_files_ = std::make_unique<OrderedWorker>(kQueuedGraphBytes);
+  }
   if (!config_.enable) {
     async_ = std::make_unique<AsyncWriter>(std::max(1, options_.writer_threads),
                                            std::max<size_t>(1, options_.queue_bytes));
@@ -95,6 +101,7 @@ SessionImpl::~SessionImpl() {
     (void)async_.release();
     (void)reads_.release();
     (void)step_files_.release();
+    (void)graph_files_.release();
     (void)batch_.release();
     return;
   }
@@ -418,6 +425,7 @@ Status SessionImpl::Close() {
   closed_ = true;
   EndStepDirs();
   FinishReads();  // the last step's statistic.csv files, written by the worker
+  FinishGraphFiles();
   if (async_) async_->Drain();
   for (const std::string& entry : UnusedEntries()) Log("unused kernel in config: " + entry);
   if (!failed_ && !run_failed_) {
@@ -485,24 +493,6 @@ void SessionImpl::FinishIteration() {
   ++steps_completed_;
   step_dumps_ = false;
   step_open_ = false;
-}
-
-void SessionImpl::WriteGraphFiles(GraphState& state) {
-  state.files_dirty = false;
-  if (failed_ || InChild()) return;
-  const GraphInfo& g = state.info;
-  Status st = fs_->CreateDirectories(root_ + "/graphs");
-  if (st.ok()) st = fs_->CreateDirectories(root_ + "/execution_order");
-  auto write = [&](size_t slot, const std::string& path, std::string text) {
-    if (!st.ok() || state.written[slot] == text) return;
-    st = fs_->WriteWholeFile(path, text);
-    if (st.ok()) state.written[slot] = std::move(text);
-  };
-  write(0, GraphFilePath(root_, g.graph_id, "ir"),
-        g.ir_text.empty() ? GenerateIrText(g) : g.ir_text);
-  write(1, GraphFilePath(root_, g.graph_id, "pb"), SerializeGraphProto(g));
-  write(2, ExecutionOrderPath(root_, g.graph_id), ExecutionOrderCsv(g));
-  if (!st.ok()) Fail(st);
 }
 
 }  // namespace session_internal

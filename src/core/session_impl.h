@@ -54,7 +54,9 @@ struct GraphState {
   bool constants_written = false;
   // What the .ir, .pb and execution order files hold now: a file whose new text is the same is
   // not written again (replacing a file frees its blocks, which some mounts discard at once).
-  std::array<std::optional<std::string>, 3> written;
+  // Only the graph files' worker touches it (session_graph_files.cc).
+  using WrittenFiles = std::array<std::optional<std::string>, 3>;
+  WrittenFiles written;
   // Per kernel index: its names in file form, made at its first dump (DumpKernel), for the
   // full name and op type it was made from.
   struct FileNames {
@@ -153,7 +155,12 @@ class SessionImpl final : public DumpSession {
   void StartIteration();
   // Ends the iteration: its statistic rows, and the next iteration number.
   void FinishIteration();
+  // Graph files (session_graph_files.cc): queued for graph_files_ from a copy of the graph,
+  // written and compared with what the files hold there; FinishGraphFiles waits for them.
+  class GraphFiles;
   void WriteGraphFiles(GraphState& state);
+  void WriteGraphFilesNow(const GraphInfo& graph, GraphState::WrittenFiles& written);
+  void FinishGraphFiles();
   // One run per directory. A session holds the lock `.{rank dir}.lock` beside its rank
   // directory while it runs; with it, the rank directory is made by this session (mkdir), or it
   // is an earlier run's and is refused, or (overwrite) renamed aside in one step, replaced by a
@@ -359,6 +366,9 @@ class SessionImpl final : public DumpSession {
   // step_files_queued_ counts the steps queued (on either) and not yet written.
   std::atomic<uint32_t> step_files_queued_{0};
   std::unique_ptr<OrderedWorker> step_files_;
+  // Writes the graph files (GraphFiles tasks); graph_dirs_made_: their directories exist.
+  std::unique_ptr<OrderedWorker> graph_files_;
+  bool graph_dirs_made_ = false;
   // Last: its tasks use the members above, so it is joined first.
   std::unique_ptr<OrderedWorker> reads_;
 };
