@@ -21,7 +21,7 @@ class SessionImpl::GraphFiles final : public OrderedWorker::Task {
  private:
   SessionImpl* const session_;
   GraphInfo graph_;
-  GraphState::WrittenFiles* const written_;  // only this worker's tasks touch it
+  GraphState::WrittenFiles* const written_;  // only graph_files_'s tasks touch it
 };
 
 void SessionImpl::WriteGraphFiles(GraphState& state) {

@@ -54,7 +54,8 @@ struct GraphState {
   bool constants_written = false;
   // What the .ir, .pb and execution order files hold now: a file whose new text is the same is
   // not written again (replacing a file frees its blocks, which some mounts discard at once).
-  // Only the graph files' worker touches it (session_graph_files.cc).
+  // Touched only by the thread that writes the graph files: graph_files_ when the session has
+  // it, else the host's (session_graph_files.cc).
   using WrittenFiles = std::array<std::optional<std::string>, 3>;
   WrittenFiles written;
   // Per kernel index: its names in file form, made at its first dump (DumpKernel), for the
