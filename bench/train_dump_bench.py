@@ -75,10 +75,11 @@ def main():
     try:
         model = benchutil.make_model(work, MODEL)
         tensor_cfg = write_config(work, "tensor", "tensor")
-        stat_cfg = write_config(work, "statistic", "statistic")
         train(model, None, work)  # warm the page cache
         pairs = []  # (no-dump step, statistic step), back to back
-        for _ in range(ROUNDS):
+        for r in range(ROUNDS):
+            # A directory of its own for each run: a dump path holds one run (docs/layout.md).
+            stat_cfg = write_config(work, f"statistic{r}", "statistic")
             pairs.append((train(model, None, work)[0], train(model, stat_cfg, work)[0]))
         base_step, base_wall = train(model, None, work)
         tensor_step, tensor_wall = train(model, tensor_cfg, work)
