@@ -16,6 +16,8 @@ F.scaled_dot_product_attention (causal) and normalises with nn.RMSNorm and F.rms
   no_grad        an evaluation forward under torch.no_grad() after each step
   inference_mode an evaluation forward under torch.inference_mode() after each step
   forward_hook   a forward hook of the script's own on a submodule that scales its output
+  vmap           the loss adds a term computed per sample with torch.vmap: each sample's
+                 predictions weighted by SCALE (torch.func, torch 2.0)
 """
 import sys
 
@@ -26,6 +28,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 WIDTH, HEADS, SEQ, BATCH, STEPS = 16, 2, 6, 3, 3
+SCALE = torch.linspace(0.5, 1.5, SEQ)
 
 
 class Attention(nn.Module):
@@ -93,7 +96,11 @@ def main():
                 pred = net(x)
             loss = F.mse_loss(pred.float(), y)
         else:
-            loss = F.mse_loss(net(x), y)
+            pred = net(x)
+            loss = F.mse_loss(pred, y)
+            if mode == "vmap":
+                per_sample = torch.vmap(lambda p: (p * SCALE).sum())(pred.squeeze(-1))
+                loss = loss + 0.01 * per_sample.mean()
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()

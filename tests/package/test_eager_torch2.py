@@ -35,7 +35,7 @@ from conftest import (HERE, execution_order, global_order, graphdump, python, wr
 
 SCRIPT = os.path.join(HERE, "eager_torch2.py")
 MODES = ["base", "autocast", "checkpoint", "foreach", "single", "no_grad", "inference_mode",
-         "forward_hook"]
+         "forward_hook", "vmap"]
 ATTN = "Default/blocks-ModuleList/0-Block/attn-Attention"
 
 
@@ -244,3 +244,35 @@ def test_a_forward_hook_of_the_script_runs_and_is_captured(runs):
     residual = order[order.index(hook[1]) + 1]
     assert residual.startswith("Default/blocks-ModuleList/0-Block/add-op")
     assert np.array_equal(one(kernel_files(directory, residual, "input", 1)[0]), hooked)
+
+
+def test_vmap_operators_are_kernels_with_their_batched_tensors_left_out(runs):
+    r = runs("vmap")
+    order = forward(r["order"])
+    directory = r["base"] / "0"
+    # The per-sample product inside torch.vmap: one kernel for the whole batch, its second
+    # input SCALE (a plain tensor) dumped, its batched input and output (no storage of their
+    # own: the operator computes on the batch nested inside it) said and left out.
+    scale = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+    muls = [k for k in order if re.fullmatch(r"Default/script/mul-op\d+", k)]
+    inside = [k for k in muls if kernel_files(directory, k, "input", 1)
+              and one(kernel_files(directory, k, "input", 1)[0]).shape == (6,)]
+    assert len(inside) == 1, (muls, r["run"].stderr)
+    np.testing.assert_allclose(one(kernel_files(directory, inside[0], "input", 1)[0]), scale,
+                               rtol=1e-6)
+    assert kernel_files(directory, inside[0], "input", 0) == []
+    assert kernel_files(directory, inside[0], "output") == []
+    # Said once a run, at the first batched tensor (a library's masks are built this way in
+    # every step), with a note that the others are not said.
+    said = [line for line in r["run"].stderr.splitlines() if "torch.vmap" in line]
+    assert said == [f"graphdump: warning: {inside[0]} input 0 is a tensor batched by torch.vmap, "
+                    f"with no storage of its own (nor are the others inside torch.vmap, not said "
+                    f"again): not dumped (its slot stays empty; docs/file-format.md)"], said
+    # The kernel that sums each sample's products follows it, with nothing to dump but
+    # batched tensors; what vmap returned is the input of the kernel after it.
+    following = order[order.index(inside[0]) + 1]
+    assert re.fullmatch(r"Default/script/sum-op\d+", following), order
+    assert kernel_files(directory, following, "*") == []
+    mean = order[order.index(following) + 1]
+    assert re.fullmatch(r"Default/script/mean-op\d+", mean), order
+    assert one(kernel_files(directory, mean, "input", 0)[0]).shape == (3,)

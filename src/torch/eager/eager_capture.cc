@@ -652,8 +652,8 @@ void EagerCapture::EndKernel(const at::RecordFunction& fn, KernelCall& call) {
     for (const c10::IValue& v : outputs) {
       AppendViews(v, /*logical_layout=*/true, &output_views, &output_slots);
     }
-    ReportSkipped(*session, kernel, /*input=*/true, call.input_slots);
-    ReportSkipped(*session, kernel, /*input=*/false, output_slots);
+    ReportSkipped(*session, kernel, /*input=*/true, call.input_slots, &vmap_said_);
+    ReportSkipped(*session, kernel, /*input=*/false, output_slots, &vmap_said_);
     session->OnKernelDone(kernel, call.inputs, output_views);
   }
   // Batch norm wrote its running statistics behind their version counters.

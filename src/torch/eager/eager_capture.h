@@ -200,6 +200,7 @@ class EagerCapture {
   KernelCall* taken_call_ = nullptr;     // the one TakeKernel handed out last
   int op_depth_ = 0;        // operator calls open on the watched thread
   bool nested_off_ = false;  // the operator callback is off until the outermost call ends
+  bool vmap_said_ = false;   // a tensor batched by torch.vmap was said not dumped (ReportSkipped)
   int backward_depth_ = 0;  // autograd node records (and engine evaluations) open on it
   int autograd_calls_ = 0;  // EnterAutograd calls not yet exited (not reset by Switch)
   std::vector<Frame> frames_;

@@ -95,7 +95,10 @@ inline TensorOrigin OriginOf(const at::Tensor& tensor) {
 // off the CPU are copied to it first. Returns false for undefined, sparse, quantized or
 // unsupported-dtype tensors.
 inline bool MakeView(const at::Tensor& tensor, bool logical_layout, TensorView* view) {
-  if (!tensor.defined() || tensor.layout() != at::kStrided || tensor.is_quantized()) return false;
+  if (!tensor.defined() || tensor.layout() != at::kStrided || tensor.is_quantized() ||
+      !tensor.has_storage()) {
+    return false;
+  }
   auto dtype = torch_compat::ToDType(tensor.scalar_type());
   if (!dtype) return false;
   at::Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(at::kCPU);
@@ -166,6 +169,10 @@ inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
   return true;
 }
 
+// Why a tensor inside torch.vmap has no view: its values are the batch its operator computes
+// on, nested inside it.
+inline constexpr char kBatchedByVmap[] = "a tensor batched by torch.vmap, with no storage of its own";
+
 // Why `tensor`, defined, has no view (MakeView refuses it), or "" when it has one.
 inline std::string NotViewable(const at::Tensor& tensor) {
   if (tensor.layout() != at::kStrided) {
@@ -176,6 +183,12 @@ inline std::string NotViewable(const at::Tensor& tensor) {
            layout.str() + ")";
   }
   if (tensor.is_quantized()) return "a quantized tensor";
+  if (!tensor.has_storage()) {
+    // Its values live in another tensor (torch.vmap's batched tensors) or nowhere (fake and
+    // functionalized tensors); the operators it reaches run nested, on those.
+    return tensor.key_set().has(c10::DispatchKey::FuncTorchBatched) ? kBatchedByVmap
+                                                                     : "a tensor without storage";
+  }
   if (!torch_compat::ToDType(tensor.scalar_type())) {
     return std::string("of dtype ") + c10::toString(tensor.scalar_type()) +
            ", which has no .npy type";
@@ -208,10 +221,21 @@ inline void AppendSlot(const at::Tensor& tensor, bool logical_layout,
 }
 
 // Tells the session of the tensors of `kernel` (its inputs, or outputs) that were not dumped.
+// With `batched_said`, the tensors batched by torch.vmap are told once a run, the first with a
+// note that the others are not (a library may build every step's attention masks under vmap).
 inline void ReportSkipped(DumpSession& session, const KernelInfo& kernel, bool input,
-                          const Slots& slots) {
+                          const Slots& slots, bool* batched_said = nullptr) {
   for (const auto& [slot, why] : slots.skipped) {
-    if (!why.empty()) session.OnTensorNotDumped(kernel, input, slot, why);
+    if (why.empty()) continue;
+    if (batched_said != nullptr && why == kBatchedByVmap) {
+      if (!std::exchange(*batched_said, true)) {
+        session.OnTensorNotDumped(
+            kernel, input, slot,
+            why + std::string(" (nor are the others inside torch.vmap, not said again)"));
+      }
+      continue;
+    }
+    session.OnTensorNotDumped(kernel, input, slot, why);
   }
 }
 
