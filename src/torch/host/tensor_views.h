@@ -93,7 +93,7 @@ inline TensorOrigin OriginOf(const at::Tensor& tensor) {
 // Without it, the dimensions are reordered by decreasing stride: the file then holds the
 // elements in the order they are stored (a channels-last NCHW tensor becomes NHWC). Tensors
 // off the CPU are copied to it first. Returns false for undefined, sparse, quantized or
-// unsupported-dtype tensors.
+// unsupported-dtype tensors, and for those without storage (torch.vmap's batched tensors).
 inline bool MakeView(const at::Tensor& tensor, bool logical_layout, TensorView* view) {
   if (!tensor.defined() || tensor.layout() != at::kStrided || tensor.is_quantized() ||
       !tensor.has_storage()) {
@@ -171,7 +171,8 @@ inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
 
 // Why a tensor inside torch.vmap has no view: its values are the batch its operator computes
 // on, nested inside it.
-inline constexpr char kBatchedByVmap[] = "a tensor batched by torch.vmap, with no storage of its own";
+inline constexpr char kBatchedByVmap[] =
+    "a tensor batched by torch.vmap, with no storage of its own";
 
 // Why `tensor`, defined, has no view (MakeView refuses it), or "" when it has one.
 inline std::string NotViewable(const at::Tensor& tensor) {
