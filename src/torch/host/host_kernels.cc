@@ -315,7 +315,7 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
       view.slot = slot;
       inputs_.push_back(std::move(view));
     } else {
-      slots.skipped.emplace_back(static_cast<uint32_t>(slot), NotViewable(original));
+      slots.Skip(slot, original);
     }
   };
   add_before_update(param);

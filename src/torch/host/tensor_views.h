@@ -169,10 +169,11 @@ inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
   return true;
 }
 
-// Why a tensor inside torch.vmap has no view: its values are the batch its operator computes
-// on, nested inside it.
-inline constexpr char kBatchedByVmap[] =
-    "a tensor batched by torch.vmap, with no storage of its own";
+// Is `tensor` one of torch.vmap's batched tensors? It has no storage: its values are the batch
+// its operator computes on, nested inside it.
+inline bool BatchedByVmap(const at::Tensor& tensor) {
+  return !tensor.has_storage() && tensor.key_set().has(c10::DispatchKey::FuncTorchBatched);
+}
 
 // Why `tensor`, defined, has no view (MakeView refuses it), or "" when it has one.
 inline std::string NotViewable(const at::Tensor& tensor) {
@@ -187,8 +188,8 @@ inline std::string NotViewable(const at::Tensor& tensor) {
   if (!tensor.has_storage()) {
     // Its values live in another tensor (torch.vmap's batched tensors) or nowhere (fake and
     // functionalized tensors); the operators it reaches run nested, on those.
-    return tensor.key_set().has(c10::DispatchKey::FuncTorchBatched) ? kBatchedByVmap
-                                                                     : "a tensor without storage";
+    return BatchedByVmap(tensor) ? "a tensor batched by torch.vmap, with no storage of its own"
+                                 : "a tensor without storage";
   }
   if (!torch_compat::ToDType(tensor.scalar_type())) {
     return std::string("of dtype ") + c10::toString(tensor.scalar_type()) +
@@ -202,8 +203,18 @@ inline std::string NotViewable(const at::Tensor& tensor) {
 // quantized, a dtype without a .npy type) keeps its slot empty, so the others keep their
 // numbers, and is listed with why (docs/file-format.md).
 struct Slots {
+  struct Skipped {
+    uint32_t slot;
+    std::string why;      // NotViewable's
+    bool batched_by_vmap;  // BatchedByVmap's
+  };
   int32_t next = 0;
-  std::vector<std::pair<uint32_t, std::string>> skipped;
+  std::vector<Skipped> skipped;
+
+  // Lists `tensor`, defined, which MakeView refused, as the one in `slot`.
+  void Skip(int32_t slot, const at::Tensor& tensor) {
+    skipped.push_back({static_cast<uint32_t>(slot), NotViewable(tensor), BatchedByVmap(tensor)});
+  }
 };
 
 // Appends a view of `tensor` as the next slot; an undefined tensor leaves its slot empty, one
@@ -213,10 +224,7 @@ inline void AppendSlot(const at::Tensor& tensor, bool logical_layout,
   const int32_t slot = slots->next++;
   if (!tensor.defined()) return;
   TensorView view;
-  if (!MakeView(tensor, logical_layout, &view)) {
-    slots->skipped.emplace_back(static_cast<uint32_t>(slot), NotViewable(tensor));
-    return;
-  }
+  if (!MakeView(tensor, logical_layout, &view)) return slots->Skip(slot, tensor);
   view.slot = slot;
   views->push_back(std::move(view));
 }
@@ -226,17 +234,17 @@ inline void AppendSlot(const at::Tensor& tensor, bool logical_layout,
 // note that the others are not (a library may build every step's attention masks under vmap).
 inline void ReportSkipped(DumpSession& session, const KernelInfo& kernel, bool input,
                           const Slots& slots, bool* batched_said = nullptr) {
-  for (const auto& [slot, why] : slots.skipped) {
-    if (why.empty()) continue;
-    if (batched_said != nullptr && why == kBatchedByVmap) {
+  for (const Slots::Skipped& s : slots.skipped) {
+    if (s.why.empty()) continue;
+    if (batched_said != nullptr && s.batched_by_vmap) {
       if (!std::exchange(*batched_said, true)) {
         session.OnTensorNotDumped(
-            kernel, input, slot,
-            why + std::string(" (nor are the others inside torch.vmap, not said again)"));
+            kernel, input, s.slot,
+            s.why + " (nor are the others inside torch.vmap, not said again)");
       }
       continue;
     }
-    session.OnTensorNotDumped(kernel, input, slot, why);
+    session.OnTensorNotDumped(kernel, input, s.slot, s.why);
   }
 }
 
@@ -302,7 +310,7 @@ void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args
           view.slot = slot;
           views->push_back(std::move(view));
         } else {
-          slots->skipped.emplace_back(static_cast<uint32_t>(slot), NotViewable(t));
+          slots->Skip(slot, t);
         }
       });
     } else {
