@@ -20,4 +20,14 @@ std::optional<BytesKey> BytesKeyOf(const TensorView& view) {
   return key;
 }
 
+size_t HashBytesKey(const BytesKey& key) {
+  size_t seed = std::hash<const void*>{}(key.storage);
+  MixHash(&seed, key.version);
+  MixHash(&seed, static_cast<uint64_t>(key.offset));
+  MixHash(&seed, static_cast<uint64_t>(key.dtype));
+  for (int64_t d : key.shape) MixHash(&seed, static_cast<uint64_t>(d));
+  for (int64_t s : key.strides) MixHash(&seed, static_cast<uint64_t>(s));
+  return seed;
+}
+
 }  // namespace graphdump

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphdump/internal/posix_files.h"
@@ -37,6 +38,7 @@ using internal::BaseName;
 using internal::CreateTemporary;
 using internal::DirFd;
 using internal::DirName;
+using internal::DirNameView;
 using internal::ErrnoError;
 using internal::ErrnoText;
 using internal::Fd;
@@ -160,7 +162,7 @@ class PosixFileSystem : public FileSystem {
     const mode_t mode = create_read_only_ ? S_IRUSR : S_IRUSR | S_IWUSR;
     for (const bool checked : {false, true}) {
       GRAPHDUMP_ASSIGN_OR_RETURN(DirFd dir,
-                                 OpenDirectory(DirName(path), false, "create", path, checked));
+                                 OpenDirectory(DirNameView(path), false, "create", path, checked));
       std::string temp_name;
       int slot = -1;
       const int fd = CreateTemporary(dir->get(), BaseName(path), mode, &temp_name, &slot);
@@ -204,11 +206,11 @@ class PosixFileSystem : public FileSystem {
     const std::string from_base = BaseName(existing);
     for (const bool checked : {false, true}) {
       GRAPHDUMP_ASSIGN_OR_RETURN(
-          DirFd from, OpenDirectory(DirName(existing), false, "open", existing, checked));
+          DirFd from, OpenDirectory(DirNameView(existing), false, "open", existing, checked));
       DirFd to = from;  // usually: a tensor's names lie in one iteration directory
-      if (DirName(path) != DirName(existing)) {
-        GRAPHDUMP_ASSIGN_OR_RETURN(to,
-                                   OpenDirectory(DirName(path), false, "create", path, checked));
+      if (DirNameView(path) != DirNameView(existing)) {
+        GRAPHDUMP_ASSIGN_OR_RETURN(
+            to, OpenDirectory(DirNameView(path), false, "create", path, checked));
       }
       if (!hard_links_.load(std::memory_order_relaxed)) {
         return CopyFile(from->get(), from_base, existing, path);
@@ -381,9 +383,10 @@ class PosixFileSystem : public FileSystem {
   // program: the directory now under its name, if any, is another) is opened again. `checked`
   // false skips asking (an fstat) for the callers that find out themselves: creating a file or
   // a link in a removed directory fails with ENOENT, and they then call again with it true.
-  StatusOr<DirFd> OpenDirectory(const std::string& dir, bool create, const std::string& what = "",
+  StatusOr<DirFd> OpenDirectory(std::string_view dir, bool create, const std::string& what = "",
                                 const std::string& path = "", bool checked = true) {
-    const std::string key = WithoutTrailingSlashes(dir);
+    std::string_view key = dir;
+    while (key.size() > 1 && key.back() == '/') key.remove_suffix(1);
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = open_dirs_.find(key);
@@ -395,11 +398,11 @@ class PosixFileSystem : public FileSystem {
         open_dirs_.erase(it);
       }
     }
-    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, WalkDirectory(dir, create, what, path));
+    GRAPHDUMP_ASSIGN_OR_RETURN(Fd fd, WalkDirectory(std::string(dir), create, what, path));
     auto opened = std::make_shared<const Fd>(std::move(fd));
     std::lock_guard<std::mutex> lock(mu_);
     if (open_dirs_.size() >= kOpenDirs) open_dirs_.clear();
-    open_dirs_[key] = opened;
+    open_dirs_.insert_or_assign(std::string(key), opened);
     return opened;
   }
 
@@ -510,7 +513,7 @@ class PosixFileSystem : public FileSystem {
   const bool create_read_only_;  // files are created 0400 (the umask keeps S_IRUSR)
   std::atomic<bool> hard_links_{true};  // false once the file system refused one
   std::mutex mu_;
-  std::map<std::string, DirFd> open_dirs_;  // by path without trailing '/'
+  std::map<std::string, DirFd, std::less<>> open_dirs_;  // by path without trailing '/'
 };
 
 }  // namespace

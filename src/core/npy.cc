@@ -1,5 +1,6 @@
 #include "graphdump/npy.h"
 
+#include <charconv>
 #include <cstring>
 #include <span>
 #include <string>
@@ -11,19 +12,18 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicBytes = 6;
 constexpr size_t kAlign = 64;
 
-// The header dict exactly as NumPy's own writer prints it: shape as a Python tuple repr,
-// "(2, 3)", "(5,)" for one dimension and "()" for a scalar.
-std::string HeaderDict(DType dtype, std::span<const int64_t> shape) {
-  std::string dict = "{'descr': '";
-  dict += NpyDescr(dtype);
-  dict += "', 'fortran_order': False, 'shape': (";
+// Appends the header dict exactly as NumPy's own writer prints it: shape as a Python tuple
+// repr, "(2, 3)", "(5,)" for one dimension and "()" for a scalar.
+void AppendHeaderDict(DType dtype, std::span<const int64_t> shape, std::string* out) {
+  out->append("{'descr': '").append(NpyDescr(dtype));
+  out->append("', 'fortran_order': False, 'shape': (");
+  char number[24];
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) dict += ", ";
-    dict += std::to_string(shape[i]);
+    if (i > 0) out->append(", ");
+    out->append(number, std::to_chars(number, number + sizeof number, shape[i]).ptr);
   }
-  if (shape.size() == 1) dict += ',';
-  dict += "), }";
-  return dict;
+  if (shape.size() == 1) out->push_back(',');
+  out->append("), }");
 }
 
 void AppendLittleEndian(uint64_t value, size_t bytes, std::string* out) {
@@ -33,7 +33,9 @@ void AppendLittleEndian(uint64_t value, size_t bytes, std::string* out) {
 }  // namespace
 
 std::string NpyHeader(DType dtype, const Dims& shape) {
-  const std::string dict = HeaderDict(dtype, shape);
+  std::string dict;
+  dict.reserve(kAlign * 2);
+  AppendHeaderDict(dtype, shape, &dict);
   // Like NumPy: pad = 64 - (prefix + dict + '\n') % 64, so 1..64 spaces and the data offset is
   // a multiple of 64. Version 1.0 has a 2-byte length; 2.0 (for huge headers) a 4-byte one.
   size_t length_bytes = 2;
@@ -44,7 +46,9 @@ std::string NpyHeader(DType dtype, const Dims& shape) {
     pad = kAlign - (kMagicBytes + 2 + length_bytes + dict.size() + 1) % kAlign;
     header_len = dict.size() + pad + 1;
   }
-  std::string header(kMagic, kMagicBytes);
+  std::string header;
+  header.reserve(kMagicBytes + 2 + length_bytes + header_len);
+  header.append(kMagic, kMagicBytes);
   header.push_back(static_cast<char>(length_bytes == 2 ? 1 : 2));
   header.push_back('\0');
   AppendLittleEndian(header_len, length_bytes, &header);

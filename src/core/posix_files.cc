@@ -25,14 +25,24 @@ Status ErrnoError(const std::string& what, const std::string& path, int error) {
   return Status::IOError("cannot " + what + " " + path + ": " + ErrnoText(error));
 }
 
-std::string DirName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
+size_t LastSlash(std::string_view path) {
+  // memrchr, not a loop over characters: every tensor file's path passes here, with a long
+  // kernel name at its end.
+  const void* slash = path.empty() ? nullptr : ::memrchr(path.data(), '/', path.size());
+  return slash == nullptr ? std::string_view::npos
+                          : static_cast<size_t>(static_cast<const char*>(slash) - path.data());
+}
+
+std::string_view DirNameView(std::string_view path) {
+  const size_t slash = LastSlash(path);
+  if (slash == std::string_view::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+std::string DirName(const std::string& path) { return std::string(DirNameView(path)); }
+
 std::string BaseName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
+  const size_t slash = LastSlash(path);
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 

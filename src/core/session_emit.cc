@@ -128,11 +128,13 @@ void SessionImpl::EmitTensor(const std::string& dir, TensorFileName& file,
     return EmitStatisticRow(dir, file, original, options);
   }
   if (!EnsureDir(dir)) return;
-  TensorView view = original;
-  if (!config_.trans_flag) view = StorageOrderView(original, &file.format);
+  // The view as the file holds it: the original itself, or reordered into storage order.
+  TensorView reordered;
+  if (!config_.trans_flag) reordered = StorageOrderView(original, &file.format);
+  const TensorView& view = config_.trans_flag ? original : reordered;
 
-  StatRowInfo row;
-  FillStatRow(file, view, &row);
+  StatRowInfo row;  // the statistic.csv row, where there is one
+  if (want_stats) FillStatRow(file, view, &row);
   const std::string path = dir + "/" + FileNameIn(dir, file.Basename(), ".npy");
   StepDir* sd = want_stats ? StepDirFor(dir) : nullptr;
   const uint64_t seq = next_seq_++;

@@ -12,22 +12,11 @@ constexpr size_t kMaxEntries = size_t{1} << 16;
 // Bounds the nodes and cells kept for later entries.
 constexpr size_t kMaxSpare = size_t{1} << 12;
 
-// Mixes `value` into `seed` (boost's hash_combine with a 64-bit constant).
-void Mix(size_t* seed, uint64_t value) {
-  *seed ^= std::hash<uint64_t>{}(value) + 0x9e3779b97f4a7c15ull + (*seed << 6) + (*seed >> 2);
-}
-
 }  // namespace
 
 size_t StatsCache::KeyHash::operator()(const Key& key) const {
-  const BytesKey& bytes = key.bytes;
-  size_t seed = std::hash<const void*>{}(bytes.storage);
-  Mix(&seed, bytes.version);
-  Mix(&seed, static_cast<uint64_t>(bytes.offset));
-  Mix(&seed, static_cast<uint64_t>(bytes.dtype));
-  for (int64_t d : bytes.shape) Mix(&seed, static_cast<uint64_t>(d));
-  for (int64_t s : bytes.strides) Mix(&seed, static_cast<uint64_t>(s));
-  Mix(&seed, uint64_t{key.request.counts} << 1 | uint64_t{key.request.md5});
+  size_t seed = HashBytesKey(key.bytes);
+  MixHash(&seed, uint64_t{key.request.counts} << 1 | uint64_t{key.request.md5});
   return seed;
 }
 

@@ -74,6 +74,33 @@ TEST(TensorViewTest, ChunksEndOnElementBoundaries) {
                          [&](const uint8_t*, size_t) { ADD_FAILURE() << "no data expected"; });
 }
 
+// Rows each contiguous but apart from one another (a head split off a wider tensor, then
+// transposed: shape (2, 3, 4, 5) over storage laid out (2, 4, 3, 16)), at piece sizes smaller
+// than a row, a row's, between rows and larger than the whole: the same elements in C order.
+TEST(TensorViewTest, ContiguousRowsApartAreGatheredAtEveryPieceSize) {
+  std::vector<float> storage(2 * 4 * 3 * 16);
+  std::iota(storage.begin(), storage.end(), 0.0f);
+  const std::vector<int64_t> shape{2, 3, 4, 5}, strides{4 * 3 * 16, 16, 3 * 16, 1};
+  const TensorView view = MakeView(DType::kFloat32, shape, strides, storage.data() + 2);
+  std::vector<float> want;
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t c = 0; c < 4; ++c)
+        for (int64_t d = 0; d < 5; ++d)
+          want.push_back(storage[2 + a * strides[0] + b * strides[1] + c * strides[2] + d]);
+  for (size_t piece : {4, 12, 20, 28, 64, 1 << 20}) {
+    std::vector<float> seen;
+    ForEachContiguousChunk(view, piece, [&](const uint8_t* bytes, size_t n) {
+      EXPECT_EQ(n % 4, 0u);
+      EXPECT_LE(n, piece);
+      const size_t old = seen.size();
+      seen.resize(old + n / 4);
+      std::memcpy(seen.data() + old, bytes, n);
+    });
+    EXPECT_EQ(seen, want) << "pieces of " << piece << " bytes";
+  }
+}
+
 TEST(TensorViewTest, ShapeToString) {
   EXPECT_EQ(ShapeToString(std::vector<int64_t>{2, 3}), "(2,3)");
   EXPECT_EQ(ShapeToString(std::vector<int64_t>{}), "()");

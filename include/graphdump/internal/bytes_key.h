@@ -5,7 +5,9 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "graphdump/tensor_view.h"
@@ -24,5 +26,13 @@ struct BytesKey {
 
 // The key of `view`, or nothing when the host gave it no origin (then nothing may be reused).
 std::optional<BytesKey> BytesKeyOf(const TensorView& view);
+
+// A hash of every field of `key`, for hash maps keyed by it.
+size_t HashBytesKey(const BytesKey& key);
+
+// Mixes `value` into `seed` (boost's hash_combine with a 64-bit constant).
+inline void MixHash(size_t* seed, uint64_t value) {
+  *seed ^= std::hash<uint64_t>{}(value) + 0x9e3779b97f4a7c15ull + (*seed << 6) + (*seed >> 2);
+}
 
 }  // namespace graphdump

@@ -162,15 +162,27 @@ void ForEachContiguousChunk(const TensorView& view, size_t chunk_bytes, Visit&& 
     }
   };
   const int64_t rows = count / inner;
+  // Rows that are each contiguous (a slice, a head split off by a view) are copied whole, as
+  // many of the next dimension's rows as the buffer holds at once.
+  const bool whole_rows = rank >= 2 && inner_stride == 1;
   for (int64_t row = 0; row < rows;) {
     int64_t block = 1;
-    if (tiled) {
-      block = std::min(
-          {kTileRows, view.shape[rank - 2] - index[rank - 2], (capacity - filled) / inner});
+    if (tiled || whole_rows) {
+      block = std::min(view.shape[rank - 2] - index[rank - 2], (capacity - filled) / inner);
+      if (tiled) block = std::min(block, kTileRows);
     }
     if (block > 1) {
-      internal::GatherTile(base + offset * static_cast<int64_t>(item), inner_stride, inner, block,
-                           item, buffer.data() + filled * item);
+      const uint8_t* src = base + offset * static_cast<int64_t>(item);
+      uint8_t* dst = buffer.data() + filled * item;
+      if (tiled) {
+        internal::GatherTile(src, inner_stride, inner, block, item, dst);
+      } else {
+        const size_t row_bytes = static_cast<size_t>(inner) * item;
+        const int64_t row_step = view.strides[rank - 2] * static_cast<int64_t>(item);
+        for (int64_t r = 0; r < block; ++r) {
+          std::memcpy(dst + r * row_bytes, src + r * row_step, row_bytes);
+        }
+      }
       filled += block * inner;
       flush_if_full();
       // Move to the block's last row; the odometer step below moves past it.

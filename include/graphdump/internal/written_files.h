@@ -8,11 +8,11 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "graphdump/internal/bytes_key.h"
 #include "graphdump/tensor_view.h"
@@ -54,13 +54,20 @@ class WrittenFiles {
   struct Key {
     BytesKey bytes;
     int64_t max_elements;
-    auto operator<=>(const Key&) const = default;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      size_t seed = HashBytesKey(key.bytes);
+      MixHash(&seed, static_cast<uint64_t>(key.max_elements));
+      return seed;
+    }
   };
   struct Entry {
     std::shared_ptr<File> file;
     Handle storage;  // pins the identity of BytesKey::storage
   };
-  std::map<Key, Entry> files_;
+  std::unordered_map<Key, Entry, KeyHash> files_;
 };
 
 }  // namespace graphdump
