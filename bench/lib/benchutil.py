@@ -130,14 +130,15 @@ def npy_unique_bytes(root):
     return sum(size for size, _ in npy_files(root).values())
 
 
-def write_same_files(root, into):
+def write_same_files(root, into, between=None):
     """Writes, under the new directory `into`, the .npy files of the dump `root` as plainly as a
     program can: the same directories, each file's bytes (read into memory of its own before the
     clock starts, as a program's tensors lie in memory of their own: one buffer reused for every
     file would stay in the CPU's caches and copy faster than any program's data) written under a
     temporary name and renamed (no file is ever torn), each further name of a file a hard link.
     Returns the seconds it took: what the dump's files cost the file system, with no capture
-    around them."""
+    around them. `between`, when given, is called before each file, its own time not counted
+    (other work between the writes, as a training's kernels run between a dump's files)."""
     files = npy_files(root)
     contents = []
     for size, names in files.values():
@@ -147,6 +148,10 @@ def write_same_files(root, into):
     start = time.monotonic()
     made = set()
     for (size, names), data in zip(files.values(), contents):
+        if between is not None:
+            paused = time.monotonic()
+            between()
+            start += time.monotonic() - paused
         for name in names:
             parent = os.path.dirname(os.path.join(into, name))
             if parent not in made:
