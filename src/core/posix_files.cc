@@ -25,13 +25,17 @@ Status ErrnoError(const std::string& what, const std::string& path, int error) {
   return Status::IOError("cannot " + what + " " + path + ": " + ErrnoText(error));
 }
 
+namespace {
+
+// The position of the last '/' in `path`, or npos: memrchr, not a loop over characters (every
+// tensor file's path passes here, with a long kernel name at its end).
 size_t LastSlash(std::string_view path) {
-  // memrchr, not a loop over characters: every tensor file's path passes here, with a long
-  // kernel name at its end.
   const void* slash = path.empty() ? nullptr : ::memrchr(path.data(), '/', path.size());
   return slash == nullptr ? std::string_view::npos
                           : static_cast<size_t>(static_cast<const char*>(slash) - path.data());
 }
+
+}  // namespace
 
 std::string_view DirNameView(std::string_view path) {
   const size_t slash = LastSlash(path);

@@ -22,9 +22,6 @@ std::string ErrnoText(int error);
 
 Status ErrnoError(const std::string& what, const std::string& path, int error);
 
-// The position of the last '/' in `path`, or npos.
-size_t LastSlash(std::string_view path);
-
 // The directory of `path` ("." for a bare name, "/" for a name in the root), as a view of
 // `path` or of a literal.
 std::string_view DirNameView(std::string_view path);
