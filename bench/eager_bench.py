@@ -62,7 +62,6 @@ The environment passes to every run, so OMP_NUM_THREADS=1 runs both sides on one
 thread: on a machine shared with other work, torch's OpenMP workers spin-wait for a descheduled
 peer and single steps of either side take seconds (seen on 2 shared cores).
 """
-import glob
 import os
 import statistics
 import sys
@@ -100,15 +99,6 @@ def median_step(command, work):
 def seconds_from_tensor_step_to_end(command, work):
     printed, end = run_printed(command, work)
     return end - printed["starts"][TENSOR_STEP]
-
-
-def iteration_dir(dump, iteration):
-    """The directory of one iteration's files in the dump `dump` (rank_0/NET/GRAPH/ITERATION)."""
-    found = glob.glob(os.path.join(dump, "rank_0", "*", "*", str(iteration)))
-    if len(found) != 1:
-        sys.exit(f"eager_bench: expected one directory of iteration {iteration} under {dump}, "
-                 f"found {found}")
-    return found[0]
 
 
 def dd_seconds(work, size):
@@ -169,7 +159,8 @@ def main():
         os.sync()
         two, two_dump = config("tensor", f"{TENSOR_STEP}-{TENSOR_STEP + 1}")
         steady_step = step_times([BIN, "python", "--config", two, *args], work)[TENSOR_STEP + 1]
-        steady_alone = benchutil.write_same_files(iteration_dir(two_dump, TENSOR_STEP + 1),
+        steady_alone = benchutil.write_same_files(
+            benchutil.iteration_dir("eager_bench", two_dump, TENSOR_STEP + 1),
                                                   os.path.join(work, f"steady{r}"))
         os.sync()
         plain_tail = seconds_from_tensor_step_to_end([sys.executable, *short], work)

@@ -45,9 +45,7 @@ def main():
     benchutil.run_graphdump("files_interleaved_bench",
                             [benchutil.BIN, "python", "--config", config, benchutil.EAGER_LM,
                              str(TENSOR_STEP + 1), *model], work)
-    step = os.path.join(dump, "rank_0", "Net", "0", str(TENSOR_STEP))
-    if not os.path.isdir(step):
-        sys.exit(f"files_interleaved_bench: the dump has no directory {step}")
+    step = benchutil.iteration_dir("files_interleaved_bench", dump, TENSOR_STEP)
     other = bytearray(TOUCHED_MIB << 20)
 
     def touch():

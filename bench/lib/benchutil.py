@@ -103,6 +103,16 @@ def write_dump_config(path, dump_path, saved_data, iteration, devices=(0,), asyn
     return path
 
 
+def iteration_dir(name, dump, iteration):
+    """The directory of one iteration's files in the dump `dump` (rank_0/NET/GRAPH/ITERATION);
+    exits naming the script `name` unless there is exactly one."""
+    found = glob.glob(os.path.join(dump, "rank_0", "*", "*", str(iteration)))
+    if len(found) != 1:
+        sys.exit(f"{name}: expected one directory of iteration {iteration} under {dump}, "
+                 f"found {found}")
+    return found[0]
+
+
 def npy_bytes(root):
     """Bytes of every .npy file under `root` (a file with several names counts once per name)."""
     total = 0
