@@ -314,6 +314,7 @@ const TensorView& SessionImpl::StatisticBytes(const TensorView& input, TensorVie
 }
 
 bool SessionImpl::ReadInputNow(const KernelInfo& kernel, const TensorView& input) {
+  if (config_.saved_data == SavedData::kTensor) return WriteInputNow(kernel, input);
   if (config_.saved_data != SavedData::kStatistic || input.device != "cpu" ||
       !input.origin.storage) {
     return false;
@@ -490,6 +491,7 @@ void SessionImpl::FinishIteration() {
   EndStepDirs();
   stats_cache_.EndStep(options_.stats_across_steps);
   written_files_.Clear();
+  early_inputs_.clear();
   ++steps_completed_;
   step_dumps_ = false;
   step_open_ = false;

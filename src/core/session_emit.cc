@@ -20,19 +20,20 @@ void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorV
   const GraphState::FileNames& names = FileNamesOf(kernel);
   if (config_.ge_layout && GeSkipsOpType(names.file_op_type)) return;
   const std::string& dir = IterationDirOf(kernel.graph_id);
-  // Reused kernel to kernel, every field set here: its names' buffers are not allocated again.
-  TensorFileName& file = kernel_file_;
-  file.op_type.assign(names.file_op_type);
-  file.task_id = 0;
-  file.dtype.assign("float32");
+  EarlyInputs early;  // the inputs whose files are written already, with the call's timestamp
+  if (!early_inputs_.empty()) {
+    if (auto it = early_inputs_.find({kernel.graph_id, kernel.index}); it != early_inputs_.end()) {
+      early = std::move(it->second);
+      early_inputs_.erase(it);
+    }
+  }
+  TensorFileName& file =
+      KernelFile(kernel, names, early.timestamp != 0 ? early.timestamp : NowMicros());
   if (auto graph = graphs_.find(kernel.graph_id); graph != graphs_.end()) {
     std::vector<uint8_t>& dumped = graph->second.dumped;
     if (kernel.index >= dumped.size()) dumped.resize(kernel.index + 1);
     dumped[kernel.index] = 1;
   }
-  file.op_name.assign(names.file_op_name);
-  file.stream_id = kernel.stream_id;
-  file.timestamp = NowMicros();
   ++kernels_dumped_;
   const bool bin = config_.file_format == "bin";
   if (bin && config_.saved_data != SavedData::kStatistic) {
@@ -44,6 +45,10 @@ void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorV
     file.is_input = io == 0;
     for (uint32_t i = 0; i < list->size(); ++i) {
       const TensorView& view = (*list)[i];
+      if (io == 0 && std::find(early.slots.begin(), early.slots.end(), view.slot) !=
+                         early.slots.end()) {
+        continue;
+      }
       file.slot = view.slot >= 0 ? static_cast<uint32_t>(view.slot) : i;
       file.format = kDefaultFormat;  // the previous tensor's file may have had its own
       EmitTensor(dir, file, view, /*statistics=*/true, /*allow_npy=*/!bin);
@@ -62,6 +67,44 @@ void SessionImpl::DumpKernel(const KernelInfo& kernel, const std::vector<TensorV
     SubmitDeferredRows(/*when_full=*/true);
     reads_->Release();  // the tensors read already go back to the host's allocator soon
   }
+}
+
+TensorFileName& SessionImpl::KernelFile(const KernelInfo& kernel,
+                                        const GraphState::FileNames& names, uint64_t timestamp) {
+  // Reused kernel to kernel, every field set here: its names' buffers are not allocated again.
+  TensorFileName& file = kernel_file_;
+  file.op_type.assign(names.file_op_type);
+  file.op_name.assign(names.file_op_name);
+  file.task_id = 0;
+  file.stream_id = kernel.stream_id;
+  file.timestamp = timestamp;
+  file.dtype.assign("float32");
+  return file;
+}
+
+bool SessionImpl::WriteInputNow(const KernelInfo& kernel, const TensorView& input) {
+  // An overflow dump writes a call's files only once its outputs are known; the writer
+  // threads and .bin files need the bytes after the call.
+  if (async_ || config_.file_format == "bin" || config_.op_debug_mode == 3 || input.slot < 0 ||
+      input.device != "cpu") {
+    return false;
+  }
+  const GraphState::FileNames& names = FileNamesOf(kernel);
+  if (config_.ge_layout && GeSkipsOpType(names.file_op_type)) return true;  // never written
+  EarlyInputs& early = early_inputs_[{kernel.graph_id, kernel.index}];
+  // A slot written already belongs to an earlier call that never ended: this is a new call.
+  if (early.timestamp == 0 ||
+      std::find(early.slots.begin(), early.slots.end(), input.slot) != early.slots.end()) {
+    early.timestamp = NowMicros();
+    early.slots.clear();
+  }
+  early.slots.push_back(input.slot);
+  TensorFileName& file = KernelFile(kernel, names, early.timestamp);
+  file.is_input = true;
+  file.slot = static_cast<uint32_t>(input.slot);
+  file.format = kDefaultFormat;
+  EmitTensor(IterationDirOf(kernel.graph_id), file, input, /*statistics=*/true);
+  return true;
 }
 
 void SessionImpl::EmitAscendFile(const std::string& dir, const TensorFileName& file,

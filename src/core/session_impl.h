@@ -191,6 +191,13 @@ class SessionImpl final : public DumpSession {
   // Emission (session_emit.cc).
   void DumpKernel(const KernelInfo& kernel, const std::vector<TensorView>* inputs,
                   const std::vector<TensorView>* outputs);
+  // kernel_file_ set for the files of a call of `kernel` made at `timestamp`.
+  TensorFileName& KernelFile(const KernelInfo& kernel, const GraphState::FileNames& names,
+                             uint64_t timestamp);
+  // ReadInputNow of a tensor dump: writes the file of `input`, which `kernel` is about to
+  // write in place, now (under the name DumpKernel will give it), where the dump writes every
+  // call it wants synchronously as .npy files; false where a copy is needed instead.
+  bool WriteInputNow(const KernelInfo& kernel, const TensorView& input);
   // file_format "bin": one Ascend dump file per kernel with its inputs and outputs
   // (docs/ascend.md).
   void EmitAscendFile(const std::string& dir, const TensorFileName& file,
@@ -336,6 +343,15 @@ class SessionImpl final : public DumpSession {
   std::string statistic_path_;
   StatRowInfo statistic_row_;
   TensorFileName kernel_file_;  // DumpKernel's
+  // Calls whose inputs had their files written before the call wrote them in place
+  // (WriteInputNow), by (graph, kernel index): the call's timestamp and those inputs' slots,
+  // which DumpKernel then leaves out. A call that never ends (it failed) is forgotten with the
+  // step.
+  struct EarlyInputs {
+    uint64_t timestamp = 0;
+    std::vector<int32_t> slots;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, EarlyInputs> early_inputs_;
   // The StepDir StepDirFor gave last; reset by EndStepDirs, after which it may be freed.
   StepDir* last_step_dir_ = nullptr;
 

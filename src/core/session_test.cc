@@ -355,50 +355,6 @@ print('steps share a file:', inodes[0] == inodes[1])
                           "steps share a file: False\n");
 }
 
-// In a tensor dump, an input whose bytes already went to a file in this step is only linked:
-// the session does not read it, so a kernel writing it in place needs no copy of it
-// (ReadsInput false). Other bytes, a full dump (statistics read them) and a new step read it.
-TEST(SessionTest, ATensorDumpReadsNoInputWhoseFileIsWrittenInTheStep) {
-  for (const char* saved_data : {"tensor", "full"}) {
-    TempDir dir;
-    auto session = OpenSession(Parse(ConfigJson(
-        dir.path(), std::string(R"(, "saved_data": ")") + saved_data + R"(", "input_output": 0)")));
-    GraphInfo graph = SyntheticGraph({});
-    ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
-    std::vector<float> data(16, 3.0f);
-    auto storage = std::make_shared<int>(0);
-    auto with_origin = [&](uint64_t version) {
-      TensorView view = testing::MakeView(DType::kFloat32, {16}, {}, data.data());
-      view.origin = TensorOrigin{storage, version, 0};
-      return view;
-    };
-    KernelInfo k0 = graph.kernels[0], k1 = graph.kernels[1];
-    session->BeginStep(0);
-    EXPECT_TRUE(session->ReadsInput(k1, with_origin(1))) << saved_data;
-    session->OnKernelDone(k0, {}, {with_origin(1)});
-    const bool tensor_only = std::string(saved_data) == "tensor";
-    EXPECT_EQ(session->ReadsInput(k1, with_origin(1)), !tensor_only) << saved_data;
-    EXPECT_TRUE(session->ReadsInput(k1, with_origin(2))) << saved_data;  // other bytes
-    // The input handed over uncopied and written since is still linked to the file.
-    std::fill(data.begin(), data.end(), -1.0f);
-    session->OnKernelDone(k1, {with_origin(1)}, {});
-    session->EndStep(0);
-    session->BeginStep(0);
-    EXPECT_TRUE(session->ReadsInput(k1, with_origin(1))) << saved_data;  // a new step
-    session->EndStep(0);
-    ASSERT_TRUE(session->Close().ok());
-    if (!tensor_only) continue;
-    auto r = testing::RunPython(R"(
-import glob, os, sys, numpy as np
-files = sorted(glob.glob(sys.argv[1] + '/*.npy'))
-print(len(files), [float(np.load(f)[0]) for f in files], len({os.stat(f).st_ino for f in files}))
-)",
-                                {dir.Sub("rank_0/Net/0/0")});
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(r.output, "2 [3.0, 3.0] 1\n");
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Modes, LinkedFilesTest,
                          ::testing::Combine(::testing::Bool(),
                                             ::testing::Values("tensor", "full")));

@@ -209,6 +209,15 @@ def test_optimizer_update_is_one_kernel_per_parameter(runs, mode):
             assert np.array_equal(after, one(f"{base}/{it + 1}/Parameter.head_weight.*.npy"))
         # Adam's state after the update: step, exp_avg, exp_avg_sq.
         assert len(glob.glob(f"{kernel}.output.*.npy")) == 4
+        # The state before the update (inputs 2-4), which the update writes in place, is what
+        # the previous update left (its outputs 1-3); the call's files carry one timestamp.
+        if it > 0:
+            previous = f"{base}/{it - 1}/Adam.Default_optimizer-Adam_head_weight_Adam-op*"
+            for slot in (1, 2, 3):
+                assert np.array_equal(one(f"{kernel}.input.{slot + 1}.*.npy"),
+                                      one(f"{previous}.output.{slot}.*.npy")), (it, slot)
+        stamps = {os.path.basename(f).split(".")[4] for f in glob.glob(f"{kernel}.*.npy")}
+        assert len(stamps) == 1, stamps
     assert np.array_equal(after, r["dumped"]["head.weight"])
 
 

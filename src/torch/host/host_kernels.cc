@@ -310,9 +310,8 @@ UpdateCapture::UpdateCapture(DumpSession* session, const KernelInfo& kernel,
     const int32_t slot = slots.next++;
     if (!original.defined()) return;
     TensorView view;
-    if (MakeViewBeforeWrite(*session_, *kernel_, Detached(original), /*logical_layout=*/true,
-                            &view)) {
-      view.slot = slot;
+    if (MakeViewBeforeWrite(*session_, *kernel_, Detached(original), slot,
+                            /*logical_layout=*/true, &view)) {
       inputs_.push_back(std::move(view));
     } else {
       slots.Skip(slot, original);

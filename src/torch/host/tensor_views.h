@@ -145,8 +145,9 @@ inline bool MakeViewOfCopy(const at::Tensor& copy, const at::Tensor& original,
 // `view`, MakeView's of `original` with the origin OnKernelDone will get it with, is kept as it
 // is when `kernel`, about to write `original` in place, will not read the bytes
 // (DumpSession::ReadsInput; a statistic dump whose statistics of these bytes are known), when
-// the session has read them now (ReadInputNow: a statistic dump) or when it is a copy already
-// (a device tensor); else it becomes a view of a copy taken now that claims that origin.
+// the session has read them now (ReadInputNow: a statistic dump's statistics, a synchronous
+// tensor dump's file) or when it is a copy already (a device tensor); else it becomes a view of
+// a copy taken now that claims that origin. `view->slot` is the input's slot.
 inline void KeepBeforeWrite(DumpSession& session, const KernelInfo& kernel,
                             const at::Tensor& original, bool logical_layout, TensorView* view) {
   if (!original.device().is_cpu() || !session.ReadsInput(kernel, *view) ||
@@ -159,12 +160,13 @@ inline void KeepBeforeWrite(DumpSession& session, const KernelInfo& kernel,
   view->slot = slot;
 }
 
-// A view of `original` as it is now, for `kernel`, which is about to write it in place
-// (KeepBeforeWrite).
+// A view of `original`, the kernel's input in `slot`, as it is now, for `kernel`, which is
+// about to write it in place (KeepBeforeWrite).
 inline bool MakeViewBeforeWrite(DumpSession& session, const KernelInfo& kernel,
-                                const at::Tensor& original, bool logical_layout,
+                                const at::Tensor& original, int32_t slot, bool logical_layout,
                                 TensorView* view) {
   if (!MakeView(original, logical_layout, view)) return false;
+  view->slot = slot;
   KeepBeforeWrite(session, kernel, original, logical_layout, view);
   return true;
 }
@@ -306,8 +308,7 @@ void AppendInputViews(DumpSession& session, const KernelInfo& kernel, const Args
         const int32_t slot = slots->next++;
         if (!t.defined()) return;
         TensorView view;
-        if (MakeViewBeforeWrite(session, kernel, t, logical_layout, &view)) {
-          view.slot = slot;
+        if (MakeViewBeforeWrite(session, kernel, t, slot, logical_layout, &view)) {
           views->push_back(std::move(view));
         } else {
           slots->Skip(slot, t);
