@@ -195,11 +195,11 @@ class DumpSession {
   virtual bool ReadsInput(const KernelInfo& kernel, const TensorView& input) = 0;
 
   // For a kernel about to write `input` in place, where ReadsInput is true: reads now what the
-  // dump keeps of `input` (the statistics of a statistic dump; the file of a synchronous .npy
-  // tensor dump that dumps every call, named as OnKernelDone's call will name its other files)
-  // and returns true, so that `input` itself may be handed to OnKernelDone after the write;
-  // false where a copy taken before the write is needed (writer threads, .bin files, an
-  // overflow dump, md5). `input.slot` is its slot. A call's OnKernelDone comes before the next
+  // dump keeps of `input` (the statistics of a statistic dump; the file of a .npy tensor dump
+  // that dumps every call, named as OnKernelDone's call will name its other files, or queued
+  // for the writer threads as a copy) and returns true, so that `input` itself may be handed to
+  // OnKernelDone after the write; false where a copy taken before the write is needed (.bin
+  // files, an overflow dump, statistics with tensors, md5). `input.slot` is its slot. A call's OnKernelDone comes before the next
   // call of the same kernel reads an input now.
   virtual bool ReadInputNow(const KernelInfo& kernel, const TensorView& input) = 0;
 

@@ -83,9 +83,9 @@ TensorFileName& SessionImpl::KernelFile(const KernelInfo& kernel,
 }
 
 bool SessionImpl::WriteInputNow(const KernelInfo& kernel, const TensorView& input) {
-  // An overflow dump writes a call's files only once its outputs are known; the writer
-  // threads and .bin files need the bytes after the call.
-  if (async_ || config_.file_format == "bin" || config_.op_debug_mode == 3 || input.slot < 0 ||
+  // An overflow dump writes a call's files only once its outputs are known; a .bin file holds
+  // all of a call's tensors.
+  if (config_.file_format == "bin" || config_.op_debug_mode == 3 || input.slot < 0 ||
       input.device != "cpu") {
     return false;
   }
@@ -103,7 +103,15 @@ bool SessionImpl::WriteInputNow(const KernelInfo& kernel, const TensorView& inpu
   file.is_input = true;
   file.slot = static_cast<uint32_t>(input.slot);
   file.format = kDefaultFormat;
-  EmitTensor(IterationDirOf(kernel.graph_id), file, input, /*statistics=*/true);
+  if (!async_) {
+    EmitTensor(IterationDirOf(kernel.graph_id), file, input, /*statistics=*/true);
+    return true;
+  }
+  // The writer threads get a copy taken now, never the tensor's own memory (which the kernel
+  // is about to write): without a keep-alive, EmitTensor copies.
+  TensorView copied_now = input;
+  copied_now.keep_alive = nullptr;
+  EmitTensor(IterationDirOf(kernel.graph_id), file, copied_now, /*statistics=*/true);
   return true;
 }
 

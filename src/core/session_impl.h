@@ -195,8 +195,9 @@ class SessionImpl final : public DumpSession {
   TensorFileName& KernelFile(const KernelInfo& kernel, const GraphState::FileNames& names,
                              uint64_t timestamp);
   // ReadInputNow of a tensor dump: writes the file of `input`, which `kernel` is about to
-  // write in place, now (under the name DumpKernel will give it), where the dump writes every
-  // call it wants synchronously as .npy files; false where a copy is needed instead.
+  // write in place, now (under the name DumpKernel will give it; the writer threads get a copy
+  // taken now), where the dump writes every call it wants as .npy files; false where the host
+  // must copy it instead.
   bool WriteInputNow(const KernelInfo& kernel, const TensorView& input);
   // file_format "bin": one Ascend dump file per kernel with its inputs and outputs
   // (docs/ascend.md).

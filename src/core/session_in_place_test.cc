@@ -61,12 +61,21 @@ print(len(files), [float(np.load(f)[0]) for f in files], len({os.stat(f).st_ino 
   }
 }
 
-// A synchronous tensor dump writes an input the kernel is about to write in place at once
-// (ReadInputNow true), under the name and timestamp of the call's other files; the input
-// handed to OnKernelDone afterwards, its bytes written since, is not written again.
-TEST(SessionTest, ASynchronousTensorDumpWritesAnInPlaceInputBeforeTheWrite) {
+// A tensor dump writes an input the kernel is about to write in place at once (ReadInputNow
+// true; the writer threads get a copy taken then), under the name and timestamp of the call's
+// other files; the input handed to OnKernelDone afterwards, its bytes written since, is not
+// written again.
+class InPlaceInputTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(InPlaceInputTest, ATensorDumpWritesAnInPlaceInputBeforeTheWrite) {
+  const bool asynchronous = GetParam();
   TempDir dir;
-  auto session = OpenSession(Parse(ConfigJson(dir.path())));
+  SessionOptions options;
+  options.config = Parse(ConfigJson(dir.path(), "",
+                                    asynchronous ? R"({"enable": false})" : R"({"enable": true})"));
+  // Writes from the tensors' own memory where it can: never for an input about to be written.
+  options.host_reports_writes = true;
+  auto session = std::move(DumpSession::Open(std::move(options))).value();
   GraphInfo graph = SyntheticGraph({});
   ASSERT_TRUE(session->OnGraphCompiled(graph).ok());
   std::vector<float> state(8, 3.0f), grad(8, 0.5f);
@@ -74,6 +83,7 @@ TEST(SessionTest, ASynchronousTensorDumpWritesAnInPlaceInputBeforeTheWrite) {
   auto state_view = [&](uint64_t version) {
     TensorView view = testing::MakeView(DType::kFloat32, {8}, {}, state.data());
     view.origin = TensorOrigin{storage, version, 0};
+    view.keep_alive = storage;
     return view;
   };
   const KernelInfo& k1 = graph.kernels[1];
@@ -111,12 +121,13 @@ print(len(stamps('input1')), stamps('input0') == stamps('output0') < stamps('inp
   EXPECT_EQ(r.output, "input 0 0.5\ninput 1 3.0\ninput 1 4.0\noutput 0 -4.0\n2 True\n");
 }
 
-// Where the bytes after the call are what is written (writer threads, .bin files, an overflow
-// dump's choice by the outputs) or statistics are read too, ReadInputNow refuses: the host
-// hands OnKernelDone a copy.
-TEST(SessionTest, AnInPlaceInputIsWrittenEarlyOnlyByASynchronousNpyTensorDump) {
+INSTANTIATE_TEST_SUITE_P(SyncAndAsync, InPlaceInputTest, ::testing::Bool());
+
+// Where a call's tensors are written together (a .bin file), only once its outputs are known
+// (an overflow dump) or with statistic rows in the call's order (saved_data "full"),
+// ReadInputNow refuses: the host hands OnKernelDone a copy.
+TEST(SessionTest, AnInPlaceInputIsWrittenEarlyOnlyByANpyTensorDump) {
   const std::vector<std::pair<std::string, std::string>> refused = {
-      {"", R"({"enable": false})"},
       {R"(, "file_format": "bin")", R"({"enable": true})"},
       {R"(, "op_debug_mode": 3)", R"({"enable": true})"},
       {R"(, "saved_data": "full")", R"({"enable": true})"},

@@ -45,18 +45,20 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("torch2")
     done = {}
 
-    def run(mode):
-        if mode not in done:
-            plain = python(SCRIPT, mode, tmp / f"{mode}_plain.npz", check=0)
-            config = write_config(tmp / f"{mode}.json", tmp / mode)
+    def run(mode, asynchronous=False):
+        key = f"{mode}_async" if asynchronous else mode
+        if key not in done:
+            plain = python(SCRIPT, mode, tmp / f"{key}_plain.npz", check=0)
+            config = write_config(tmp / f"{key}.json", tmp / key, None,
+                                  {"enable": False} if asynchronous else None)
             dumped = graphdump("python", "--config", config, SCRIPT, mode,
-                               tmp / f"{mode}_dumped.npz", check=0)
-            rank = tmp / mode / "rank_0"
-            done[mode] = {"plain": np.load(tmp / f"{mode}_plain.npz"), "run": dumped,
-                          "plain_run": plain, "dumped": np.load(tmp / f"{mode}_dumped.npz"),
-                          "rank": rank, "order": execution_order(rank),
-                          "base": rank / "Net" / "0"}
-        return done[mode]
+                               tmp / f"{key}_dumped.npz", check=0)
+            rank = tmp / key / "rank_0"
+            done[key] = {"plain": np.load(tmp / f"{key}_plain.npz"), "run": dumped,
+                         "plain_run": plain, "dumped": np.load(tmp / f"{key}_dumped.npz"),
+                         "rank": rank, "order": execution_order(rank),
+                         "base": rank / "Net" / "0"}
+        return done[key]
 
     return run
 
@@ -209,8 +211,16 @@ def test_optimizer_update_is_one_kernel_per_parameter(runs, mode):
             assert np.array_equal(after, one(f"{base}/{it + 1}/Parameter.head_weight.*.npy"))
         # Adam's state after the update: step, exp_avg, exp_avg_sq.
         assert len(glob.glob(f"{kernel}.output.*.npy")) == 4
-        # The state before the update (inputs 2-4), which the update writes in place, is what
-        # the previous update left (its outputs 1-3); the call's files carry one timestamp.
+    assert np.array_equal(after, r["dumped"]["head.weight"])
+    _check_state_before_each_update(base)
+
+
+def _check_state_before_each_update(base):
+    """The state before an update (inputs 2-4: step, exp_avg, exp_avg_sq), which the update
+    writes in place, is what the previous update left (its outputs 1-3); a call's files carry
+    one timestamp."""
+    for it in range(3):
+        kernel = f"{base}/{it}/Adam.Default_optimizer-Adam_head_weight_Adam-op*"
         if it > 0:
             previous = f"{base}/{it - 1}/Adam.Default_optimizer-Adam_head_weight_Adam-op*"
             for slot in (1, 2, 3):
@@ -218,7 +228,14 @@ def test_optimizer_update_is_one_kernel_per_parameter(runs, mode):
                                       one(f"{previous}.output.{slot}.*.npy")), (it, slot)
         stamps = {os.path.basename(f).split(".")[4] for f in glob.glob(f"{kernel}.*.npy")}
         assert len(stamps) == 1, stamps
-    assert np.array_equal(after, r["dumped"]["head.weight"])
+
+
+def test_an_asynchronous_dump_keeps_the_state_before_the_update(runs):
+    r = runs("foreach", asynchronous=True)
+    assert r["run"].returncode == 0, r["run"].stderr
+    _check_state_before_each_update(r["base"])
+    for key in r["plain"].files:
+        assert np.array_equal(r["plain"][key], r["dumped"][key]), key
 
 
 @pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
