@@ -65,7 +65,8 @@ def main():
               f"{state_mib:.0f} MiB)", flush=True)
     benchutil.remove_tree(work)
     ratios = [d / p for d, p in zip(peaks["dumped"], peaks["plain"])]
-    def added(side):
+
+    def added(side):  # over the nothing-dumped run, in AdamW states
         return statistics.median((d - o) / state_mib for d, o in zip(peaks[side], peaks["off"]))
     print(f"bench: optimizer_tensor_dump_peak_rss_vs_plain ratio={statistics.median(ratios):.3f}")
     print(f"bench: optimizer_tensor_dump_added_over_state ratio={added('dumped'):.3f}")

@@ -199,8 +199,8 @@ class DumpSession {
   // that dumps every call, named as OnKernelDone's call will name its other files, or queued
   // for the writer threads as a copy) and returns true, so that `input` itself may be handed to
   // OnKernelDone after the write; false where a copy taken before the write is needed (.bin
-  // files, an overflow dump, statistics with tensors, md5). `input.slot` is its slot. A call's OnKernelDone comes before the next
-  // call of the same kernel reads an input now.
+  // files, an overflow dump, statistics with tensors, md5). `input.slot` is its slot. A call's
+  // OnKernelDone comes before the next call of the same kernel reads an input now.
   virtual bool ReadInputNow(const KernelInfo& kernel, const TensorView& input) = 0;
 
   // Called by a host with SessionOptions::host_reports_writes or reads_in_background before it

@@ -103,15 +103,15 @@ bool SessionImpl::WriteInputNow(const KernelInfo& kernel, const TensorView& inpu
   file.is_input = true;
   file.slot = static_cast<uint32_t>(input.slot);
   file.format = kDefaultFormat;
-  if (!async_) {
-    EmitTensor(IterationDirOf(kernel.graph_id), file, input, /*statistics=*/true);
-    return true;
-  }
   // The writer threads get a copy taken now, never the tensor's own memory (which the kernel
   // is about to write): without a keep-alive, EmitTensor copies.
-  TensorView copied_now = input;
-  copied_now.keep_alive = nullptr;
-  EmitTensor(IterationDirOf(kernel.graph_id), file, copied_now, /*statistics=*/true);
+  TensorView copied_now;
+  if (async_) {
+    copied_now = input;
+    copied_now.keep_alive = nullptr;
+  }
+  EmitTensor(IterationDirOf(kernel.graph_id), file, async_ ? copied_now : input,
+             /*statistics=*/true);
   return true;
 }
 

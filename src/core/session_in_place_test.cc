@@ -1,6 +1,6 @@
 // What a session reads of a kernel's input that the kernel is about to write in place
 // (DumpSession::ReadsInput, ReadInputNow): nothing when the input's bytes are in a file of the
-// step already; a synchronous tensor dump writes the input's file before the write.
+// step already; a tensor dump writes the input's file (or queues a copy) before the write.
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -145,9 +145,9 @@ inline bool MakeViewOfCopy(const at::Tensor& copy, const at::Tensor& original,
 // `view`, MakeView's of `original` with the origin OnKernelDone will get it with, is kept as it
 // is when `kernel`, about to write `original` in place, will not read the bytes
 // (DumpSession::ReadsInput; a statistic dump whose statistics of these bytes are known), when
-// the session has read them now (ReadInputNow: a statistic dump's statistics, a synchronous
-// tensor dump's file) or when it is a copy already (a device tensor); else it becomes a view of
-// a copy taken now that claims that origin. `view->slot` is the input's slot.
+// the session has read them now (ReadInputNow: a statistic dump's statistics, a tensor dump's
+// file) or when it is a copy already (a device tensor); else it becomes a view of a copy taken
+// now that claims that origin. `view->slot` is the input's slot.
 inline void KeepBeforeWrite(DumpSession& session, const KernelInfo& kernel,
                             const at::Tensor& original, bool logical_layout, TensorView* view) {
   if (!original.device().is_cpu() || !session.ReadsInput(kernel, *view) ||
