@@ -306,6 +306,9 @@ void BindTorch(py::module_& m) {
       .def("enter_uncaptured", &DumpHost::EnterUncaptured,
            "A module call whose operators are not captured begins.")
       .def("exit_module", &DumpHost::ExitModule, "The module call has returned or raised.")
+      .def("skips_nested_module", &DumpHost::SkipsNestedModule,
+           "Does a module call begun now need no enter_module (nor exit_module): inside another "
+           "module's call, while the capture names no kernel?")
       .def(
           "set_eager_dump",
           [](DumpHost& host, const py::handle& module) {

@@ -109,7 +109,9 @@ def _eager_call(module, *args, **kwargs):
         dump._precision.after_root_call(len(dump._optimizers))
         return out
     host = dump._eager_host() if dump is not None else None
-    if host is None or isinstance(module, _TRANSPARENT):
+    if host is None or isinstance(module, _TRANSPARENT) or host.skips_nested_module():
+        # Inside a module call of a step that names no kernel, a module's frame names nothing:
+        # the call runs as it is (a step that dumps nothing costs the root's call alone).
         return _module_call(module, *args, **kwargs)
     if not host.enter_module(module):  # a module called from outside any other, not yet known
         if dump._takes_root(module):

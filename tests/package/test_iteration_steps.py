@@ -14,7 +14,12 @@ later iteration is ordered as a plain run's:
   iterations that dump nothing are not registered before the forward's;
 - a dump of iteration 2 only names every kernel of that iteration, its backward's included, as a
   dump of every iteration does, with the same statistics (the backward graphs of the steps that
-  dump nothing are not walked).
+  dump nothing are not walked);
+- a deeper model (blocks in a ModuleList, attention and MLP inside) dumped in iterations 1 and 3
+  only: the module calls nested in the steps that dump nothing are not entered (docs/python.md,
+  "Iterations"), yet iterations 1 and 3 name every kernel down to the innermost module as a dump
+  of every iteration does, and the execution order, the calls and the iterations still count
+  every step.
 """
 import csv
 import os
@@ -24,7 +29,7 @@ import torch
 from torch import nn
 
 import graphdump.torch as gd
-from conftest import execution_order, graphdump, write_config
+from conftest import execution_order, global_order, graphdump, write_config
 
 
 class Net(nn.Module):
@@ -191,3 +196,79 @@ def test_one_later_iteration_is_named_as_in_a_dump_of_all(tmp_path):
     alone, among_all = _rows(ranks["one"], 2), _rows(ranks["all"], 2)
     assert any(r[0].startswith("Gradients_") for r in alone), alone
     assert alone == among_all
+
+
+class Attention(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.q, self.k, self.v = (nn.Linear(width, width) for _ in range(3))
+
+    def forward(self, x):
+        weights = torch.softmax(self.q(x) @ self.k(x).transpose(-2, -1), dim=-1)
+        return weights @ self.v(x)
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.attn = Attention(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm(x))
+        return x + self.mlp(x)
+
+
+class Deep(nn.Module):
+    def __init__(self, width=8):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(width) for _ in range(2))
+        self.head = nn.Linear(width, 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def _train_deep(dump, steps=4):
+    torch.manual_seed(0)
+    model = dump.wrap(Deep())
+    optimizer = dump.track(torch.optim.AdamW(model.parameters(), lr=1e-2))
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        x, y = torch.randn(2, 3, 8, generator=g), torch.randn(2, 3, 1, generator=g)
+        optimizer.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        optimizer.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def _deep_rows(rank, iteration):
+    with open(rank / "Net" / "0" / str(iteration) / "statistic.csv", encoding="utf-8") as f:
+        return [(r["Op Type"], r["Op Name"], r["IO"], r["Slot"], r["Max Value"], r["Min Value"])
+                for r in csv.DictReader(f)]
+
+
+def test_steps_that_dump_nothing_keep_the_names_of_nested_modules(tmp_path):
+    ranks, trained, calls = {}, {}, {}
+    for name, iteration in (("all", "all"), ("some", "1|3")):
+        config = write_config(tmp_path / f"{name}.json", tmp_path / name,
+                              {"saved_data": "statistic", "iteration": iteration})
+        with gd.Dump(config) as dump:
+            trained[name] = _train_deep(dump)
+        calls[name] = dump.summary["calls"]
+        ranks[name] = tmp_path / name / "rank_0"
+    assert _iterations(ranks["some"]) == [1, 3]
+    for it in (1, 3):
+        alone, among_all = _deep_rows(ranks["some"], it), _deep_rows(ranks["all"], it)
+        assert alone == among_all, f"iteration {it}"
+    names = {r[1] for r in _deep_rows(ranks["some"], 3)}
+    innermost = "Default_blocks-ModuleList_1-Block_attn-Attention_q-Linear_linear-op"
+    assert any(n.startswith(innermost) for n in names), sorted(names)[:10]
+    assert any("mlp-Sequential_1-GELU_gelu-op" in n for n in names), sorted(names)[:10]
+    assert global_order(ranks["some"]) == [0, 1, 2, 3], "every step of the graph is in the order"
+    assert calls == {"all": 4, "some": 4}
+    for a, b in zip(trained["all"], trained["some"]):
+        assert torch.equal(a, b)

@@ -112,6 +112,11 @@ class DumpHost {
   void EnterUncaptured();
   // The module call that EnterModule or EnterUncaptured began has returned (or raised).
   void ExitModule();
+  // May a module call begun now go without EnterModule and ExitModule? True inside another
+  // module's call while the capture names no kernel (an iteration that dumps nothing, outside
+  // a precision run): the frames of nested calls would name nothing, and the outermost call
+  // alone keeps the iteration's bookkeeping.
+  bool SkipsNestedModule() const;
   // dump_mode 2's set_dump for a module of an eager graph: marks it and everything under it.
   // NotFound when no eager graph holds the module.
   Status SetEagerDump(const void* key);

@@ -20,7 +20,8 @@
 //     and accumulating gradients), are not forward kernels; the backward capture
 //     (host_kernels.h) dumps the nodes themselves.
 //   - Module scopes come from module frames the host pushes around each module call
-//     (DumpHost::EnterModule, called by the Python package's nn.Module.__call__ wrapper). A
+//     (DumpHost::EnterModule, called by the Python package's nn.Module.__call__ wrapper; in a
+//     step that names nothing, only around calls from outside any module). A
 //     module entered during backward is recomputation (activation checkpointing): its kernels'
 //     scopes start with "Recompute/" instead of "Default/".
 //   - Only the thread that made the capture is watched (the thread the Python package captures,
@@ -101,6 +102,8 @@ class EagerCapture {
   // Naming: kernels are found and named in every call even when nothing is dumped (a
   // precision run, eager_precision.h, asks which kernel each call is).
   void SetNaming(bool naming);
+  // Are kernels captured (dumped or named), not only writes reported?
+  bool Captures() const { return active_ || naming_; }
   // The kernel whose outermost operator call is starting, once: true and sets `graph` and
   // `index` when the call that reaches the dispatcher now is a kernel of a graph.
   bool TakeKernel(EagerGraph** graph, uint32_t* index);
@@ -177,8 +180,6 @@ class EagerCapture {
   uint32_t ScopeId(const std::string& scope);
   // Turns the callback on while the capture dumps, names or reports writes.
   void Switch(bool active, bool naming, bool writes);
-  // Are kernels captured (dumped or named), not only writes reported?
-  bool Captures() const { return active_ || naming_; }
   // callbacks_.before_write for the tensors `fn` (operator `op_id`) writes in place.
   void ReportWrites(const at::RecordFunction& fn, uint32_t op_id);
 

@@ -262,6 +262,11 @@ void DumpHost::ExitModule() {
   }
 }
 
+bool DumpHost::SkipsNestedModule() const {
+  std::lock_guard<std::recursive_mutex> lock(mutex_);
+  return !root_calls_.empty() && !(capture_ && capture_->Captures());
+}
+
 Status DumpHost::SetEagerDump(const void* key) {
   std::lock_guard<std::recursive_mutex> lock(mutex_);
   auto it = modules_.find(key);
