@@ -6,7 +6,8 @@ rounds.
 
 The script (bench/lib/eager_lm_training.py: a transformer language model, AdamW, a warmup
 schedule, clipping) prints its step times; each run's step time is the median over steps
-3..N. Per round, back to back:
+3..N (N is 30: over 8 steps, single runs of either side moved by up to 5%, more than the 3% the
+configuration that selects nothing may cost). Per round, back to back:
 
   1. plain:     python eager_lm_training.py (the Python running the bench)
   2. off:       graphdump python with a configuration that selects nothing (an iteration the
@@ -56,7 +57,7 @@ and the capture's cost per operator (bench/lib/eager_op_loop.py: 20,000 addition
 capture on with a `kernels` entry that selects none, against no configuration):
   bench: eager_capture_cost_per_operator_us value=X
 
-Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 10), BENCH_ROUNDS (3), BENCH_MODEL
+Environment: GRAPHDUMP_BIN (the CLI), BENCH_STEPS (default 30), BENCH_ROUNDS (3), BENCH_MODEL
 ("LAYERS WIDTH SEQ BATCH", default "2 128 64 8"), BENCH_DIR (default a temporary directory).
 The environment passes to every run, so OMP_NUM_THREADS=1 runs both sides on one intra-op
 thread: on a machine shared with other work, torch's OpenMP workers spin-wait for a descheduled
@@ -72,7 +73,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import benchutil  # noqa: E402
 
 BIN = benchutil.BIN
-STEPS, ROUNDS, MODEL = benchutil.eager_lm_settings()
+STEPS, ROUNDS, MODEL = benchutil.eager_lm_settings(steps=30)
 SCRIPT = benchutil.EAGER_LM
 LOOP = os.path.join(benchutil.LIB, "eager_op_loop.py")
 LOOP_OPS = 20000

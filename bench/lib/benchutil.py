@@ -33,10 +33,10 @@ def rounds(default=3):
     return env_int("BENCH_ROUNDS", default, 1)
 
 
-def eager_lm_settings():
-    """(BENCH_STEPS, at least 5, default 10; BENCH_ROUNDS; BENCH_MODEL's "LAYERS WIDTH SEQ BATCH"
-    as a list) for the benches that run the transformer LM of eager_lm_training.py."""
-    return (env_int("BENCH_STEPS", 10, 5), rounds(),
+def eager_lm_settings(steps=10):
+    """(BENCH_STEPS, at least 5, default `steps`; BENCH_ROUNDS; BENCH_MODEL's "LAYERS WIDTH SEQ
+    BATCH" as a list) for the benches that run the transformer LM of eager_lm_training.py."""
+    return (env_int("BENCH_STEPS", steps, 5), rounds(),
             os.environ.get("BENCH_MODEL", EAGER_LM_MODEL).split())
 
 
