@@ -19,7 +19,9 @@ later iteration is ordered as a plain run's:
   only: the module calls nested in the steps that dump nothing are not entered (docs/python.md,
   "Iterations"), yet iterations 1 and 3 name every kernel down to the innermost module as a dump
   of every iteration does, and the execution order, the calls and the iterations still count
-  every step.
+  every step; a module whose own call runs a training step and then starts the next one (its
+  backward pass opens the dumped iteration inside the call) has the modules it calls after that
+  named in full.
 """
 import csv
 import os
@@ -266,3 +268,34 @@ def test_steps_that_dump_nothing_keep_the_names_of_nested_modules(tmp_path):
     assert calls == {"all": 4, "some": 4}
     for a, b in zip(trained["all"], trained["some"]):
         assert torch.equal(a, b)
+
+
+class Stepper(nn.Module):
+    """A module whose call trains one step and then begins the next: its second backward pass
+    opens an iteration inside the call, and its last call of `net` runs in that iteration."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+        self.optimizer = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def forward(self, x):
+        self.net(x).sum().backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+        self.net(x).sum().backward()  # no module's forward ran in the new iteration yet
+        return self.net(x)
+
+
+def test_modules_called_after_an_iteration_opens_inside_a_call_are_named(tmp_path):
+    config = write_config(tmp_path / "d.json", tmp_path / "dump",
+                          {"saved_data": "statistic", "iteration": "1"})
+    torch.manual_seed(0)
+    with gd.Dump(config) as dump:
+        stepper = dump.wrap(Stepper())
+        dump.track(stepper.optimizer)
+        stepper(torch.ones(2, 4))
+    rank = tmp_path / "dump" / "rank_0"
+    assert _iterations(rank) == [1]
+    names = {r[0] for r in _rows(rank, 1)}
+    assert any(n.startswith("Default_net-Sequential_0-Linear_linear-op") for n in names), names
