@@ -7,9 +7,9 @@ Per round, in alternating order, bench/lib/adam_mlp_training.py (an MLP of 3 lay
 AdamW, 2 steps) runs under plain `python`, under `graphdump python` with a configuration that
 dumps nothing (an iteration the run never reaches), with a tensor dump of every kernel of its
 last step, and with the same dump written by background threads (e2e_dump_settings.enable
-false, whose queued copies are bounded at 256 MiB); each reports its peak resident memory (a model this large, because the allocator's
-choices move a small model's peak by tens of MiB from run to run). Each dump (1.6 GiB with the
-default model) is removed after its run. Printed, as the median over BENCH_ROUNDS rounds
+false, whose queued copies are bounded at 256 MiB); each reports its peak resident memory (a
+model this large, because the allocator's choices move a small model's peak by tens of MiB from
+run to run). Each dump (1.6 GiB with the default model) is removed after its run. Printed, as the median over BENCH_ROUNDS rounds
 (default 3):
   bench: optimizer_tensor_dump_peak_rss_vs_plain ratio=X   (the dumped run's peak over the
                                                              plain run's)
@@ -68,6 +68,7 @@ def main():
 
     def added(side):  # over the nothing-dumped run, in AdamW states
         return statistics.median((d - o) / state_mib for d, o in zip(peaks[side], peaks["off"]))
+
     print(f"bench: optimizer_tensor_dump_peak_rss_vs_plain ratio={statistics.median(ratios):.3f}")
     print(f"bench: optimizer_tensor_dump_added_over_state ratio={added('dumped'):.3f}")
     print(f"bench: optimizer_async_dump_added_over_state ratio={added('asynchronous'):.3f}")
